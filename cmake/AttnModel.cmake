@@ -1,0 +1,32 @@
+# attn_add_model(NAME <name> DESCRIPTION <file.json|file.mlir> [ATTNC_ARGS ...])
+#
+# Runs attnc at build time on DESCRIPTION and defines the target attn::<name>:
+# link it to get the generated kernels (<name>.a) and include <name>.h. Generation reruns only
+# when the description or attnc itself changes.
+function(attn_add_model)
+  cmake_parse_arguments(ARG "" "NAME;DESCRIPTION" "ATTNC_ARGS" ${ARGN})
+  if(NOT ARG_NAME OR NOT ARG_DESCRIPTION)
+    message(FATAL_ERROR "attn_add_model: NAME and DESCRIPTION are required")
+  endif()
+  get_filename_component(description ${ARG_DESCRIPTION} ABSOLUTE)
+  set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}.attnc)
+  set(outputs ${out_dir}/${ARG_NAME}.a ${out_dir}/${ARG_NAME}.h
+              ${out_dir}/${ARG_NAME}_kernels.h)
+  add_custom_command(
+    OUTPUT ${outputs}
+    COMMAND attnc ${description} --name=${ARG_NAME} -o ${out_dir} ${ARG_ATTNC_ARGS}
+    DEPENDS attnc ${description}
+    COMMENT "attnc: generating kernels for ${ARG_NAME}"
+    VERBATIM)
+  add_custom_target(${ARG_NAME}_attnc DEPENDS ${outputs})
+
+  set(target attn::${ARG_NAME})
+  add_library(${target} STATIC IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${out_dir}/${ARG_NAME}.a)
+  # The include directory only exists after generation; create it so CMake accepts it.
+  file(MAKE_DIRECTORY ${out_dir})
+  target_include_directories(${target} INTERFACE ${out_dir})
+  # The library embeds the Halide runtime, which uses threads and dlopen.
+  target_link_libraries(${target} INTERFACE Halide::Runtime Threads::Threads ${CMAKE_DL_LIBS})
+  add_dependencies(${target} ${ARG_NAME}_attnc)
+endfunction()

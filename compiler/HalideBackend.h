@@ -1,0 +1,24 @@
+//===- HalideBackend.h - kernel specs to a static library -------*- C++ -*-===//
+
+#ifndef ATTNC_HALIDEBACKEND_H
+#define ATTNC_HALIDEBACKEND_H
+
+#include "attn/schedules/KernelSpec.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+namespace attnc {
+
+/// Generates every kernel with Halide, in-process, for `target` (a Halide
+/// target string; "host" is this machine) and writes `<outDir>/<name>.a` and
+/// the Halide-level declarations `<outDir>/<name>_kernels.h`. Each kernel is
+/// the C symbol `<functionName>_kernel` taking halide_buffer_t pointers.
+llvm::Error emitKernelLibrary(llvm::ArrayRef<attn::SdpaSpec> specs,
+                              llvm::StringRef target, llvm::StringRef outDir,
+                              llvm::StringRef name);
+
+} // namespace attnc
+
+#endif // ATTNC_HALIDEBACKEND_H

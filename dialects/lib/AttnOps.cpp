@@ -1,0 +1,93 @@
+//===- AttnOps.cpp - attn dialect operations ------------------------------===//
+
+#include "attn/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#define GET_OP_CLASSES
+#include "attn/AttnOps.cpp.inc"
+
+namespace {
+// Dimension positions of a [batch, sequence, heads, head_dim] activation.
+enum ActivationDim { kBatch = 0, kSeq = 1, kHeads = 2, kHeadDim = 3 };
+
+/// Checks that a static extent matches what the op's attributes declare.
+LogicalResult checkExtent(Operation *op, StringRef operand, RankedTensorType type,
+                          ActivationDim dim, StringRef what, int64_t expected,
+                          StringRef attrName) {
+  int64_t actual = type.getDimSize(dim);
+  if (ShapedType::isDynamic(actual) || actual == expected)
+    return success();
+  return op->emitOpError() << operand << " has " << actual << " " << what
+                           << " but " << attrName << " = " << expected;
+}
+
+/// Checks that two operands agree on a dimension where both are static.
+LogicalResult checkSameExtent(Operation *op, StringRef lhsName,
+                              RankedTensorType lhs, StringRef rhsName,
+                              RankedTensorType rhs, ActivationDim dim,
+                              StringRef what) {
+  int64_t a = lhs.getDimSize(dim), b = rhs.getDimSize(dim);
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b)
+    return success();
+  return op->emitOpError() << lhsName << " and " << rhsName << " disagree on "
+                           << what << " (" << a << " vs " << b << ")";
+}
+} // namespace
+
+float SdpaOp::getEffectiveScale() {
+  if (std::optional<APFloat> scale = getScale())
+    return scale->convertToFloat();
+  return 1.0f / std::sqrt(static_cast<float>(getHeadDim()));
+}
+
+LogicalResult SdpaOp::verify() {
+  int64_t queryHeads = getNumQueryHeads();
+  int64_t kvHeads = getNumKvHeads();
+  int64_t headDim = getHeadDim();
+  if (queryHeads % kvHeads != 0)
+    return emitOpError() << "num_query_heads (" << queryHeads
+                         << ") must be a multiple of num_kv_heads (" << kvHeads
+                         << ")";
+  if (std::optional<APFloat> scale = getScale()) {
+    float s = scale->convertToFloat();
+    if (!(s > 0.0f) || !std::isfinite(s))
+      return emitOpError() << "scale must be positive and finite, got " << s;
+  }
+
+  auto query = cast<RankedTensorType>(getQuery().getType());
+  auto key = cast<RankedTensorType>(getKey().getType());
+  auto value = cast<RankedTensorType>(getValue().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  Operation *op = getOperation();
+  if (failed(checkExtent(op, "query", query, kHeads, "heads", queryHeads,
+                         "num_query_heads")) ||
+      failed(checkExtent(op, "key", key, kHeads, "heads", kvHeads,
+                         "num_kv_heads")) ||
+      failed(checkExtent(op, "value", value, kHeads, "heads", kvHeads,
+                         "num_kv_heads")) ||
+      failed(checkExtent(op, "query", query, kHeadDim, "channels per head",
+                         headDim, "head_dim")) ||
+      failed(checkExtent(op, "key", key, kHeadDim, "channels per head",
+                         headDim, "head_dim")) ||
+      failed(checkExtent(op, "value", value, kHeadDim, "channels per head",
+                         headDim, "head_dim")) ||
+      failed(checkSameExtent(op, "key", key, "value", value, kSeq,
+                             "the key sequence length")) ||
+      failed(checkSameExtent(op, "key", key, "value", value, kBatch,
+                             "the batch size")) ||
+      failed(checkSameExtent(op, "query", query, "key", key, kBatch,
+                             "the batch size")))
+    return failure();
+  if (failed(verifyCompatibleShape(result, query)))
+    return emitOpError() << "result type " << result
+                         << " must have the shape of the query " << query;
+  return success();
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attnc needs; does nothing when all are present.
+# Both README commands and .ci/run call it. Runs as root (or via sudo when available).
+set -euo pipefail
+
+packages=(
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools  # MLIR/LLVM 19, lit, FileCheck
+  libhalide14-0-dev                                       # Halide 14 (links its own LLVM 14)
+  libbenchmark-dev libgtest-dev                           # Google Benchmark, GoogleTest
+  cmake ninja-build ccache g++ python3                    # build tools; lit needs a python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
