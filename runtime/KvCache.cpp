@@ -1,0 +1,315 @@
+//===- KvCache.cpp - paged key/value cache --------------------------------===//
+
+#include "attn/runtime/KvCache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace attn::runtime {
+
+namespace {
+Status invalid(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+} // namespace
+
+KvCacheConfig KvCacheConfig::contiguous(int numLayers, int numKvHeads,
+                                        int headDim, DType dtype,
+                                        int maxSequenceLength,
+                                        int maxSequences) {
+  KvCacheConfig config;
+  config.numLayers = numLayers;
+  config.numKvHeads = numKvHeads;
+  config.headDim = headDim;
+  config.dtype = dtype;
+  config.pageSize = maxSequenceLength;
+  config.numPages = maxSequences;
+  config.maxSequenceLength = maxSequenceLength;
+  return config;
+}
+
+size_t KvCacheConfig::bytesPerToken() const {
+  return 2 * size_t(numLayers) * numKvHeads * headDim * byteSize(dtype);
+}
+
+Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
+  if (config.numLayers < 1 || config.numKvHeads < 1 || config.headDim < 1 ||
+      config.pageSize < 1 || config.numPages < 1 ||
+      config.maxSequenceLength < 1)
+    return invalid("KV cache: layers, KV heads, head size, page size, page "
+                   "count and maximum length must all be positive");
+  size_t page = size_t(config.pageSize) * config.numKvHeads * config.headDim *
+                byteSize(config.dtype);
+  if (page > std::numeric_limits<size_t>::max() / 2 / config.numPages)
+    return invalid("KV cache: pool size overflows");
+  KvCache fresh;
+  fresh.config_ = config;
+  fresh.keys_.assign(config.numLayers,
+                     std::vector<uint8_t>(page * config.numPages));
+  fresh.values_.assign(config.numLayers,
+                       std::vector<uint8_t>(page * config.numPages));
+  fresh.refCounts_.assign(config.numPages, 0);
+  // Pop order 0, 1, 2...: the stack holds the ids in reverse.
+  for (int32_t p = config.numPages - 1; p >= 0; p--)
+    fresh.freeList_.push_back(p);
+  cache = std::move(fresh);
+  return Status::ok();
+}
+
+size_t KvCache::tokenBytes() const {
+  return size_t(config_.numKvHeads) * config_.headDim *
+         byteSize(config_.dtype);
+}
+size_t KvCache::pageBytes() const { return tokenBytes() * config_.pageSize; }
+size_t KvCache::poolBytes() const {
+  return 2 * size_t(config_.numLayers) * config_.numPages * pageBytes();
+}
+int KvCache::pagesFor(int tokens) const {
+  return (tokens + config_.pageSize - 1) / config_.pageSize;
+}
+
+Status KvCache::lookup(SequenceId id, const char *operation) const {
+  if (!contains(id))
+    return Status(StatusCode::NotFound, std::string(operation) +
+                                            ": no sequence " +
+                                            std::to_string(id));
+  return Status::ok();
+}
+
+bool KvCache::contains(SequenceId id) const {
+  return id >= 0 && size_t(id) < sequences_.size() && sequences_[id].live;
+}
+
+int KvCache::length(SequenceId id) const {
+  return contains(id) ? sequences_[id].length : -1;
+}
+
+std::vector<SequenceId> KvCache::sequences() const {
+  std::vector<SequenceId> ids;
+  for (size_t i = 0; i < sequences_.size(); i++)
+    if (sequences_[i].live)
+      ids.push_back(SequenceId(i));
+  return ids;
+}
+
+const std::vector<int32_t> *KvCache::blockTable(SequenceId id) const {
+  return contains(id) ? &sequences_[id].pages : nullptr;
+}
+
+int32_t KvCache::takePage() {
+  int32_t page = freeList_.back();
+  freeList_.pop_back();
+  refCounts_[page] = 1;
+  return page;
+}
+
+void KvCache::releasePage(int32_t page) {
+  if (--refCounts_[page] == 0)
+    freeList_.push_back(page);
+}
+
+void KvCache::copyPage(int32_t from, int32_t to) {
+  size_t bytes = pageBytes();
+  for (int layer = 0; layer < config_.numLayers; layer++) {
+    std::memcpy(keys_[layer].data() + to * bytes,
+                keys_[layer].data() + from * bytes, bytes);
+    std::memcpy(values_[layer].data() + to * bytes,
+                values_[layer].data() + from * bytes, bytes);
+  }
+}
+
+Status KvCache::addSequence(SequenceId &id) {
+  auto slot = std::find_if(sequences_.begin(), sequences_.end(),
+                           [](const Sequence &s) { return !s.live; });
+  if (slot == sequences_.end()) {
+    sequences_.emplace_back();
+    slot = sequences_.end() - 1;
+  }
+  slot->live = true;
+  slot->length = 0;
+  slot->pages.clear();
+  id = SequenceId(slot - sequences_.begin());
+  return Status::ok();
+}
+
+Status KvCache::removeSequence(SequenceId id) {
+  if (Status status = lookup(id, "remove"); !status)
+    return status;
+  for (int32_t page : sequences_[id].pages)
+    releasePage(page);
+  sequences_[id] = Sequence();
+  return Status::ok();
+}
+
+Status KvCache::fork(SequenceId parent, SequenceId &child) {
+  if (Status status = lookup(parent, "fork"); !status)
+    return status;
+  SequenceId id;
+  (void)addSequence(id); // cannot fail; may reallocate sequences_
+  sequences_[id].length = sequences_[parent].length;
+  sequences_[id].pages = sequences_[parent].pages;
+  for (int32_t page : sequences_[id].pages)
+    refCounts_[page]++;
+  child = id;
+  return Status::ok();
+}
+
+Status KvCache::extend(SequenceId id, int count) {
+  if (Status status = lookup(id, "extend"); !status)
+    return status;
+  Sequence &sequence = sequences_[id];
+  if (count < 0)
+    return invalid("extend: negative token count " + std::to_string(count));
+  if (count > config_.maxSequenceLength - sequence.length)
+    return Status(StatusCode::CapacityExceeded,
+                  "extend: sequence " + std::to_string(id) + " has " +
+                      std::to_string(sequence.length) + " tokens; " +
+                      std::to_string(count) + " more exceed the maximum of " +
+                      std::to_string(config_.maxSequenceLength));
+  int needed = pagesFor(sequence.length + count) - int(sequence.pages.size());
+  if (needed > freePages())
+    return Status(StatusCode::OutOfMemory,
+                  "extend: " + std::to_string(count) + " tokens need " +
+                      std::to_string(needed) + " pages; " +
+                      std::to_string(freePages()) + " are free");
+  for (int i = 0; i < needed; i++)
+    sequence.pages.push_back(takePage());
+  sequence.length += count;
+  return Status::ok();
+}
+
+Status KvCache::truncate(SequenceId id, int newLength) {
+  if (Status status = lookup(id, "truncate"); !status)
+    return status;
+  Sequence &sequence = sequences_[id];
+  if (newLength < 0 || newLength > sequence.length)
+    return invalid("truncate: length " + std::to_string(newLength) +
+                   " outside [0, " + std::to_string(sequence.length) + "]");
+  int keep = pagesFor(newLength);
+  for (size_t p = keep; p < sequence.pages.size(); p++)
+    releasePage(sequence.pages[p]);
+  sequence.pages.resize(keep);
+  sequence.length = newLength;
+  return Status::ok();
+}
+
+Status KvCache::write(SequenceId id, int layer, int position, int count,
+                      const float *key, const float *value) {
+  if (Status status = lookup(id, "write"); !status)
+    return status;
+  Sequence &sequence = sequences_[id];
+  if (layer < 0 || layer >= config_.numLayers)
+    return invalid("write: layer " + std::to_string(layer) + " outside [0, " +
+                   std::to_string(config_.numLayers) + ")");
+  if (position < 0 || count < 0 || position > sequence.length - count)
+    return invalid("write: positions [" + std::to_string(position) + ", " +
+                   std::to_string(int64_t(position) + count) +
+                   ") outside the sequence's " +
+                   std::to_string(sequence.length) + " tokens");
+  if (count > 0 && (!key || !value))
+    return invalid("write: null key or value");
+  // Copy-on-write: every shared page the write touches becomes private. The
+  // pages needed are counted first so that a failure changes nothing.
+  int first = position / config_.pageSize;
+  int last = (position + count - 1) / config_.pageSize;
+  int shared = 0;
+  for (int p = first; count > 0 && p <= last; p++)
+    shared += refCounts_[sequence.pages[p]] > 1;
+  if (shared > freePages())
+    return Status(StatusCode::OutOfMemory,
+                  "write: copy-on-write needs " + std::to_string(shared) +
+                      " pages; " + std::to_string(freePages()) + " are free");
+  for (int p = first; count > 0 && p <= last; p++) {
+    int32_t &page = sequence.pages[p];
+    if (refCounts_[page] > 1) {
+      int32_t copy = takePage();
+      copyPage(page, copy);
+      releasePage(page);
+      page = copy;
+    }
+  }
+  size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  for (int t = 0; t < count; t++) {
+    int pos = position + t;
+    size_t offset = sequence.pages[pos / config_.pageSize] * pageBytes() +
+                    (pos % config_.pageSize) * tokenBytes();
+    encode(config_.dtype, key + t * elements, keys_[layer].data() + offset,
+           elements);
+    encode(config_.dtype, value + t * elements,
+           values_[layer].data() + offset, elements);
+  }
+  return Status::ok();
+}
+
+Status KvCache::read(SequenceId id, int layer, int position, int count,
+                     float *key, float *value) const {
+  if (Status status = lookup(id, "read"); !status)
+    return status;
+  const Sequence &sequence = sequences_[id];
+  if (layer < 0 || layer >= config_.numLayers)
+    return invalid("read: layer " + std::to_string(layer) + " outside [0, " +
+                   std::to_string(config_.numLayers) + ")");
+  if (position < 0 || count < 0 || position > sequence.length - count)
+    return invalid("read: positions outside the sequence's " +
+                   std::to_string(sequence.length) + " tokens");
+  if (count > 0 && (!key || !value))
+    return invalid("read: null key or value");
+  size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  for (int t = 0; t < count; t++) {
+    int pos = position + t;
+    size_t offset = sequence.pages[pos / config_.pageSize] * pageBytes() +
+                    (pos % config_.pageSize) * tokenBytes();
+    decode(config_.dtype, keys_[layer].data() + offset, key + t * elements,
+           elements);
+    decode(config_.dtype, values_[layer].data() + offset,
+           value + t * elements, elements);
+  }
+  return Status::ok();
+}
+
+Status KvCache::checkInvariants() const {
+  auto broken = [](const std::string &what) {
+    return Status(StatusCode::InvalidArgument, "KV cache invariant: " + what);
+  };
+  std::vector<int32_t> references(config_.numPages, 0);
+  for (size_t id = 0; id < sequences_.size(); id++) {
+    const Sequence &sequence = sequences_[id];
+    if (!sequence.live) {
+      if (!sequence.pages.empty() || sequence.length != 0)
+        return broken("dead sequence " + std::to_string(id) + " holds pages");
+      continue;
+    }
+    if (sequence.length < 0 || sequence.length > config_.maxSequenceLength ||
+        int(sequence.pages.size()) != pagesFor(sequence.length))
+      return broken("sequence " + std::to_string(id) + " has length " +
+                    std::to_string(sequence.length) + " and " +
+                    std::to_string(sequence.pages.size()) + " pages");
+    for (int32_t page : sequence.pages) {
+      if (page < 0 || page >= config_.numPages)
+        return broken("page id " + std::to_string(page) + " out of range");
+      references[page]++;
+    }
+  }
+  std::vector<bool> isFree(config_.numPages, false);
+  for (int32_t page : freeList_) {
+    if (page < 0 || page >= config_.numPages || isFree[page])
+      return broken("free list holds page " + std::to_string(page) +
+                    " twice or out of range");
+    isFree[page] = true;
+  }
+  for (int32_t page = 0; page < config_.numPages; page++) {
+    if (references[page] != refCounts_[page])
+      return broken("page " + std::to_string(page) + " has refcount " +
+                    std::to_string(refCounts_[page]) + " but " +
+                    std::to_string(references[page]) + " references");
+    if (isFree[page] != (references[page] == 0))
+      return broken("page " + std::to_string(page) +
+                    (isFree[page] ? " is free but referenced"
+                                  : " is leaked: unreferenced, not free"));
+  }
+  return Status::ok();
+}
+
+} // namespace attn::runtime

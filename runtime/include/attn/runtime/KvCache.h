@@ -1,0 +1,120 @@
+//===- KvCache.h - paged key/value cache ------------------------*- C++ -*-===//
+//
+// The K and V of every layer for a set of sequences, stored in fixed-size
+// pages of `pageSize` tokens. A sequence owns a block table (its page ids in
+// order); one page id addresses the same slot in every layer's K and V pool,
+// so one allocation serves the whole model. A contiguous cache is the special
+// case pageSize == maxSequenceLength (one page per sequence).
+//
+// Forked sequences share pages by reference count; a page is copied before a
+// write touches it while shared (copy-on-write), so both branches stay
+// correct. Not thread-safe: one cache per session, one session per thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_KVCACHE_H
+#define ATTN_RUNTIME_KVCACHE_H
+
+#include "attn/runtime/DType.h"
+#include "attn/runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace attn::runtime {
+
+using SequenceId = int32_t;
+
+struct KvCacheConfig {
+  int numLayers = 0;
+  int numKvHeads = 0;
+  int headDim = 0;
+  DType dtype = DType::F32;
+  int pageSize = 0;          ///< tokens per page, >= 1
+  int numPages = 0;          ///< pages in the pool
+  int maxSequenceLength = 0; ///< tokens per sequence at most
+
+  /// One page of maxSequenceLength tokens per sequence.
+  static KvCacheConfig contiguous(int numLayers, int numKvHeads, int headDim,
+                                  DType dtype, int maxSequenceLength,
+                                  int maxSequences);
+  /// Bytes of K plus V for one token over all layers:
+  /// 2 · layers · KV heads · head size · element bytes.
+  size_t bytesPerToken() const;
+};
+
+class KvCache {
+public:
+  /// Validates `config` and allocates the pools (all pages free).
+  static Status create(const KvCacheConfig &config, KvCache &cache);
+
+  const KvCacheConfig &config() const { return config_; }
+
+  // Sequences ---------------------------------------------------------------
+  Status addSequence(SequenceId &id);
+  Status removeSequence(SequenceId id);
+  /// A new sequence with the parent's tokens, sharing its pages.
+  Status fork(SequenceId parent, SequenceId &child);
+  /// Grows the sequence by `count` tokens (positions length..length+count-1),
+  /// taking pages from the pool. Fails, changing nothing, past
+  /// maxSequenceLength or when the pool has too few free pages.
+  Status extend(SequenceId id, int count);
+  /// Drops tokens from the end (rollback) down to `newLength`.
+  Status truncate(SequenceId id, int newLength);
+  /// Tokens in the sequence; -1 for an unknown id.
+  int length(SequenceId id) const;
+  bool contains(SequenceId id) const;
+  std::vector<SequenceId> sequences() const;
+
+  // Data ---------------------------------------------------------------------
+  /// Stores K and V of `count` tokens at positions [position, position+count)
+  /// of `layer`, converting to the cache dtype; shared pages are copied first.
+  ///   key, value: [count][numKvHeads][headDim] float
+  Status write(SequenceId id, int layer, int position, int count,
+               const float *key, const float *value);
+  /// Loads K and V of positions [position, position+count) as floats.
+  ///   key, value: [count][numKvHeads][headDim] float
+  Status read(SequenceId id, int layer, int position, int count, float *key,
+              float *value) const;
+
+  /// The page ids of a sequence, in token order (for paged kernels).
+  const std::vector<int32_t> *blockTable(SequenceId id) const;
+  /// Page pool of one layer: [numPages][pageSize][numKvHeads][headDim] dtype.
+  const void *keyPages(int layer) const { return keys_[layer].data(); }
+  const void *valuePages(int layer) const { return values_[layer].data(); }
+
+  // Accounting ---------------------------------------------------------------
+  int freePages() const { return int(freeList_.size()); }
+  int usedPages() const { return config_.numPages - freePages(); }
+  /// Bytes of all K and V pools (what the compiler's plan reports).
+  size_t poolBytes() const;
+  /// Checks every structural invariant: refcounts equal block-table
+  /// references, free pages are unreferenced and listed once, lengths fit
+  /// their block tables. For tests; O(pages + tokens).
+  Status checkInvariants() const;
+
+private:
+  struct Sequence {
+    bool live = false;
+    int length = 0;
+    std::vector<int32_t> pages;
+  };
+
+  Status lookup(SequenceId id, const char *operation) const;
+  int pagesFor(int tokens) const;
+  size_t pageBytes() const;
+  size_t tokenBytes() const; ///< one token, one layer, K or V
+  int32_t takePage();
+  void releasePage(int32_t page);
+  void copyPage(int32_t from, int32_t to);
+
+  KvCacheConfig config_;
+  std::vector<std::vector<uint8_t>> keys_, values_; // per layer pools
+  std::vector<int32_t> refCounts_;                  // per page
+  std::vector<int32_t> freeList_;                   // a stack of page ids
+  std::vector<Sequence> sequences_;                 // indexed by SequenceId
+};
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_KVCACHE_H

@@ -1,0 +1,288 @@
+//===- KvCacheTest.cpp - paged KV cache: semantics, errors, stress --------===//
+
+#include "attn/runtime/KvCache.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+using namespace attn::runtime;
+
+namespace {
+
+KvCacheConfig paged(int pageSize, int numPages, int maxLength,
+                    DType dtype = DType::F32) {
+  KvCacheConfig config;
+  config.numLayers = 2;
+  config.numKvHeads = 2;
+  config.headDim = 3;
+  config.dtype = dtype;
+  config.pageSize = pageSize;
+  config.numPages = numPages;
+  config.maxSequenceLength = maxLength;
+  return config;
+}
+
+/// Token t of a sequence: K = t + element/10, V = -K (exact in every dtype
+/// for small t).
+std::vector<float> tokenValues(int first, int count, int elements, float sign) {
+  std::vector<float> values(size_t(count) * elements);
+  for (int t = 0; t < count; t++)
+    for (int e = 0; e < elements; e++)
+      values[size_t(t) * elements + e] = sign * (first + t + e * 0.25f);
+  return values;
+}
+
+TEST(DType, RoundTripsWithinItsPrecision) {
+  const float samples[] = {0.0f, -0.0f, 1.0f, -2.5f, 3.14159f, 1e-3f, 65504.0f,
+                           1e-6f, -7.0e-5f, 123.456f};
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    // Relative precision: half an ulp of a 23, 10 or 7 bit mantissa; f16
+    // subnormals (below 2^-14) have an absolute step of 2^-24.
+    double relative = type == DType::F32 ? 0 : type == DType::F16 ? 0x1p-11 : 0x1p-8;
+    double absolute = type == DType::F16 ? 0x1p-25 : 0;
+    for (float x : samples) {
+      uint32_t storage = 0;
+      float back = NAN;
+      encode(type, &x, &storage, 1);
+      decode(type, &storage, &back, 1);
+      EXPECT_LE(std::fabs(back - x), relative * std::fabs(x) + absolute)
+          << name(type) << " " << x;
+    }
+  }
+  float huge = 1e6f, nan = NAN, back = 0;
+  uint16_t h;
+  encode(DType::F16, &huge, &h, 1);
+  decode(DType::F16, &h, &back, 1);
+  EXPECT_TRUE(std::isinf(back));
+  encode(DType::BF16, &nan, &h, 1);
+  decode(DType::BF16, &h, &back, 1);
+  EXPECT_TRUE(std::isnan(back));
+}
+
+TEST(KvCache, RejectsBadConfigs) {
+  KvCache cache;
+  KvCacheConfig config = paged(4, 8, 32);
+  config.pageSize = 0;
+  EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
+  config = paged(4, 8, 32);
+  config.numKvHeads = -1;
+  EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
+}
+
+TEST(KvCache, AccountingMatchesTheFormula) {
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(paged(4, 8, 32, DType::F16), cache));
+  // 2 · layers · KV heads · head size · bytes
+  EXPECT_EQ(cache.config().bytesPerToken(), size_t(2 * 2 * 2 * 3 * 2));
+  EXPECT_EQ(cache.poolBytes(), cache.config().bytesPerToken() * 4 * 8);
+  EXPECT_EQ(cache.freePages(), 8);
+}
+
+// The same writes through a contiguous and a paged cache read back the same.
+TEST(KvCache, PagedAndContiguousHoldTheSameData) {
+  for (DType type : {DType::F32, DType::F16, DType::BF16}) {
+    KvCache contiguous, pagedCache;
+    ASSERT_TRUE(KvCache::create(
+        KvCacheConfig::contiguous(2, 2, 3, type, 50, 2), contiguous));
+    ASSERT_TRUE(KvCache::create(paged(3, 40, 50, type), pagedCache));
+    for (KvCache *cache : {&contiguous, &pagedCache}) {
+      SequenceId a, b;
+      ASSERT_TRUE(cache->addSequence(a));
+      ASSERT_TRUE(cache->addSequence(b));
+      for (auto [id, length] : {std::pair{a, 17}, std::pair{b, 50}}) {
+        ASSERT_TRUE(cache->extend(id, length));
+        for (int layer = 0; layer < 2; layer++) {
+          auto k = tokenValues(layer, length, 6, 1), v = tokenValues(layer, length, 6, -1);
+          ASSERT_TRUE(cache->write(id, layer, 0, length, k.data(), v.data()));
+        }
+      }
+      ASSERT_TRUE(cache->checkInvariants());
+    }
+    for (SequenceId id : {0, 1})
+      for (int layer = 0; layer < 2; layer++) {
+        int n = contiguous.length(id);
+        ASSERT_EQ(n, pagedCache.length(id));
+        std::vector<float> k1(n * 6), v1(n * 6), k2(n * 6), v2(n * 6);
+        ASSERT_TRUE(contiguous.read(id, layer, 0, n, k1.data(), v1.data()));
+        ASSERT_TRUE(pagedCache.read(id, layer, 0, n, k2.data(), v2.data()));
+        EXPECT_EQ(k1, k2);
+        EXPECT_EQ(v1, v2);
+        EXPECT_EQ(k1, tokenValues(layer, n, 6, 1)) << name(type);
+      }
+  }
+}
+
+TEST(KvCache, ForkSharesPagesAndCopiesOnWrite) {
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(paged(4, 16, 64), cache));
+  SequenceId parent, child;
+  ASSERT_TRUE(cache.addSequence(parent));
+  ASSERT_TRUE(cache.extend(parent, 6)); // pages: 4 full + 2 of a partial page
+  auto k = tokenValues(0, 6, 6, 1), v = tokenValues(0, 6, 6, -1);
+  ASSERT_TRUE(cache.write(parent, 0, 0, 6, k.data(), v.data()));
+  ASSERT_TRUE(cache.fork(parent, child));
+  EXPECT_EQ(cache.usedPages(), 2);
+  EXPECT_EQ(*cache.blockTable(child), *cache.blockTable(parent));
+
+  // The child diverges at position 6, in the shared partial page.
+  ASSERT_TRUE(cache.extend(child, 1));
+  auto k2 = tokenValues(100, 1, 6, 1), v2 = tokenValues(100, 1, 6, -1);
+  ASSERT_TRUE(cache.write(child, 0, 6, 1, k2.data(), v2.data()));
+  EXPECT_EQ(cache.usedPages(), 3);
+  EXPECT_EQ(cache.blockTable(child)->at(0), cache.blockTable(parent)->at(0));
+  EXPECT_NE(cache.blockTable(child)->at(1), cache.blockTable(parent)->at(1));
+  // And rewrites position 5, which must not reach the parent.
+  ASSERT_TRUE(cache.write(child, 0, 5, 1, k2.data(), v2.data()));
+
+  std::vector<float> got(7 * 6), gotV(7 * 6);
+  ASSERT_TRUE(cache.read(parent, 0, 0, 6, got.data(), gotV.data()));
+  got.resize(36);
+  EXPECT_EQ(got, k);
+  got.resize(42);
+  ASSERT_TRUE(cache.read(child, 0, 0, 7, got.data(), gotV.data()));
+  EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + 30),
+            std::vector<float>(k.begin(), k.begin() + 30));
+  EXPECT_EQ(std::vector<float>(got.begin() + 30, got.begin() + 36), k2);
+  EXPECT_EQ(std::vector<float>(got.begin() + 36, got.end()), k2);
+  ASSERT_TRUE(cache.checkInvariants());
+
+  ASSERT_TRUE(cache.removeSequence(parent));
+  ASSERT_TRUE(cache.removeSequence(child));
+  EXPECT_EQ(cache.freePages(), 16);
+  ASSERT_TRUE(cache.checkInvariants());
+}
+
+TEST(KvCache, ErrorsChangeNothing) {
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(paged(4, 3, 10), cache));
+  SequenceId a, b;
+  ASSERT_TRUE(cache.addSequence(a));
+  ASSERT_TRUE(cache.extend(a, 8));
+  // Over the maximum length.
+  Status status = cache.extend(a, 3);
+  EXPECT_EQ(status.code(), StatusCode::CapacityExceeded);
+  EXPECT_NE(status.message().find("maximum of 10"), std::string::npos)
+      << status.message();
+  // Out of pages: 2 of 3 are used, 8 tokens need 2.
+  ASSERT_TRUE(cache.addSequence(b));
+  EXPECT_EQ(cache.extend(b, 8).code(), StatusCode::OutOfMemory);
+  EXPECT_EQ(cache.length(b), 0);
+  EXPECT_EQ(cache.freePages(), 1);
+  // Copy-on-write with no page to copy into.
+  SequenceId c;
+  ASSERT_TRUE(cache.extend(b, 4));
+  ASSERT_TRUE(cache.fork(a, c));
+  std::vector<float> k(6, 1.0f);
+  EXPECT_EQ(cache.write(c, 0, 0, 1, k.data(), k.data()).code(),
+            StatusCode::OutOfMemory);
+  // Bad arguments.
+  EXPECT_EQ(cache.write(a, 2, 0, 1, k.data(), k.data()).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.write(a, 0, 7, 2, k.data(), k.data()).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.write(a, 0, -1, 1, k.data(), k.data()).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.write(a, 0, 0, 1, nullptr, k.data()).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.read(a, 0, 0, 9, k.data(), k.data()).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.truncate(a, 9).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.extend(a, -1).code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.extend(42, 1).code(), StatusCode::NotFound);
+  EXPECT_EQ(cache.removeSequence(-1).code(), StatusCode::NotFound);
+  EXPECT_EQ(cache.length(a), 8);
+  ASSERT_TRUE(cache.checkInvariants());
+}
+
+// Random add / extend+write / fork / truncate / remove against a shadow model
+// of every sequence's tokens; invariants and one sequence's contents are
+// checked after every operation.
+TEST(KvCache, StressRandomOperations) {
+  const int kOperations = 100000, kElements = 2 * 3;
+  for (int pageSize : {1, 3, 16}) {
+    KvCache cache;
+    ASSERT_TRUE(KvCache::create(paged(pageSize, 96 / pageSize + 8, 40), cache));
+    std::map<SequenceId, std::vector<float>> shadow; // layer-1 keys per token
+    std::mt19937 rng(pageSize);
+    int extended = 0, forked = 0, refused = 0; // the run must exercise each path
+    auto pick = [&]() {
+      auto it = shadow.begin();
+      std::advance(it, rng() % shadow.size());
+      return it->first;
+    };
+    for (int op = 0; op < kOperations / 3; op++) { // 3 page sizes
+      int kind = rng() % 10;
+      if (shadow.empty() || kind == 0) {
+        SequenceId id;
+        ASSERT_TRUE(cache.addSequence(id));
+        ASSERT_FALSE(shadow.count(id));
+        shadow[id] = {};
+      } else if (kind <= 4) { // extend and write new tokens
+        SequenceId id = pick();
+        int count = 1 + rng() % 6;
+        int before = cache.length(id);
+        Status status = cache.extend(id, count);
+        if (!status) {
+          ASSERT_TRUE(status.code() == StatusCode::OutOfMemory ||
+                      status.code() == StatusCode::CapacityExceeded);
+          ASSERT_EQ(cache.length(id), before);
+          refused++;
+          continue;
+        }
+        auto k = tokenValues(op, count, kElements, 1);
+        status = cache.write(id, 1, before, count, k.data(), k.data());
+        if (!status) { // copy-on-write found no page: roll back
+          ASSERT_EQ(status.code(), StatusCode::OutOfMemory);
+          ASSERT_TRUE(cache.truncate(id, before));
+          continue;
+        }
+        shadow[id].insert(shadow[id].end(), k.begin(), k.end());
+        extended++;
+      } else if (kind == 5) { // overwrite one old token
+        SequenceId id = pick();
+        if (cache.length(id) == 0)
+          continue;
+        int pos = rng() % cache.length(id);
+        auto k = tokenValues(-op, 1, kElements, 1);
+        if (cache.write(id, 1, pos, 1, k.data(), k.data()))
+          std::copy(k.begin(), k.end(), shadow[id].begin() + pos * kElements);
+      } else if (kind == 6) {
+        SequenceId parent = pick(), child;
+        ASSERT_TRUE(cache.fork(parent, child));
+        std::vector<float> tokens = shadow[parent];
+        shadow[child] = tokens;
+        forked++;
+      } else if (kind == 7) {
+        SequenceId id = pick();
+        int newLength = cache.length(id) ? rng() % (cache.length(id) + 1) : 0;
+        ASSERT_TRUE(cache.truncate(id, newLength));
+        shadow[id].resize(size_t(newLength) * kElements);
+      } else {
+        SequenceId id = pick();
+        ASSERT_TRUE(cache.removeSequence(id));
+        shadow.erase(id);
+      }
+      Status invariants = cache.checkInvariants();
+      ASSERT_TRUE(invariants) << invariants.message() << " after op " << op;
+      if (shadow.empty())
+        continue;
+      SequenceId probe = pick();
+      int n = cache.length(probe);
+      ASSERT_EQ(size_t(n) * kElements, shadow[probe].size());
+      std::vector<float> k(size_t(n) * kElements), v(k.size());
+      ASSERT_TRUE(cache.read(probe, 1, 0, n, k.data(), v.data()));
+      ASSERT_EQ(k, shadow[probe]) << "sequence " << probe << " op " << op;
+    }
+    EXPECT_GT(extended, 5000);
+    EXPECT_GT(forked, 1000);
+    EXPECT_GT(refused, 100);
+    for (SequenceId id : cache.sequences())
+      ASSERT_TRUE(cache.removeSequence(id));
+    EXPECT_EQ(cache.usedPages(), 0);
+  }
+}
+
+} // namespace
