@@ -37,7 +37,8 @@ namespace json = llvm::json;
 namespace attnc {
 namespace {
 
-/// A position in the JSON document: object keys and array indices from the root.
+/// A position in the JSON document: object keys and array indices from the
+/// root.
 using JsonPath = llvm::SmallVector<std::variant<std::string, size_t>, 4>;
 
 std::string describe(const JsonPath &path) {
@@ -73,8 +74,8 @@ public:
   /// happen for text llvm::json accepted).
   Location at(const JsonPath &path, bool atKey = false) const {
     llvm::StringRef text = buffer->getBuffer();
-    Location start = atOffset(std::min(text.find_first_not_of(" \t\r\n"),
-                                       text.size()));
+    Location start =
+        atOffset(std::min(text.find_first_not_of(" \t\r\n"), text.size()));
     llvm::SourceMgr scratch; // YAML diagnostics are not ours to print
     scratch.setDiagHandler([](const llvm::SMDiagnostic &, void *) {});
     llvm::yaml::Stream stream(buffer->getMemBufferRef(), scratch);
@@ -89,8 +90,8 @@ public:
       if (const auto *name = std::get_if<std::string>(&element)) {
         if (auto *mapping = llvm::dyn_cast<llvm::yaml::MappingNode>(node))
           for (llvm::yaml::KeyValueNode &entry : *mapping) {
-            auto *scalar = llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(
-                entry.getKey());
+            auto *scalar =
+                llvm::dyn_cast_or_null<llvm::yaml::ScalarNode>(entry.getKey());
             llvm::SmallString<32> storage;
             if (scalar && scalar->getValue(storage) == *name) {
               key = scalar;
@@ -221,8 +222,8 @@ private:
     known.insert(key);
     const json::Value *value = object.get(key);
     if (!value && required)
-      emitError(location()) << "missing required key '" << key << "' in "
-                            << describe(path);
+      emitError(location())
+          << "missing required key '" << key << "' in " << describe(path);
     failed |= !value && required;
     return value;
   }
@@ -293,9 +294,9 @@ OwningOpRef<ModuleOp> importJsonDescription(llvm::SourceMgr &sourceMgr,
 
   std::string name = modelName.str();
   if (name.empty())
-    name = describedName ? describedName->str()
-                         : llvm::sys::path::stem(buffer->getBufferIdentifier())
-                               .str();
+    name = describedName
+               ? describedName->str()
+               : llvm::sys::path::stem(buffer->getBufferIdentifier()).str();
   if (!isCIdentifier(name)) {
     emitError(locator.at(JsonPath{std::string("name")}))
         << "model name '" << name
@@ -307,7 +308,8 @@ OwningOpRef<ModuleOp> importJsonDescription(llvm::SourceMgr &sourceMgr,
   attention.optionalEnum("kind", {"self"}, "self");
   std::optional<int64_t> queryHeads =
       attention.requiredPositiveInt("num_query_heads");
-  std::optional<int64_t> kvHeads = attention.requiredPositiveInt("num_kv_heads");
+  std::optional<int64_t> kvHeads =
+      attention.requiredPositiveInt("num_kv_heads");
   std::optional<int64_t> headDim = attention.requiredPositiveInt("head_dim");
   bool causal =
       attention.optionalEnum("mask", {"none", "causal"}, "none") == "causal";
@@ -324,7 +326,8 @@ OwningOpRef<ModuleOp> importJsonDescription(llvm::SourceMgr &sourceMgr,
   int64_t dynamic = ShapedType::kDynamic;
   auto queryType =
       RankedTensorType::get({dynamic, dynamic, *queryHeads, *headDim}, f32);
-  auto kvType = RankedTensorType::get({dynamic, dynamic, *kvHeads, *headDim}, f32);
+  auto kvType =
+      RankedTensorType::get({dynamic, dynamic, *kvHeads, *headDim}, f32);
   auto function = builder.create<func::FuncOp>(
       loc, "attention",
       builder.getFunctionType({queryType, kvType, kvType}, {queryType}));

@@ -16,8 +16,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -106,7 +106,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "attnc: ahead-of-time attention compiler\n\n"
       "  attnc layer.json --emit=mlir     print the attn IR\n"
-      "  attnc layer.json -o DIR          write DIR/<name>.a and DIR/<name>.h\n");
+      "  attnc layer.json -o DIR          write DIR/<name>.a and "
+      "DIR/<name>.h\n");
 
   mlir::MLIRContext context;
   // Diagnostics point into the description; the generic form of an op the
@@ -124,7 +125,8 @@ int main(int argc, char **argv) {
   // file:line:col: error: with the source line.
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  mlir::OwningOpRef<mlir::ModuleOp> module = loadDescription(sourceMgr, context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      loadDescription(sourceMgr, context);
   if (!module || failed(mlir::verify(*module)))
     return 1;
 

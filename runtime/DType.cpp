@@ -83,8 +83,8 @@ void decode(DType type, const void *source, float *destination, size_t count) {
   }
   const auto *in = static_cast<const uint16_t *>(source);
   for (size_t i = 0; i < count; i++)
-    destination[i] = type == DType::F16 ? fromF16(in[i])
-                                        : floatOf(uint32_t(in[i]) << 16);
+    destination[i] =
+        type == DType::F16 ? fromF16(in[i]) : floatOf(uint32_t(in[i]) << 16);
 }
 
 } // namespace attn::runtime

@@ -59,8 +59,7 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
 }
 
 size_t KvCache::tokenBytes() const {
-  return size_t(config_.numKvHeads) * config_.headDim *
-         byteSize(config_.dtype);
+  return size_t(config_.numKvHeads) * config_.headDim * byteSize(config_.dtype);
 }
 size_t KvCache::pageBytes() const { return tokenBytes() * config_.pageSize; }
 size_t KvCache::poolBytes() const {
@@ -237,8 +236,8 @@ Status KvCache::write(SequenceId id, int layer, int position, int count,
                     (pos % config_.pageSize) * tokenBytes();
     encode(config_.dtype, key + t * elements, keys_[layer].data() + offset,
            elements);
-    encode(config_.dtype, value + t * elements,
-           values_[layer].data() + offset, elements);
+    encode(config_.dtype, value + t * elements, values_[layer].data() + offset,
+           elements);
   }
   return Status::ok();
 }
@@ -263,8 +262,8 @@ Status KvCache::read(SequenceId id, int layer, int position, int count,
                     (pos % config_.pageSize) * tokenBytes();
     decode(config_.dtype, keys_[layer].data() + offset, key + t * elements,
            elements);
-    decode(config_.dtype, values_[layer].data() + offset,
-           value + t * elements, elements);
+    decode(config_.dtype, values_[layer].data() + offset, value + t * elements,
+           elements);
   }
   return Status::ok();
 }

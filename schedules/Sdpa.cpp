@@ -58,8 +58,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   Func rowMax("rowMax");
   rowMax(h, i, b) = maximum(logit(rj, h, i, b));
   Func prob("prob"); // unnormalized
-  prob(j, h, i, b) = exp(logit(j, h, i, b) - rowMax(h, i, b)) *
-                     select(visible, 1.0f, 0.0f);
+  prob(j, h, i, b) =
+      exp(logit(j, h, i, b) - rowMax(h, i, b)) * select(visible, 1.0f, 0.0f);
   Func rowSum("rowSum");
   rowSum(h, i, b) = sum(prob(rj, h, i, b));
   Func weighted("weighted");
@@ -95,8 +95,10 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   prob.compute_at(output, h);
   rowMax.compute_at(output, h);
   rowSum.compute_at(output, h);
-  weighted.compute_at(output, h).vectorize(d, vector, TailStrategy::GuardWithIf);
-  weighted.update().reorder(d, rj).vectorize(d, vector, TailStrategy::GuardWithIf);
+  weighted.compute_at(output, h).vectorize(d, vector,
+                                           TailStrategy::GuardWithIf);
+  weighted.update().reorder(d, rj).vectorize(d, vector,
+                                             TailStrategy::GuardWithIf);
 
   return {Pipeline(output), {query, key, value}};
 }

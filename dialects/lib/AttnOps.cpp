@@ -19,8 +19,9 @@ namespace {
 enum ActivationDim { kBatch = 0, kSeq = 1, kHeads = 2, kHeadDim = 3 };
 
 /// Checks that a static extent matches what the op's attributes declare.
-LogicalResult checkExtent(Operation *op, StringRef operand, RankedTensorType type,
-                          ActivationDim dim, StringRef what, int64_t expected,
+LogicalResult checkExtent(Operation *op, StringRef operand,
+                          RankedTensorType type, ActivationDim dim,
+                          StringRef what, int64_t expected,
                           StringRef attrName) {
   int64_t actual = type.getDimSize(dim);
   if (ShapedType::isDynamic(actual) || actual == expected)
@@ -75,8 +76,8 @@ LogicalResult SdpaOp::verify() {
                          "num_kv_heads")) ||
       failed(checkExtent(op, "query", query, kHeadDim, "channels per head",
                          headDim, "head_dim")) ||
-      failed(checkExtent(op, "key", key, kHeadDim, "channels per head",
-                         headDim, "head_dim")) ||
+      failed(checkExtent(op, "key", key, kHeadDim, "channels per head", headDim,
+                         "head_dim")) ||
       failed(checkExtent(op, "value", value, kHeadDim, "channels per head",
                          headDim, "head_dim")) ||
       failed(checkSameExtent(op, "key", key, "value", value, kSeq,

@@ -43,10 +43,8 @@ std::ostream &operator<<(std::ostream &os, const Kernel &kernel) {
 const Kernel kKernels[] = {
     {"mha_causal", mha_causal_attention, 4, 4, 64, true, 1.0 / 8.0},
     {"gqa_scaled", gqa_scaled_attention, 8, 2, 80, false, 0.3},
-    {"mqa_causal", mqa_causal_attention, 6, 1, 32, true,
-     1.0 / std::sqrt(32.0)},
-    {"odd_causal", odd_causal_attention, 5, 5, 13, true,
-     1.0 / std::sqrt(13.0)},
+    {"mqa_causal", mqa_causal_attention, 6, 1, 32, true, 1.0 / std::sqrt(32.0)},
+    {"odd_causal", odd_causal_attention, 5, 5, 13, true, 1.0 / std::sqrt(13.0)},
 };
 
 /// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
@@ -61,7 +59,9 @@ std::vector<double> reference(const Kernel &kn, const std::vector<float> &q,
     for (int i = 0; i < qLen; i++)
       for (int h = 0; h < hq; h++) {
         const int kvh = h / (hq / hkv);
-        const int visible = kn.causal ? std::min(kvLen, std::max(0, i + 1 + kvLen - qLen)) : kvLen;
+        const int visible =
+            kn.causal ? std::min(kvLen, std::max(0, i + 1 + kvLen - qLen))
+                      : kvLen;
         const float *qi = &q[((size_t(b) * qLen + i) * hq + h) * dim];
         double maxScore = -INFINITY, sum = 0;
         for (int j = 0; j < visible; j++) {
@@ -101,9 +101,9 @@ class SdpaKernelTest : public testing::TestWithParam<Kernel> {};
 TEST_P(SdpaKernelTest, MatchesDoubleReference) {
   const Kernel &kn = GetParam();
   const Shape shapes[] = {
-      {1, 1, 1},    {1, 7, 7},    {2, 33, 33},  {3, 100, 100}, // prefill
-      {1, 1, 57},   {2, 4, 129},  {1, 8, 300},               // decode
-      {1, 13, 5},   {2, 31, 64},                             // q > kv, cross
+      {1, 1, 1},  {1, 7, 7},   {2, 33, 33}, {3, 100, 100}, // prefill
+      {1, 1, 57}, {2, 4, 129}, {1, 8, 300},                // decode
+      {1, 13, 5}, {2, 31, 64},                             // q > kv, cross
   };
   std::mt19937 rng(1234);
   for (const Shape &s : shapes) {
@@ -113,8 +113,8 @@ TEST_P(SdpaKernelTest, MatchesDoubleReference) {
     size_t nkv = size_t(s.batch) * s.kvLen * kn.kvHeads * kn.headDim;
     std::vector<float> q = randomVector(nq, rng), k = randomVector(nkv, rng),
                        v = randomVector(nkv, rng), out(nq, NAN);
-    ASSERT_EQ(kn.run(q.data(), k.data(), v.data(), out.data(), s.batch,
-                     s.qLen, s.kvLen),
+    ASSERT_EQ(kn.run(q.data(), k.data(), v.data(), out.data(), s.batch, s.qLen,
+                     s.kvLen),
               ATTNC_OK);
     std::vector<double> expected =
         reference(kn, q, k, v, s.batch, s.qLen, s.kvLen);

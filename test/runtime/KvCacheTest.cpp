@@ -36,12 +36,14 @@ std::vector<float> tokenValues(int first, int count, int elements, float sign) {
 }
 
 TEST(DType, RoundTripsWithinItsPrecision) {
-  const float samples[] = {0.0f, -0.0f, 1.0f, -2.5f, 3.14159f, 1e-3f, 65504.0f,
-                           1e-6f, -7.0e-5f, 123.456f};
+  const float samples[] = {0.0f,  -0.0f,    1.0f,  -2.5f,    3.14159f,
+                           1e-3f, 65504.0f, 1e-6f, -7.0e-5f, 123.456f};
   for (DType type : {DType::F32, DType::F16, DType::BF16}) {
     // Relative precision: half an ulp of a 23, 10 or 7 bit mantissa; f16
     // subnormals (below 2^-14) have an absolute step of 2^-24.
-    double relative = type == DType::F32 ? 0 : type == DType::F16 ? 0x1p-11 : 0x1p-8;
+    double relative = type == DType::F32   ? 0
+                      : type == DType::F16 ? 0x1p-11
+                                           : 0x1p-8;
     double absolute = type == DType::F16 ? 0x1p-25 : 0;
     for (float x : samples) {
       uint32_t storage = 0;
@@ -85,8 +87,8 @@ TEST(KvCache, AccountingMatchesTheFormula) {
 TEST(KvCache, PagedAndContiguousHoldTheSameData) {
   for (DType type : {DType::F32, DType::F16, DType::BF16}) {
     KvCache contiguous, pagedCache;
-    ASSERT_TRUE(KvCache::create(
-        KvCacheConfig::contiguous(2, 2, 3, type, 50, 2), contiguous));
+    ASSERT_TRUE(KvCache::create(KvCacheConfig::contiguous(2, 2, 3, type, 50, 2),
+                                contiguous));
     ASSERT_TRUE(KvCache::create(paged(3, 40, 50, type), pagedCache));
     for (KvCache *cache : {&contiguous, &pagedCache}) {
       SequenceId a, b;
@@ -95,7 +97,8 @@ TEST(KvCache, PagedAndContiguousHoldTheSameData) {
       for (auto [id, length] : {std::pair{a, 17}, std::pair{b, 50}}) {
         ASSERT_TRUE(cache->extend(id, length));
         for (int layer = 0; layer < 2; layer++) {
-          auto k = tokenValues(layer, length, 6, 1), v = tokenValues(layer, length, 6, -1);
+          auto k = tokenValues(layer, length, 6, 1),
+               v = tokenValues(layer, length, 6, -1);
           ASSERT_TRUE(cache->write(id, layer, 0, length, k.data(), v.data()));
         }
       }
@@ -207,7 +210,8 @@ TEST(KvCache, StressRandomOperations) {
     ASSERT_TRUE(KvCache::create(paged(pageSize, 96 / pageSize + 8, 40), cache));
     std::map<SequenceId, std::vector<float>> shadow; // layer-1 keys per token
     std::mt19937 rng(pageSize);
-    int extended = 0, forked = 0, refused = 0; // the run must exercise each path
+    int extended = 0, forked = 0,
+        refused = 0; // the run must exercise each path
     auto pick = [&]() {
       auto it = shadow.begin();
       std::advance(it, rng() % shadow.size());

@@ -16,12 +16,12 @@ namespace attn::runtime {
 
 enum class StatusCode {
   Ok = 0,
-  InvalidArgument,   ///< a value outside what the call accepts
-  NotFound,          ///< an unknown sequence, tensor or file
-  CapacityExceeded,  ///< a sequence over its maximum length
-  OutOfMemory,       ///< no free page or slot left in a pool
-  KernelFailed,      ///< a generated kernel returned an error
-  IoError,           ///< a file could not be read
+  InvalidArgument,  ///< a value outside what the call accepts
+  NotFound,         ///< an unknown sequence, tensor or file
+  CapacityExceeded, ///< a sequence over its maximum length
+  OutOfMemory,      ///< no free page or slot left in a pool
+  KernelFailed,     ///< a generated kernel returned an error
+  IoError,          ///< a file could not be read
 };
 
 class [[nodiscard]] Status {

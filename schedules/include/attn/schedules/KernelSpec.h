@@ -17,8 +17,9 @@ namespace attn {
 /// Tunable schedule parameters of the attention kernel; 0 means "pick from the
 /// target".
 struct SdpaSchedule {
-  int vectorWidth = 0;  ///< fp32 lanes per vector op; 0: the target's natural width
-  int rowsPerTask = 8;  ///< query rows per parallel task
+  int vectorWidth =
+      0; ///< fp32 lanes per vector op; 0: the target's natural width
+  int rowsPerTask = 8; ///< query rows per parallel task
 };
 
 /// Scaled dot-product attention, softmax(Q·Kᵀ·scale + mask)·V.
