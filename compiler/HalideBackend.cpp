@@ -36,7 +36,7 @@ llvm::Error emitKernelLibrary(llvm::ArrayRef<attn::SdpaSpec> specs,
     for (const attn::SdpaSpec &spec : specs) {
       attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, target);
       modules.push_back(kernel.pipeline.compile_to_module(
-          kernel.arguments, spec.functionName + "_kernel", target));
+          kernel.arguments(), spec.functionName + "_kernel", target));
     }
     Halide::Module library = Halide::link_modules(name.str(), modules);
     library.compile({{Halide::OutputFileType::static_library, archive.c_str()},

@@ -1,11 +1,16 @@
-//===- Sdpa.cpp - scaled dot-product attention in Halide ------------------===//
+//===- Sdpa.cpp - fused scaled dot-product attention in Halide ------------===//
 //
-// The walking-skeleton attention kernel: exact softmax per query row, one row
-// of scores at a time (never the whole score matrix), fused into one pipeline.
+// Flash-style attention: per (batch, head, block of queryBlock query rows) a
+// running online-softmax state (row max m, row sum l, unnormalized output o)
+// is updated once per chunk of kvChunk keys; the score matrix never exists
+// beyond one block x one chunk (32 x 256 floats by default, L1-resident).
+// Causal chunks entirely above the diagonal are skipped, not masked.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/schedules/Sdpa.h"
+
+#include <cmath>
 
 using namespace Halide;
 
@@ -20,56 +25,109 @@ void constrainActivation(OutputImageParam buffer, int heads, int headDim) {
   buffer.dim(2).set_min(0).set_stride(heads * headDim);
   buffer.dim(3).set_min(0);
 }
+
+/// 2^x for x <= 0 with a relative error below 2e-7: 2^round(x) times a
+/// degree-6 polynomial of e^(f·ln2) on |f| <= 0.5. Inputs below -127 give an
+/// exact 0 (masked scores), never NaN.
+Expr exp2Nonpositive(Expr x) {
+  x = max(x, -127.0f);
+  Expr whole = round(x);
+  Expr f = (x - whole) * float(M_LN2);
+  Expr p = 1.0f / 720;
+  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = p * f + c;
+  return p * reinterpret<float>((cast<int>(whole) + 127) << 23);
+}
+
+/// Masked logits: finite, so max/exp never see -inf - -inf.
+constexpr float kMaskedLogit = -1e30f;
 } // namespace
 
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
+  const SdpaSchedule &sched = spec.schedule;
   const int headDim = spec.headDim;
   const int group = spec.queryHeadsPerKvHead();
+  const int queryBlock = sched.queryBlock;
+  const int kvChunk = sched.kvChunk;
 
   // ALGORITHM ---------------------------------------------------------------
   // Halide dimensions run innermost first: query(d, h, i, b) is the C array
-  // query[b][i][h][d].
+  // query[b][i][h][d]. Query rows are split into blocks qb of queryBlock rows
+  // (ii within), keys into chunks c of kvChunk keys.
   ImageParam query(Float(32), 4, "query");
   ImageParam key(Float(32), 4, "key");
   ImageParam value(Float(32), 4, "value");
-  Var d("d"), h("h"), i("i"), b("b"), j("j");
+  Var d("d"), h("h"), i("i"), b("b"), j("j"), ii("ii"), qb("qb"), c("c");
 
   Expr qLen = query.dim(2).extent();
   Expr kvLen = key.dim(2).extent();
-  Expr kvHead = h / group;
+  Expr diagonal = kvLen - qLen; // query i sees keys j <= i + diagonal
+  Expr numChunks = (kvLen + kvChunk - 1) / kvChunk;
+
+  // Tail blocks and chunks read clamped rows/keys; the mask removes them.
+  // Q is transposed (rows innermost, so Q·Kᵀ vectorizes over rows) and
+  // pre-scaled into the log2 domain, so the softmax needs exp2 only.
+  Func queryT("queryT");
+  queryT(i, d, h, b) =
+      query(d, h, min(i, qLen - 1), b) * (spec.scale * float(M_LOG2E));
+  Func keyC("keyC"), valueC("valueC");
+  keyC(d, h, j, b) = key(d, h / group, min(j, kvLen - 1), b);
+  valueC(d, h, j, b) = value(d, h / group, min(j, kvLen - 1), b);
 
   RDom rd(0, headDim, "rd");
-  Func score("score"); // score(j, h, i, b) = scale · q_i · k_j
-  score(j, h, i, b) = 0.0f;
-  score(j, h, i, b) += query(rd, h, i, b) * key(rd, kvHead, j, b);
+  Func score("score");
+  score(i, j, h, b) = 0.0f;
+  score(i, j, h, b) += queryT(i, rd, h, b) * keyC(rd, h, j, b);
 
-  // End-aligned causal mask. Masked logits get a finite floor, never -inf
-  // (exp of it is an exact 0, without NaNs), and the mask enters as an added
-  // bias and a 0/1 factor rather than as select(visible, score(...), ...):
-  // Halide narrows a producer's bounds by the select condition, which gives
-  // empty, negative-sized regions for rows that see no key.
-  const float maskedLogit = -1e30f;
-  Expr visible = spec.causal ? (j <= i + (kvLen - qLen)) : Expr(true);
+  Expr visible = j < kvLen;
+  if (spec.causal)
+    visible = visible && j <= i + diagonal;
+  // The mask enters as a bias and a 0/1 factor, not as select(visible,
+  // score(...)): Halide narrows a producer's bounds by a select's condition,
+  // which gives empty regions for rows that see no key.
   Func logit("logit");
-  logit(j, h, i, b) =
-      score(j, h, i, b) * spec.scale + select(visible, 0.0f, maskedLogit);
+  logit(i, j, h, b) = score(i, j, h, b) + select(visible, 0.0f, kMaskedLogit);
 
-  RDom rj(0, kvLen, "rj");
-  Func rowMax("rowMax");
-  rowMax(h, i, b) = maximum(logit(rj, h, i, b));
-  Func prob("prob"); // unnormalized
-  prob(j, h, i, b) =
-      exp(logit(j, h, i, b) - rowMax(h, i, b)) * select(visible, 1.0f, 0.0f);
-  Func rowSum("rowSum");
-  rowSum(h, i, b) = sum(prob(rj, h, i, b));
-  Func weighted("weighted");
-  weighted(d, h, i, b) = 0.0f;
-  weighted(d, h, i, b) += prob(rj, h, i, b) * value(d, kvHead, rj, b);
+  // Per chunk: row max, exponentials, row sum, and P·V.
+  RDom rk(0, kvChunk, "rk");
+  Expr chunkKey = c * kvChunk + rk;
+  Func chunkMax("chunkMax");
+  chunkMax(i, h, b, c) = maximum(logit(i, chunkKey, h, b));
+  Func prob("prob");
+  prob(i, j, h, b) =
+      exp2Nonpositive(logit(i, j, h, b) - chunkMax(i, h, b, j / kvChunk)) *
+      select(visible, 1.0f, 0.0f);
+  Func chunkSum("chunkSum");
+  chunkSum(i, h, b, c) = 0.0f;
+  chunkSum(i, h, b, c) += prob(i, chunkKey, h, b);
+  Func chunkOut("chunkOut");
+  chunkOut(d, i, h, b, c) = 0.0f;
+  chunkOut(d, i, h, b, c) += prob(i, chunkKey, h, b) * valueC(d, h, chunkKey, b);
+
+  // Online softmax over chunks: (m, l, o) ⊕ (m', l', o') rescales both sides
+  // to max(m, m'). Associative, so it is a Tuple update over the chunk RDom.
+  RDom rc(0, numChunks, "rc");
+  Expr row = qb * queryBlock + ii;
+  if (spec.causal) // skip chunks whose first key no row of the block sees
+    rc.where(rc * kvChunk <= qb * queryBlock + (queryBlock - 1) + diagonal);
+  Func state("state");
+  state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
+  {
+    Expr m = state(d, ii, qb, h, b)[0], l = state(d, ii, qb, h, b)[1],
+         o = state(d, ii, qb, h, b)[2];
+    Expr mc = chunkMax(row, h, b, rc), lc = chunkSum(row, h, b, rc),
+         oc = chunkOut(d, row, h, b, rc);
+    Expr mNew = max(m, mc);
+    Expr wOld = exp2Nonpositive(m - mNew), wChunk = exp2Nonpositive(mc - mNew);
+    state(d, ii, qb, h, b) = {mNew, l * wOld + lc * wChunk,
+                              o * wOld + oc * wChunk};
+  }
 
   // A row that sees no key (causal with q_len > kv_len) is defined as 0.
   Func output("output");
-  output(d, h, i, b) = select(rowSum(h, i, b) > 0.0f,
-                              weighted(d, h, i, b) / rowSum(h, i, b), 0.0f);
+  Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
+  Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
+  output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
 
   constrainActivation(query, spec.numQueryHeads, headDim);
   constrainActivation(key, spec.numKvHeads, headDim);
@@ -77,28 +135,54 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
 
   // SCHEDULE ----------------------------------------------------------------
-  // One task per block of query rows; per (row, head) one row of scores lives
-  // in a scratch buffer of kv_len floats. Correct for every shape; speed is
-  // the job of the tiled flash schedule. Measured: not yet benchmarked.
-  const int vector = spec.schedule.vectorWidth > 0
-                         ? spec.schedule.vectorWidth
-                         : target.natural_vector_size<float>();
-  Var rows("rows"), task("task");
-  output.split(i, rows, i, spec.schedule.rowsPerTask, TailStrategy::GuardWithIf)
-      .reorder(d, h, i, rows, b)
-      .fuse(rows, b, task)
+  // One parallel task per (batch, head, query block). Inside, for each key
+  // chunk: S = Q·Kᵀ in (2 vectors of rows) x qkTileKeys register tiles, row
+  // max / exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x
+  // (4 vectors of d) register tiles, then the online-softmax update.
+  const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
+                                         : target.natural_vector_size<float>();
+  Var io("io"), task("task"), si("si"), sj("sj"), so("so"), sjo("sjo");
+  Var di("di"), dO("dO"), ri("ri"), ro("ro");
+  output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
+      .reorder(d, i, h, io, b)
+      .fuse(h, io, task)
+      .fuse(task, b, task)
       .parallel(task)
-      .vectorize(d, vector, TailStrategy::GuardWithIf);
-  score.compute_at(output, h);
-  score.update().reorder(rd, j);
-  logit.compute_at(output, h);
-  prob.compute_at(output, h);
-  rowMax.compute_at(output, h);
-  rowSum.compute_at(output, h);
-  weighted.compute_at(output, h).vectorize(d, vector,
-                                           TailStrategy::GuardWithIf);
-  weighted.update().reorder(d, rj).vectorize(d, vector,
+      .vectorize(d, vec, TailStrategy::GuardWithIf);
+
+  state.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
+  state.update()
+      .reorder(d, ii, rc)
+      .vectorize(d, vec, TailStrategy::GuardWithIf);
+  queryT.compute_at(output, task).vectorize(i, vec, TailStrategy::GuardWithIf);
+
+  // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d.
+  const int qkRows = 2 * vec, qkKeys = sched.qkTileKeys;
+  logit.compute_at(state, rc)
+      .split(i, so, si, qkRows, TailStrategy::GuardWithIf)
+      .split(j, sjo, sj, qkKeys, TailStrategy::GuardWithIf)
+      .reorder(si, sj, so, sjo)
+      .vectorize(si, vec)
+      .unroll(si)
+      .unroll(sj);
+  score.compute_at(logit, so).vectorize(i, vec).unroll(i).unroll(j);
+  score.update().reorder(i, j, rd).vectorize(i, vec).unroll(i).unroll(j);
+
+  chunkMax.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
+  prob.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
+  chunkSum.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
+  chunkSum.update().reorder(i, rk).vectorize(i, vec,
                                              TailStrategy::GuardWithIf);
+
+  // P·V: register tile of pvTileRows rows x 4·vec channels, over the chunk.
+  const int pvRows = sched.pvTileRows, pvCols = std::min(4 * vec, headDim);
+  chunkOut.compute_at(state, rc).vectorize(d, vec, TailStrategy::GuardWithIf);
+  chunkOut.update()
+      .split(d, dO, di, pvCols, TailStrategy::GuardWithIf)
+      .split(i, ro, ri, pvRows, TailStrategy::GuardWithIf)
+      .reorder(di, ri, rk, dO, ro)
+      .vectorize(di, vec, TailStrategy::GuardWithIf)
+      .unroll(ri);
 
   return {Pipeline(output), {query, key, value}};
 }

@@ -11,10 +11,15 @@
 
 namespace attn {
 
-/// A Halide pipeline with the arguments of its generated function, in order.
+/// A Halide pipeline with the inputs of its generated function, in order
+/// (the output buffer comes last). `inputs` binds buffers for JIT runs.
 struct KernelPipeline {
   Halide::Pipeline pipeline;
-  std::vector<Halide::Argument> arguments;
+  std::vector<Halide::ImageParam> inputs;
+
+  std::vector<Halide::Argument> arguments() const {
+    return {inputs.begin(), inputs.end()};
+  }
 };
 
 /// Builds the fused attention pipeline for `spec` with its schedule for

@@ -1,0 +1,205 @@
+//===- AttnBench.cpp - attnc kernels against the machine's roofline -------===//
+//
+// attn-bench JIT-compiles each kernel family from schedules/ (the same
+// pipelines attnc compiles ahead of time) for named shapes and reports, per
+// benchmark, as user counters:
+//   GFLOPS    4·B·Hq·Sq·Skv·D per second (halved for causal masks)
+//   GBps      bytes of K and V read per second
+//   peak_pct  GFLOPS / the fp32 FMA peak measured at start-up
+//   bw_pct    GBps / the STREAM-triad bandwidth measured at start-up
+// Each fused kernel has an unfused baseline beside it (S = Q·Kᵀ, softmax and
+// P·V as three whole-tensor passes), for the ratio.
+//
+// Usage: attn-bench [--benchmark_filter=REGEX] [google benchmark flags]
+//
+//===----------------------------------------------------------------------===//
+
+#include "Roofline.h"
+
+#include "attn/schedules/Sdpa.h"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+
+using namespace Halide;
+
+namespace {
+
+attn::bench::Roofline gRoofline;
+Target gTarget;
+
+struct PrefillShape {
+  int queryHeads, kvHeads, headDim, length;
+  bool causal;
+};
+
+/// Q, K, V, O of one shape, filled with seeded uniform values.
+struct Tensors {
+  Buffer<float> query, key, value, output;
+  Tensors(const PrefillShape &s, int qLen, int kvLen)
+      : query(s.headDim, s.queryHeads, qLen, 1),
+        key(s.headDim, s.kvHeads, kvLen, 1),
+        value(s.headDim, s.kvHeads, kvLen, 1),
+        output(s.headDim, s.queryHeads, qLen, 1) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (Buffer<float> *buffer : {&query, &key, &value})
+      buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  }
+};
+
+/// Runs `body` for the benchmark's iterations and sets the rate counters from
+/// the measured wall time.
+template <class Body>
+void timeKernel(benchmark::State &state, double flops, double kvBytes,
+                Body body) {
+  body(); // warm-up: page faults, Halide thread pool start-up
+  double total = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    body();
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    state.SetIterationTime(elapsed);
+    total += elapsed;
+  }
+  double perSecond = double(state.iterations()) / total;
+  double gflops = flops * perSecond / 1e9, gbps = kvBytes * perSecond / 1e9;
+  state.counters["GFLOPS"] = gflops;
+  state.counters["GBps"] = gbps;
+  state.counters["peak_pct"] = 100.0 * gflops / gRoofline.fmaGflops;
+  state.counters["bw_pct"] = 100.0 * gbps / gRoofline.triadGBps;
+}
+
+double attentionFlops(const PrefillShape &s, double qLen, double kvLen) {
+  double flops = 4.0 * s.queryHeads * qLen * kvLen * s.headDim;
+  return s.causal ? flops / 2 : flops;
+}
+
+void fusedPrefill(benchmark::State &state, PrefillShape s) {
+  attn::SdpaSpec spec;
+  spec.functionName = "bench";
+  spec.numQueryHeads = s.queryHeads;
+  spec.numKvHeads = s.kvHeads;
+  spec.headDim = s.headDim;
+  spec.causal = s.causal;
+  spec.scale = 1.0f / std::sqrt(float(s.headDim));
+  // ATTN_BENCH_SCHEDULE=queryBlock,kvChunk,qkTileKeys,pvTileRows overrides
+  // the default schedule (for exploring by hand before attn-tune exists).
+  if (const char *text = std::getenv("ATTN_BENCH_SCHEDULE"))
+    std::sscanf(text, "%d,%d,%d,%d", &spec.schedule.queryBlock,
+                &spec.schedule.kvChunk, &spec.schedule.qkTileKeys,
+                &spec.schedule.pvTileRows);
+  attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, gTarget);
+  kernel.pipeline.compile_jit(gTarget);
+  Tensors t(s, s.length, s.length);
+  ParamMap params;
+  params.set(kernel.inputs[0], t.query);
+  params.set(kernel.inputs[1], t.key);
+  params.set(kernel.inputs[2], t.value);
+  double kvBytes = 2.0 * s.kvHeads * s.length * s.headDim * 4;
+  timeKernel(state, attentionFlops(s, s.length, s.length), kvBytes, [&] {
+    kernel.pipeline.realize(t.output, gTarget, params);
+  });
+}
+
+/// Three whole-tensor passes, as an eager framework runs them: the full
+/// Hq x S x S score matrix is written to and read back from memory.
+void unfusedPrefill(benchmark::State &state, PrefillShape s) {
+  ImageParam q(Float(32), 4, "q"), k(Float(32), 4, "k"), v(Float(32), 4, "v");
+  Var d, h, i, j, b;
+  const int group = s.queryHeads / s.kvHeads;
+  RDom rd(0, s.headDim), rj(0, s.length);
+  // K transposed once so the score pass vectorizes over keys with unit
+  // stride; V is already unit-stride along d for the P·V pass.
+  Func keyT("keyT"), scores("scores"), logits("logits"), rowMax("rowMax"),
+      expd("expd"), rowSum("rowSum"), weighted("weighted"), out("out");
+  keyT(j, d, h, b) = k(d, h, j, b);
+  scores(j, i, h, b) = 0.0f;
+  scores(j, i, h, b) += q(rd, h, i, b) * keyT(j, rd, h / group, b);
+  logits(j, i, h, b) =
+      scores(j, i, h, b) * (1.0f / std::sqrt(float(s.headDim))) +
+      (s.causal ? select(j <= i, 0.0f, -1e30f) : 0.0f);
+  rowMax(i, h, b) = maximum(logits(rj, i, h, b));
+  expd(j, i, h, b) = exp(logits(j, i, h, b) - rowMax(i, h, b));
+  rowSum(i, h, b) = sum(expd(rj, i, h, b));
+  weighted(d, h, i, b) = 0.0f;
+  weighted(d, h, i, b) += expd(rj, i, h, b) * v(d, h / group, rj, b);
+  out(d, h, i, b) = weighted(d, h, i, b) / rowSum(i, h, b);
+
+  const int vec = gTarget.natural_vector_size<float>();
+  keyT.compute_root().parallel(h).vectorize(j, vec);
+  scores.compute_root().parallel(h).vectorize(j, vec);
+  scores.update().reorder(j, rd, i).parallel(h).vectorize(j, vec);
+  expd.compute_root().parallel(h).vectorize(j, vec);
+  for (Func f : {rowMax, rowSum})
+    f.compute_root().parallel(h).vectorize(i, vec);
+  weighted.compute_root().parallel(i).vectorize(d, vec);
+  weighted.update().reorder(d, rj, h).parallel(i).vectorize(d, vec);
+  out.parallel(i).vectorize(d, vec);
+  Pipeline pipeline(out);
+  pipeline.compile_jit(gTarget);
+  Tensors t(s, s.length, s.length);
+  ParamMap params;
+  params.set(q, t.query);
+  params.set(k, t.key);
+  params.set(v, t.value);
+  double kvBytes = 2.0 * s.kvHeads * s.length * s.headDim * 4;
+  // The baseline computes every masked score too; its FLOPs are counted like
+  // the fused kernel's, so the GFLOPS ratio is the speed ratio.
+  timeKernel(state, attentionFlops(s, s.length, s.length), kvBytes,
+             [&] { pipeline.realize(t.output, gTarget, params); });
+}
+
+void registerPrefill() {
+  for (int length : {512, 2048, 8192})
+    for (int headDim : {64, 128, 256})
+      for (auto [hq, hkv] : {std::pair{32, 32}, std::pair{32, 8}})
+        for (bool causal : {false, true}) {
+          PrefillShape s{hq, hkv, headDim, length, causal};
+          char name[128];
+          std::snprintf(name, sizeof name, "prefill/H%d_KV%d_D%d_S%d_%s", hq,
+                        hkv, headDim, length, causal ? "causal" : "full");
+          benchmark::RegisterBenchmark(name, fusedPrefill, s)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond);
+          // The baseline's score matrix must fit in memory comfortably.
+          if (double(hq) * length * length * 4 <= 1.1e9)
+            benchmark::RegisterBenchmark(
+                (std::string(name) + "/unfused_baseline").c_str(),
+                unfusedPrefill, s)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond);
+        }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  gTarget = get_jit_target_from_environment();
+  const char *threadsEnv = std::getenv("HL_NUM_THREADS");
+  int threads = threadsEnv ? std::atoi(threadsEnv)
+                           : int(std::thread::hardware_concurrency());
+  gRoofline = attn::bench::measureRoofline(threads);
+  std::printf("roofline: %d threads, fp32 FMA peak %.1f GFLOP/s, STREAM "
+              "triad %.1f GB/s; Halide target %s\n",
+              threads, gRoofline.fmaGflops, gRoofline.triadGBps,
+              gTarget.to_string().c_str());
+  benchmark::AddCustomContext("fma_peak_gflops",
+                              std::to_string(gRoofline.fmaGflops));
+  benchmark::AddCustomContext("triad_gbps", std::to_string(gRoofline.triadGBps));
+  benchmark::AddCustomContext("halide_target", gTarget.to_string());
+  registerPrefill();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,26 @@
+//===- Roofline.h - this machine's compute and memory limits ----*- C++ -*-===//
+//
+// Measured at benchmark start-up so every figure is compared with the limits
+// of the machine it ran on: the fp32 FMA peak (independent FMA chains, the
+// widest vectors the CPU has, one chain set per thread) and STREAM-triad
+// bandwidth over arrays far larger than the last-level cache.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_BENCH_ROOFLINE_H
+#define ATTN_BENCH_ROOFLINE_H
+
+namespace attn::bench {
+
+struct Roofline {
+  int threads = 0;
+  double fmaGflops = 0; ///< fp32, all threads
+  double triadGBps = 0; ///< all threads
+};
+
+/// Measures both limits with `threads` threads (about one second).
+Roofline measureRoofline(int threads);
+
+} // namespace attn::bench
+
+#endif // ATTN_BENCH_ROOFLINE_H
