@@ -65,9 +65,9 @@ void timeKernel(benchmark::State &state, double flops, double kvBytes,
   for (auto _ : state) {
     auto start = std::chrono::steady_clock::now();
     body();
-    double elapsed = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     state.SetIterationTime(elapsed);
     total += elapsed;
   }
@@ -106,9 +106,8 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
   params.set(kernel.inputs[1], t.key);
   params.set(kernel.inputs[2], t.value);
   double kvBytes = 2.0 * s.kvHeads * s.length * s.headDim * 4;
-  timeKernel(state, attentionFlops(s, s.length, s.length), kvBytes, [&] {
-    kernel.pipeline.realize(t.output, gTarget, params);
-  });
+  timeKernel(state, attentionFlops(s, s.length, s.length), kvBytes,
+             [&] { kernel.pipeline.realize(t.output, gTarget, params); });
 }
 
 /// Three whole-tensor passes, as an eager framework runs them: the full
@@ -196,7 +195,8 @@ int main(int argc, char **argv) {
               gTarget.to_string().c_str());
   benchmark::AddCustomContext("fma_peak_gflops",
                               std::to_string(gRoofline.fmaGflops));
-  benchmark::AddCustomContext("triad_gbps", std::to_string(gRoofline.triadGBps));
+  benchmark::AddCustomContext("triad_gbps",
+                              std::to_string(gRoofline.triadGBps));
   benchmark::AddCustomContext("halide_target", gTarget.to_string());
   registerPrefill();
   benchmark::RunSpecifiedBenchmarks();

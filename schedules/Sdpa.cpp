@@ -102,7 +102,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   chunkSum(i, h, b, c) += prob(i, chunkKey, h, b);
   Func chunkOut("chunkOut");
   chunkOut(d, i, h, b, c) = 0.0f;
-  chunkOut(d, i, h, b, c) += prob(i, chunkKey, h, b) * valueC(d, h, chunkKey, b);
+  chunkOut(d, i, h, b, c) +=
+      prob(i, chunkKey, h, b) * valueC(d, h, chunkKey, b);
 
   // Online softmax over chunks: (m, l, o) ⊕ (m', l', o') rescales both sides
   // to max(m, m'). Associative, so it is a Tuple update over the chunk RDom.
@@ -140,7 +141,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // max / exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x
   // (4 vectors of d) register tiles, then the online-softmax update.
   const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
-                                         : target.natural_vector_size<float>();
+                                        : target.natural_vector_size<float>();
   Var io("io"), task("task"), si("si"), sj("sj"), so("so"), sjo("sjo");
   Var di("di"), dO("dO"), ri("ri"), ro("ro");
   output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
@@ -151,16 +152,17 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
       .vectorize(d, vec, TailStrategy::GuardWithIf);
 
   state.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
-  state.update()
-      .reorder(d, ii, rc)
-      .vectorize(d, vec, TailStrategy::GuardWithIf);
+  state.update().reorder(d, ii, rc).vectorize(d, vec,
+                                              TailStrategy::GuardWithIf);
   queryT.compute_at(output, task).vectorize(i, vec, TailStrategy::GuardWithIf);
 
   // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d.
   const int qkRows = 2 * vec, qkKeys = sched.qkTileKeys;
+  // RoundUp: tail tiles compute a few clamped rows/keys beyond the block
+  // rather than guarding every lane.
   logit.compute_at(state, rc)
-      .split(i, so, si, qkRows, TailStrategy::GuardWithIf)
-      .split(j, sjo, sj, qkKeys, TailStrategy::GuardWithIf)
+      .split(i, so, si, qkRows, TailStrategy::RoundUp)
+      .split(j, sjo, sj, qkKeys, TailStrategy::RoundUp)
       .reorder(si, sj, so, sjo)
       .vectorize(si, vec)
       .unroll(si)
@@ -171,11 +173,21 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   chunkMax.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
   prob.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
   chunkSum.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
-  chunkSum.update().reorder(i, rk).vectorize(i, vec,
-                                             TailStrategy::GuardWithIf);
+  chunkSum.update().reorder(i, rk).vectorize(i, vec, TailStrategy::GuardWithIf);
 
   // P·V: register tile of pvTileRows rows x 4·vec channels, over the chunk.
-  const int pvRows = sched.pvTileRows, pvCols = std::min(4 * vec, headDim);
+  // The tile's channel extent divides head_dim where it can: a partial tile
+  // in d (GuardWithIf) miscompiles under Halide 14 for one-row query blocks
+  // (seen with head_dim 80, queryBlock 1; SdpaScheduleTest covers it).
+  int pvCols = std::min(4 * vec, headDim);
+  if (headDim % vec == 0) {
+    if (headDim / vec <= 5) // the whole head in one tile: <= 30 accumulators
+      pvCols = headDim;
+    else
+      while (headDim % pvCols != 0)
+        pvCols -= vec;
+  }
+  const int pvRows = sched.pvTileRows;
   chunkOut.compute_at(state, rc).vectorize(d, vec, TailStrategy::GuardWithIf);
   chunkOut.update()
       .split(d, dO, di, pvCols, TailStrategy::GuardWithIf)

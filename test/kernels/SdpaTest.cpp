@@ -16,6 +16,8 @@
 #include "mqa_causal.h"
 #include "odd_causal.h"
 
+#include "Reference.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +26,8 @@
 #include <vector>
 
 namespace {
+
+using namespace attn::test;
 
 using KernelFn = int (*)(const float *, const float *, const float *, float *,
                          int32_t, int32_t, int32_t);
@@ -46,51 +50,6 @@ const Kernel kKernels[] = {
     {"mqa_causal", mqa_causal_attention, 6, 1, 32, true, 1.0 / std::sqrt(32.0)},
     {"odd_causal", odd_causal_attention, 5, 5, 13, true, 1.0 / std::sqrt(13.0)},
 };
-
-/// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
-/// all in double; a query that sees no key gives 0.
-std::vector<double> reference(const Kernel &kn, const std::vector<float> &q,
-                              const std::vector<float> &k,
-                              const std::vector<float> &v, int batch, int qLen,
-                              int kvLen) {
-  const int hq = kn.queryHeads, hkv = kn.kvHeads, dim = kn.headDim;
-  std::vector<double> out(size_t(batch) * qLen * hq * dim, 0.0), score(kvLen);
-  for (int b = 0; b < batch; b++)
-    for (int i = 0; i < qLen; i++)
-      for (int h = 0; h < hq; h++) {
-        const int kvh = h / (hq / hkv);
-        const int visible =
-            kn.causal ? std::min(kvLen, std::max(0, i + 1 + kvLen - qLen))
-                      : kvLen;
-        const float *qi = &q[((size_t(b) * qLen + i) * hq + h) * dim];
-        double maxScore = -INFINITY, sum = 0;
-        for (int j = 0; j < visible; j++) {
-          const float *kj = &k[((size_t(b) * kvLen + j) * hkv + kvh) * dim];
-          double dot = 0;
-          for (int d = 0; d < dim; d++)
-            dot += double(qi[d]) * kj[d];
-          score[j] = dot * kn.scale;
-          maxScore = std::max(maxScore, score[j]);
-        }
-        for (int j = 0; j < visible; j++)
-          sum += score[j] = std::exp(score[j] - maxScore);
-        double *o = &out[((size_t(b) * qLen + i) * hq + h) * dim];
-        for (int j = 0; j < visible; j++) {
-          const float *vj = &v[((size_t(b) * kvLen + j) * hkv + kvh) * dim];
-          for (int d = 0; d < dim; d++)
-            o[d] += score[j] / sum * vj[d];
-        }
-      }
-  return out;
-}
-
-std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> x(n);
-  for (float &value : x)
-    value = uniform(rng);
-  return x;
-}
 
 struct Shape {
   int batch, qLen, kvLen;
@@ -116,12 +75,11 @@ TEST_P(SdpaKernelTest, MatchesDoubleReference) {
     ASSERT_EQ(kn.run(q.data(), k.data(), v.data(), out.data(), s.batch, s.qLen,
                      s.kvLen),
               ATTNC_OK);
-    std::vector<double> expected =
-        reference(kn, q, k, v, s.batch, s.qLen, s.kvLen);
-    double maxError = 0;
-    for (size_t x = 0; x < nq; x++)
-      maxError = std::max(maxError, std::fabs(out[x] - expected[x]));
-    EXPECT_LE(maxError, 1e-5);
+    AttentionShape shape{s.batch,    s.qLen,     s.kvLen,   kn.queryHeads,
+                         kn.kvHeads, kn.headDim, kn.causal, kn.scale};
+    EXPECT_LE(maxAbsError(
+                  out, referenceAttention(shape, q.data(), k.data(), v.data())),
+              1e-5);
   }
 }
 

@@ -17,9 +17,10 @@ namespace attn {
 /// Tunable schedule parameters of the attention kernel (see Sdpa.cpp for the
 /// loop nest they shape); 0 means "pick from the target".
 struct SdpaSchedule {
-  int vectorWidth = 0; ///< fp32 lanes per vector op; 0: the target's natural width
-  int queryBlock = 32; ///< query rows per task (and per online-softmax state)
-  int kvChunk = 256;   ///< keys per online-softmax step
+  int vectorWidth =
+      0; ///< fp32 lanes per vector op; 0: the target's natural width
+  int queryBlock = 128; ///< query rows per task (and per online-softmax state)
+  int kvChunk = 256;    ///< keys per online-softmax step
   int qkTileKeys = 12; ///< keys per Q·Kᵀ register tile (x 2 vectors of rows)
   int pvTileRows = 6;  ///< query rows per P·V register tile (x 4 vectors of d)
 };

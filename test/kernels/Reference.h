@@ -1,0 +1,78 @@
+//===- Reference.h - attention in double precision, for tests ---*- C++ -*-===//
+
+#ifndef ATTN_TEST_REFERENCE_H
+#define ATTN_TEST_REFERENCE_H
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <vector>
+
+namespace attn::test {
+
+struct AttentionShape {
+  int batch, qLen, kvLen, queryHeads, kvHeads, headDim;
+  bool causal;
+  double scale;
+};
+
+/// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
+/// accumulated in double; a query that sees no key gives 0.
+///   q, out: [batch][qLen][queryHeads][headDim]
+///   k, v:   [batch][kvLen][kvHeads][headDim]
+inline std::vector<double> referenceAttention(const AttentionShape &s,
+                                              const float *q, const float *k,
+                                              const float *v) {
+  const int hq = s.queryHeads, hkv = s.kvHeads, dim = s.headDim;
+  std::vector<double> out(size_t(s.batch) * s.qLen * hq * dim, 0.0);
+  std::vector<double> score(s.kvLen);
+  for (int b = 0; b < s.batch; b++)
+    for (int i = 0; i < s.qLen; i++)
+      for (int h = 0; h < hq; h++) {
+        const int kvh = h / (hq / hkv);
+        const int visible =
+            s.causal ? std::clamp(i + 1 + s.kvLen - s.qLen, 0, s.kvLen)
+                     : s.kvLen;
+        const float *qi = q + ((size_t(b) * s.qLen + i) * hq + h) * dim;
+        double maxScore = -INFINITY, sum = 0;
+        for (int j = 0; j < visible; j++) {
+          const float *kj = k + ((size_t(b) * s.kvLen + j) * hkv + kvh) * dim;
+          double dot = 0;
+          for (int d = 0; d < dim; d++)
+            dot += double(qi[d]) * kj[d];
+          score[j] = dot * s.scale;
+          maxScore = std::max(maxScore, score[j]);
+        }
+        for (int j = 0; j < visible; j++)
+          sum += score[j] = std::exp(score[j] - maxScore);
+        double *o = &out[((size_t(b) * s.qLen + i) * hq + h) * dim];
+        for (int j = 0; j < visible; j++) {
+          const float *vj = v + ((size_t(b) * s.kvLen + j) * hkv + kvh) * dim;
+          for (int d = 0; d < dim; d++)
+            o[d] += score[j] / sum * vj[d];
+        }
+      }
+  return out;
+}
+
+inline std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float &value : x)
+    value = uniform(rng);
+  return x;
+}
+
+inline double maxAbsError(const std::vector<float> &got,
+                          const std::vector<double> &expected) {
+  double error = 0;
+  for (size_t x = 0; x < got.size(); x++) // NaN counts as infinitely wrong
+    error = std::max(
+        error, std::isnan(got[x]) ? INFINITY : std::fabs(got[x] - expected[x]));
+  return error;
+}
+
+} // namespace attn::test
+
+#endif // ATTN_TEST_REFERENCE_H
