@@ -10,38 +10,14 @@
 
 #include "attn/schedules/Sdpa.h"
 
+#include "Common.h"
+
 #include <cmath>
 
 using namespace Halide;
 
 namespace attn {
 
-namespace {
-/// Pins a [batch][len][heads][headDim] buffer's inner dimensions so LLVM sees
-/// constant strides and trip counts (dynamic strides cost 2x in prototypes).
-void constrainActivation(OutputImageParam buffer, int heads, int headDim) {
-  buffer.dim(0).set_min(0).set_extent(headDim).set_stride(1);
-  buffer.dim(1).set_min(0).set_extent(heads).set_stride(headDim);
-  buffer.dim(2).set_min(0).set_stride(heads * headDim);
-  buffer.dim(3).set_min(0);
-}
-
-/// 2^x for x <= 0 with a relative error below 2e-7: 2^round(x) times a
-/// degree-6 polynomial of e^(f·ln2) on |f| <= 0.5. Inputs below -127 give an
-/// exact 0 (masked scores), never NaN.
-Expr exp2Nonpositive(Expr x) {
-  x = max(x, -127.0f);
-  Expr whole = round(x);
-  Expr f = (x - whole) * float(M_LN2);
-  Expr p = 1.0f / 720;
-  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
-    p = p * f + c;
-  return p * reinterpret<float>((cast<int>(whole) + 127) << 23);
-}
-
-/// Masked logits: finite, so max/exp never see -inf - -inf.
-constexpr float kMaskedLogit = -1e30f;
-} // namespace
 
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   const SdpaSchedule &sched = spec.schedule;
@@ -113,16 +89,10 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
     rc.where(rc * kvChunk <= qb * queryBlock + (queryBlock - 1) + diagonal);
   Func state("state");
   state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
-  {
-    Expr m = state(d, ii, qb, h, b)[0], l = state(d, ii, qb, h, b)[1],
-         o = state(d, ii, qb, h, b)[2];
-    Expr mc = chunkMax(row, h, b, rc), lc = chunkSum(row, h, b, rc),
-         oc = chunkOut(d, row, h, b, rc);
-    Expr mNew = max(m, mc);
-    Expr wOld = exp2Nonpositive(m - mNew), wChunk = exp2Nonpositive(mc - mNew);
-    state(d, ii, qb, h, b) = {mNew, l * wOld + lc * wChunk,
-                              o * wOld + oc * wChunk};
-  }
+  state(d, ii, qb, h, b) =
+      combineSoftmaxStates(state(d, ii, qb, h, b), chunkMax(row, h, b, rc),
+                           chunkSum(row, h, b, rc),
+                           chunkOut(d, row, h, b, rc));
 
   // A row that sees no key (causal with q_len > kv_len) is defined as 0.
   Func output("output");

@@ -45,6 +45,38 @@ struct SdpaSpec {
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
+/// Tunable schedule parameters of the decode kernel.
+struct DecodeSchedule {
+  int vectorWidth = 0; ///< fp32 lanes per vector op; 0: the target's natural width
+  int splitKeys = 512; ///< keys per split-KV task
+};
+
+/// Decode attention over a paged KV cache: a few new query tokens per
+/// sequence attend to everything cached for that sequence (which already
+/// holds the new tokens' K and V). Buffers (C order):
+///   query       [batch][q_len][numQueryHeads][headDim] float
+///   key_pages   [numPages][pageSize][numKvHeads][headDim] float
+///   value_pages [numPages][pageSize][numKvHeads][headDim] float
+///   block_table [batch][maxPagesPerSequence] int32: page of each page slot
+///   seq_lens    [batch] int32: cached tokens per sequence
+///   output      [batch][q_len][numQueryHeads][headDim] float
+/// A contiguous cache is pageSize == maximum length, one page per sequence.
+/// With `causal`, new token t of a sequence of length L sees keys
+/// j <= L - q_len + t; without, it sees all L keys. Page ids and lengths are
+/// clamped into the buffers, so a corrupt table cannot read out of bounds.
+struct DecodeSpec {
+  std::string functionName;
+  int numQueryHeads = 0;
+  int numKvHeads = 0;
+  int headDim = 0;
+  int pageSize = 0;
+  bool causal = true;
+  float scale = 0.0f;
+  DecodeSchedule schedule;
+
+  int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
+};
+
 } // namespace attn
 
 #endif // ATTN_SCHEDULES_KERNELSPEC_H

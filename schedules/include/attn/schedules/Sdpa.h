@@ -27,6 +27,11 @@ struct KernelPipeline {
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
                                  const Halide::Target &target);
 
+/// Builds the split-KV decode pipeline for `spec`. Inputs: query,
+/// key_pages, value_pages, block_table, seq_lens; then the output.
+KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
+                                   const Halide::Target &target);
+
 } // namespace attn
 
 #endif // ATTN_SCHEDULES_SDPA_H

@@ -1,0 +1,54 @@
+//===- Common.h - pieces shared by the attention pipelines ------*- C++ -*-===//
+
+#ifndef ATTN_SCHEDULES_COMMON_H
+#define ATTN_SCHEDULES_COMMON_H
+
+#include "Halide.h"
+
+#include <cmath>
+
+namespace attn {
+
+/// Masked logits: finite, so max/exp never see -inf - -inf.
+constexpr float kMaskedLogit = -1e30f;
+
+/// Pins a [batch][len][heads][headDim] buffer's inner dimensions so LLVM sees
+/// constant strides and trip counts (dynamic strides cost 2x in prototypes).
+inline void constrainActivation(Halide::OutputImageParam buffer, int heads,
+                                int headDim) {
+  buffer.dim(0).set_min(0).set_extent(headDim).set_stride(1);
+  buffer.dim(1).set_min(0).set_extent(heads).set_stride(headDim);
+  buffer.dim(2).set_min(0).set_stride(heads * headDim);
+  buffer.dim(3).set_min(0);
+}
+
+/// 2^x for x <= 0 with a relative error below 2e-7: 2^round(x) times a
+/// degree-6 polynomial of e^(f·ln2) on |f| <= 0.5. Inputs below -127 give an
+/// exact 0 (masked scores), never NaN.
+inline Halide::Expr exp2Nonpositive(Halide::Expr x) {
+  using namespace Halide;
+  x = max(x, -127.0f);
+  Expr whole = round(x);
+  Expr f = (x - whole) * float(M_LN2);
+  Expr p = 1.0f / 720;
+  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = p * f + c;
+  return p * reinterpret<float>((cast<int>(whole) + 127) << 23);
+}
+
+/// The online-softmax combine in the log2 domain: (m, l, o) ⊕ (m', l', o')
+/// rescales both sides to max(m, m'). Associative, so it can be a Tuple
+/// update over chunks or splits in any grouping.
+inline Halide::Tuple combineSoftmaxStates(const Halide::FuncRef &state,
+                                          Halide::Expr m2, Halide::Expr l2,
+                                          Halide::Expr o2) {
+  using namespace Halide;
+  Expr m1 = state[0], l1 = state[1], o1 = state[2];
+  Expr m = max(m1, m2);
+  Expr w1 = exp2Nonpositive(m1 - m), w2 = exp2Nonpositive(m2 - m);
+  return {m, l1 * w1 + l2 * w2, o1 * w1 + o2 * w2};
+}
+
+} // namespace attn
+
+#endif // ATTN_SCHEDULES_COMMON_H

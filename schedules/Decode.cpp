@@ -1,0 +1,145 @@
+//===- Decode.cpp - split-KV decode attention over a paged cache ----------===//
+//
+// Flash-decoding: each sequence's cached keys are cut into splits of
+// splitKeys keys; one parallel task per (sequence, KV head, split) computes,
+// for all query rows that share the KV head (the GQA group x the new tokens),
+// an exact softmax partial (m, l, o) over its keys, reading each K and V row
+// once. The partials of a sequence are then combined with the online-softmax
+// operator. Splits past a sequence's length do no work, so a batch of ragged
+// lengths costs what its tokens cost.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/schedules/Sdpa.h"
+
+#include "Common.h"
+
+using namespace Halide;
+
+namespace attn {
+
+KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
+                                   const Target &target) {
+  const int headDim = spec.headDim, group = spec.queryHeadsPerKvHead();
+  const int pageSize = spec.pageSize, splitKeys = spec.schedule.splitKeys;
+
+  // ALGORITHM ---------------------------------------------------------------
+  ImageParam query(Float(32), 4, "query");       // (d, h, t, b)
+  ImageParam keyPages(Float(32), 4, "key_pages"); // (d, hk, slot, page)
+  ImageParam valuePages(Float(32), 4, "value_pages");
+  ImageParam blockTable(Int(32), 2, "block_table"); // (page slot, b)
+  ImageParam seqLens(Int(32), 1, "seq_lens");       // (b)
+  Var d("d"), h("h"), t("t"), b("b"), j("j"), g("g"), hk("hk"), s("s");
+
+  Expr qLen = query.dim(2).extent();
+  Expr slots = blockTable.dim(0).extent();
+  Expr numPages = keyPages.dim(3).extent();
+  Expr length = clamp(seqLens(b), 0, slots * pageSize);
+  Expr numSplits = (slots * pageSize + splitKeys - 1) / splitKeys;
+
+  // Key j of sequence b lives in page blockTable(j / pageSize, b).
+  Expr page = clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0,
+                    numPages - 1);
+  Func keyAt("keyAt"), valueAt("valueAt");
+  keyAt(d, hk, j, b) = keyPages(d, hk, j % pageSize, page);
+  valueAt(d, hk, j, b) = valuePages(d, hk, j % pageSize, page);
+
+  // Query row (g, t) of KV head hk is query head hk·group + g, pre-scaled
+  // into the log2 domain.
+  Func queryS("queryS");
+  queryS(d, g, t, hk, b) =
+      query(d, hk * group + g, t, b) * (spec.scale * float(M_LOG2E));
+
+  RDom rd(0, headDim, "rd");
+  Func score("score");
+  score(j, g, t, hk, b) = 0.0f;
+  score(j, g, t, hk, b) += queryS(rd, g, t, hk, b) * keyAt(rd, hk, j, b);
+
+  Expr visible = j < length;
+  if (spec.causal)
+    visible = visible && j <= length - qLen + t;
+  Func logit("logit");
+  logit(j, g, t, hk, b) =
+      score(j, g, t, hk, b) + select(visible, 0.0f, kMaskedLogit);
+
+  // Per split: an exact softmax partial (m, l, o) over its keys. m is the
+  // split's row max, set by every key step; l and o accumulate. The
+  // predicate confines the key loop to the sequence: Halide trims the loop
+  // to it, so splits past the length cost nothing.
+  RDom rk(0, splitKeys, "rk");
+  Expr key = s * splitKeys + rk;
+  rk.where(key < length);
+  Func splitMax("splitMax");
+  splitMax(g, t, hk, b, s) = maximum(logit(key, g, t, hk, b));
+  Func prob("prob");
+  prob(j, g, t, hk, b) = exp2Nonpositive(logit(j, g, t, hk, b) -
+                                         splitMax(g, t, hk, b, j / splitKeys)) *
+                         select(visible, 1.0f, 0.0f);
+  Func partial("partial");
+  partial(d, g, t, hk, b, s) = {kMaskedLogit, 0.0f, 0.0f};
+  partial(d, g, t, hk, b, s) = {
+      splitMax(g, t, hk, b, s),
+      partial(d, g, t, hk, b, s)[1] + prob(key, g, t, hk, b),
+      partial(d, g, t, hk, b, s)[2] +
+          prob(key, g, t, hk, b) * valueAt(d, hk, key, b)};
+
+  RDom rs(0, numSplits, "rs");
+  rs.where(rs * splitKeys < length);
+  Func state("state");
+  state(d, g, t, hk, b) = {kMaskedLogit, 0.0f, 0.0f};
+  state(d, g, t, hk, b) = combineSoftmaxStates(
+      state(d, g, t, hk, b), partial(d, g, t, hk, b, rs)[0],
+      partial(d, g, t, hk, b, rs)[1], partial(d, g, t, hk, b, rs)[2]);
+
+  Func output("output");
+  Expr l = state(d, h % group, t, h / group, b)[1];
+  Expr o = state(d, h % group, t, h / group, b)[2];
+  output(d, h, t, b) = select(l > 0.0f, o / l, 0.0f);
+
+  constrainActivation(query, spec.numQueryHeads, headDim);
+  constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
+  for (ImageParam pages : {keyPages, valuePages}) {
+    pages.dim(0).set_min(0).set_extent(headDim).set_stride(1);
+    pages.dim(1).set_min(0).set_extent(spec.numKvHeads).set_stride(headDim);
+    pages.dim(2).set_min(0).set_extent(pageSize).set_stride(spec.numKvHeads *
+                                                            headDim);
+    pages.dim(3).set_min(0).set_stride(pageSize * spec.numKvHeads * headDim);
+  }
+  blockTable.dim(0).set_min(0).set_stride(1);
+  blockTable.dim(1).set_min(0).set_extent(query.dim(3).extent());
+  seqLens.dim(0).set_min(0).set_extent(query.dim(3).extent());
+
+  // SCHEDULE ----------------------------------------------------------------
+  // One parallel task per (split, KV head, sequence) computes its partial:
+  // per key, the group's query rows dot the K row (vectorized along d with
+  // horizontal sums), the split's max and exponentials, then P·V vectorized
+  // along d. Memory-bound by design: each K and V row is read once. A second
+  // parallel pass per sequence combines the partials.
+  // Measured: see the decode/ benchmarks of attn-bench (bench/README.md).
+  const int vec = spec.schedule.vectorWidth > 0
+                      ? spec.schedule.vectorWidth
+                      : target.natural_vector_size<float>();
+  const TailStrategy guard = TailStrategy::GuardWithIf;
+  Var task("task");
+  output.vectorize(d, vec, guard).parallel(b);
+  state.compute_at(output, b).vectorize(d, vec, guard);
+  state.update().vectorize(d, vec, guard);
+
+  partial.compute_root().vectorize(d, vec, guard);
+  partial.update()
+      .reorder(d, g, t, rk, s, hk, b)
+      .fuse(s, hk, task)
+      .fuse(task, b, task)
+      .parallel(task)
+      .vectorize(d, vec, guard);
+  queryS.compute_root().vectorize(d, vec, guard);
+  for (Func f : {logit, splitMax, prob})
+    f.compute_at(partial, task);
+  score.compute_at(partial, task);
+  score.update().reorder(rd, j, g, t).atomic().vectorize(rd, vec, guard);
+
+  return {Pipeline(output),
+          {query, keyPages, valuePages, blockTable, seqLens}};
+}
+
+} // namespace attn
