@@ -20,11 +20,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -180,6 +182,74 @@ void registerPrefill() {
         }
 }
 
+struct DecodeShape {
+  int batch, kvLength, pageSize; // pageSize == kvLength: contiguous cache
+};
+
+/// One new token per sequence (GQA 32 query / 8 KV heads, head size 128)
+/// over a cache whose pages are handed out in shuffled order.
+void fusedDecode(benchmark::State &state, DecodeShape s) {
+  const int hq = 32, hkv = 8, dim = 128;
+  attn::DecodeSpec spec;
+  spec.functionName = "bench";
+  spec.numQueryHeads = hq;
+  spec.numKvHeads = hkv;
+  spec.headDim = dim;
+  spec.pageSize = s.pageSize;
+  spec.scale = 1.0f / std::sqrt(float(dim));
+  if (const char *text = std::getenv("ATTN_BENCH_DECODE_SPLIT"))
+    spec.schedule.splitKeys = std::atoi(text);
+  attn::KernelPipeline kernel = attn::buildDecodePipeline(spec, gTarget);
+  kernel.pipeline.compile_jit(gTarget);
+
+  const int pagesPerSequence = (s.kvLength + s.pageSize - 1) / s.pageSize;
+  const int numPages = pagesPerSequence * s.batch;
+  Buffer<float> query(dim, hq, 1, s.batch), output(dim, hq, 1, s.batch);
+  Buffer<float> keys(dim, hkv, s.pageSize, numPages),
+      values(dim, hkv, s.pageSize, numPages);
+  Buffer<int32_t> table(pagesPerSequence, s.batch), lengths(s.batch);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Buffer<float> *buffer : {&query, &keys, &values})
+    buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  std::vector<int32_t> order(numPages);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (int b = 0; b < s.batch; b++) {
+    lengths(b) = s.kvLength;
+    for (int p = 0; p < pagesPerSequence; p++)
+      table(p, b) = order[b * pagesPerSequence + p];
+  }
+  ParamMap params;
+  params.set(kernel.inputs[0], query);
+  params.set(kernel.inputs[1], keys);
+  params.set(kernel.inputs[2], values);
+  params.set(kernel.inputs[3], table);
+  params.set(kernel.inputs[4], lengths);
+  double flops = 4.0 * s.batch * hq * s.kvLength * dim;
+  double kvBytes = 2.0 * s.batch * hkv * double(s.kvLength) * dim * 4;
+  timeKernel(state, flops, kvBytes,
+             [&] { kernel.pipeline.realize(output, gTarget, params); });
+}
+
+void registerDecode() {
+  const DecodeShape shapes[] = {{1, 4096, 4096},     {1, 32768, 32768},
+                                {1, 131072, 131072}, {1, 131072, 16},
+                                {16, 4096, 4096},    {16, 16384, 16384},
+                                {16, 32768, 32768},  {16, 32768, 16}};
+  for (const DecodeShape &s : shapes) {
+    char name[128];
+    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s", s.batch,
+                  s.kvLength,
+                  s.pageSize == s.kvLength
+                      ? "contiguous"
+                      : ("page" + std::to_string(s.pageSize)).c_str());
+    benchmark::RegisterBenchmark(name, fusedDecode, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -199,6 +269,7 @@ int main(int argc, char **argv) {
                               std::to_string(gRoofline.triadGBps));
   benchmark::AddCustomContext("halide_target", gTarget.to_string());
   registerPrefill();
+  registerDecode();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -24,7 +24,7 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   const int pageSize = spec.pageSize, splitKeys = spec.schedule.splitKeys;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam query(Float(32), 4, "query");       // (d, h, t, b)
+  ImageParam query(Float(32), 4, "query");        // (d, h, t, b)
   ImageParam keyPages(Float(32), 4, "key_pages"); // (d, hk, slot, page)
   ImageParam valuePages(Float(32), 4, "value_pages");
   ImageParam blockTable(Int(32), 2, "block_table"); // (page slot, b)
@@ -38,8 +38,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Expr numSplits = (slots * pageSize + splitKeys - 1) / splitKeys;
 
   // Key j of sequence b lives in page blockTable(j / pageSize, b).
-  Expr page = clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0,
-                    numPages - 1);
+  Expr page =
+      clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0, numPages - 1);
   Func keyAt("keyAt"), valueAt("valueAt");
   keyAt(d, hk, j, b) = keyPages(d, hk, j % pageSize, page);
   valueAt(d, hk, j, b) = valuePages(d, hk, j % pageSize, page);
@@ -50,10 +50,23 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   queryS(d, g, t, hk, b) =
       query(d, hk * group + g, t, b) * (spec.scale * float(M_LOG2E));
 
-  RDom rd(0, headDim, "rd");
+  // Dot products in two steps: `lanes` partial sums along d (plain vector
+  // FMAs), then one horizontal sum per (key, row) instead of one per vector.
+  const int vecGuess = target.natural_vector_size<float>();
+  int lanes = 1;
+  for (int candidate : {vecGuess, 8, 4})
+    if (lanes == 1 && headDim % candidate == 0)
+      lanes = candidate;
+  Var lane("lane");
+  RDom ro(0, headDim / lanes, "ro");
+  Func dotLanes("dotLanes");
+  dotLanes(lane, j, g, t, hk, b) = 0.0f;
+  dotLanes(lane, j, g, t, hk, b) += queryS(ro * lanes + lane, g, t, hk, b) *
+                                    keyAt(ro * lanes + lane, hk, j, b);
+  RDom rl(0, lanes, "rl");
   Func score("score");
   score(j, g, t, hk, b) = 0.0f;
-  score(j, g, t, hk, b) += queryS(rd, g, t, hk, b) * keyAt(rd, hk, j, b);
+  score(j, g, t, hk, b) += dotLanes(rl, j, g, t, hk, b);
 
   Expr visible = j < length;
   if (spec.causal)
@@ -62,26 +75,31 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   logit(j, g, t, hk, b) =
       score(j, g, t, hk, b) + select(visible, 0.0f, kMaskedLogit);
 
-  // Per split: an exact softmax partial (m, l, o) over its keys. m is the
-  // split's row max, set by every key step; l and o accumulate. The
-  // predicate confines the key loop to the sequence: Halide trims the loop
+  // Per split: an exact softmax partial (m, l, o) over its keys. The
+  // predicate confines the key loops to the sequence: Halide trims the loops
   // to it, so splits past the length cost nothing.
   RDom rk(0, splitKeys, "rk");
   Expr key = s * splitKeys + rk;
   rk.where(key < length);
   Func splitMax("splitMax");
-  splitMax(g, t, hk, b, s) = maximum(logit(key, g, t, hk, b));
+  splitMax(g, t, hk, b, s) = kMaskedLogit;
+  splitMax(g, t, hk, b, s) =
+      max(splitMax(g, t, hk, b, s), logit(key, g, t, hk, b));
   Func prob("prob");
   prob(j, g, t, hk, b) = exp2Nonpositive(logit(j, g, t, hk, b) -
                                          splitMax(g, t, hk, b, j / splitKeys)) *
                          select(visible, 1.0f, 0.0f);
+  Func splitSum("splitSum");
+  splitSum(g, t, hk, b, s) = 0.0f;
+  splitSum(g, t, hk, b, s) += prob(key, g, t, hk, b);
+  Func splitOut("splitOut");
+  splitOut(d, g, t, hk, b, s) = 0.0f;
+  splitOut(d, g, t, hk, b, s) +=
+      prob(key, g, t, hk, b) * valueAt(d, hk, key, b);
   Func partial("partial");
-  partial(d, g, t, hk, b, s) = {kMaskedLogit, 0.0f, 0.0f};
-  partial(d, g, t, hk, b, s) = {
-      splitMax(g, t, hk, b, s),
-      partial(d, g, t, hk, b, s)[1] + prob(key, g, t, hk, b),
-      partial(d, g, t, hk, b, s)[2] +
-          prob(key, g, t, hk, b) * valueAt(d, hk, key, b)};
+  partial(d, g, t, hk, b, s) = {splitMax(g, t, hk, b, s),
+                                splitSum(g, t, hk, b, s),
+                                splitOut(d, g, t, hk, b, s)};
 
   RDom rs(0, numSplits, "rs");
   rs.where(rs * splitKeys < length);
@@ -110,7 +128,7 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   seqLens.dim(0).set_min(0).set_extent(query.dim(3).extent());
 
   // SCHEDULE ----------------------------------------------------------------
-  // One parallel task per (split, KV head, sequence) computes its partial:
+  // One parallel task per (split, sequence) computes its partials:
   // per key, the group's query rows dot the K row (vectorized along d with
   // horizontal sums), the split's max and exponentials, then P·V vectorized
   // along d. Memory-bound by design: each K and V row is read once. A second
@@ -125,21 +143,27 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   state.compute_at(output, b).vectorize(d, vec, guard);
   state.update().vectorize(d, vec, guard);
 
-  partial.compute_root().vectorize(d, vec, guard);
-  partial.update()
-      .reorder(d, g, t, rk, s, hk, b)
-      .fuse(s, hk, task)
-      .fuse(task, b, task)
+  // A task covers every KV head of its keys: the cache stores a token's
+  // heads side by side, so the task streams contiguous memory (per-head
+  // tasks read 512 of every 4096 bytes and ran at a quarter of the speed).
+  partial.compute_root()
+      .reorder(d, g, t, hk, s, b)
+      .fuse(s, b, task)
       .parallel(task)
       .vectorize(d, vec, guard);
   queryS.compute_root().vectorize(d, vec, guard);
-  for (Func f : {logit, splitMax, prob})
+  for (Func f : {logit, splitMax, prob, splitSum})
     f.compute_at(partial, task);
+  splitOut.compute_at(partial, task).vectorize(d, vec, guard);
+  splitOut.update().reorder(d, g, t, hk, rk).vectorize(d, vec, guard).unroll(g);
   score.compute_at(partial, task);
-  score.update().reorder(rd, j, g, t).atomic().vectorize(rd, vec, guard);
+  // Per (token, key): every row of every group reuses each loaded K vector;
+  // the lane sums live in a fixed-size (stack) buffer.
+  score.update().reorder(rl, g, hk, j, t).atomic().vectorize(rl);
+  dotLanes.compute_at(score, j).vectorize(lane);
+  dotLanes.update().reorder(lane, g, ro, hk).vectorize(lane).unroll(g);
 
-  return {Pipeline(output),
-          {query, keyPages, valuePages, blockTable, seqLens}};
+  return {Pipeline(output), {query, keyPages, valuePages, blockTable, seqLens}};
 }
 
 } // namespace attn

@@ -18,7 +18,6 @@ using namespace Halide;
 
 namespace attn {
 
-
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   const SdpaSchedule &sched = spec.schedule;
   const int headDim = spec.headDim;
@@ -91,8 +90,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
   state(d, ii, qb, h, b) =
       combineSoftmaxStates(state(d, ii, qb, h, b), chunkMax(row, h, b, rc),
-                           chunkSum(row, h, b, rc),
-                           chunkOut(d, row, h, b, rc));
+                           chunkSum(row, h, b, rc), chunkOut(d, row, h, b, rc));
 
   // A row that sees no key (causal with q_len > kv_len) is defined as 0.
   Func output("output");

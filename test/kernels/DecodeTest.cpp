@@ -54,8 +54,8 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
       static_cast<float *>(const_cast<void *>(cache.keyPages(0))), c.headDim,
       c.kvHeads, config.pageSize, config.numPages);
   Halide::Buffer<float> values(
-      static_cast<float *>(const_cast<void *>(cache.valuePages(0))),
-      c.headDim, c.kvHeads, config.pageSize, config.numPages);
+      static_cast<float *>(const_cast<void *>(cache.valuePages(0))), c.headDim,
+      c.kvHeads, config.pageSize, config.numPages);
   Halide::Buffer<int32_t> table(maxPages, batch), lengths(batch);
   table.fill(0);
   for (int b = 0; b < batch; b++) {
@@ -90,8 +90,8 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
     keys.push_back(randomVector(size_t(length) * kvElements, rng));
     values.push_back(randomVector(size_t(length) * kvElements, rng));
   }
-  std::vector<float> query = randomVector(
-      size_t(batch) * c.qLen * c.queryHeads * c.headDim, rng);
+  std::vector<float> query =
+      randomVector(size_t(batch) * c.qLen * c.queryHeads * c.headDim, rng);
 
   auto fill = [&](const KvCacheConfig &config, KvCache &cache,
                   std::vector<SequenceId> &ids) {
@@ -99,7 +99,8 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
     // A scratch sequence taken and freed first scatters the page order.
     SequenceId scratch;
     ASSERT_TRUE(cache.addSequence(scratch));
-    ASSERT_TRUE(cache.extend(scratch, std::min(maxLength, config.pageSize * 3)));
+    ASSERT_TRUE(
+        cache.extend(scratch, std::min(maxLength, config.pageSize * 3)));
     for (int b = 0; b < batch; b++) {
       SequenceId id;
       ASSERT_TRUE(cache.addSequence(id));
@@ -117,7 +118,8 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
   pagedConfig.headDim = c.headDim;
   pagedConfig.pageSize = c.pageSize;
   pagedConfig.maxSequenceLength = maxLength;
-  pagedConfig.numPages = batch * ((maxLength + c.pageSize - 1) / c.pageSize) + 4;
+  pagedConfig.numPages =
+      batch * ((maxLength + c.pageSize - 1) / c.pageSize) + 4;
   KvCache paged, contiguous;
   std::vector<SequenceId> pagedIds, contiguousIds;
   fill(pagedConfig, paged, pagedIds);
@@ -128,22 +130,22 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
   if (HasFatalFailure())
     return;
 
-  std::vector<float> pagedOut =
-      runDecode(c, paged, pagedIds, query,
-                (maxLength + c.pageSize - 1) / c.pageSize);
+  std::vector<float> pagedOut = runDecode(
+      c, paged, pagedIds, query, (maxLength + c.pageSize - 1) / c.pageSize);
   std::vector<float> contiguousOut =
       runDecode(c, contiguous, contiguousIds, query, 1);
   EXPECT_EQ(pagedOut, contiguousOut);
 
   const size_t rowElements = size_t(c.qLen) * c.queryHeads * c.headDim;
   for (int b = 0; b < batch; b++) {
-    SCOPED_TRACE(testing::Message() << "sequence " << b << " of length "
-                                    << c.lengths[b]);
-    AttentionShape shape{1,         c.qLen,    c.lengths[b],
-                         c.queryHeads, c.kvHeads, c.headDim,
-                         c.causal,  1.0 / std::sqrt(double(c.headDim))};
-    std::vector<double> expected = referenceAttention(
-        shape, query.data() + b * rowElements, keys[b].data(), values[b].data());
+    SCOPED_TRACE(testing::Message()
+                 << "sequence " << b << " of length " << c.lengths[b]);
+    AttentionShape shape{
+        1,         c.qLen,    c.lengths[b], c.queryHeads,
+        c.kvHeads, c.headDim, c.causal,     1.0 / std::sqrt(double(c.headDim))};
+    std::vector<double> expected =
+        referenceAttention(shape, query.data() + b * rowElements,
+                           keys[b].data(), values[b].data());
     std::vector<float> got(pagedOut.begin() + b * rowElements,
                            pagedOut.begin() + (b + 1) * rowElements);
     EXPECT_LE(maxAbsError(got, expected), 1e-5);
@@ -152,12 +154,11 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, DecodeTest,
-    testing::Values(
-        DecodeCase{4, 1, 64, 16, 512, true, {1000, 1, 33, 517}, 1},
-        DecodeCase{8, 2, 128, 16, 256, true, {300, 7, 1200}, 4},
-        DecodeCase{6, 3, 80, 7, 100, false, {5, 64, 250}, 2},
-        DecodeCase{2, 2, 13, 1, 64, true, {9, 130}, 8},
-        DecodeCase{32, 8, 128, 32, 1024, true, {2100}, 1},
-        DecodeCase{4, 4, 96, 5, 37, true, {8, 100}, 8}));
+    testing::Values(DecodeCase{4, 1, 64, 16, 512, true, {1000, 1, 33, 517}, 1},
+                    DecodeCase{8, 2, 128, 16, 256, true, {300, 7, 1200}, 4},
+                    DecodeCase{6, 3, 80, 7, 100, false, {5, 64, 250}, 2},
+                    DecodeCase{2, 2, 13, 1, 64, true, {9, 130}, 8},
+                    DecodeCase{32, 8, 128, 32, 1024, true, {2100}, 1},
+                    DecodeCase{4, 4, 96, 5, 37, true, {8, 100}, 8}));
 
 } // namespace

@@ -48,7 +48,7 @@ struct SdpaSpec {
 /// Tunable schedule parameters of the decode kernel.
 struct DecodeSchedule {
   int vectorWidth = 0; ///< fp32 lanes per vector op; 0: the target's natural width
-  int splitKeys = 512; ///< keys per split-KV task
+  int splitKeys = 512; ///< keys per split-KV task (all KV heads)
 };
 
 /// Decode attention over a paged KV cache: a few new query tokens per
