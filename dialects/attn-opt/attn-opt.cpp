@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/AttnDialect.h"
+#include "attn/AttnPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -16,6 +17,7 @@
 int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
+  mlir::attn::registerAttnPasses();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::attn::AttnDialect, mlir::func::FuncDialect,

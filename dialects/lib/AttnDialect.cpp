@@ -13,4 +13,5 @@ void AttnDialect::initialize() {
 #define GET_OP_LIST
 #include "attn/AttnOps.cpp.inc"
       >();
+  registerAttributes();
 }

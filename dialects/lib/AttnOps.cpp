@@ -92,3 +92,57 @@ LogicalResult SdpaOp::verify() {
                          << " must have the shape of the query " << query;
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "decoder-only" && kind != "encoder" && kind != "encoder-decoder")
+    return emitOpError() << "kind must be decoder-only, encoder or "
+                            "encoder-decoder, got \"" << kind << "\"";
+  return success();
+}
+
+LogicalResult AttentionLayerOp::verify() {
+  int64_t queryHeads = getNumQueryHeads(), kvHeads = getNumKvHeads();
+  if (queryHeads % kvHeads != 0)
+    return emitOpError() << "num_query_heads (" << queryHeads
+                         << ") must be a multiple of num_kv_heads (" << kvHeads
+                         << ")";
+  MaskKind mask = getMask();
+  if ((mask == MaskKind::SlidingWindow) != getWindow().has_value())
+    return emitOpError() << "a window is required with, and only with, a "
+                            "sliding_window mask";
+  if (getKind() == LayerKind::Cross && mask != MaskKind::None)
+    return emitOpError() << "cross-attention sees the whole encoder output: "
+                            "its mask must be none";
+  for (auto [name, value] :
+       {std::pair{"scale", getScale()}, std::pair{"softcap", getSoftcap()},
+        std::pair{"rope_theta", getRopeTheta()}})
+    if (value && !(value->convertToFloat() > 0.0f &&
+                   std::isfinite(value->convertToFloat())))
+      return emitOpError() << name << " must be positive and finite";
+  auto model = (*this)->getParentOfType<ModelOp>();
+  for (auto [name, ref] : {std::pair{"prefill_kernel", getPrefillKernelAttr()},
+                           std::pair{"decode_kernel", getDecodeKernelAttr()}})
+    if (ref && !SymbolTable::lookupSymbolIn(model, ref))
+      return emitOpError() << name << " " << ref
+                           << " does not name a kernel of the model";
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  if (getNumQueryHeads() % getNumKvHeads() != 0)
+    return emitOpError() << "num_query_heads (" << getNumQueryHeads()
+                         << ") must be a multiple of num_kv_heads ("
+                         << getNumKvHeads() << ")";
+  if (!(getScale().convertToFloat() > 0.0f))
+    return emitOpError() << "scale must be positive";
+  bool decode = getFamily() == KernelFamily::Decode;
+  if (decode != getPageSize().has_value())
+    return emitOpError() << "page_size is required by, and only by, decode "
+                            "kernels";
+  return success();
+}

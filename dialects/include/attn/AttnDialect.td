@@ -21,6 +21,10 @@ def Attn_Dialect : Dialect {
     convention `[batch, sequence, heads, head_dim]`, head_dim innermost.
   }];
   let cppNamespace = "::mlir::attn";
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Attn_Op<string mnemonic, list<Trait> traits = []>

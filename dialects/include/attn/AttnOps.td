@@ -3,7 +3,9 @@
 #ifndef ATTN_OPS_TD
 #define ATTN_OPS_TD
 
+include "attn/AttnAttrs.td"
 include "attn/AttnDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // A [batch, sequence, heads, head_dim] activation; batch and sequence may be dynamic.
@@ -57,6 +59,99 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     float getEffectiveScale();
   }];
 
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Model level
+//===----------------------------------------------------------------------===//
+
+def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
+                                      SingleBlock, IsolatedFromAbove]> {
+  let summary = "a model: its attention layers and the kernels they use";
+  let description = [{
+    The unit attnc compiles. Its body holds `attn.attention_layer` ops in
+    execution order and, after `--attn-specialize-kernels`, the
+    `attn.kernel` ops they reference. `kind` is `decoder-only`, `encoder`
+    or `encoder-decoder`; `max_batch` is the number of sequences the KV
+    cache is planned for.
+
+    ```mlir
+    attn.model @tiny attributes {d_model = 256 : i64, kind = "decoder-only",
+                                 max_batch = 1 : i64} {
+      attn.attention_layer @layer0 self {...}
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Attn_PositiveI64:$d_model,
+                       StrAttr:$kind, Attn_PositiveI64:$max_batch);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Attention layers in execution order.
+    auto getLayers() { return getBody().getOps<AttentionLayerOp>(); }
+    auto getKernels() { return getBody().getOps<KernelOp>(); }
+  }];
+}
+
+def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
+                                    [Symbol, HasParent<"ModelOp">]> {
+  let summary = "one multi-head attention layer and its KV cache";
+  let description = [{
+    Everything a model declares about one attention layer. `self` layers
+    attend to their own sequence (masked for decoders); `cross` layers
+    attend to an encoder's output, whose K and V are computed once per
+    input. `window` is required with a `sliding_window` mask. `scale`
+    defaults to 1/sqrt(head_dim) (`--attn-materialize-defaults` writes it
+    out); `softcap` caps logits as softcap·tanh(logit/softcap); `rope_theta`
+    enables rotary positions. `prefill_kernel` and `decode_kernel` name the
+    kernels `--attn-specialize-kernels` chose.
+
+    ```mlir
+    attn.attention_layer @layer0 self {num_query_heads = 8 : i64,
+        num_kv_heads = 2 : i64, head_dim = 64 : i64, mask = #attn.mask<causal>,
+        cache = #attn.kv_cache<paged, page_size = 16, dtype = f16,
+                               max_length = 2048>}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Attn_LayerKind:$kind,
+                       Attn_PositiveI64:$num_query_heads,
+                       Attn_PositiveI64:$num_kv_heads,
+                       Attn_PositiveI64:$head_dim, Attn_MaskKindAttr:$mask,
+                       OptionalAttr<Attn_PositiveI64>:$window,
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<F32Attr>:$rope_theta,
+                       Attn_KvCacheAttr:$cache,
+                       OptionalAttr<FlatSymbolRefAttr>:$prefill_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$decode_kernel);
+  let assemblyFormat = "$sym_name $kind attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "one specialized kernel attnc generates";
+  let description = [{
+    A kernel for one configuration (heads, head size, mask, scale, cache
+    page size for decode). Layers that agree on all of it share the kernel.
+    `schedule` is set by `--attn-select-schedules`.
+
+    ```mlir
+    attn.kernel @prefill_h8_kv2_d64_causal prefill {causal,
+        num_query_heads = 8 : i64, num_kv_heads = 2 : i64, head_dim = 64 : i64,
+        scale = 1.250000e-01 : f32}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Attn_KernelFamily:$family,
+                       Attn_PositiveI64:$num_query_heads,
+                       Attn_PositiveI64:$num_kv_heads,
+                       Attn_PositiveI64:$head_dim, UnitAttr:$causal,
+                       F32Attr:$scale,
+                       OptionalAttr<Attn_PositiveI64>:$page_size,
+                       OptionalAttr<Attn_ScheduleAttr>:$schedule);
+  let assemblyFormat = "$sym_name $family attr-dict";
   let hasVerifier = 1;
 }
 

@@ -1,0 +1,96 @@
+//===- AttnAttrs.td - attn dialect attributes --------------*- tablegen -*-===//
+
+#ifndef ATTN_ATTRS_TD
+#define ATTN_ATTRS_TD
+
+include "attn/AttnDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Attn_MaskKind : I32EnumAttr<"MaskKind", "which keys a query sees", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Causal", 1, "causal">,
+    I32EnumAttrCase<"SlidingWindow", 2, "sliding_window">]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+def Attn_MaskKindAttr : EnumAttr<Attn_Dialect, Attn_MaskKind, "mask"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Attn_LayerKind : I32EnumAttr<"LayerKind", "where keys and values come from", [
+    I32EnumAttrCase<"Self", 0, "self">,
+    I32EnumAttrCase<"Cross", 1, "cross">]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+def Attn_CacheLayout : I32EnumAttr<"CacheLayout", "KV cache layout", [
+    I32EnumAttrCase<"Contiguous", 0, "contiguous">,
+    I32EnumAttrCase<"Paged", 1, "paged">]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+def Attn_KernelFamily : I32EnumAttr<"KernelFamily", "kernel family", [
+    I32EnumAttrCase<"Prefill", 0, "prefill">,
+    I32EnumAttrCase<"Decode", 1, "decode">]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
+  let mnemonic = "kv_cache";
+  let summary = "where and how a layer's keys and values are kept";
+  let description = [{
+    `layout` is `contiguous` (one region of `max_length` tokens per sequence)
+    or `paged` (pages of `page_size` tokens from a shared pool). `dtype` is
+    the storage element type: f32, f16 or bf16.
+
+    ```mlir
+    #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 4096>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Attn_CacheLayout>:$layout,
+                        "int64_t":$pageSize, "::mlir::Type":$dtype,
+                        "int64_t":$maxLength);
+  let assemblyFormat = [{
+    `<` $layout `,` `page_size` `=` $pageSize `,` `dtype` `=` $dtype `,`
+    `max_length` `=` $maxLength `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of one element in the cache.
+    int64_t getElementBytes() const;
+  }];
+}
+
+def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
+  let mnemonic = "schedule";
+  let summary = "the tunable loop-nest parameters of a kernel";
+  let description = [{
+    Prefill kernels use `query_block` (query rows per task), `kv_chunk` (keys
+    per online-softmax step) and the register tiles `qk_tile_keys` and
+    `pv_tile_rows`; decode kernels use `split_keys` (keys per split-KV task).
+    `vector_width` 0 means the target's natural width. `source` says who
+    chose it: `heuristic` or `db` (a tuning database entry).
+  }];
+  let parameters = (ins "int64_t":$queryBlock, "int64_t":$kvChunk,
+                        "int64_t":$qkTileKeys, "int64_t":$pvTileRows,
+                        "int64_t":$splitKeys, "int64_t":$vectorWidth,
+                        StringRefParameter<"heuristic or db">:$source);
+  let assemblyFormat = [{
+    `<` `query_block` `=` $queryBlock `,` `kv_chunk` `=` $kvChunk `,`
+    `qk_tile_keys` `=` $qkTileKeys `,` `pv_tile_rows` `=` $pvTileRows `,`
+    `split_keys` `=` $splitKeys `,` `vector_width` `=` $vectorWidth `,`
+    `source` `=` $source `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+#endif // ATTN_ATTRS_TD

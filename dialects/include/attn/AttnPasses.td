@@ -1,0 +1,63 @@
+//===- AttnPasses.td - attn dialect passes -----------------*- tablegen -*-===//
+
+#ifndef ATTN_PASSES_TD
+#define ATTN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MaterializeDefaults : Pass<"attn-materialize-defaults",
+                               "::mlir::attn::ModelOp"> {
+  let summary = "Write out every implied layer setting";
+  let description = [{
+    Canonicalizes attention layers so later passes compare like with like:
+    the default scale 1/sqrt(head_dim) becomes explicit, a contiguous
+    cache's page size becomes its max length, and a sliding window that
+    covers the whole cache becomes a causal mask. Multi-query attention
+    needs nothing: it already is grouped-query attention with one KV head.
+  }];
+}
+
+def SpecializeKernels : Pass<"attn-specialize-kernels",
+                             "::mlir::attn::ModelOp"> {
+  let summary = "Create one prefill and one decode kernel per distinct layer";
+  let description = [{
+    Adds an `attn.kernel` per distinct configuration and points each layer's
+    `prefill_kernel` and `decode_kernel` at them: layers that agree on heads,
+    head size, mask, scale (and, for decode, cache page size) share kernels,
+    so a model of 32 identical layers compiles two attention kernels, not 64.
+    Kernels are named after what they compute, e.g.
+    `prefill_h32_kv8_d128_causal`. Runs after --attn-materialize-defaults.
+  }];
+}
+
+def PlanKvCache : Pass<"attn-plan-kv-cache", "::mlir::attn::ModelOp"> {
+  let summary = "Size every layer's KV cache and check the memory budget";
+  let description = [{
+    Annotates each layer with `kv_bytes_per_token` (2 · KV heads · head size
+    · element bytes) and `kv_bytes_per_sequence` (at max length, rounded up
+    to whole pages), and the model with the sums and the total for
+    `max_batch` sequences (`kv_bytes`). With `kv-budget`, a model that needs
+    more fails with an error naming its largest consumers.
+  }];
+  let options = [
+    Option<"kvBudget", "kv-budget", "int64_t", /*default=*/"0",
+           "KV cache budget in bytes for the whole model (0: unlimited)">
+  ];
+}
+
+def SelectSchedules : Pass<"attn-select-schedules", "::mlir::attn::ModelOp"> {
+  let summary = "Pick each kernel's schedule: tuning database or heuristic";
+  let description = [{
+    Sets `schedule` on every `attn.kernel`: the entry of the tuning database
+    (`schedule-db`, JSON) whose kernel name and target match, else the
+    target's heuristic. The attribute's `source` records which.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"host\"",
+           "Halide target string the kernels are generated for">,
+    Option<"scheduleDb", "schedule-db", "std::string", /*default=*/"\"\"",
+           "Tuning database file (JSON); empty: heuristics only">
+  ];
+}
+
+#endif // ATTN_PASSES_TD

@@ -1,0 +1,59 @@
+//===- AttnAttrs.cpp - attn dialect attributes ----------------------------===//
+
+#include "attn/AttnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#include "attn/AttnEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attn/AttnAttrs.cpp.inc"
+
+void AttnDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "attn/AttnAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult
+KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    CacheLayout layout, int64_t pageSize, Type dtype,
+                    int64_t maxLength) {
+  if (maxLength < 1)
+    return emitError() << "KV cache max_length must be positive, got "
+                       << maxLength;
+  if (pageSize < 1)
+    return emitError() << "KV cache page_size must be positive, got "
+                       << pageSize;
+  if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
+    return emitError() << "KV cache dtype must be f32, f16 or bf16, got "
+                       << dtype;
+  return success();
+}
+
+int64_t KvCacheAttr::getElementBytes() const {
+  return getDtype().getIntOrFloatBitWidth() / 8;
+}
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     int64_t queryBlock, int64_t kvChunk, int64_t qkTileKeys,
+                     int64_t pvTileRows, int64_t splitKeys,
+                     int64_t vectorWidth, StringRef source) {
+  if (queryBlock < 1 || kvChunk < 1 || qkTileKeys < 1 || pvTileRows < 1 ||
+      splitKeys < 1)
+    return emitError() << "schedule sizes must be positive";
+  if (vectorWidth != 0 && vectorWidth != 4 && vectorWidth != 8 &&
+      vectorWidth != 16)
+    return emitError() << "schedule vector_width must be 0, 4, 8 or 16, got "
+                       << vectorWidth;
+  if (source != "heuristic" && source != "db")
+    return emitError() << "schedule source must be \"heuristic\" or \"db\"";
+  return success();
+}

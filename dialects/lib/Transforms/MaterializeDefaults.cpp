@@ -1,0 +1,38 @@
+//===- MaterializeDefaults.cpp - write out implied layer settings ---------===//
+
+#include "attn/AttnPasses.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_MATERIALIZEDEFAULTS
+#include "attn/AttnPasses.h.inc"
+
+namespace {
+struct MaterializeDefaultsPass
+    : impl::MaterializeDefaultsBase<MaterializeDefaultsPass> {
+  void runOnOperation() override {
+    Builder builder(&getContext());
+    for (AttentionLayerOp layer : getOperation().getLayers()) {
+      if (!layer.getScale())
+        layer.setScaleAttr(builder.getF32FloatAttr(
+            1.0f / std::sqrt(static_cast<float>(layer.getHeadDim()))));
+      KvCacheAttr cache = layer.getCache();
+      if (cache.getLayout() == CacheLayout::Contiguous &&
+          cache.getPageSize() != cache.getMaxLength())
+        layer.setCacheAttr(KvCacheAttr::get(
+            &getContext(), CacheLayout::Contiguous, cache.getMaxLength(),
+            cache.getDtype(), cache.getMaxLength()));
+      // A window that covers every cached token masks like causal.
+      if (layer.getMask() == MaskKind::SlidingWindow &&
+          static_cast<int64_t>(*layer.getWindow()) >= cache.getMaxLength()) {
+        layer.setMask(MaskKind::Causal);
+        layer.removeWindowAttr();
+      }
+    }
+  }
+};
+} // namespace
+} // namespace mlir::attn

@@ -1,0 +1,76 @@
+//===- PlanKvCache.cpp - size the KV caches, check the budget -------------===//
+
+#include "attn/AttnPasses.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <algorithm>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_PLANKVCACHE
+#include "attn/AttnPasses.h.inc"
+
+namespace {
+std::string formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4)
+    value /= 1024, unit++;
+  char text[32];
+  std::snprintf(text, sizeof text, unit ? "%.2f %s" : "%.0f %s", value,
+                units[unit]);
+  return text;
+}
+
+struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
+  using PlanKvCacheBase::PlanKvCacheBase;
+
+  void runOnOperation() override {
+    ModelOp model = getOperation();
+    Builder builder(&getContext());
+    int64_t perToken = 0, perSequence = 0;
+    std::vector<std::pair<int64_t, AttentionLayerOp>> consumers;
+    for (AttentionLayerOp layer : model.getLayers()) {
+      KvCacheAttr cache = layer.getCache();
+      // K and V: 2 · KV heads · head size · element bytes per token.
+      int64_t tokenBytes = 2 * int64_t(layer.getNumKvHeads()) *
+                           int64_t(layer.getHeadDim()) *
+                           cache.getElementBytes();
+      int64_t pages = (cache.getMaxLength() + cache.getPageSize() - 1) /
+                      cache.getPageSize();
+      int64_t sequenceBytes = tokenBytes * pages * cache.getPageSize();
+      layer->setAttr("kv_bytes_per_token", builder.getI64IntegerAttr(tokenBytes));
+      layer->setAttr("kv_bytes_per_sequence",
+                     builder.getI64IntegerAttr(sequenceBytes));
+      perToken += tokenBytes;
+      perSequence += sequenceBytes;
+      consumers.emplace_back(sequenceBytes, layer);
+    }
+    int64_t total = perSequence * int64_t(model.getMaxBatch());
+    model->setAttr("kv_bytes_per_token", builder.getI64IntegerAttr(perToken));
+    model->setAttr("kv_bytes_per_sequence",
+                   builder.getI64IntegerAttr(perSequence));
+    model->setAttr("kv_bytes", builder.getI64IntegerAttr(total));
+    if (kvBudget <= 0 || total <= kvBudget)
+      return;
+
+    std::stable_sort(consumers.begin(), consumers.end(),
+                     [](const auto &a, const auto &b) { return a.first > b.first; });
+    InFlightDiagnostic diag = model.emitError()
+                              << "the KV cache needs " << formatBytes(total)
+                              << " (" << total << " bytes) for max_batch "
+                              << model.getMaxBatch()
+                              << " at max length, over the budget of "
+                              << formatBytes(kvBudget) << "; largest consumers:";
+    for (size_t i = 0; i < std::min<size_t>(3, consumers.size()); i++)
+      diag << (i ? ", " : " ") << "@" << consumers[i].second.getSymName()
+           << " (" << formatBytes(consumers[i].first) << " per sequence)";
+    for (size_t i = 0; i < std::min<size_t>(3, consumers.size()); i++)
+      diag.attachNote(consumers[i].second.getLoc())
+          << "@" << consumers[i].second.getSymName() << " declared here";
+    signalPassFailure();
+  }
+};
+} // namespace
+} // namespace mlir::attn

@@ -1,0 +1,131 @@
+//===- SelectSchedules.cpp - tuning database or heuristic -----------------===//
+//
+// Tuning database (JSON, written by attn-tune):
+//
+//   { "entries": [ { "kernel": "prefill_h32_kv8_d128_causal",
+//                    "target": "x86-64-linux-avx2-fma",
+//                    "schedule": { "query_block": 128, "kv_chunk": 256,
+//                                  "qk_tile_keys": 12, "pv_tile_rows": 6,
+//                                  "split_keys": 512, "vector_width": 0 },
+//                    "gflops": 150.2, "gbps": 0.4, "cpu": "..." } ] }
+//
+// An entry applies to the kernel of that name compiled for exactly that
+// target string.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/AttnPasses.h"
+#include "attn/JsonReader.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_SELECTSCHEDULES
+#include "attn/AttnPasses.h.inc"
+
+namespace {
+struct ScheduleParams {
+  int64_t queryBlock, kvChunk, qkTileKeys, pvTileRows, splitKeys, vectorWidth;
+};
+
+/// Measured on a 2-core AVX-512 machine (bench/README.md): query blocks of
+/// 128 rows keep K/V chunks hot across many rows; 256-key chunks keep the
+/// score block in L1/L2; 12-key Q·Kᵀ tiles and 6-row P·V tiles fill the
+/// vector registers; 512-key decode splits balance tasks and combine cost.
+ScheduleParams heuristic(KernelOp kernel) {
+  int64_t headDim = kernel.getHeadDim();
+  return {headDim > 128 ? 64 : 128, 256, headDim >= 256 ? 8 : 12, 6, 512, 0};
+}
+
+/// Reads the database into kernel name -> schedule for `target`.
+LogicalResult readDatabase(MLIRContext *context, StringRef path,
+                           StringRef target,
+                           llvm::StringMap<ScheduleParams> &entries) {
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &message);
+  if (!file)
+    return emitError(UnknownLoc::get(context))
+           << "cannot read the schedule database: " << message;
+  llvm::SourceMgr sourceMgr;
+  llvm::StringRef text = file->getBuffer();
+  unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  JsonLocator locator(sourceMgr, id, *context);
+  std::optional<llvm::json::Value> document = parseJson(text, locator);
+  if (!document)
+    return failure();
+  const llvm::json::Object *root = document->getAsObject();
+  if (!root)
+    return emitError(locator.at(JsonPath{}))
+           << "a schedule database must be a JSON object";
+  JsonObjectReader reader(*root, {}, locator);
+  JsonPath entriesPath;
+  const llvm::json::Array *list = reader.getArray("entries", true, entriesPath);
+  reader.allow({"version", "comment"});
+  if (!reader.finish() || !list)
+    return failure();
+  bool ok = true;
+  for (size_t i = 0; i < list->size(); i++) {
+    JsonPath entryPath = entriesPath;
+    entryPath.push_back(i);
+    const llvm::json::Object *entry = (*list)[i].getAsObject();
+    if (!entry) {
+      emitError(locator.at(entryPath)) << "a database entry must be an object";
+      ok = false;
+      continue;
+    }
+    JsonObjectReader fields(*entry, entryPath, locator);
+    std::optional<StringRef> kernel = fields.requiredString("kernel");
+    std::optional<StringRef> entryTarget = fields.requiredString("target");
+    JsonPath schedulePath;
+    const llvm::json::Object *schedule =
+        fields.getObject("schedule", true, schedulePath);
+    fields.allow({"gflops", "gbps", "cpu", "median_seconds", "heuristic_gflops",
+                  "heuristic_gbps"});
+    if (!fields.finish() || !schedule || !kernel || !entryTarget) {
+      ok = false;
+      continue;
+    }
+    JsonObjectReader params(*schedule, schedulePath, locator);
+    const int64_t big = 1 << 20;
+    auto queryBlock = params.getInt("query_block", true, 1, big);
+    auto kvChunk = params.getInt("kv_chunk", true, 1, big);
+    auto qkTileKeys = params.getInt("qk_tile_keys", true, 1, 64);
+    auto pvTileRows = params.getInt("pv_tile_rows", true, 1, 64);
+    auto splitKeys = params.getInt("split_keys", true, 1, big);
+    auto vectorWidth = params.getInt("vector_width", false, 0, 16, 0);
+    if (!params.finish()) {
+      ok = false;
+      continue;
+    }
+    if (*entryTarget == target)
+      entries[*kernel] = {*queryBlock, *kvChunk,   *qkTileKeys,
+                          *pvTileRows, *splitKeys, *vectorWidth};
+  }
+  return success(ok);
+}
+
+struct SelectSchedulesPass
+    : impl::SelectSchedulesBase<SelectSchedulesPass> {
+  using SelectSchedulesBase::SelectSchedulesBase;
+
+  void runOnOperation() override {
+    llvm::StringMap<ScheduleParams> database;
+    if (!scheduleDb.empty() &&
+        failed(readDatabase(&getContext(), scheduleDb, target, database)))
+      return signalPassFailure();
+    for (KernelOp kernel : getOperation().getKernels()) {
+      auto entry = database.find(kernel.getSymName());
+      bool fromDatabase = entry != database.end();
+      ScheduleParams p = fromDatabase ? entry->second : heuristic(kernel);
+      kernel.setScheduleAttr(ScheduleAttr::get(
+          &getContext(), p.queryBlock, p.kvChunk, p.qkTileKeys, p.pvTileRows,
+          p.splitKeys, p.vectorWidth, fromDatabase ? "db" : "heuristic"));
+    }
+  }
+};
+} // namespace
+} // namespace mlir::attn

@@ -1,0 +1,95 @@
+//===- SpecializeKernels.cpp - one kernel per distinct layer --------------===//
+
+#include "attn/AttnPasses.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_SPECIALIZEKERNELS
+#include "attn/AttnPasses.h.inc"
+
+namespace {
+/// What makes two kernels different; equal signatures share one kernel.
+struct KernelSignature {
+  KernelFamily family;
+  int64_t queryHeads, kvHeads, headDim;
+  bool causal;
+  float scale;
+  int64_t pageSize; // decode only, else 0
+
+  std::string name() const {
+    std::string text = (family == KernelFamily::Prefill ? "prefill" : "decode");
+    text += "_h" + std::to_string(queryHeads) + "_kv" +
+            std::to_string(kvHeads) + "_d" + std::to_string(headDim);
+    if (pageSize)
+      text += "_p" + std::to_string(pageSize);
+    return text + (causal ? "_causal" : "");
+  }
+  bool operator==(const KernelSignature &other) const {
+    return family == other.family && queryHeads == other.queryHeads &&
+           kvHeads == other.kvHeads && headDim == other.headDim &&
+           causal == other.causal && scale == other.scale &&
+           pageSize == other.pageSize;
+  }
+};
+
+struct SpecializeKernelsPass
+    : impl::SpecializeKernelsBase<SpecializeKernelsPass> {
+  void runOnOperation() override {
+    ModelOp model = getOperation();
+    OpBuilder builder(&getContext());
+    builder.setInsertionPointToEnd(&model.getBody().front());
+    SymbolTable symbols(model);
+    std::vector<std::pair<KernelSignature, KernelOp>> kernels;
+
+    auto kernelFor = [&](const KernelSignature &signature,
+                         Location loc) -> KernelOp {
+      for (auto &[known, kernel] : kernels)
+        if (known == signature)
+          return kernel;
+      auto kernel = builder.create<KernelOp>(
+          loc, StringRef(signature.name()), signature.family,
+          uint64_t(signature.queryHeads),
+          uint64_t(signature.kvHeads), uint64_t(signature.headDim), signature.causal,
+          llvm::APFloat(signature.scale),
+          signature.pageSize ? builder.getI64IntegerAttr(signature.pageSize)
+                             : IntegerAttr(),
+          ScheduleAttr());
+      symbols.insert(kernel); // renames on a clash (same name, other scale)
+      kernels.emplace_back(signature, kernel);
+      return kernel;
+    };
+
+    for (AttentionLayerOp layer : model.getLayers()) {
+      if (!layer.getScale()) {
+        layer.emitOpError() << "has no scale: run --attn-materialize-defaults "
+                               "first";
+        return signalPassFailure();
+      }
+      if (layer.getMask() == MaskKind::SlidingWindow || layer.getSoftcap()) {
+        layer.emitOpError()
+            << "uses a "
+            << (layer.getSoftcap() ? "logit softcap" : "sliding-window mask")
+            << ", which the generated kernels do not implement yet";
+        return signalPassFailure();
+      }
+      KernelSignature prefill{KernelFamily::Prefill,
+                              int64_t(layer.getNumQueryHeads()),
+                              int64_t(layer.getNumKvHeads()),
+                              int64_t(layer.getHeadDim()),
+                              layer.getMask() == MaskKind::Causal,
+                              layer.getScale()->convertToFloat(),
+                              0};
+      KernelSignature decode = prefill;
+      decode.family = KernelFamily::Decode;
+      decode.pageSize = layer.getCache().getPageSize();
+      layer.setPrefillKernelAttr(
+          FlatSymbolRefAttr::get(kernelFor(prefill, layer.getLoc())));
+      layer.setDecodeKernelAttr(
+          FlatSymbolRefAttr::get(kernelFor(decode, layer.getLoc())));
+    }
+  }
+};
+} // namespace
+} // namespace mlir::attn
