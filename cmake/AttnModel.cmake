@@ -1,7 +1,8 @@
 # attn_add_model(NAME <name> DESCRIPTION <file.json|file.mlir> [ATTNC_ARGS ...])
 #
 # Runs attnc at build time on DESCRIPTION and defines the target attn::<name>:
-# link it to get the generated kernels (<name>.a) and include <name>.h. Generation reruns only
+# link it to get the generated kernels (<name>.a) and include <name>.h; the
+# plan is <name>_plan.json in the target's ATTN_PLAN property. Generation reruns only
 # when the description or attnc itself changes.
 function(attn_add_model)
   cmake_parse_arguments(ARG "" "NAME;DESCRIPTION" "ATTNC_ARGS" ${ARGN})
@@ -11,7 +12,7 @@ function(attn_add_model)
   get_filename_component(description ${ARG_DESCRIPTION} ABSOLUTE)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}.attnc)
   set(outputs ${out_dir}/${ARG_NAME}.a ${out_dir}/${ARG_NAME}.h
-              ${out_dir}/${ARG_NAME}_kernels.h)
+              ${out_dir}/${ARG_NAME}_kernels.h ${out_dir}/${ARG_NAME}_plan.json)
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND attnc ${description} --name=${ARG_NAME} -o ${out_dir} ${ARG_ATTNC_ARGS}
@@ -28,5 +29,6 @@ function(attn_add_model)
   target_include_directories(${target} INTERFACE ${out_dir})
   # The library embeds the Halide runtime, which uses threads and dlopen.
   target_link_libraries(${target} INTERFACE Halide::Runtime Threads::Threads ${CMAKE_DL_LIBS})
+  set_target_properties(${target} PROPERTIES ATTN_PLAN ${out_dir}/${ARG_NAME}_plan.json)
   add_dependencies(${target} ${ARG_NAME}_attnc)
 endfunction()

@@ -3,7 +3,7 @@
 #ifndef ATTNC_CHEADER_H
 #define ATTNC_CHEADER_H
 
-#include "attn/schedules/KernelSpec.h"
+#include "ModelSpecs.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -14,9 +14,9 @@ namespace attnc {
 
 /// Renders `<name>.h`: per kernel, shape constants and a plain-pointer C
 /// function that validates its arguments and calls the Halide kernel declared
-/// in `<name>_kernels.h`.
-std::string renderCHeader(llvm::StringRef name, llvm::StringRef description,
-                          llvm::ArrayRef<attn::SdpaSpec> specs);
+/// in `<name>_kernels.h`; per layer, aliases naming its kernels.
+std::string renderCHeader(const ModelSpecs &specs,
+                          llvm::StringRef description);
 
 } // namespace attnc
 

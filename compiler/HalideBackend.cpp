@@ -15,9 +15,10 @@
 
 namespace attnc {
 
-llvm::Error emitKernelLibrary(llvm::ArrayRef<attn::SdpaSpec> specs,
+llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                               llvm::StringRef targetString,
-                              llvm::StringRef outDir, llvm::StringRef name) {
+                              llvm::StringRef outDir) {
+  const std::string &name = specs.name;
   if (!Halide::Target::validate_target_string(targetString.str()))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -33,12 +34,16 @@ llvm::Error emitKernelLibrary(llvm::ArrayRef<attn::SdpaSpec> specs,
   try {
     Halide::Target target(targetString.str());
     std::vector<Halide::Module> modules;
-    for (const attn::SdpaSpec &spec : specs) {
-      attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, target);
+    auto add = [&](attn::KernelPipeline kernel,
+                   const std::string &function) {
       modules.push_back(kernel.pipeline.compile_to_module(
-          kernel.arguments(), spec.functionName + "_kernel", target));
-    }
-    Halide::Module library = Halide::link_modules(name.str(), modules);
+          kernel.arguments(), function + "_kernel", target));
+    };
+    for (const attn::SdpaSpec &spec : specs.prefill)
+      add(attn::buildSdpaPipeline(spec, target), spec.functionName);
+    for (const attn::DecodeSpec &spec : specs.decode)
+      add(attn::buildDecodePipeline(spec, target), spec.functionName);
+    Halide::Module library = Halide::link_modules(name, modules);
     library.compile({{Halide::OutputFileType::static_library, archive.c_str()},
                      {Halide::OutputFileType::c_header, header.c_str()}});
   } catch (const Halide::Error &error) {

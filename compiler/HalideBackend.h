@@ -3,7 +3,7 @@
 #ifndef ATTNC_HALIDEBACKEND_H
 #define ATTNC_HALIDEBACKEND_H
 
-#include "attn/schedules/KernelSpec.h"
+#include "ModelSpecs.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -15,9 +15,8 @@ namespace attnc {
 /// target string; "host" is this machine) and writes `<outDir>/<name>.a` and
 /// the Halide-level declarations `<outDir>/<name>_kernels.h`. Each kernel is
 /// the C symbol `<functionName>_kernel` taking halide_buffer_t pointers.
-llvm::Error emitKernelLibrary(llvm::ArrayRef<attn::SdpaSpec> specs,
-                              llvm::StringRef target, llvm::StringRef outDir,
-                              llvm::StringRef name);
+llvm::Error emitKernelLibrary(const ModelSpecs &specs, llvm::StringRef target,
+                              llvm::StringRef outDir);
 
 } // namespace attnc
 

@@ -4,45 +4,70 @@
 
 #include "attn/AttnOps.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-
 using namespace mlir;
+using mlir::attn::AttentionLayerOp;
+using mlir::attn::KernelFamily;
+using mlir::attn::KernelOp;
+using mlir::attn::ModelOp;
 
 namespace attnc {
 
-LogicalResult collectKernelSpecs(ModuleOp module,
-                                 std::vector<::attn::SdpaSpec> &specs) {
-  std::string prefix =
-      module.getSymName() ? module.getSymName()->str() + "_" : std::string();
-  WalkResult walk =
-      module.walk([&](func::FuncOp function) {
-        // The generated C function takes the function's arguments as its
-        // buffers, so the body must be exactly one attention over them.
-        Block &body = function.front();
-        auto sdpa = dyn_cast<mlir::attn::SdpaOp>(body.front());
-        auto ret = dyn_cast<func::ReturnOp>(body.back());
-        if (!sdpa || !ret || body.getOperations().size() != 2 ||
-            ret.getOperands() != ValueRange(sdpa.getResult()) ||
-            sdpa.getOperands() != ValueRange(function.getArguments())) {
-          function.emitError()
-              << "cannot generate a kernel for this function: its body must be "
-                 "one attn.sdpa over the function arguments, returned";
-          return WalkResult::interrupt();
-        }
-        ::attn::SdpaSpec spec;
-        spec.functionName = prefix + function.getSymName().str();
-        spec.numQueryHeads = sdpa.getNumQueryHeads();
-        spec.numKvHeads = sdpa.getNumKvHeads();
-        spec.headDim = sdpa.getHeadDim();
-        spec.causal = sdpa.getCausal();
-        spec.scale = sdpa.getEffectiveScale();
-        specs.push_back(spec);
-        return WalkResult::advance();
-      });
-  if (walk.wasInterrupted())
-    return failure();
-  if (specs.empty())
-    return module.emitError() << "the description defines no attention kernel";
+LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
+  auto models = module.getOps<ModelOp>();
+  if (std::distance(models.begin(), models.end()) != 1)
+    return module.emitError() << "expected exactly one attn.model";
+  ModelOp model = *models.begin();
+  specs.name = model.getSymName().str();
+  const std::string prefix = specs.name + "_";
+
+  for (KernelOp kernel : model.getKernels()) {
+    std::optional<mlir::attn::ScheduleAttr> schedule = kernel.getSchedule();
+    if (!schedule)
+      return kernel.emitOpError()
+             << "has no schedule: run --attn-select-schedules first";
+    std::string name = prefix + kernel.getSymName().str();
+    if (kernel.getFamily() == KernelFamily::Prefill) {
+      ::attn::SdpaSpec spec;
+      spec.functionName = name;
+      spec.numQueryHeads = kernel.getNumQueryHeads();
+      spec.numKvHeads = kernel.getNumKvHeads();
+      spec.headDim = kernel.getHeadDim();
+      spec.causal = kernel.getCausal();
+      spec.scale = kernel.getScale().convertToFloat();
+      spec.schedule.vectorWidth = schedule->getVectorWidth();
+      spec.schedule.queryBlock = schedule->getQueryBlock();
+      spec.schedule.kvChunk = schedule->getKvChunk();
+      spec.schedule.qkTileKeys = schedule->getQkTileKeys();
+      spec.schedule.pvTileRows = schedule->getPvTileRows();
+      specs.prefill.push_back(spec);
+    } else {
+      ::attn::DecodeSpec spec;
+      spec.functionName = name;
+      spec.numQueryHeads = kernel.getNumQueryHeads();
+      spec.numKvHeads = kernel.getNumKvHeads();
+      spec.headDim = kernel.getHeadDim();
+      spec.pageSize = *kernel.getPageSize();
+      spec.causal = kernel.getCausal();
+      spec.scale = kernel.getScale().convertToFloat();
+      spec.schedule.vectorWidth = schedule->getVectorWidth();
+      spec.schedule.splitKeys = schedule->getSplitKeys();
+      specs.decode.push_back(spec);
+    }
+  }
+  for (AttentionLayerOp layer : model.getLayers()) {
+    if (!layer.getPrefillKernel())
+      return layer.emitOpError()
+             << "has no kernel: run --attn-specialize-kernels first";
+    if (mlir::attn::KvCacheAttr cache = layer.getCacheAttr())
+      if (!cache.getDtype().isF32())
+        return layer.emitOpError()
+               << "stores its KV cache as " << cache.getDtype()
+               << "; the generated decode kernels read f32 caches only so far";
+    specs.layers.push_back(
+        {layer.getSymName().str(), prefix + layer.getPrefillKernel()->str(),
+         layer.getDecodeKernel() ? prefix + layer.getDecodeKernel()->str()
+                                 : std::string()});
+  }
   return success();
 }
 

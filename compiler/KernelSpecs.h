@@ -3,18 +3,20 @@
 #ifndef ATTNC_KERNELSPECS_H
 #define ATTNC_KERNELSPECS_H
 
-#include "attn/schedules/KernelSpec.h"
+#include "ModelSpecs.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <string>
 #include <vector>
 
 namespace attnc {
 
-/// Collects one kernel spec per attn.sdpa op, named `<module>_<function>`.
-/// Emits an error and fails for IR the backend cannot generate yet.
+/// Collects the kernels of the module's attn.model (after kernel
+/// specialization and schedule selection); C names are `<model>_<kernel>`.
+/// Emits an error and fails for kernels the backend cannot generate.
 mlir::LogicalResult collectKernelSpecs(mlir::ModuleOp module,
-                                       std::vector<attn::SdpaSpec> &specs);
+                                       ModelSpecs &specs);
 
 } // namespace attnc
 

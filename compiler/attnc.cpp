@@ -1,8 +1,10 @@
 //===- attnc.cpp - the attention compiler driver --------------------------===//
 //
-// attnc reads a model description (native JSON or attn MLIR), verifies it as
-// attn IR and emits either the IR (--emit=mlir) or a static library of fused
-// Halide kernels with its C header (--emit=lib, the default).
+// attnc reads a model description (native JSON, a Hugging Face config.json or
+// attn MLIR), runs the attn pipeline (materialize defaults, specialize and
+// deduplicate kernels, plan the KV cache, select schedules) and emits either
+// the IR (--emit=mlir) or a static library of fused Halide kernels with its C
+// header and plan (--emit=lib, the default).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,13 +12,15 @@
 #include "DescriptionImport.h"
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
+#include "Report.h"
 
 #include "attn/AttnDialect.h"
+#include "attn/AttnPasses.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -29,9 +33,11 @@
 using namespace llvm;
 
 namespace {
-enum class EmitKind { MLIR, Library };
+enum class EmitKind { ImportedMLIR, MLIR, Library };
 
 cl::OptionCategory attncCategory("attnc options");
+cl::OptionCategory cacheCategory(
+    "KV cache options (fill in Hugging Face configs; override descriptions)");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                cl::desc("<model description: .json or .mlir>"),
@@ -43,9 +49,13 @@ cl::opt<std::string>
                cl::cat(attncCategory));
 cl::opt<EmitKind> emitKind(
     "emit", cl::desc("What to produce"), cl::init(EmitKind::Library),
-    cl::values(clEnumValN(EmitKind::MLIR, "mlir", "the verified attn IR"),
+    cl::values(clEnumValN(EmitKind::ImportedMLIR, "mlir-import",
+                          "the attn IR as imported, before any pass"),
+               clEnumValN(EmitKind::MLIR, "mlir",
+                          "the attn IR after the pipeline"),
                clEnumValN(EmitKind::Library, "lib",
-                          "<name>.a, <name>.h and <name>_kernels.h")),
+                          "<name>.a, <name>.h, <name>_kernels.h and "
+                          "<name>_plan.json")),
     cl::cat(attncCategory));
 cl::opt<std::string>
     modelName("name", cl::value_desc("identifier"),
@@ -56,64 +66,148 @@ cl::opt<std::string> halideTarget(
     "target", cl::init("host"), cl::value_desc("halide-target"),
     cl::desc("Halide target of the generated kernels (default: host)"),
     cl::cat(attncCategory));
+cl::opt<std::string>
+    scheduleDb("schedule-db", cl::value_desc("file.json"),
+               cl::desc("Tuning database whose matching entries override the "
+                        "schedule heuristics"),
+               cl::cat(attncCategory));
+cl::opt<std::string> kvBudget(
+    "kv-budget", cl::value_desc("bytes"),
+    cl::desc("Fail if the KV cache for max_batch sequences at max length "
+             "needs more (suffixes K, M, G: KiB, MiB, GiB)"),
+    cl::cat(attncCategory));
+cl::opt<bool> printReport("report",
+                          cl::desc("Print the layers, kernels, schedules and "
+                                   "KV-cache sizes attnc decided on"),
+                          cl::cat(attncCategory));
+
+cl::opt<int> maxBatch("max-batch", cl::desc("Sequences the KV cache serves"),
+                      cl::cat(cacheCategory));
+cl::opt<std::string> kvLayout("kv-layout", cl::desc("contiguous or paged"),
+                              cl::cat(cacheCategory));
+cl::opt<int> pageSize("page-size", cl::desc("Tokens per page"),
+                      cl::cat(cacheCategory));
+cl::opt<std::string> kvDtype("kv-dtype", cl::desc("f32, f16 or bf16"),
+                             cl::cat(cacheCategory));
+cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
+                       cl::cat(cacheCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
   return 1;
 }
 
+std::optional<int64_t> parseBytes(StringRef text) {
+  int64_t scale = 1;
+  if (text.consume_back("K") || text.consume_back("k"))
+    scale = int64_t(1) << 10;
+  else if (text.consume_back("M"))
+    scale = int64_t(1) << 20;
+  else if (text.consume_back("G"))
+    scale = int64_t(1) << 30;
+  int64_t value;
+  if (text.getAsInteger(10, value) || value <= 0)
+    return std::nullopt;
+  return value * scale;
+}
+
+attnc::ImportOptions importOptions() {
+  attnc::ImportOptions options;
+  options.modelName = modelName;
+  if (maxBatch.getNumOccurrences())
+    options.maxBatch = maxBatch;
+  if (kvLayout.getNumOccurrences())
+    options.kvLayout = kvLayout;
+  if (pageSize.getNumOccurrences())
+    options.pageSize = pageSize;
+  if (kvDtype.getNumOccurrences())
+    options.kvDtype = kvDtype;
+  if (maxLength.getNumOccurrences())
+    options.maxLength = maxLength;
+  return options;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp> loadDescription(SourceMgr &sourceMgr,
                                                   mlir::MLIRContext &context) {
-  if (StringRef(inputPath).ends_with(".mlir")) {
-    auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-    if (module && !modelName.empty())
-      module->setSymName(modelName);
-    if (module && !module->getSymName())
-      module->setSymName(sys::path::stem(inputPath));
-    return module;
+  if (!StringRef(inputPath).ends_with(".mlir"))
+    return attnc::importJsonDescription(sourceMgr, context, importOptions());
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return nullptr;
+  auto models = module->getOps<mlir::attn::ModelOp>();
+  if (std::distance(models.begin(), models.end()) != 1) {
+    module->emitError() << "expected exactly one attn.model";
+    return nullptr;
   }
-  return attnc::importJsonDescription(sourceMgr, context, modelName);
+  if (!modelName.empty())
+    (*models.begin()).setSymName(modelName);
+  return module;
+}
+
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget) {
+  mlir::PassManager pm(module.getContext());
+  mlir::OpPassManager &model = pm.nest<mlir::attn::ModelOp>();
+  model.addPass(mlir::attn::createMaterializeDefaults());
+  model.addPass(mlir::attn::createSpecializeKernels());
+  model.addPass(mlir::attn::createPlanKvCache({budget}));
+  model.addPass(mlir::attn::createSelectSchedules(
+      {halideTarget.getValue(), scheduleDb.getValue()}));
+  return pm.run(module);
+}
+
+int writeFile(StringRef directory, StringRef fileName, StringRef contents) {
+  SmallString<128> path(directory);
+  sys::path::append(path, fileName);
+  std::string errorMessage;
+  auto file = mlir::openOutputFile(path, &errorMessage);
+  if (!file)
+    return fail(errorMessage);
+  file->os() << contents;
+  file->keep();
+  return 0;
 }
 
 int emitLibrary(mlir::ModuleOp module) {
   if (outputPath.empty())
     return fail("-o DIR is required with --emit=lib");
-  std::vector<attn::SdpaSpec> specs;
+  attnc::ModelSpecs specs;
   if (failed(attnc::collectKernelSpecs(module, specs)))
     return 1;
-  std::string name = module.getSymName()->str();
-  if (Error error =
-          attnc::emitKernelLibrary(specs, halideTarget, outputPath, name))
+  if (Error error = attnc::emitKernelLibrary(specs, halideTarget, outputPath))
     return fail(toString(std::move(error)));
-
-  SmallString<128> headerPath(outputPath);
-  sys::path::append(headerPath, name + ".h");
-  std::string errorMessage;
-  auto header = mlir::openOutputFile(headerPath, &errorMessage);
-  if (!header)
-    return fail(errorMessage);
-  header->os() << attnc::renderCHeader(name, sys::path::filename(inputPath),
-                                       specs);
-  header->keep();
-  return 0;
+  if (int status = writeFile(outputPath, specs.name + ".h",
+                             attnc::renderCHeader(
+                                 specs, sys::path::filename(inputPath))))
+    return status;
+  return writeFile(outputPath, specs.name + "_plan.json",
+                   attnc::renderPlanJson(module));
 }
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions(attncCategory);
+  cl::HideUnrelatedOptions({&attncCategory, &cacheCategory});
   cl::ParseCommandLineOptions(
       argc, argv,
       "attnc: ahead-of-time attention compiler\n\n"
-      "  attnc layer.json --emit=mlir     print the attn IR\n"
-      "  attnc layer.json -o DIR          write DIR/<name>.a and "
-      "DIR/<name>.h\n");
+      "  attnc model.json --emit=mlir     print the attn IR after the pipeline\n"
+      "  attnc model.json -o DIR          write DIR/<name>.a, DIR/<name>.h\n"
+      "  attnc config.json --report -o DIR   also print what was decided\n");
+
+  int64_t budget = 0;
+  if (!kvBudget.empty()) {
+    std::optional<int64_t> parsed = parseBytes(kvBudget);
+    if (!parsed)
+      return fail("--kv-budget expects a positive byte count such as "
+                  "2147483648 or 2G, got '" + kvBudget + "'");
+    budget = *parsed;
+  }
 
   mlir::MLIRContext context;
+  context.loadDialect<mlir::attn::AttnDialect>();
   // Diagnostics point into the description; the generic form of an op the
   // user never wrote would only confuse.
   context.printOpOnDiagnostic(false);
-  context.loadDialect<mlir::attn::AttnDialect, mlir::func::FuncDialect>();
 
   std::string errorMessage;
   auto input = mlir::openInputFile(inputPath, &errorMessage);
@@ -121,16 +215,18 @@ int main(int argc, char **argv) {
     return fail(errorMessage);
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
-  // Every diagnostic, from the JSON reader or an op verifier, prints as
+  // Every diagnostic, from the JSON reader, a verifier or a pass, prints as
   // file:line:col: error: with the source line.
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      loadDescription(sourceMgr, context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = loadDescription(sourceMgr, context);
   if (!module || failed(mlir::verify(*module)))
     return 1;
+  if (emitKind != EmitKind::ImportedMLIR &&
+      failed(runPipeline(*module, budget)))
+    return 1;
 
-  if (emitKind == EmitKind::MLIR) {
+  if (emitKind != EmitKind::Library) {
     auto output = mlir::openOutputFile(
         outputPath.empty() ? std::string("-") : std::string(outputPath),
         &errorMessage);
@@ -141,5 +237,9 @@ int main(int argc, char **argv) {
     output->keep();
     return 0;
   }
-  return emitLibrary(*module);
+  if (int status = emitLibrary(*module))
+    return status;
+  if (printReport)
+    outs() << attnc::renderReport(*module);
+  return 0;
 }

@@ -124,6 +124,10 @@ LogicalResult AttentionLayerOp::verify() {
     if (value && !(value->convertToFloat() > 0.0f &&
                    std::isfinite(value->convertToFloat())))
       return emitOpError() << name << " must be positive and finite";
+  if (std::optional<StringRef> stack = getStack())
+    if (*stack != "encoder" && *stack != "decoder")
+      return emitOpError() << "stack must be encoder or decoder, got \""
+                           << *stack << "\"";
   auto model = (*this)->getParentOfType<ModelOp>();
   for (auto [name, ref] : {std::pair{"prefill_kernel", getPrefillKernelAttr()},
                            std::pair{"decode_kernel", getDecodeKernelAttr()}})

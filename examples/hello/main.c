@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { BATCH = 2, LEN = 37, HQ = HELLO_ATTENTION_NUM_QUERY_HEADS,
-       HKV = HELLO_ATTENTION_NUM_KV_HEADS, D = HELLO_ATTENTION_HEAD_DIM };
+/* layer0's prefill kernel and its shape constants */
+#define PREFILL hello_layer0_prefill
+enum { BATCH = 2, LEN = 37, HQ = HELLO_PREFILL_H8_KV2_D64_CAUSAL_NUM_QUERY_HEADS,
+       HKV = HELLO_PREFILL_H8_KV2_D64_CAUSAL_NUM_KV_HEADS,
+       D = HELLO_PREFILL_H8_KV2_D64_CAUSAL_HEAD_DIM };
 
 static float uniform(unsigned *state) { /* xorshift32 in [-1, 1) */
   *state ^= *state << 13;
@@ -53,9 +56,9 @@ int main(void) {
   for (size_t x = 0; x < nkv; x++) k[x] = uniform(&seed);
   for (size_t x = 0; x < nkv; x++) v[x] = uniform(&seed);
 
-  int status = hello_attention(q, k, v, out, BATCH, LEN, LEN);
+  int status = PREFILL(q, k, v, out, BATCH, LEN, LEN);
   if (status != ATTNC_OK) {
-    fprintf(stderr, "hello_attention failed with status %d\n", status);
+    fprintf(stderr, "the attention kernel failed with status %d\n", status);
     return 1;
   }
   reference(q, k, v, expected);

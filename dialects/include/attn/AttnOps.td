@@ -105,7 +105,9 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     input. `window` is required with a `sliding_window` mask. `scale`
     defaults to 1/sqrt(head_dim) (`--attn-materialize-defaults` writes it
     out); `softcap` caps logits as softcap·tanh(logit/softcap); `rope_theta`
-    enables rotary positions. `prefill_kernel` and `decode_kernel` name the
+    enables rotary positions. `cache` is absent for layers that never decode
+    (an encoder's self-attention). `stack` is `encoder` or `decoder` in
+    encoder-decoder models. `prefill_kernel` and `decode_kernel` name the
     kernels `--attn-specialize-kernels` chose.
 
     ```mlir
@@ -123,7 +125,8 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<F32Attr>:$scale,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<F32Attr>:$rope_theta,
-                       Attn_KvCacheAttr:$cache,
+                       OptionalAttr<Attn_KvCacheAttr>:$cache,
+                       OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$prefill_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$decode_kernel);
   let assemblyFormat = "$sym_name $kind attr-dict";

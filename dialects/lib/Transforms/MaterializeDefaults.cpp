@@ -19,7 +19,9 @@ struct MaterializeDefaultsPass
       if (!layer.getScale())
         layer.setScaleAttr(builder.getF32FloatAttr(
             1.0f / std::sqrt(static_cast<float>(layer.getHeadDim()))));
-      KvCacheAttr cache = layer.getCache();
+      KvCacheAttr cache = layer.getCacheAttr();
+      if (!cache)
+        continue;
       if (cache.getLayout() == CacheLayout::Contiguous &&
           cache.getPageSize() != cache.getMaxLength())
         layer.setCacheAttr(KvCacheAttr::get(

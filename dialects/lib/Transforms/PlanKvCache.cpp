@@ -32,7 +32,9 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
     int64_t perToken = 0, perSequence = 0;
     std::vector<std::pair<int64_t, AttentionLayerOp>> consumers;
     for (AttentionLayerOp layer : model.getLayers()) {
-      KvCacheAttr cache = layer.getCache();
+      KvCacheAttr cache = layer.getCacheAttr();
+      if (!cache) // never decodes: no cache
+        continue;
       // K and V: 2 · KV heads · head size · element bytes per token.
       int64_t tokenBytes = 2 * int64_t(layer.getNumKvHeads()) *
                            int64_t(layer.getHeadDim()) *

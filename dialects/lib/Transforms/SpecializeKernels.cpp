@@ -81,13 +81,15 @@ struct SpecializeKernelsPass
                               layer.getMask() == MaskKind::Causal,
                               layer.getScale()->convertToFloat(),
                               0};
-      KernelSignature decode = prefill;
-      decode.family = KernelFamily::Decode;
-      decode.pageSize = layer.getCache().getPageSize();
       layer.setPrefillKernelAttr(
           FlatSymbolRefAttr::get(kernelFor(prefill, layer.getLoc())));
-      layer.setDecodeKernelAttr(
-          FlatSymbolRefAttr::get(kernelFor(decode, layer.getLoc())));
+      if (KvCacheAttr cache = layer.getCacheAttr()) {
+        KernelSignature decode = prefill;
+        decode.family = KernelFamily::Decode;
+        decode.pageSize = cache.getPageSize();
+        layer.setDecodeKernelAttr(
+            FlatSymbolRefAttr::get(kernelFor(decode, layer.getLoc())));
+      }
     }
   }
 };

@@ -1,0 +1,186 @@
+//===- HuggingFaceImport.cpp - config.json to attn IR ---------------------===//
+//
+// Hugging Face configs carry dozens of keys attnc has no use for
+// (tokenizer ids, dropout, initializer ranges), so unknown keys are ignored
+// here, unlike in the native format. The KV cache is not part of a config:
+// it is paged (16-token pages), f32, max_position_embeddings long, unless
+// attnc's --kv-* options say otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HuggingFaceImport.h"
+#include "ModelBuilder.h"
+
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+namespace json = llvm::json;
+
+namespace attnc {
+namespace {
+
+constexpr int64_t kMaxInt = int64_t(1) << 30;
+
+/// Reads keys of a config without rejecting the ones it does not ask for.
+struct ConfigReader : JsonObjectReader {
+  using JsonObjectReader::JsonObjectReader;
+  /// A key that may be JSON null (meaning "not set").
+  bool isNull(llvm::StringRef key, const json::Object &object) const {
+    const json::Value *value = object.get(key);
+    return value && value->getAsNull();
+  }
+};
+
+OwningOpRef<ModuleOp> importDecoderOnly(ConfigReader &config,
+                                        const json::Object &root,
+                                        llvm::StringRef type,
+                                        const JsonLocator &locator,
+                                        MLIRContext &context,
+                                        const ImportOptions &options,
+                                        llvm::StringRef name) {
+  bool gpt2 = type == "gpt2";
+  std::optional<int64_t> hidden =
+      config.getInt(gpt2 ? "n_embd" : "hidden_size", true, 1, kMaxInt);
+  std::optional<int64_t> heads =
+      config.getInt(gpt2 ? "n_head" : "num_attention_heads", true, 1, kMaxInt);
+  std::optional<int64_t> layers =
+      config.getInt(gpt2 ? "n_layer" : "num_hidden_layers", true, 1, 4096);
+  std::optional<int64_t> positions = config.getInt(
+      gpt2 ? "n_positions" : "max_position_embeddings", true, 1, kMaxInt);
+  if (!hidden || !heads || !layers || !positions)
+    return nullptr;
+
+  LayerConfig layer;
+  layer.queryHeads = *heads;
+  layer.kvHeads = *heads;
+  layer.headDim = *hidden / *heads;
+  layer.mask = MaskKind::Causal;
+  if (!gpt2) {
+    if (!config.isNull("num_key_value_heads", root))
+      layer.kvHeads =
+          config.getInt("num_key_value_heads", false, 1, kMaxInt, *heads)
+              .value_or(0);
+    if (!config.isNull("head_dim", root))
+      layer.headDim =
+          config.getInt("head_dim", false, 1, kMaxInt, layer.headDim)
+              .value_or(0);
+    layer.ropeTheta =
+        float(config.optionalPositiveNumber("rope_theta").value_or(10000.0));
+    // Mistral: sliding_window (int or null); Qwen2: only with
+    // use_sliding_window.
+    bool windowed = !config.isNull("sliding_window", root) &&
+                    (type != "qwen2" ||
+                     config.optionalBool("use_sliding_window").value_or(false));
+    if (windowed) {
+      layer.window = config.getInt("sliding_window", false, 1, kMaxInt);
+      if (layer.window)
+        layer.mask = MaskKind::SlidingWindow;
+    }
+  }
+  if (!config.ok())
+    return nullptr;
+  Location loc = locator.at(JsonPath{});
+  layer.cache = makeKvCache(context, loc, "paged", 16, "f32", *positions,
+                            options);
+  if (!layer.cache)
+    return nullptr;
+  ModelBuilder builder(context, loc, name, "decoder-only", *hidden,
+                       options.maxBatch.value_or(1));
+  for (int64_t i = 0; i < *layers; i++)
+    builder.addLayer(layer, loc);
+  return builder.finish();
+}
+
+OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
+                                           const JsonLocator &locator,
+                                           MLIRContext &context,
+                                           const ImportOptions &options,
+                                           llvm::StringRef name) {
+  std::optional<int64_t> dModel = config.getInt("d_model", true, 1, kMaxInt);
+  std::optional<int64_t> encoderLayers =
+      config.getInt("encoder_layers", true, 1, 4096);
+  std::optional<int64_t> decoderLayers =
+      config.getInt("decoder_layers", true, 1, 4096);
+  std::optional<int64_t> encoderHeads =
+      config.getInt("encoder_attention_heads", true, 1, kMaxInt);
+  std::optional<int64_t> decoderHeads =
+      config.getInt("decoder_attention_heads", true, 1, kMaxInt);
+  std::optional<int64_t> positions =
+      config.getInt("max_position_embeddings", true, 1, kMaxInt);
+  if (!config.ok())
+    return nullptr;
+  Location loc = locator.at(JsonPath{});
+  ModelBuilder builder(context, loc, name, "encoder-decoder", *dModel,
+                       options.maxBatch.value_or(1));
+  LayerConfig encoder;
+  encoder.queryHeads = encoder.kvHeads = *encoderHeads;
+  encoder.headDim = *dModel / *encoderHeads;
+  encoder.stack = "encoder";
+  for (int64_t i = 0; i < *encoderLayers; i++)
+    builder.addLayer(encoder, loc);
+  // Each decoder layer: masked self-attention over its growing cache, then
+  // cross-attention over the encoder output (computed once per input).
+  LayerConfig self, cross;
+  self.queryHeads = self.kvHeads = *decoderHeads;
+  self.headDim = *dModel / *decoderHeads;
+  self.mask = MaskKind::Causal;
+  self.stack = cross.stack = "decoder";
+  self.cache = makeKvCache(context, loc, "paged", 16, "f32", *positions,
+                           options);
+  cross = self;
+  cross.kind = LayerKind::Cross;
+  cross.mask = MaskKind::None;
+  cross.cache = makeKvCache(context, loc, "contiguous", *positions, "f32",
+                            *positions, options);
+  if (!self.cache || !cross.cache)
+    return nullptr;
+  for (int64_t i = 0; i < *decoderLayers; i++) {
+    builder.addLayer(self, loc);
+    builder.addLayer(cross, loc);
+  }
+  return builder.finish();
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
+                                              const JsonLocator &locator,
+                                              MLIRContext &context,
+                                              const ImportOptions &options,
+                                              llvm::StringRef fileName) {
+  ConfigReader config(root, {}, locator);
+  std::optional<llvm::StringRef> type = config.requiredString("model_type");
+  if (!type)
+    return nullptr;
+  std::string name = options.modelName;
+  if (name.empty()) {
+    // "config.json" names nothing; use its directory (the model's name).
+    llvm::StringRef stem = llvm::sys::path::stem(fileName);
+    llvm::StringRef dir =
+        llvm::sys::path::filename(llvm::sys::path::parent_path(fileName));
+    name = (stem == "config" && !dir.empty() ? dir : stem).str();
+    for (char &c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)))
+        c = '_';
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
+      name = "model_" + name;
+  }
+  if (!isCIdentifier(name)) {
+    emitError(locator.at(JsonPath{}))
+        << "model name '" << name << "' must be a C identifier";
+    return nullptr;
+  }
+  if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
+      *type == "gpt2")
+    return importDecoderOnly(config, root, *type, locator, context, options,
+                             name);
+  if (*type == "marian" || *type == "bart")
+    return importEncoderDecoder(config, locator, context, options, name);
+  emitError(locator.at(JsonPath{std::string("model_type")}))
+      << "unsupported model_type '" << *type
+      << "' (attnc imports llama, mistral, qwen2, gpt2, marian and bart)";
+  return nullptr;
+}
+
+} // namespace attnc

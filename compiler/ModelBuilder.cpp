@@ -1,0 +1,83 @@
+//===- ModelBuilder.cpp - building attn.model ops for the importers -------===//
+
+#include "ModelBuilder.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/Regex.h"
+
+using namespace mlir;
+
+namespace attnc {
+
+ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
+                           llvm::StringRef name, llvm::StringRef kind,
+                           int64_t dModel, int64_t maxBatch)
+    : builder(&context), module(ModuleOp::create(loc)) {
+  builder.setInsertionPointToEnd(module->getBody());
+  auto model = builder.create<attn::ModelOp>(loc, name, uint64_t(dModel), kind,
+                                             uint64_t(maxBatch));
+  model.getBody().emplaceBlock();
+  builder.setInsertionPointToEnd(&model.getBody().front());
+}
+
+void ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
+  auto optionalF32 = [&](std::optional<float> value) {
+    return value ? builder.getF32FloatAttr(*value) : FloatAttr();
+  };
+  auto layer = builder.create<attn::AttentionLayerOp>(
+      loc, builder.getStringAttr("layer" + std::to_string(layerCount++)),
+      attn::LayerKindAttr::get(builder.getContext(), c.kind),
+      builder.getI64IntegerAttr(c.queryHeads),
+      builder.getI64IntegerAttr(c.kvHeads), builder.getI64IntegerAttr(c.headDim),
+      attn::MaskKindAttr::get(builder.getContext(), c.mask),
+      c.window ? builder.getI64IntegerAttr(*c.window) : IntegerAttr(),
+      optionalF32(c.scale), optionalF32(c.softcap), optionalF32(c.ropeTheta),
+      c.cache, c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
+      FlatSymbolRefAttr(), FlatSymbolRefAttr());
+  (void)layer;
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::finish() {
+  if (failed(verify(*module)))
+    return nullptr;
+  return std::move(module);
+}
+
+attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
+                              llvm::StringRef layout, int64_t pageSize,
+                              llvm::StringRef dtype, int64_t maxLength,
+                              const ImportOptions &options) {
+  layout = options.kvLayout ? llvm::StringRef(*options.kvLayout) : layout;
+  dtype = options.kvDtype ? llvm::StringRef(*options.kvDtype) : dtype;
+  pageSize = options.pageSize.value_or(pageSize);
+  maxLength = options.maxLength.value_or(maxLength);
+  std::optional<attn::CacheLayout> cacheLayout =
+      attn::symbolizeCacheLayout(layout);
+  if (!cacheLayout) {
+    emitError(loc) << "unknown KV cache layout '" << layout
+                   << "' (expected contiguous or paged)";
+    return {};
+  }
+  Builder builder(&context);
+  Type type = llvm::StringSwitch<Type>(dtype)
+                  .Case("f32", builder.getF32Type())
+                  .Case("f16", builder.getF16Type())
+                  .Case("bf16", builder.getBF16Type())
+                  .Default(Type());
+  if (!type) {
+    emitError(loc) << "unknown KV cache dtype '" << dtype
+                   << "' (expected f32, f16 or bf16)";
+    return {};
+  }
+  if (*cacheLayout == attn::CacheLayout::Contiguous)
+    pageSize = maxLength;
+  return attn::KvCacheAttr::getChecked([&] { return emitError(loc); },
+                                       &context, *cacheLayout, pageSize, type,
+                                       maxLength);
+}
+
+bool isCIdentifier(llvm::StringRef name) {
+  return llvm::Regex("^[A-Za-z_][A-Za-z0-9_]*$").match(name);
+}
+
+} // namespace attnc

@@ -1,0 +1,56 @@
+//===- ModelBuilder.h - building attn.model ops for the importers -*- C++ -*-===//
+
+#ifndef ATTNC_MODELBUILDER_H
+#define ATTNC_MODELBUILDER_H
+
+#include "DescriptionImport.h"
+
+#include "attn/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace attnc {
+
+/// One attention layer as the importers see it.
+struct LayerConfig {
+  mlir::attn::LayerKind kind = mlir::attn::LayerKind::Self;
+  int64_t queryHeads = 0, kvHeads = 0, headDim = 0;
+  mlir::attn::MaskKind mask = mlir::attn::MaskKind::None;
+  std::optional<int64_t> window;
+  std::optional<float> scale, softcap, ropeTheta;
+  mlir::attn::KvCacheAttr cache; ///< null: the layer never decodes
+  std::string stack;             ///< "encoder", "decoder" or empty
+};
+
+/// Creates `module { attn.model @name {...} }` and appends layers named
+/// layer0, layer1, ... in execution order.
+class ModelBuilder {
+public:
+  ModelBuilder(mlir::MLIRContext &context, mlir::Location loc,
+               llvm::StringRef name, llvm::StringRef kind, int64_t dModel,
+               int64_t maxBatch);
+
+  void addLayer(const LayerConfig &config, mlir::Location loc);
+  /// Verifies and hands over the module; null (after diagnostics) if invalid.
+  mlir::OwningOpRef<mlir::ModuleOp> finish();
+
+private:
+  mlir::OpBuilder builder;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  int layerCount = 0;
+};
+
+/// A KV cache attribute from its parts, with `options` applied; emits an
+/// error at `loc` and returns null for an unknown layout or dtype.
+mlir::attn::KvCacheAttr makeKvCache(mlir::MLIRContext &context,
+                                    mlir::Location loc, llvm::StringRef layout,
+                                    int64_t pageSize, llvm::StringRef dtype,
+                                    int64_t maxLength,
+                                    const ImportOptions &options);
+
+/// Whether `name` can prefix C symbols.
+bool isCIdentifier(llvm::StringRef name);
+
+} // namespace attnc
+
+#endif // ATTNC_MODELBUILDER_H
