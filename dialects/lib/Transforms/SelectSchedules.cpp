@@ -85,25 +85,29 @@ LogicalResult readDatabase(MLIRContext *context, StringRef path,
         fields.getObject("schedule", true, schedulePath);
     fields.allow({"gflops", "gbps", "cpu", "median_seconds", "heuristic_gflops",
                   "heuristic_gbps"});
-    if (!fields.finish() || !schedule || !kernel || !entryTarget) {
-      ok = false;
-      continue;
+    ScheduleParams p{};
+    bool paramsOk = false;
+    if (schedule) {
+      JsonObjectReader params(*schedule, schedulePath, locator);
+      const int64_t big = 1 << 20;
+      auto queryBlock = params.getInt("query_block", true, 1, big);
+      auto kvChunk = params.getInt("kv_chunk", true, 1, big);
+      auto qkTileKeys = params.getInt("qk_tile_keys", true, 1, 64);
+      auto pvTileRows = params.getInt("pv_tile_rows", true, 1, 64);
+      auto splitKeys = params.getInt("split_keys", true, 1, big);
+      auto vectorWidth = params.getInt("vector_width", false, 0, 16, 0);
+      paramsOk = params.finish() && queryBlock && kvChunk && qkTileKeys &&
+                 pvTileRows && splitKeys && vectorWidth;
+      if (paramsOk)
+        p = {*queryBlock, *kvChunk,   *qkTileKeys,
+             *pvTileRows, *splitKeys, *vectorWidth};
     }
-    JsonObjectReader params(*schedule, schedulePath, locator);
-    const int64_t big = 1 << 20;
-    auto queryBlock = params.getInt("query_block", true, 1, big);
-    auto kvChunk = params.getInt("kv_chunk", true, 1, big);
-    auto qkTileKeys = params.getInt("qk_tile_keys", true, 1, 64);
-    auto pvTileRows = params.getInt("pv_tile_rows", true, 1, 64);
-    auto splitKeys = params.getInt("split_keys", true, 1, big);
-    auto vectorWidth = params.getInt("vector_width", false, 0, 16, 0);
-    if (!params.finish()) {
+    if (!fields.finish() || !paramsOk || !kernel || !entryTarget) {
       ok = false;
       continue;
     }
     if (*entryTarget == target)
-      entries[*kernel] = {*queryBlock, *kvChunk,   *qkTileKeys,
-                          *pvTileRows, *splitKeys, *vectorWidth};
+      entries[*kernel] = p;
   }
   return success(ok);
 }

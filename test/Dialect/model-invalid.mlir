@@ -1,0 +1,45 @@
+// RUN: attn-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{kind must be decoder-only, encoder or encoder-decoder, got "decoder"}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder", max_batch = 1 : i64} {
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{a window is required with, and only with, a sliding_window mask}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, window = 4 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{prefill_kernel @missing does not name a kernel of the model}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, prefill_kernel = @missing}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{KV cache dtype must be f32, f16 or bf16, got 'i8'}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i8, max_length = 64>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{page_size is required by, and only by, decode kernels}}
+  attn.kernel @k decode {head_dim = 8 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, scale = 0.5 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{schedule source must be "heuristic" or "db"}}
+  attn.kernel @k prefill {head_dim = 8 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, scale = 0.5 : f32, schedule = #attn.schedule<query_block = 64, kv_chunk = 128, qk_tile_keys = 8, pv_tile_rows = 4, split_keys = 256, vector_width = 0, source = "guess">}
+}
+
+// -----
+
+// expected-error @+1 {{'attn.attention_layer' op expects parent op 'attn.model'}}
+attn.attention_layer @orphan self {head_dim = 8 : i64, mask = #attn.mask<none>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
