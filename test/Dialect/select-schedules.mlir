@@ -16,7 +16,7 @@
 
 // BAD: bad.json:4:50: error: 'kv_chunk' must be an integer in [1, 1048576]
 // BAD: bad.json:6:7: error: unknown key 'colour' in 'entries[0]'
-// SYNTAX: syntax.json:1:14: error: invalid JSON: Expected value
+// SYNTAX: syntax.json:1:15: error: invalid JSON: Invalid JSON value
 // MISSING: error: cannot read the schedule database: {{.*}}none.json
 
 //--- model.mlir
