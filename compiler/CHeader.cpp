@@ -83,9 +83,15 @@ static inline int {0}(const float *query, const float *key,
 )",
       spec.functionName, llvm::formatv("{0:e}", spec.scale),
       spec.causal ? "+ causal mask" : "", hq, hkv, d,
-      spec.causal ? "\n *   Causal: query i sees keys j <= i + kv_len - q_len;"
-                    "\n *   a query that sees no key yields 0."
-                  : "",
+      spec.window
+          ? llvm::formatv("\n *   Sliding window: query i sees keys j with "
+                          "i + kv_len - q_len - {0} < j <= i + kv_len - q_len.",
+                          spec.window)
+                .str()
+      : spec.causal
+          ? "\n *   Causal: query i sees keys j <= i + kv_len - q_len;"
+            "\n *   a query that sees no key yields 0."
+          : "",
       macro, spec.causal ? 1 : 0);
 }
 
@@ -144,9 +150,16 @@ static inline int {0}(const float *query, const float *key_pages,
 )",
       spec.functionName, llvm::formatv("{0:e}", spec.scale), hq, hkv, d,
       spec.pageSize,
-      spec.causal ? "\n *   Causal: new token t of a sequence of length L sees "
-                    "keys j <= L - q_len + t."
-                  : "",
+      spec.window
+          ? llvm::formatv("\n *   Sliding window: new token t of a sequence of "
+                          "length L sees keys L - q_len + t - {0} < j <= "
+                          "L - q_len + t.",
+                          spec.window)
+                .str()
+      : spec.causal
+          ? "\n *   Causal: new token t of a sequence of length L sees "
+            "keys j <= L - q_len + t."
+          : "",
       macro);
 }
 } // namespace

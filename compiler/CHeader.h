@@ -15,8 +15,7 @@ namespace attnc {
 /// Renders `<name>.h`: per kernel, shape constants and a plain-pointer C
 /// function that validates its arguments and calls the Halide kernel declared
 /// in `<name>_kernels.h`; per layer, aliases naming its kernels.
-std::string renderCHeader(const ModelSpecs &specs,
-                          llvm::StringRef description);
+std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description);
 
 } // namespace attnc
 

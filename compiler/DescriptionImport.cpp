@@ -60,7 +60,8 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   layer.kind = reader.optionalEnum("kind", {"self", "cross"}, "self") == "cross"
                    ? LayerKind::Cross
                    : LayerKind::Self;
-  layer.queryHeads = reader.getInt("num_query_heads", true, 1, 1 << 16).value_or(1);
+  layer.queryHeads =
+      reader.getInt("num_query_heads", true, 1, 1 << 16).value_or(1);
   layer.kvHeads = reader.getInt("num_kv_heads", true, 1, 1 << 16).value_or(1);
   layer.headDim = reader.getInt("head_dim", true, 1, 1 << 16).value_or(1);
   layer.mask = *symbolizeMaskKind(reader.optionalEnum(
@@ -102,9 +103,9 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   bool cacheOk = readCache(model, locator, cache);
   // Layers: a "layers" array, or one "attention" object as a shorthand.
   JsonPath layersPath, attentionPath;
-  const json::Array *layers =
-      model.has("attention") ? nullptr
-                             : model.getArray("layers", true, layersPath);
+  const json::Array *layers = model.has("attention")
+                                  ? nullptr
+                                  : model.getArray("layers", true, layersPath);
   const json::Object *attention =
       model.has("attention") ? model.getObject("attention", true, attentionPath)
                              : nullptr;

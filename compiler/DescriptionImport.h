@@ -23,8 +23,8 @@ struct ImportOptions {
   std::optional<int64_t> maxBatch;     ///< sequences the cache is planned for
   std::optional<std::string> kvLayout; ///< contiguous or paged
   std::optional<int64_t> pageSize;
-  std::optional<std::string> kvDtype;  ///< f32, f16 or bf16
-  std::optional<int64_t> maxLength;    ///< tokens per sequence
+  std::optional<std::string> kvDtype; ///< f32, f16 or bf16
+  std::optional<int64_t> maxLength;   ///< tokens per sequence
 };
 
 /// Imports the JSON in `sourceMgr`'s main buffer, a native model description

@@ -34,8 +34,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
   try {
     Halide::Target target(targetString.str());
     std::vector<Halide::Module> modules;
-    auto add = [&](attn::KernelPipeline kernel,
-                   const std::string &function) {
+    auto add = [&](attn::KernelPipeline kernel, const std::string &function) {
       modules.push_back(kernel.pipeline.compile_to_module(
           kernel.arguments(), function + "_kernel", target));
     };

@@ -32,13 +32,11 @@ struct ConfigReader : JsonObjectReader {
   }
 };
 
-OwningOpRef<ModuleOp> importDecoderOnly(ConfigReader &config,
-                                        const json::Object &root,
-                                        llvm::StringRef type,
-                                        const JsonLocator &locator,
-                                        MLIRContext &context,
-                                        const ImportOptions &options,
-                                        llvm::StringRef name) {
+OwningOpRef<ModuleOp>
+importDecoderOnly(ConfigReader &config, const json::Object &root,
+                  llvm::StringRef type, const JsonLocator &locator,
+                  MLIRContext &context, const ImportOptions &options,
+                  llvm::StringRef name) {
   bool gpt2 = type == "gpt2";
   std::optional<int64_t> hidden =
       config.getInt(gpt2 ? "n_embd" : "hidden_size", true, 1, kMaxInt);
@@ -80,13 +78,18 @@ OwningOpRef<ModuleOp> importDecoderOnly(ConfigReader &config,
   }
   if (!config.ok())
     return nullptr;
-  Location loc = locator.at(JsonPath{});
-  layer.cache = makeKvCache(context, loc, "paged", 16, "f32", *positions,
-                            options);
+  // Layers point at the key that makes them what they are: the window when
+  // there is one, else the layer count.
+  Location loc =
+      locator.at(JsonPath{std::string(layer.window ? "sliding_window"
+                                      : gpt2       ? "n_layer"
+                                                   : "num_hidden_layers")});
+  layer.cache =
+      makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
   if (!layer.cache)
     return nullptr;
-  ModelBuilder builder(context, loc, name, "decoder-only", *hidden,
-                       options.maxBatch.value_or(1));
+  ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
+                       *hidden, options.maxBatch.value_or(1));
   for (int64_t i = 0; i < *layers; i++)
     builder.addLayer(layer, loc);
   return builder.finish();
@@ -126,8 +129,8 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
   self.headDim = *dModel / *decoderHeads;
   self.mask = MaskKind::Causal;
   self.stack = cross.stack = "decoder";
-  self.cache = makeKvCache(context, loc, "paged", 16, "f32", *positions,
-                           options);
+  self.cache =
+      makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
   cross = self;
   cross.kind = LayerKind::Cross;
   cross.mask = MaskKind::None;

@@ -33,6 +33,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.numKvHeads = kernel.getNumKvHeads();
       spec.headDim = kernel.getHeadDim();
       spec.causal = kernel.getCausal();
+      spec.window = kernel.getWindow().value_or(0);
       spec.scale = kernel.getScale().convertToFloat();
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.queryBlock = schedule->getQueryBlock();
@@ -48,6 +49,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.headDim = kernel.getHeadDim();
       spec.pageSize = *kernel.getPageSize();
       spec.causal = kernel.getCausal();
+      spec.window = kernel.getWindow().value_or(0);
       spec.scale = kernel.getScale().convertToFloat();
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.splitKeys = schedule->getSplitKeys();

@@ -28,7 +28,8 @@ void ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       loc, builder.getStringAttr("layer" + std::to_string(layerCount++)),
       attn::LayerKindAttr::get(builder.getContext(), c.kind),
       builder.getI64IntegerAttr(c.queryHeads),
-      builder.getI64IntegerAttr(c.kvHeads), builder.getI64IntegerAttr(c.headDim),
+      builder.getI64IntegerAttr(c.kvHeads),
+      builder.getI64IntegerAttr(c.headDim),
       attn::MaskKindAttr::get(builder.getContext(), c.mask),
       c.window ? builder.getI64IntegerAttr(*c.window) : IntegerAttr(),
       optionalF32(c.scale), optionalF32(c.softcap), optionalF32(c.ropeTheta),
@@ -71,9 +72,8 @@ attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
   }
   if (*cacheLayout == attn::CacheLayout::Contiguous)
     pageSize = maxLength;
-  return attn::KvCacheAttr::getChecked([&] { return emitError(loc); },
-                                       &context, *cacheLayout, pageSize, type,
-                                       maxLength);
+  return attn::KvCacheAttr::getChecked([&] { return emitError(loc); }, &context,
+                                       *cacheLayout, pageSize, type, maxLength);
 }
 
 bool isCIdentifier(llvm::StringRef name) {

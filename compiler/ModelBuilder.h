@@ -1,4 +1,5 @@
-//===- ModelBuilder.h - building attn.model ops for the importers -*- C++ -*-===//
+//===- ModelBuilder.h - building attn.model ops for the importers -*- C++
+//-*-===//
 
 #ifndef ATTNC_MODELBUILDER_H
 #define ATTNC_MODELBUILDER_H

@@ -47,16 +47,16 @@ cl::opt<std::string>
                cl::desc("Output directory for --emit=lib; output file for "
                         "--emit=mlir (default: stdout)"),
                cl::cat(attncCategory));
-cl::opt<EmitKind> emitKind(
-    "emit", cl::desc("What to produce"), cl::init(EmitKind::Library),
-    cl::values(clEnumValN(EmitKind::ImportedMLIR, "mlir-import",
-                          "the attn IR as imported, before any pass"),
-               clEnumValN(EmitKind::MLIR, "mlir",
-                          "the attn IR after the pipeline"),
-               clEnumValN(EmitKind::Library, "lib",
-                          "<name>.a, <name>.h, <name>_kernels.h and "
-                          "<name>_plan.json")),
-    cl::cat(attncCategory));
+cl::opt<EmitKind>
+    emitKind("emit", cl::desc("What to produce"), cl::init(EmitKind::Library),
+             cl::values(clEnumValN(EmitKind::ImportedMLIR, "mlir-import",
+                                   "the attn IR as imported, before any pass"),
+                        clEnumValN(EmitKind::MLIR, "mlir",
+                                   "the attn IR after the pipeline"),
+                        clEnumValN(EmitKind::Library, "lib",
+                                   "<name>.a, <name>.h, <name>_kernels.h and "
+                                   "<name>_plan.json")),
+             cl::cat(attncCategory));
 cl::opt<std::string>
     modelName("name", cl::value_desc("identifier"),
               cl::desc("Model name, prefix of every generated symbol "
@@ -175,9 +175,9 @@ int emitLibrary(mlir::ModuleOp module) {
     return 1;
   if (Error error = attnc::emitKernelLibrary(specs, halideTarget, outputPath))
     return fail(toString(std::move(error)));
-  if (int status = writeFile(outputPath, specs.name + ".h",
-                             attnc::renderCHeader(
-                                 specs, sys::path::filename(inputPath))))
+  if (int status = writeFile(
+          outputPath, specs.name + ".h",
+          attnc::renderCHeader(specs, sys::path::filename(inputPath))))
     return status;
   return writeFile(outputPath, specs.name + "_plan.json",
                    attnc::renderPlanJson(module));
@@ -190,7 +190,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "attnc: ahead-of-time attention compiler\n\n"
-      "  attnc model.json --emit=mlir     print the attn IR after the pipeline\n"
+      "  attnc model.json --emit=mlir     print the attn IR after the "
+      "pipeline\n"
       "  attnc model.json -o DIR          write DIR/<name>.a, DIR/<name>.h\n"
       "  attnc config.json --report -o DIR   also print what was decided\n");
 
@@ -199,7 +200,8 @@ int main(int argc, char **argv) {
     std::optional<int64_t> parsed = parseBytes(kvBudget);
     if (!parsed)
       return fail("--kv-budget expects a positive byte count such as "
-                  "2147483648 or 2G, got '" + kvBudget + "'");
+                  "2147483648 or 2G, got '" +
+                  kvBudget + "'");
     budget = *parsed;
   }
 
@@ -219,7 +221,8 @@ int main(int argc, char **argv) {
   // file:line:col: error: with the source line.
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
-  mlir::OwningOpRef<mlir::ModuleOp> module = loadDescription(sourceMgr, context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      loadDescription(sourceMgr, context);
   if (!module || failed(mlir::verify(*module)))
     return 1;
   if (emitKind != EmitKind::ImportedMLIR &&

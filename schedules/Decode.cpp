@@ -69,8 +69,10 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   score(j, g, t, hk, b) += dotLanes(rl, j, g, t, hk, b);
 
   Expr visible = j < length;
-  if (spec.causal)
+  if (spec.causal || spec.window > 0)
     visible = visible && j <= length - qLen + t;
+  if (spec.window > 0)
+    visible = visible && j > length - qLen + t - spec.window;
   Func logit("logit");
   logit(j, g, t, hk, b) =
       score(j, g, t, hk, b) + select(visible, 0.0f, kMaskedLogit);
@@ -81,6 +83,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   RDom rk(0, splitKeys, "rk");
   Expr key = s * splitKeys + rk;
   rk.where(key < length);
+  if (spec.window > 0) // keys before every new token's window: no work
+    rk.where(key > length - qLen - spec.window);
   Func splitMax("splitMax");
   splitMax(g, t, hk, b, s) = kMaskedLogit;
   splitMax(g, t, hk, b, s) =
@@ -103,6 +107,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
 
   RDom rs(0, numSplits, "rs");
   rs.where(rs * splitKeys < length);
+  if (spec.window > 0)
+    rs.where(rs * splitKeys + (splitKeys - 1) > length - qLen - spec.window);
   Func state("state");
   state(d, g, t, hk, b) = {kMaskedLogit, 0.0f, 0.0f};
   state(d, g, t, hk, b) = combineSoftmaxStates(

@@ -55,8 +55,10 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   score(i, j, h, b) += queryT(i, rd, h, b) * keyC(rd, h, j, b);
 
   Expr visible = j < kvLen;
-  if (spec.causal)
+  if (spec.causal || spec.window > 0)
     visible = visible && j <= i + diagonal;
+  if (spec.window > 0)
+    visible = visible && j > i + diagonal - spec.window;
   // The mask enters as a bias and a 0/1 factor, not as select(visible,
   // score(...)): Halide narrows a producer's bounds by a select's condition,
   // which gives empty regions for rows that see no key.
@@ -84,8 +86,13 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // to max(m, m'). Associative, so it is a Tuple update over the chunk RDom.
   RDom rc(0, numChunks, "rc");
   Expr row = qb * queryBlock + ii;
-  if (spec.causal) // skip chunks whose first key no row of the block sees
+  // Skip chunks no row of the block sees: past the diagonal, or (sliding
+  // window) entirely before the first row's window.
+  if (spec.causal || spec.window > 0)
     rc.where(rc * kvChunk <= qb * queryBlock + (queryBlock - 1) + diagonal);
+  if (spec.window > 0)
+    rc.where(rc * kvChunk + (kvChunk - 1) >
+             qb * queryBlock + diagonal - spec.window);
   Func state("state");
   state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
   state(d, ii, qb, h, b) =

@@ -21,10 +21,9 @@ void AttnDialect::registerAttributes() {
       >();
 }
 
-LogicalResult
-KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                    CacheLayout layout, int64_t pageSize, Type dtype,
-                    int64_t maxLength) {
+LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  CacheLayout layout, int64_t pageSize,
+                                  Type dtype, int64_t maxLength) {
   if (maxLength < 1)
     return emitError() << "KV cache max_length must be positive, got "
                        << maxLength;
@@ -41,11 +40,11 @@ int64_t KvCacheAttr::getElementBytes() const {
   return getDtype().getIntOrFloatBitWidth() / 8;
 }
 
-LogicalResult
-ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     int64_t queryBlock, int64_t kvChunk, int64_t qkTileKeys,
-                     int64_t pvTileRows, int64_t splitKeys,
-                     int64_t vectorWidth, StringRef source) {
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t queryBlock, int64_t kvChunk,
+                                   int64_t qkTileKeys, int64_t pvTileRows,
+                                   int64_t splitKeys, int64_t vectorWidth,
+                                   StringRef source) {
   if (queryBlock < 1 || kvChunk < 1 || qkTileKeys < 1 || pvTileRows < 1 ||
       splitKeys < 1)
     return emitError() << "schedule sizes must be positive";

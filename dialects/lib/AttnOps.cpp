@@ -101,7 +101,8 @@ LogicalResult ModelOp::verify() {
   StringRef kind = getKind();
   if (kind != "decoder-only" && kind != "encoder" && kind != "encoder-decoder")
     return emitOpError() << "kind must be decoder-only, encoder or "
-                            "encoder-decoder, got \"" << kind << "\"";
+                            "encoder-decoder, got \""
+                         << kind << "\"";
   return success();
 }
 

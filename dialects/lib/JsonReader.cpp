@@ -132,10 +132,9 @@ void JsonObjectReader::allow(llvm::ArrayRef<llvm::StringRef> keys) {
     known.insert(key);
 }
 
-std::optional<int64_t> JsonObjectReader::getInt(llvm::StringRef key,
-                                                bool required, int64_t min,
-                                                int64_t max,
-                                                std::optional<int64_t> fallback) {
+std::optional<int64_t>
+JsonObjectReader::getInt(llvm::StringRef key, bool required, int64_t min,
+                         int64_t max, std::optional<int64_t> fallback) {
   const json::Value *value = find(key, required);
   if (!value)
     return required ? std::nullopt : fallback;
@@ -144,8 +143,8 @@ std::optional<int64_t> JsonObjectReader::getInt(llvm::StringRef key,
     if (min == 1 && max >= (int64_t(1) << 30))
       error(key, "'" + key + "' must be a positive integer");
     else
-      error(key, "'" + key + "' must be an integer in [" +
-                     std::to_string(min) + ", " + std::to_string(max) + "]");
+      error(key, "'" + key + "' must be an integer in [" + std::to_string(min) +
+                     ", " + std::to_string(max) + "]");
     return std::nullopt;
   }
   return number;

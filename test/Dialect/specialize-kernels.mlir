@@ -33,7 +33,17 @@ attn.model @scales attributes {d_model = 256 : i64, kind = "encoder", max_batch 
 
 // -----
 
-attn.model @unsupported attributes {d_model = 256 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{uses a sliding-window mask, which the generated kernels do not implement yet}}
+// A sliding window is part of the kernel signature.
+// CHECK-LABEL: attn.model @windows
+// CHECK: attn.kernel @prefill_h4_kv4_d64_w64 prefill {causal, head_dim = 64 : i64, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, scale = 1.250000e-01 : f32, window = 64 : i64}
+// CHECK: attn.kernel @decode_h4_kv4_d64_p16_w64 decode
+attn.model @windows attributes {d_model = 256 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   attn.attention_layer @swa self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, window = 64 : i64}
+}
+
+// -----
+
+attn.model @unsupported attributes {d_model = 256 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{uses a logit softcap, which the generated kernels do not implement yet}}
+  attn.attention_layer @capped self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, softcap = 30.0 : f32}
 }

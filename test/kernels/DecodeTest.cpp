@@ -28,6 +28,7 @@ struct DecodeCase {
   bool causal;
   std::vector<int> lengths; // cached tokens per sequence
   int qLen;
+  int window = 0;
 };
 
 /// Runs the decode kernel of `c` over `cache` layer 0 for `sequences`.
@@ -41,6 +42,7 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   spec.headDim = c.headDim;
   spec.pageSize = cache.config().pageSize;
   spec.causal = c.causal;
+  spec.window = c.window;
   spec.scale = 1.0f / std::sqrt(float(c.headDim));
   spec.schedule.splitKeys = c.splitKeys;
   Halide::Target target = Halide::get_jit_target_from_environment();
@@ -142,7 +144,8 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
                  << "sequence " << b << " of length " << c.lengths[b]);
     AttentionShape shape{
         1,         c.qLen,    c.lengths[b], c.queryHeads,
-        c.kvHeads, c.headDim, c.causal,     1.0 / std::sqrt(double(c.headDim))};
+        c.kvHeads, c.headDim, c.causal,     1.0 / std::sqrt(double(c.headDim)),
+        c.window};
     std::vector<double> expected =
         referenceAttention(shape, query.data() + b * rowElements,
                            keys[b].data(), values[b].data());
@@ -159,6 +162,8 @@ INSTANTIATE_TEST_SUITE_P(
                     DecodeCase{6, 3, 80, 7, 100, false, {5, 64, 250}, 2},
                     DecodeCase{2, 2, 13, 1, 64, true, {9, 130}, 8},
                     DecodeCase{32, 8, 128, 32, 1024, true, {2100}, 1},
-                    DecodeCase{4, 4, 96, 5, 37, true, {8, 100}, 8}));
+                    DecodeCase{4, 4, 96, 5, 37, true, {8, 100}, 8},
+                    DecodeCase{8, 2, 64, 16, 128, true, {1000, 3, 700}, 4, 300},
+                    DecodeCase{4, 1, 32, 7, 64, true, {50, 200}, 8, 1}));
 
 } // namespace

@@ -15,6 +15,7 @@ struct AttentionShape {
   int batch, qLen, kvLen, queryHeads, kvHeads, headDim;
   bool causal;
   double scale;
+  int window = 0; ///< > 0: sliding window of that many keys (implies causal)
 };
 
 /// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
@@ -31,12 +32,16 @@ inline std::vector<double> referenceAttention(const AttentionShape &s,
     for (int i = 0; i < s.qLen; i++)
       for (int h = 0; h < hq; h++) {
         const int kvh = h / (hq / hkv);
+        // Keys [first, visible): end-aligned causal, optionally windowed.
         const int visible =
-            s.causal ? std::clamp(i + 1 + s.kvLen - s.qLen, 0, s.kvLen)
-                     : s.kvLen;
+            s.causal || s.window > 0
+                ? std::clamp(i + 1 + s.kvLen - s.qLen, 0, s.kvLen)
+                : s.kvLen;
+        const int first =
+            s.window > 0 ? std::clamp(visible - s.window, 0, s.kvLen) : 0;
         const float *qi = q + ((size_t(b) * s.qLen + i) * hq + h) * dim;
         double maxScore = -INFINITY, sum = 0;
-        for (int j = 0; j < visible; j++) {
+        for (int j = first; j < visible; j++) {
           const float *kj = k + ((size_t(b) * s.kvLen + j) * hkv + kvh) * dim;
           double dot = 0;
           for (int d = 0; d < dim; d++)
@@ -44,10 +49,10 @@ inline std::vector<double> referenceAttention(const AttentionShape &s,
           score[j] = dot * s.scale;
           maxScore = std::max(maxScore, score[j]);
         }
-        for (int j = 0; j < visible; j++)
+        for (int j = first; j < visible; j++)
           sum += score[j] = std::exp(score[j] - maxScore);
         double *o = &out[((size_t(b) * s.qLen + i) * hq + h) * dim];
-        for (int j = 0; j < visible; j++) {
+        for (int j = first; j < visible; j++) {
           const float *vj = v + ((size_t(b) * s.kvLen + j) * hkv + kvh) * dim;
           for (int d = 0; d < dim; d++)
             o[d] += score[j] / sum * vj[d];

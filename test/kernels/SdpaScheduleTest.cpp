@@ -42,6 +42,8 @@ std::vector<Variant> makeVariants() {
     spec.numQueryHeads = spec.numKvHeads * pick({1, 2, 4});
     spec.headDim = pick({8, 13, 32, 40, 64, 80, 96, 128, 200, 256});
     spec.causal = rng() % 2;
+    if (n % 4 == 3) // sliding windows, causal by definition
+      spec.window = pick({1, 5, 100, 700});
     spec.scale = pick({0, 1}) ? 1.0f / std::sqrt(float(spec.headDim)) : 0.3f;
     spec.schedule.queryBlock = pick({1, 7, 16, 32, 48, 64});
     spec.schedule.kvChunk = pick({16, 64, 100, 256, 512});
@@ -58,9 +60,9 @@ std::vector<Variant> makeVariants() {
         qLen = kvLen = pick({1000, 1031});
       if (s == 2 && n % 3 == 0) // cross-shaped: q_len > kv_len
         kvLen = 20;
-      variant.shapes.push_back({1 + int(rng() % 2), qLen, kvLen,
-                                spec.numQueryHeads, spec.numKvHeads,
-                                spec.headDim, spec.causal, spec.scale});
+      variant.shapes.push_back(
+          {1 + int(rng() % 2), qLen, kvLen, spec.numQueryHeads, spec.numKvHeads,
+           spec.headDim, spec.causal, spec.scale, spec.window});
     }
     variants.push_back(variant);
   }

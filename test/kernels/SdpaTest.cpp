@@ -49,10 +49,14 @@ std::ostream &operator<<(std::ostream &os, const Kernel &kernel) {
 }
 
 const Kernel kKernels[] = {
-    {"mha_causal", mha_causal_layer0_prefill, mha_causal_layer0_decode, 4, 4, 64, true, 1.0 / 8.0},
-    {"gqa_scaled", gqa_scaled_layer0_prefill, gqa_scaled_layer0_decode, 8, 2, 80, false, 0.3},
-    {"mqa_causal", mqa_causal_layer0_prefill, mqa_causal_layer0_decode, 6, 1, 32, true, 1.0 / std::sqrt(32.0)},
-    {"odd_causal", odd_causal_layer0_prefill, odd_causal_layer0_decode, 5, 5, 13, true, 1.0 / std::sqrt(13.0)},
+    {"mha_causal", mha_causal_layer0_prefill, mha_causal_layer0_decode, 4, 4,
+     64, true, 1.0 / 8.0},
+    {"gqa_scaled", gqa_scaled_layer0_prefill, gqa_scaled_layer0_decode, 8, 2,
+     80, false, 0.3},
+    {"mqa_causal", mqa_causal_layer0_prefill, mqa_causal_layer0_decode, 6, 1,
+     32, true, 1.0 / std::sqrt(32.0)},
+    {"odd_causal", odd_causal_layer0_prefill, odd_causal_layer0_decode, 5, 5,
+     13, true, 1.0 / std::sqrt(13.0)},
 };
 
 struct Shape {
@@ -64,10 +68,10 @@ class SdpaKernelTest : public testing::TestWithParam<Kernel> {};
 TEST_P(SdpaKernelTest, MatchesDoubleReference) {
   const Kernel &kn = GetParam();
   const Shape shapes[] = {
-      {1, 1, 1},  {1, 7, 7},   {2, 33, 33}, {3, 100, 100}, // prefill
-      {1, 1, 57}, {2, 4, 129}, {1, 8, 300},                // decode
-      {1, 13, 5}, {2, 31, 64},                             // q > kv, cross
-      {1, 1030, 1030},                                     // many chunks
+      {1, 1, 1},       {1, 7, 7},   {2, 33, 33}, {3, 100, 100}, // prefill
+      {1, 1, 57},      {2, 4, 129}, {1, 8, 300},                // decode
+      {1, 13, 5},      {2, 31, 64},                             // q > kv, cross
+      {1, 1030, 1030},                                          // many chunks
   };
   std::mt19937 rng(1234);
   for (const Shape &s : shapes) {
@@ -142,9 +146,9 @@ TEST_P(SdpaKernelTest, DecodeStepsMatchPrefill) {
     for (int b = 0; b < batch; b++)
       for (size_t x = 0; x < row; x++)
         maxDifference =
-            std::max(maxDifference, double(std::fabs(
-                                        out[b * row + x] -
-                                        prefill[(b * length + t) * row + x])));
+            std::max(maxDifference,
+                     double(std::fabs(out[b * row + x] -
+                                      prefill[(b * length + t) * row + x])));
   }
   EXPECT_LE(maxDifference, 2e-5);
 }

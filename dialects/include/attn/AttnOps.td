@@ -137,7 +137,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
   let summary = "one specialized kernel attnc generates";
   let description = [{
     A kernel for one configuration (heads, head size, mask, scale, cache
-    page size for decode). Layers that agree on all of it share the kernel.
+    page size for decode). `window` limits each query to its last `window`
+    keys (a causal sliding window). Layers that agree on all of it share the kernel.
     `schedule` is set by `--attn-select-schedules`.
 
     ```mlir
@@ -151,6 +152,7 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
                        Attn_PositiveI64:$num_query_heads,
                        Attn_PositiveI64:$num_kv_heads,
                        Attn_PositiveI64:$head_dim, UnitAttr:$causal,
+                       OptionalAttr<Attn_PositiveI64>:$window,
                        F32Attr:$scale,
                        OptionalAttr<Attn_PositiveI64>:$page_size,
                        OptionalAttr<Attn_ScheduleAttr>:$schedule);

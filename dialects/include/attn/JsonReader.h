@@ -71,8 +71,8 @@ public:
   bool has(llvm::StringRef key) const { return object.get(key); }
 
   /// An integer in [min, max]; `fallback` when absent and not required.
-  std::optional<int64_t> getInt(llvm::StringRef key, bool required,
-                                int64_t min, int64_t max,
+  std::optional<int64_t> getInt(llvm::StringRef key, bool required, int64_t min,
+                                int64_t max,
                                 std::optional<int64_t> fallback = {});
   /// A positive finite number, or std::nullopt when absent or invalid.
   std::optional<double> optionalPositiveNumber(llvm::StringRef key);

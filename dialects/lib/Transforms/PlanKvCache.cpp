@@ -42,7 +42,8 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
       int64_t pages = (cache.getMaxLength() + cache.getPageSize() - 1) /
                       cache.getPageSize();
       int64_t sequenceBytes = tokenBytes * pages * cache.getPageSize();
-      layer->setAttr("kv_bytes_per_token", builder.getI64IntegerAttr(tokenBytes));
+      layer->setAttr("kv_bytes_per_token",
+                     builder.getI64IntegerAttr(tokenBytes));
       layer->setAttr("kv_bytes_per_sequence",
                      builder.getI64IntegerAttr(sequenceBytes));
       perToken += tokenBytes;
@@ -57,14 +58,15 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
     if (kvBudget <= 0 || total <= kvBudget)
       return;
 
-    std::stable_sort(consumers.begin(), consumers.end(),
-                     [](const auto &a, const auto &b) { return a.first > b.first; });
-    InFlightDiagnostic diag = model.emitError()
-                              << "the KV cache needs " << formatBytes(total)
-                              << " (" << total << " bytes) for max_batch "
-                              << model.getMaxBatch()
-                              << " at max length, over the budget of "
-                              << formatBytes(kvBudget) << "; largest consumers:";
+    std::stable_sort(
+        consumers.begin(), consumers.end(),
+        [](const auto &a, const auto &b) { return a.first > b.first; });
+    InFlightDiagnostic diag =
+        model.emitError() << "the KV cache needs " << formatBytes(total) << " ("
+                          << total << " bytes) for max_batch "
+                          << model.getMaxBatch()
+                          << " at max length, over the budget of "
+                          << formatBytes(kvBudget) << "; largest consumers:";
     for (size_t i = 0; i < std::min<size_t>(3, consumers.size()); i++)
       diag << (i ? ", " : " ") << "@" << consumers[i].second.getSymName()
            << " (" << formatBytes(consumers[i].first) << " per sequence)";

@@ -112,8 +112,7 @@ LogicalResult readDatabase(MLIRContext *context, StringRef path,
   return success(ok);
 }
 
-struct SelectSchedulesPass
-    : impl::SelectSchedulesBase<SelectSchedulesPass> {
+struct SelectSchedulesPass : impl::SelectSchedulesBase<SelectSchedulesPass> {
   using SelectSchedulesBase::SelectSchedulesBase;
 
   void runOnOperation() override {

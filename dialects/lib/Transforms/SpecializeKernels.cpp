@@ -15,6 +15,7 @@ struct KernelSignature {
   KernelFamily family;
   int64_t queryHeads, kvHeads, headDim;
   bool causal;
+  int64_t window; // sliding window, else 0
   float scale;
   int64_t pageSize; // decode only, else 0
 
@@ -24,13 +25,15 @@ struct KernelSignature {
             std::to_string(kvHeads) + "_d" + std::to_string(headDim);
     if (pageSize)
       text += "_p" + std::to_string(pageSize);
+    if (window)
+      return text + "_w" + std::to_string(window);
     return text + (causal ? "_causal" : "");
   }
   bool operator==(const KernelSignature &other) const {
     return family == other.family && queryHeads == other.queryHeads &&
            kvHeads == other.kvHeads && headDim == other.headDim &&
-           causal == other.causal && scale == other.scale &&
-           pageSize == other.pageSize;
+           causal == other.causal && window == other.window &&
+           scale == other.scale && pageSize == other.pageSize;
   }
 };
 
@@ -50,8 +53,10 @@ struct SpecializeKernelsPass
           return kernel;
       auto kernel = builder.create<KernelOp>(
           loc, StringRef(signature.name()), signature.family,
-          uint64_t(signature.queryHeads),
-          uint64_t(signature.kvHeads), uint64_t(signature.headDim), signature.causal,
+          uint64_t(signature.queryHeads), uint64_t(signature.kvHeads),
+          uint64_t(signature.headDim), signature.causal,
+          signature.window ? builder.getI64IntegerAttr(signature.window)
+                           : IntegerAttr(),
           llvm::APFloat(signature.scale),
           signature.pageSize ? builder.getI64IntegerAttr(signature.pageSize)
                              : IntegerAttr(),
@@ -67,18 +72,17 @@ struct SpecializeKernelsPass
                                "first";
         return signalPassFailure();
       }
-      if (layer.getMask() == MaskKind::SlidingWindow || layer.getSoftcap()) {
-        layer.emitOpError()
-            << "uses a "
-            << (layer.getSoftcap() ? "logit softcap" : "sliding-window mask")
-            << ", which the generated kernels do not implement yet";
+      if (layer.getSoftcap()) {
+        layer.emitOpError() << "uses a logit softcap, which the generated "
+                               "kernels do not implement yet";
         return signalPassFailure();
       }
       KernelSignature prefill{KernelFamily::Prefill,
                               int64_t(layer.getNumQueryHeads()),
                               int64_t(layer.getNumKvHeads()),
                               int64_t(layer.getHeadDim()),
-                              layer.getMask() == MaskKind::Causal,
+                              layer.getMask() != MaskKind::None,
+                              int64_t(layer.getWindow().value_or(0)),
                               layer.getScale()->convertToFloat(),
                               0};
       layer.setPrefillKernelAttr(

@@ -32,13 +32,16 @@ struct SdpaSchedule {
 ///   value  [batch][kv_len][numKvHeads][headDim]
 ///   output [batch][q_len][numQueryHeads][headDim]
 /// Causal masks are aligned to the end of the keys: query i sees key j iff
-/// j <= i + (kv_len - q_len).
+/// j <= i + (kv_len - q_len); a sliding window of W keys also requires
+/// j > i + (kv_len - q_len) - W.
 struct SdpaSpec {
   std::string functionName;
   int numQueryHeads = 0;
   int numKvHeads = 0;
   int headDim = 0;
   bool causal = false;
+  int window = 0; ///< > 0: sliding window, query i sees only its last `window`
+                  ///< keys (causal)
   float scale = 0.0f;
   SdpaSchedule schedule;
 
@@ -47,7 +50,8 @@ struct SdpaSpec {
 
 /// Tunable schedule parameters of the decode kernel.
 struct DecodeSchedule {
-  int vectorWidth = 0; ///< fp32 lanes per vector op; 0: the target's natural width
+  int vectorWidth =
+      0; ///< fp32 lanes per vector op; 0: the target's natural width
   int splitKeys = 512; ///< keys per split-KV task (all KV heads)
 };
 
@@ -71,6 +75,7 @@ struct DecodeSpec {
   int headDim = 0;
   int pageSize = 0;
   bool causal = true;
+  int window = 0; ///< > 0: sliding window of that many keys (causal)
   float scale = 0.0f;
   DecodeSchedule schedule;
 
