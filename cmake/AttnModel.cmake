@@ -1,5 +1,8 @@
 # attn_add_model(NAME <name> DESCRIPTION <file.json|file.mlir> [ATTNC_ARGS ...])
 #
+# Kernels are compiled for ${ATTN_TARGETS} (one variant per target, picked at
+# run time by the CPU's features).
+#
 # Runs attnc at build time on DESCRIPTION and defines the target attn::<name>:
 # link it to get the generated kernels (<name>.a) and include <name>.h; the
 # plan is <name>_plan.json in the target's ATTN_PLAN property. Generation reruns only
@@ -15,7 +18,8 @@ function(attn_add_model)
               ${out_dir}/${ARG_NAME}_kernels.h ${out_dir}/${ARG_NAME}_plan.json)
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND attnc ${description} --name=${ARG_NAME} -o ${out_dir} ${ARG_ATTNC_ARGS}
+    COMMAND attnc ${description} --name=${ARG_NAME} -o ${out_dir}
+            --target=${ATTN_TARGETS} ${ARG_ATTNC_ARGS}
     DEPENDS attnc ${description}
     COMMENT "attnc: generating kernels for ${ARG_NAME}"
     VERBATIM)
