@@ -184,6 +184,7 @@ void registerPrefill() {
 
 struct DecodeShape {
   int batch, kvLength, pageSize; // pageSize == kvLength: contiguous cache
+  attn::CacheElement element = attn::CacheElement::F32;
 };
 
 /// One new token per sequence (GQA 32 query / 8 KV heads, head size 128)
@@ -196,6 +197,7 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   spec.numKvHeads = hkv;
   spec.headDim = dim;
   spec.pageSize = s.pageSize;
+  spec.cacheElement = s.element;
   spec.scale = 1.0f / std::sqrt(float(dim));
   if (const char *text = std::getenv("ATTN_BENCH_DECODE_SPLIT"))
     spec.schedule.splitKeys = std::atoi(text);
@@ -205,13 +207,23 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   const int pagesPerSequence = (s.kvLength + s.pageSize - 1) / s.pageSize;
   const int numPages = pagesPerSequence * s.batch;
   Buffer<float> query(dim, hq, 1, s.batch), output(dim, hq, 1, s.batch);
-  Buffer<float> keys(dim, hkv, s.pageSize, numPages),
-      values(dim, hkv, s.pageSize, numPages);
+  const bool f32 = s.element == attn::CacheElement::F32;
+  Type element = f32                                    ? Float(32)
+                 : s.element == attn::CacheElement::F16 ? Float(16)
+                                                        : BFloat(16);
+  Buffer<> keys(element, dim, hkv, s.pageSize, numPages),
+      values(element, dim, hkv, s.pageSize, numPages);
   Buffer<int32_t> table(pagesPerSequence, s.batch), lengths(s.batch);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (Buffer<float> *buffer : {&query, &keys, &values})
-    buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  query.for_each_value([&](float &x) { x = uniform(rng); });
+  // Any bit pattern of a small magnitude: bytes are what decode streams.
+  for (Buffer<> *buffer : {&keys, &values}) {
+    auto *bytes = reinterpret_cast<uint16_t *>(buffer->data());
+    for (size_t x = 0; x < buffer->size_in_bytes() / 2; x++)
+      bytes[x] =
+          f32 ? uint16_t(rng() & 0x3fff) : uint16_t(0x3000 | (rng() & 0x3ff));
+  }
   std::vector<int32_t> order(numPages);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
@@ -233,17 +245,28 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
 }
 
 void registerDecode() {
-  const DecodeShape shapes[] = {{1, 4096, 4096},     {1, 32768, 32768},
-                                {1, 131072, 131072}, {1, 131072, 16},
-                                {16, 4096, 4096},    {16, 16384, 16384},
-                                {16, 32768, 32768},  {16, 32768, 16}};
+  using attn::CacheElement;
+  const DecodeShape shapes[] = {{1, 4096, 4096},
+                                {1, 32768, 32768},
+                                {1, 131072, 131072},
+                                {1, 131072, 16},
+                                {16, 4096, 4096},
+                                {16, 16384, 16384},
+                                {16, 32768, 32768},
+                                {16, 32768, 16},
+                                {1, 131072, 16, CacheElement::F16},
+                                {1, 131072, 16, CacheElement::BF16},
+                                {16, 32768, 16, CacheElement::F16}};
   for (const DecodeShape &s : shapes) {
+    const char *element = s.element == CacheElement::F32   ? "f32"
+                          : s.element == CacheElement::F16 ? "f16"
+                                                           : "bf16";
+    std::string layout = s.pageSize == s.kvLength
+                             ? "contiguous"
+                             : "page" + std::to_string(s.pageSize);
     char name[128];
-    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s", s.batch,
-                  s.kvLength,
-                  s.pageSize == s.kvLength
-                      ? "contiguous"
-                      : ("page" + std::to_string(s.pageSize)).c_str());
+    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s_%s",
+                  s.batch, s.kvLength, layout.c_str(), element);
     benchmark::RegisterBenchmark(name, fusedDecode, s)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);

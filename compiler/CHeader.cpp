@@ -19,13 +19,14 @@ constexpr const char *kCommonDefinitions = R"(#ifndef ATTNC_COMMON_DEFINED
 #define ATTNC_OK 0
 #define ATTNC_INVALID_ARGUMENT 1
 
-/* Describes the dense C array data[n3][n2][n1][n0] of floats as a Halide buffer.
-   Returns ATTNC_INVALID_ARGUMENT if an extent, stride or the element count
-   exceeds int32. */
-static inline int attnc_describe_f32(halide_buffer_t *buffer,
-                                     halide_dimension_t dims[4],
-                                     const float *data, int64_t n0, int64_t n1,
-                                     int64_t n2, int64_t n3) {
+/* Describes the dense C array data[n3][n2][n1][n0] of `bits`-bit elements
+   of Halide type `code` as a Halide buffer. Returns ATTNC_INVALID_ARGUMENT if
+   an extent, stride or the element count exceeds int32. */
+static inline int attnc_describe_4d(halide_buffer_t *buffer,
+                                    halide_dimension_t dims[4],
+                                    const void *data, int code, int bits,
+                                    int64_t n0, int64_t n1, int64_t n2,
+                                    int64_t n3) {
   const int64_t extents[4] = {n0, n1, n2, n3};
   int64_t stride = 1;
   int d;
@@ -42,12 +43,20 @@ static inline int attnc_describe_f32(halide_buffer_t *buffer,
   if (stride > INT32_MAX) /* Halide indexes without large_buffers */
     return ATTNC_INVALID_ARGUMENT;
   buffer->host = (uint8_t *)(uintptr_t)data; /* inputs are never written */
-  buffer->type.code = halide_type_float;
-  buffer->type.bits = 32;
+  buffer->type.code = (halide_type_code_t)code;
+  buffer->type.bits = (uint8_t)bits;
   buffer->type.lanes = 1;
   buffer->dimensions = 4;
   buffer->dim = dims;
   return ATTNC_OK;
+}
+
+static inline int attnc_describe_f32(halide_buffer_t *buffer,
+                                     halide_dimension_t dims[4],
+                                     const float *data, int64_t n0, int64_t n1,
+                                     int64_t n2, int64_t n3) {
+  return attnc_describe_4d(buffer, dims, data, halide_type_float, 32, n0, n1,
+                           n2, n3);
 }
 #endif
 )";
@@ -98,13 +107,23 @@ static inline int {0}(const float *query, const float *key,
 void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
+  bool f32 = spec.cacheElement == attn::CacheElement::F32;
+  const char *element = f32 ? "float"
+                        : spec.cacheElement == attn::CacheElement::F16
+                            ? "uint16_t (IEEE binary16)"
+                            : "uint16_t (bfloat16)";
+  const char *pageType = f32 ? "float" : "uint16_t";
+  const char *typeCode = spec.cacheElement == attn::CacheElement::BF16
+                             ? "halide_type_bfloat"
+                             : "halide_type_float";
+  int bits = f32 ? 32 : 16;
   os << llvm::formatv(
       R"(
 /* {0}: decode attention over a paged KV cache (a contiguous
  *   cache is one page of max_length tokens per sequence). Scale {1};
  *   {2} query heads over {3} KV heads, head_dim {4}, pages of {5} tokens.
  *   query [batch][q_len][{2}][{4}] float: the newest q_len tokens,
- *   key_pages, value_pages [num_pages][{5}][{3}][{4}] float,
+ *   key_pages, value_pages [num_pages][{5}][{3}][{4}] {8},
  *   block_table [batch][max_pages]: page ids of each sequence in order,
  *   seq_lens [batch]: cached tokens per sequence, the new ones included,
  *   out [batch][q_len][{2}][{4}].{6}
@@ -115,8 +134,8 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
 #define {7}_NUM_KV_HEADS {3}
 #define {7}_HEAD_DIM {4}
 #define {7}_PAGE_SIZE {5}
-static inline int {0}(const float *query, const float *key_pages,
-    const float *value_pages, const int32_t *block_table,
+static inline int {0}(const float *query, const {9} *key_pages,
+    const {9} *value_pages, const int32_t *block_table,
     const int32_t *seq_lens, float *out, int32_t batch, int32_t q_len,
     int32_t num_pages, int32_t max_pages) {{
   halide_buffer_t q, k, v, t, l, o;
@@ -125,8 +144,10 @@ static inline int {0}(const float *query, const float *key_pages,
       !out || max_pages < 1)
     return ATTNC_INVALID_ARGUMENT;
   if (attnc_describe_f32(&q, qd, query, {4}, {2}, q_len, batch) ||
-      attnc_describe_f32(&k, kd, key_pages, {4}, {3}, {5}, num_pages) ||
-      attnc_describe_f32(&v, vd, value_pages, {4}, {3}, {5}, num_pages) ||
+      attnc_describe_4d(&k, kd, key_pages, {10}, {11}, {4}, {3}, {5},
+                        num_pages) ||
+      attnc_describe_4d(&v, vd, value_pages, {10}, {11}, {4}, {3}, {5},
+                        num_pages) ||
       attnc_describe_f32(&o, od, out, {4}, {2}, q_len, batch) ||
       (int64_t)max_pages * batch > INT32_MAX)
     return ATTNC_INVALID_ARGUMENT;
@@ -160,7 +181,7 @@ static inline int {0}(const float *query, const float *key_pages,
           ? "\n *   Causal: new token t of a sequence of length L sees "
             "keys j <= L - q_len + t."
           : "",
-      macro);
+      macro, element, pageType, typeCode, bits);
 }
 } // namespace
 

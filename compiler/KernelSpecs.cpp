@@ -48,6 +48,10 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.numKvHeads = kernel.getNumKvHeads();
       spec.headDim = kernel.getHeadDim();
       spec.pageSize = *kernel.getPageSize();
+      Type dtype = kernel.getKvDtype().value_or(Type());
+      spec.cacheElement = !dtype || dtype.isF32() ? ::attn::CacheElement::F32
+                          : dtype.isF16()         ? ::attn::CacheElement::F16
+                                                  : ::attn::CacheElement::BF16;
       spec.causal = kernel.getCausal();
       spec.window = kernel.getWindow().value_or(0);
       spec.scale = kernel.getScale().convertToFloat();
@@ -60,11 +64,6 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
     if (!layer.getPrefillKernel())
       return layer.emitOpError()
              << "has no kernel: run --attn-specialize-kernels first";
-    if (mlir::attn::KvCacheAttr cache = layer.getCacheAttr())
-      if (!cache.getDtype().isF32())
-        return layer.emitOpError()
-               << "stores its KV cache as " << cache.getDtype()
-               << "; the generated decode kernels read f32 caches only so far";
     specs.layers.push_back(
         {layer.getSymName().str(), prefix + layer.getPrefillKernel()->str(),
          layer.getDecodeKernel() ? prefix + layer.getDecodeKernel()->str()

@@ -24,9 +24,12 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   const int pageSize = spec.pageSize, splitKeys = spec.schedule.splitKeys;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam query(Float(32), 4, "query");        // (d, h, t, b)
-  ImageParam keyPages(Float(32), 4, "key_pages"); // (d, hk, slot, page)
-  ImageParam valuePages(Float(32), 4, "value_pages");
+  ImageParam query(Float(32), 4, "query"); // (d, h, t, b)
+  Type element = spec.cacheElement == CacheElement::F16    ? Float(16)
+                 : spec.cacheElement == CacheElement::BF16 ? BFloat(16)
+                                                           : Float(32);
+  ImageParam keyPages(element, 4, "key_pages"); // (d, hk, slot, page)
+  ImageParam valuePages(element, 4, "value_pages");
   ImageParam blockTable(Int(32), 2, "block_table"); // (page slot, b)
   ImageParam seqLens(Int(32), 1, "seq_lens");       // (b)
   Var d("d"), h("h"), t("t"), b("b"), j("j"), g("g"), hk("hk"), s("s");
@@ -41,8 +44,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Expr page =
       clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0, numPages - 1);
   Func keyAt("keyAt"), valueAt("valueAt");
-  keyAt(d, hk, j, b) = keyPages(d, hk, j % pageSize, page);
-  valueAt(d, hk, j, b) = valuePages(d, hk, j % pageSize, page);
+  keyAt(d, hk, j, b) = cast<float>(keyPages(d, hk, j % pageSize, page));
+  valueAt(d, hk, j, b) = cast<float>(valuePages(d, hk, j % pageSize, page));
 
   // Query row (g, t) of KV head hk is query head hk·group + g, pre-scaled
   // into the log2 domain.

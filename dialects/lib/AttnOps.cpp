@@ -149,5 +149,11 @@ LogicalResult KernelOp::verify() {
   if (decode != getPageSize().has_value())
     return emitOpError() << "page_size is required by, and only by, decode "
                             "kernels";
+  if (std::optional<Type> dtype = getKvDtype()) {
+    if (!decode)
+      return emitOpError() << "kv_dtype applies to decode kernels only";
+    if (!dtype->isF32() && !dtype->isF16() && !dtype->isBF16())
+      return emitOpError() << "kv_dtype must be f32, f16 or bf16";
+  }
   return success();
 }

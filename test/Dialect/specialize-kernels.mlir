@@ -43,6 +43,22 @@ attn.model @windows attributes {d_model = 256 : i64, kind = "decoder-only", max_
 
 // -----
 
+// The cache's element type is part of a decode kernel's signature (not of
+// the prefill kernel's, which reads fresh f32 activations).
+// CHECK-LABEL: attn.model @dtypes
+// CHECK: attn.kernel @prefill_h4_kv4_d64_causal prefill
+// CHECK: attn.kernel @decode_h4_kv4_d64_p16_f16_causal decode {causal, head_dim = 64 : i64, kv_dtype = f16,
+// CHECK: attn.kernel @decode_h4_kv4_d64_p16_bf16_causal decode {causal, head_dim = 64 : i64, kv_dtype = bf16,
+// CHECK: attn.kernel @decode_h4_kv4_d64_p16_causal decode {causal, head_dim = 64 : i64, num_kv_heads
+// CHECK-NOT: attn.kernel
+attn.model @dtypes attributes {d_model = 256 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.attention_layer @half self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64}
+  attn.attention_layer @brain self {cache = #attn.kv_cache<paged, page_size = 16, dtype = bf16, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64}
+  attn.attention_layer @full self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64}
+}
+
+// -----
+
 attn.model @unsupported attributes {d_model = 256 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   // expected-error @+1 {{uses a logit softcap, which the generated kernels do not implement yet}}
   attn.attention_layer @capped self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, softcap = 30.0 : f32}

@@ -29,6 +29,7 @@ struct DecodeCase {
   std::vector<int> lengths; // cached tokens per sequence
   int qLen;
   int window = 0;
+  attn::runtime::DType dtype = attn::runtime::DType::F32;
 };
 
 /// Runs the decode kernel of `c` over `cache` layer 0 for `sequences`.
@@ -43,6 +44,10 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   spec.pageSize = cache.config().pageSize;
   spec.causal = c.causal;
   spec.window = c.window;
+  spec.cacheElement =
+      c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
+      : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
+                                              : attn::CacheElement::F32;
   spec.scale = 1.0f / std::sqrt(float(c.headDim));
   spec.schedule.splitKeys = c.splitKeys;
   Halide::Target target = Halide::get_jit_target_from_environment();
@@ -52,12 +57,15 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   const int batch = int(sequences.size());
   const KvCacheConfig &config = cache.config();
   Halide::Buffer<float> q(query.data(), c.headDim, c.queryHeads, c.qLen, batch);
-  Halide::Buffer<float> keys(
-      static_cast<float *>(const_cast<void *>(cache.keyPages(0))), c.headDim,
-      c.kvHeads, config.pageSize, config.numPages);
-  Halide::Buffer<float> values(
-      static_cast<float *>(const_cast<void *>(cache.valuePages(0))), c.headDim,
-      c.kvHeads, config.pageSize, config.numPages);
+  Halide::Type element =
+      c.dtype == attn::runtime::DType::F16    ? Halide::Float(16)
+      : c.dtype == attn::runtime::DType::BF16 ? Halide::BFloat(16)
+                                              : Halide::Float(32);
+  Halide::Buffer<> keys(element, const_cast<void *>(cache.keyPages(0)),
+                        c.headDim, c.kvHeads, config.pageSize, config.numPages);
+  Halide::Buffer<> values(element, const_cast<void *>(cache.valuePages(0)),
+                          c.headDim, c.kvHeads, config.pageSize,
+                          config.numPages);
   Halide::Buffer<int32_t> table(maxPages, batch), lengths(batch);
   table.fill(0);
   for (int b = 0; b < batch; b++) {
@@ -118,6 +126,7 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
   pagedConfig.numLayers = 1;
   pagedConfig.numKvHeads = c.kvHeads;
   pagedConfig.headDim = c.headDim;
+  pagedConfig.dtype = c.dtype;
   pagedConfig.pageSize = c.pageSize;
   pagedConfig.maxSequenceLength = maxLength;
   pagedConfig.numPages =
@@ -125,8 +134,7 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
   KvCache paged, contiguous;
   std::vector<SequenceId> pagedIds, contiguousIds;
   fill(pagedConfig, paged, pagedIds);
-  fill(KvCacheConfig::contiguous(1, c.kvHeads, c.headDim,
-                                 attn::runtime::DType::F32, maxLength,
+  fill(KvCacheConfig::contiguous(1, c.kvHeads, c.headDim, c.dtype, maxLength,
                                  batch + 1),
        contiguous, contiguousIds);
   if (HasFatalFailure())
@@ -138,6 +146,11 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
       runDecode(c, contiguous, contiguousIds, query, 1);
   EXPECT_EQ(pagedOut, contiguousOut);
 
+  // The reference sees K and V as the cache stores them (rounded to f16 or
+  // bf16): the kernel is exact on those, the rounding is the cache's.
+  for (int b = 0; b < batch; b++)
+    ASSERT_TRUE(paged.read(pagedIds[b], 0, 0, c.lengths[b], keys[b].data(),
+                           values[b].data()));
   const size_t rowElements = size_t(c.qLen) * c.queryHeads * c.headDim;
   for (int b = 0; b < batch; b++) {
     SCOPED_TRACE(testing::Message()
@@ -164,6 +177,26 @@ INSTANTIATE_TEST_SUITE_P(
                     DecodeCase{32, 8, 128, 32, 1024, true, {2100}, 1},
                     DecodeCase{4, 4, 96, 5, 37, true, {8, 100}, 8},
                     DecodeCase{8, 2, 64, 16, 128, true, {1000, 3, 700}, 4, 300},
-                    DecodeCase{4, 1, 32, 7, 64, true, {50, 200}, 8, 1}));
+                    DecodeCase{4, 1, 32, 7, 64, true, {50, 200}, 8, 1},
+                    DecodeCase{8,
+                               2,
+                               128,
+                               16,
+                               256,
+                               true,
+                               {300, 7, 1200},
+                               4,
+                               0,
+                               attn::runtime::DType::F16},
+                    DecodeCase{4,
+                               4,
+                               80,
+                               5,
+                               100,
+                               false,
+                               {64, 333},
+                               2,
+                               0,
+                               attn::runtime::DType::BF16}));
 
 } // namespace

@@ -137,7 +137,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
   let summary = "one specialized kernel attnc generates";
   let description = [{
     A kernel for one configuration (heads, head size, mask, scale, cache
-    page size for decode). `window` limits each query to its last `window`
+    page size and cache element type `kv_dtype`, absent for f32, for
+    decode). `window` limits each query to its last `window`
     keys (a causal sliding window). Layers that agree on all of it share the kernel.
     `schedule` is set by `--attn-select-schedules`.
 
@@ -155,6 +156,7 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<Attn_PositiveI64>:$window,
                        F32Attr:$scale,
                        OptionalAttr<Attn_PositiveI64>:$page_size,
+                       OptionalAttr<TypeAttr>:$kv_dtype,
                        OptionalAttr<Attn_ScheduleAttr>:$schedule);
   let assemblyFormat = "$sym_name $family attr-dict";
   let hasVerifier = 1;

@@ -18,6 +18,7 @@ struct KernelSignature {
   int64_t window; // sliding window, else 0
   float scale;
   int64_t pageSize; // decode only, else 0
+  Type cacheType;   // decode only, else null
 
   std::string name() const {
     std::string text = (family == KernelFamily::Prefill ? "prefill" : "decode");
@@ -25,6 +26,8 @@ struct KernelSignature {
             std::to_string(kvHeads) + "_d" + std::to_string(headDim);
     if (pageSize)
       text += "_p" + std::to_string(pageSize);
+    if (cacheType && !cacheType.isF32())
+      text += cacheType.isF16() ? "_f16" : "_bf16";
     if (window)
       return text + "_w" + std::to_string(window);
     return text + (causal ? "_causal" : "");
@@ -33,7 +36,8 @@ struct KernelSignature {
     return family == other.family && queryHeads == other.queryHeads &&
            kvHeads == other.kvHeads && headDim == other.headDim &&
            causal == other.causal && window == other.window &&
-           scale == other.scale && pageSize == other.pageSize;
+           scale == other.scale && pageSize == other.pageSize &&
+           cacheType == other.cacheType;
   }
 };
 
@@ -60,6 +64,10 @@ struct SpecializeKernelsPass
           llvm::APFloat(signature.scale),
           signature.pageSize ? builder.getI64IntegerAttr(signature.pageSize)
                              : IntegerAttr(),
+          // Absent means f32, the common case.
+          signature.cacheType && !signature.cacheType.isF32()
+              ? TypeAttr::get(signature.cacheType)
+              : TypeAttr(),
           ScheduleAttr());
       symbols.insert(kernel); // renames on a clash (same name, other scale)
       kernels.emplace_back(signature, kernel);
@@ -84,13 +92,15 @@ struct SpecializeKernelsPass
                               layer.getMask() != MaskKind::None,
                               int64_t(layer.getWindow().value_or(0)),
                               layer.getScale()->convertToFloat(),
-                              0};
+                              0,
+                              Type()};
       layer.setPrefillKernelAttr(
           FlatSymbolRefAttr::get(kernelFor(prefill, layer.getLoc())));
       if (KvCacheAttr cache = layer.getCacheAttr()) {
         KernelSignature decode = prefill;
         decode.family = KernelFamily::Decode;
         decode.pageSize = cache.getPageSize();
+        decode.cacheType = cache.getDtype();
         layer.setDecodeKernelAttr(
             FlatSymbolRefAttr::get(kernelFor(decode, layer.getLoc())));
       }

@@ -48,6 +48,9 @@ struct SdpaSpec {
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
+/// How a KV cache stores its elements; kernels accumulate in fp32.
+enum class CacheElement { F32, F16, BF16 };
+
 /// Tunable schedule parameters of the decode kernel.
 struct DecodeSchedule {
   int vectorWidth =
@@ -59,8 +62,8 @@ struct DecodeSchedule {
 /// sequence attend to everything cached for that sequence (which already
 /// holds the new tokens' K and V). Buffers (C order):
 ///   query       [batch][q_len][numQueryHeads][headDim] float
-///   key_pages   [numPages][pageSize][numKvHeads][headDim] float
-///   value_pages [numPages][pageSize][numKvHeads][headDim] float
+///   key_pages   [numPages][pageSize][numKvHeads][headDim] cacheElement
+///   value_pages [numPages][pageSize][numKvHeads][headDim] cacheElement
 ///   block_table [batch][maxPagesPerSequence] int32: page of each page slot
 ///   seq_lens    [batch] int32: cached tokens per sequence
 ///   output      [batch][q_len][numQueryHeads][headDim] float
@@ -74,6 +77,7 @@ struct DecodeSpec {
   int numKvHeads = 0;
   int headDim = 0;
   int pageSize = 0;
+  CacheElement cacheElement = CacheElement::F32;
   bool causal = true;
   int window = 0; ///< > 0: sliding window of that many keys (causal)
   float scale = 0.0f;
