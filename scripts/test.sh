@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# The README's test command (and CI's): set up, build, run every test suite.
+# The README's test command (and CI's): set up, build, run every test suite,
+# then the runtime tests again under AddressSanitizer + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 ctest --test-dir build --output-on-failure
+
+# The runtime (KV cache, C API) must be clean under the sanitizers.
+[ -f build-asan/build.ninja ] ||
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON
+cmake --build build-asan --target runtime-test c-api-test
+ctest --test-dir build-asan --output-on-failure -R '^(runtime-test|c-api-test)$'

@@ -1,0 +1,162 @@
+//===- CApi.cpp - the C API of libattn_runtime ----------------------------===//
+
+#include "attn/runtime/attn_runtime.h"
+
+#include "attn/runtime/KvCache.h"
+
+using namespace attn::runtime;
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+static_assert(int(StatusCode::InvalidArgument) == ATTN_INVALID_ARGUMENT &&
+                  int(StatusCode::NotFound) == ATTN_NOT_FOUND &&
+                  int(StatusCode::CapacityExceeded) == ATTN_CAPACITY_EXCEEDED &&
+                  int(StatusCode::OutOfMemory) == ATTN_OUT_OF_MEMORY &&
+                  int(StatusCode::KernelFailed) == ATTN_KERNEL_FAILED &&
+                  int(StatusCode::IoError) == ATTN_IO_ERROR,
+              "attn_status mirrors StatusCode");
+static_assert(int(DType::F16) == ATTN_F16 && int(DType::BF16) == ATTN_BF16,
+              "attn_dtype mirrors DType");
+
+struct attn_kv_cache {
+  KvCache cache;
+};
+
+namespace {
+thread_local std::string lastError;
+
+attn_status report(const Status &status) {
+  if (!status.isOk())
+    lastError = status.message();
+  return static_cast<attn_status>(status.code());
+}
+
+attn_status invalid(const char *message) {
+  lastError = message;
+  return ATTN_INVALID_ARGUMENT;
+}
+} // namespace
+
+extern "C" {
+
+const char *attn_last_error(void) { return lastError.c_str(); }
+
+attn_status attn_kv_cache_create(const attn_kv_cache_config *config,
+                                 attn_kv_cache **cache) {
+  if (!config || !cache)
+    return invalid("attn_kv_cache_create: null argument");
+  *cache = nullptr;
+  if (config->dtype < ATTN_F32 || config->dtype > ATTN_BF16)
+    return invalid("attn_kv_cache_create: unknown dtype");
+  KvCacheConfig c;
+  c.numLayers = config->num_layers;
+  c.numKvHeads = config->num_kv_heads;
+  c.headDim = config->head_dim;
+  c.dtype = static_cast<DType>(config->dtype);
+  c.pageSize = config->page_size;
+  c.numPages = config->num_pages;
+  c.maxSequenceLength = config->max_sequence_length;
+  auto handle = std::make_unique<attn_kv_cache>();
+  if (attn_status status = report(KvCache::create(c, handle->cache)))
+    return status;
+  *cache = handle.release();
+  return ATTN_OK;
+}
+
+void attn_kv_cache_destroy(attn_kv_cache *cache) { delete cache; }
+
+#define ATTN_CHECK_HANDLE(cache)                                               \
+  if (!(cache))                                                                \
+    return invalid("null attn_kv_cache");
+
+attn_status attn_kv_cache_add_sequence(attn_kv_cache *cache, int32_t *id) {
+  ATTN_CHECK_HANDLE(cache);
+  if (!id)
+    return invalid("attn_kv_cache_add_sequence: null id");
+  return report(cache->cache.addSequence(*id));
+}
+
+attn_status attn_kv_cache_remove_sequence(attn_kv_cache *cache, int32_t id) {
+  ATTN_CHECK_HANDLE(cache);
+  return report(cache->cache.removeSequence(id));
+}
+
+attn_status attn_kv_cache_fork(attn_kv_cache *cache, int32_t parent,
+                               int32_t *child) {
+  ATTN_CHECK_HANDLE(cache);
+  if (!child)
+    return invalid("attn_kv_cache_fork: null child");
+  return report(cache->cache.fork(parent, *child));
+}
+
+attn_status attn_kv_cache_extend(attn_kv_cache *cache, int32_t id,
+                                 int32_t count) {
+  ATTN_CHECK_HANDLE(cache);
+  return report(cache->cache.extend(id, count));
+}
+
+attn_status attn_kv_cache_truncate(attn_kv_cache *cache, int32_t id,
+                                   int32_t new_length) {
+  ATTN_CHECK_HANDLE(cache);
+  return report(cache->cache.truncate(id, new_length));
+}
+
+int32_t attn_kv_cache_length(const attn_kv_cache *cache, int32_t id) {
+  return cache ? cache->cache.length(id) : -1;
+}
+
+attn_status attn_kv_cache_write(attn_kv_cache *cache, int32_t id, int32_t layer,
+                                int32_t position, int32_t count,
+                                const float *key, const float *value) {
+  ATTN_CHECK_HANDLE(cache);
+  return report(cache->cache.write(id, layer, position, count, key, value));
+}
+
+attn_status attn_kv_cache_read(const attn_kv_cache *cache, int32_t id,
+                               int32_t layer, int32_t position, int32_t count,
+                               float *key, float *value) {
+  ATTN_CHECK_HANDLE(cache);
+  return report(cache->cache.read(id, layer, position, count, key, value));
+}
+
+attn_status attn_kv_cache_block_table(const attn_kv_cache *cache, int32_t id,
+                                      int32_t *table, int32_t capacity,
+                                      int32_t *count) {
+  ATTN_CHECK_HANDLE(cache);
+  const std::vector<int32_t> *pages = cache->cache.blockTable(id);
+  if (!pages)
+    return report(
+        Status(StatusCode::NotFound,
+               "attn_kv_cache_block_table: no sequence " + std::to_string(id)));
+  if (count)
+    *count = int32_t(pages->size());
+  if (int64_t(pages->size()) > capacity || (!table && !pages->empty()))
+    return invalid("attn_kv_cache_block_table: the table does not fit");
+  std::copy(pages->begin(), pages->end(), table);
+  return ATTN_OK;
+}
+
+const void *attn_kv_cache_key_pages(const attn_kv_cache *cache, int32_t layer) {
+  if (!cache || layer < 0 || layer >= cache->cache.config().numLayers)
+    return nullptr;
+  return cache->cache.keyPages(layer);
+}
+
+const void *attn_kv_cache_value_pages(const attn_kv_cache *cache,
+                                      int32_t layer) {
+  if (!cache || layer < 0 || layer >= cache->cache.config().numLayers)
+    return nullptr;
+  return cache->cache.valuePages(layer);
+}
+
+int32_t attn_kv_cache_free_pages(const attn_kv_cache *cache) {
+  return cache ? cache->cache.freePages() : 0;
+}
+
+uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache) {
+  return cache ? cache->cache.poolBytes() : 0;
+}
+
+} // extern "C"

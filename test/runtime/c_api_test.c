@@ -1,0 +1,92 @@
+/* c_api_test.c: the runtime's C API from C: a paged cache's whole life,
+ * copy-on-write after a fork, and every error path returning a status and
+ * a message without touching memory it should not. */
+#include "attn/runtime/attn_runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(condition)                                                       \
+  do {                                                                         \
+    if (!(condition)) {                                                        \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,  \
+              __LINE__, #condition, attn_last_error());                        \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+enum { HEADS = 2, DIM = 4, ELEMS = HEADS * DIM };
+
+int main(void) {
+  attn_kv_cache_config config = {2, HEADS, DIM, ATTN_F16, 4, 6, 16};
+  attn_kv_cache *cache = NULL;
+  float key[8 * ELEMS], value[8 * ELEMS], back[8 * ELEMS], back_v[8 * ELEMS];
+  int32_t a, b, table[8], pages = 0, i;
+
+  CHECK(attn_kv_cache_create(&config, &cache) == ATTN_OK && cache);
+  CHECK(attn_kv_cache_pool_bytes(cache) == 2u * 2 * HEADS * DIM * 2 * 4 * 6);
+  CHECK(attn_kv_cache_add_sequence(cache, &a) == ATTN_OK);
+  CHECK(attn_kv_cache_extend(cache, a, 6) == ATTN_OK);
+  for (i = 0; i < 8 * ELEMS; i++) {
+    key[i] = (float)i * 0.5f; /* exact in f16 */
+    value[i] = -key[i];
+  }
+  CHECK(attn_kv_cache_write(cache, a, 1, 0, 6, key, value) == ATTN_OK);
+  CHECK(attn_kv_cache_read(cache, a, 1, 0, 6, back, back_v) == ATTN_OK);
+  CHECK(memcmp(back, key, sizeof(float) * 6 * ELEMS) == 0);
+  CHECK(memcmp(back_v, value, sizeof(float) * 6 * ELEMS) == 0);
+  CHECK(attn_kv_cache_block_table(cache, a, table, 8, &pages) == ATTN_OK);
+  CHECK(pages == 2 && attn_kv_cache_free_pages(cache) == 4);
+  CHECK(attn_kv_cache_key_pages(cache, 1) != NULL);
+
+  /* Fork, then diverge in the shared partial page: the parent keeps its data. */
+  CHECK(attn_kv_cache_fork(cache, a, &b) == ATTN_OK);
+  CHECK(attn_kv_cache_length(cache, b) == 6);
+  CHECK(attn_kv_cache_write(cache, b, 1, 5, 1, value, key) == ATTN_OK);
+  CHECK(attn_kv_cache_read(cache, a, 1, 5, 1, back, back_v) == ATTN_OK);
+  CHECK(memcmp(back, key + 5 * ELEMS, sizeof(float) * ELEMS) == 0);
+  CHECK(attn_kv_cache_free_pages(cache) == 3);
+
+  /* Errors: status, message, nothing changed. */
+  CHECK(attn_kv_cache_extend(cache, a, 11) == ATTN_CAPACITY_EXCEEDED);
+  CHECK(strstr(attn_last_error(), "maximum of 16") != NULL);
+  CHECK(attn_kv_cache_length(cache, a) == 6);
+  CHECK(attn_kv_cache_write(cache, 99, 0, 0, 1, key, value) == ATTN_NOT_FOUND);
+  CHECK(attn_kv_cache_write(cache, a, 2, 0, 1, key, value) ==
+        ATTN_INVALID_ARGUMENT);
+  CHECK(attn_kv_cache_write(cache, a, 0, 5, 2, key, value) ==
+        ATTN_INVALID_ARGUMENT);
+  CHECK(attn_kv_cache_read(cache, a, 0, 0, 1, NULL, back) ==
+        ATTN_INVALID_ARGUMENT);
+  CHECK(attn_kv_cache_block_table(cache, a, table, 1, &pages) ==
+        ATTN_INVALID_ARGUMENT);
+  CHECK(attn_kv_cache_add_sequence(NULL, &a) == ATTN_INVALID_ARGUMENT);
+  CHECK(attn_kv_cache_key_pages(cache, 7) == NULL);
+  CHECK(attn_kv_cache_length(cache, -5) == -1);
+  {
+    attn_kv_cache_config bad = config;
+    attn_kv_cache *none = (attn_kv_cache *)&bad;
+    bad.page_size = 0;
+    CHECK(attn_kv_cache_create(&bad, &none) == ATTN_INVALID_ARGUMENT);
+    CHECK(none == NULL);
+  }
+  /* Out of pages: 3 free, 16 tokens need 4. */
+  {
+    int32_t c;
+    CHECK(attn_kv_cache_add_sequence(cache, &c) == ATTN_OK);
+    CHECK(attn_kv_cache_extend(cache, c, 16) == ATTN_OUT_OF_MEMORY);
+    CHECK(attn_kv_cache_length(cache, c) == 0);
+  }
+
+  CHECK(attn_kv_cache_truncate(cache, b, 0) == ATTN_OK);
+  CHECK(attn_kv_cache_remove_sequence(cache, a) == ATTN_OK);
+  CHECK(attn_kv_cache_free_pages(cache) == 6);
+  attn_kv_cache_destroy(cache);
+  attn_kv_cache_destroy(NULL);
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  else
+    printf("c_api_test: all checks passed\n");
+  return failures != 0;
+}
