@@ -3,6 +3,7 @@
 #include "Report.h"
 
 #include "attn/AttnOps.h"
+#include "attn/Support.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -27,15 +28,6 @@ std::string typeName(Type type) {
   return text;
 }
 
-std::string bytes(int64_t value) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double scaled = double(value);
-  int unit = 0;
-  while (scaled >= 1024 && unit < 4)
-    scaled /= 1024, unit++;
-  return unit ? llvm::formatv("{0:f2} {1}", scaled, units[unit]).str()
-              : llvm::formatv("{0} B", value).str();
-}
 } // namespace
 
 std::string renderPlanJson(ModuleOp module) {
@@ -103,7 +95,7 @@ std::string renderReport(ModuleOp module) {
                           stringifyCacheLayout(cache.getLayout()),
                           typeName(cache.getDtype()), cache.getPageSize(),
                           cache.getMaxLength(),
-                          bytes(intAttr(layer, "kv_bytes_per_sequence")));
+                          formatBytes(intAttr(layer, "kv_bytes_per_sequence")));
     os << " | " << layer.getPrefillKernel()->str();
     if (layer.getDecodeKernel())
       os << ", " << layer.getDecodeKernel()->str();
@@ -125,9 +117,9 @@ std::string renderReport(ModuleOp module) {
     }
     os << "\n";
   }
-  os << "KV cache: " << bytes(intAttr(model, "kv_bytes_per_token"))
-     << "/token, " << bytes(intAttr(model, "kv_bytes_per_sequence"))
-     << "/sequence at max length, " << bytes(intAttr(model, "kv_bytes"))
+  os << "KV cache: " << formatBytes(intAttr(model, "kv_bytes_per_token"))
+     << "/token, " << formatBytes(intAttr(model, "kv_bytes_per_sequence"))
+     << "/sequence at max length, " << formatBytes(intAttr(model, "kv_bytes"))
      << " for max_batch " << model.getMaxBatch() << "\n";
   return text;
 }

@@ -1,6 +1,7 @@
 //===- PlanKvCache.cpp - size the KV caches, check the budget -------------===//
 
 #include "attn/AttnPasses.h"
+#include "attn/Support.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -11,18 +12,6 @@ namespace mlir::attn {
 #include "attn/AttnPasses.h.inc"
 
 namespace {
-std::string formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4)
-    value /= 1024, unit++;
-  char text[32];
-  std::snprintf(text, sizeof text, unit ? "%.2f %s" : "%.0f %s", value,
-                units[unit]);
-  return text;
-}
-
 struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
   using PlanKvCacheBase::PlanKvCacheBase;
 
