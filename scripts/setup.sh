@@ -7,6 +7,7 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools  # MLIR/LLVM 19, lit, FileCheck
   libhalide14-0-dev                                       # Halide 14 (links its own LLVM 14)
   libbenchmark-dev libgtest-dev                           # Google Benchmark, GoogleTest
+  nlohmann-json3-dev                                      # JSON for the runtime (safetensors headers)
   cmake ninja-build ccache g++ python3                    # build tools; lit needs a python3
 )
 

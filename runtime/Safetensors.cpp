@@ -1,0 +1,227 @@
+//===- Safetensors.cpp - memory-mapped, validated weight files ------------===//
+
+#include "attn/runtime/Safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace attn::runtime {
+
+namespace {
+/// Headers beyond this are not weight files (the format's own limit).
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+
+struct TypeInfo {
+  const char *name;
+  TensorType type;
+  size_t bytes;
+};
+constexpr TypeInfo kTypes[] = {
+    {"F64", TensorType::F64, 8}, {"F32", TensorType::F32, 4},
+    {"F16", TensorType::F16, 2}, {"BF16", TensorType::BF16, 2},
+    {"I64", TensorType::I64, 8}, {"I32", TensorType::I32, 4},
+    {"I16", TensorType::I16, 2}, {"I8", TensorType::I8, 1},
+    {"U8", TensorType::U8, 1},   {"BOOL", TensorType::Bool, 1}};
+
+Status invalid(const std::string &path, const std::string &message) {
+  return Status(StatusCode::InvalidArgument, path + ": " + message);
+}
+
+std::string describeShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); i++)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+} // namespace
+
+const char *name(TensorType type) {
+  for (const TypeInfo &info : kTypes)
+    if (info.type == type)
+      return info.name;
+  return "?";
+}
+
+size_t byteSize(TensorType type) {
+  for (const TypeInfo &info : kTypes)
+    if (info.type == type)
+      return info.bytes;
+  return 0;
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile &&other) noexcept {
+  *this = std::move(other);
+}
+
+SafetensorsFile &SafetensorsFile::operator=(SafetensorsFile &&other) noexcept {
+  if (this != &other) {
+    unmap();
+    mapping_ = other.mapping_;
+    size_ = other.size_;
+    tensors_ = std::move(other.tensors_);
+    metadata_ = std::move(other.metadata_);
+    other.mapping_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+SafetensorsFile::~SafetensorsFile() { unmap(); }
+
+void SafetensorsFile::unmap() {
+  if (mapping_)
+    munmap(mapping_, size_);
+  mapping_ = nullptr;
+  size_ = 0;
+  tensors_.clear();
+  metadata_.clear();
+}
+
+const TensorView *SafetensorsFile::find(const std::string &name) const {
+  for (const TensorView &tensor : tensors_)
+    if (tensor.name == name)
+      return &tensor;
+  return nullptr;
+}
+
+Status SafetensorsFile::open(const std::string &path, SafetensorsFile &file) {
+  file.unmap();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status(StatusCode::IoError,
+                  path + ": cannot open: " + std::strerror(errno));
+  struct stat info;
+  if (fstat(fd, &info) != 0) {
+    ::close(fd);
+    return Status(StatusCode::IoError, path + ": cannot stat");
+  }
+  size_t size = size_t(info.st_size);
+  if (size < 8) {
+    ::close(fd);
+    return invalid(path, "truncated: " + std::to_string(size) +
+                             " bytes, shorter than the 8-byte header length");
+  }
+  void *mapping = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapping == MAP_FAILED)
+    return Status(StatusCode::IoError, path + ": cannot map the file");
+  SafetensorsFile parsed;
+  parsed.mapping_ = mapping;
+  parsed.size_ = size;
+
+  const auto *bytes = static_cast<const uint8_t *>(mapping);
+  uint64_t headerBytes = 0;
+  for (int i = 7; i >= 0; i--) // little-endian, whatever the host
+    headerBytes = headerBytes << 8 | bytes[i];
+  if (headerBytes > kMaxHeaderBytes || headerBytes > size - 8)
+    return invalid(path, "header length " + std::to_string(headerBytes) +
+                             " exceeds the file (" + std::to_string(size) +
+                             " bytes) or the 100 MiB limit");
+  const char *headerText = reinterpret_cast<const char *>(bytes + 8);
+  nlohmann::json header =
+      nlohmann::json::parse(headerText, headerText + headerBytes, nullptr,
+                            /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object())
+    return invalid(path, "the header is not a JSON object");
+
+  const uint8_t *data = bytes + 8 + headerBytes;
+  const uint64_t dataBytes = size - 8 - headerBytes;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (auto &[key, entry] : header.items()) {
+    if (key == "__metadata__") {
+      if (!entry.is_object())
+        return invalid(path, "__metadata__ must be an object of strings");
+      for (auto &[metaKey, value] : entry.items()) {
+        if (!value.is_string())
+          return invalid(path, "__metadata__." + metaKey + " is not a string");
+        parsed.metadata_[metaKey] = value.get<std::string>();
+      }
+      continue;
+    }
+    auto bad = [&](const std::string &what) {
+      return invalid(path, "tensor '" + key + "': " + what);
+    };
+    if (!entry.is_object() || !entry.contains("dtype") ||
+        !entry.contains("shape") || !entry.contains("data_offsets"))
+      return bad("needs dtype, shape and data_offsets");
+    TensorView tensor;
+    tensor.name = key;
+    const TypeInfo *type = nullptr;
+    if (entry["dtype"].is_string())
+      for (const TypeInfo &info : kTypes)
+        if (entry["dtype"].get<std::string>() == info.name)
+          type = &info;
+    if (!type)
+      return bad("unsupported dtype " + entry["dtype"].dump());
+    tensor.type = type->type;
+    uint64_t elements = 1;
+    if (!entry["shape"].is_array())
+      return bad("shape must be an array");
+    for (const nlohmann::json &extent : entry["shape"]) {
+      if (!extent.is_number_unsigned() || extent.get<uint64_t>() > (1ull << 40))
+        return bad("shape must hold non-negative integers");
+      tensor.shape.push_back(int64_t(extent.get<uint64_t>()));
+      elements *= extent.get<uint64_t>();
+      if (elements > (1ull << 48))
+        return bad("shape is too large");
+    }
+    const nlohmann::json &offsets = entry["data_offsets"];
+    if (!offsets.is_array() || offsets.size() != 2 ||
+        !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+      return bad("data_offsets must be [begin, end]");
+    uint64_t begin = offsets[0].get<uint64_t>(),
+             end = offsets[1].get<uint64_t>();
+    if (begin > end || end > dataBytes)
+      return bad("data_offsets [" + std::to_string(begin) + ", " +
+                 std::to_string(end) + ") outside the " +
+                 std::to_string(dataBytes) + " data bytes (truncated file?)");
+    if (end - begin != elements * type->bytes)
+      return bad("holds " + std::to_string(end - begin) + " bytes, but " +
+                 type->name + " " + describeShape(tensor.shape) + " needs " +
+                 std::to_string(elements * type->bytes));
+    tensor.data = data + begin;
+    tensor.bytes = end - begin;
+    ranges.emplace_back(begin, end);
+    parsed.tensors_.push_back(std::move(tensor));
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); i++)
+    if (ranges[i].first < ranges[i - 1].second)
+      return invalid(path, "two tensors overlap at data offset " +
+                               std::to_string(ranges[i].first));
+  file = std::move(parsed);
+  return Status::ok();
+}
+
+Status checkTensors(const SafetensorsFile &file,
+                    const std::vector<ExpectedTensor> &expected) {
+  std::string problems;
+  auto add = [&](const std::string &problem) {
+    problems += (problems.empty() ? "" : "; ") + problem;
+  };
+  for (const ExpectedTensor &want : expected) {
+    const TensorView *have = file.find(want.name);
+    if (!have)
+      add("missing " + want.name);
+    else if (have->type != want.type || have->shape != want.shape)
+      add(want.name + " is " + name(have->type) + " " +
+          describeShape(have->shape) + ", expected " + name(want.type) + " " +
+          describeShape(want.shape));
+  }
+  for (const TensorView &have : file.tensors())
+    if (std::none_of(
+            expected.begin(), expected.end(),
+            [&](const ExpectedTensor &want) { return want.name == have.name; }))
+      add("unexpected " + have.name);
+  if (problems.empty())
+    return Status::ok();
+  return Status(StatusCode::InvalidArgument, "weights: " + problems);
+}
+
+} // namespace attn::runtime

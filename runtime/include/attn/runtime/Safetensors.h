@@ -1,0 +1,83 @@
+//===- Safetensors.h - memory-mapped, validated weight files ----*- C++ -*-===//
+//
+// A .safetensors file is an 8-byte little-endian header length N, N bytes of
+// JSON ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, ...,
+// "__metadata__": {...}}), then the tensor bytes. open() maps the file and
+// validates all of it before anything is used: header bounds, JSON, dtypes,
+// shapes, offsets inside the data and consistent with shape x dtype, no two
+// tensors overlapping. checkTensors() then compares the contents with what a
+// model expects and names every missing, extra, mistyped or misshaped tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_SAFETENSORS_H
+#define ATTN_RUNTIME_SAFETENSORS_H
+
+#include "attn/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
+
+const char *name(TensorType type);
+size_t byteSize(TensorType type);
+
+/// One tensor inside a mapped file; `data` points into the mapping.
+struct TensorView {
+  std::string name;
+  TensorType type;
+  std::vector<int64_t> shape;
+  const void *data = nullptr;
+  size_t bytes = 0;
+};
+
+class SafetensorsFile {
+public:
+  SafetensorsFile() = default;
+  SafetensorsFile(SafetensorsFile &&other) noexcept;
+  SafetensorsFile &operator=(SafetensorsFile &&other) noexcept;
+  SafetensorsFile(const SafetensorsFile &) = delete;
+  SafetensorsFile &operator=(const SafetensorsFile &) = delete;
+  ~SafetensorsFile();
+
+  /// Maps and validates `path`; on failure `file` is left empty and the
+  /// status says what is wrong, and where.
+  static Status open(const std::string &path, SafetensorsFile &file);
+
+  /// Tensors in file order; null when `name` is absent.
+  const std::vector<TensorView> &tensors() const { return tensors_; }
+  const TensorView *find(const std::string &name) const;
+  const std::map<std::string, std::string> &metadata() const {
+    return metadata_;
+  }
+
+private:
+  void unmap();
+
+  void *mapping_ = nullptr;
+  size_t size_ = 0;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// What a model needs from a weight file.
+struct ExpectedTensor {
+  std::string name;
+  TensorType type;
+  std::vector<int64_t> shape;
+};
+
+/// Checks that `file` holds exactly `expected`; one error lists every
+/// problem by tensor name.
+Status checkTensors(const SafetensorsFile &file,
+                    const std::vector<ExpectedTensor> &expected);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_SAFETENSORS_H
