@@ -51,7 +51,12 @@ TEST(Safetensors, MapsAValidFile) {
   ASSERT_NE(q, nullptr);
   EXPECT_EQ(q->type, TensorType::F32);
   EXPECT_EQ(q->shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(static_cast<const float *>(q->data)[5], 6.0f);
+  // The format does not align tensor data (this header's length is odd):
+  // element reads go through memcpy.
+  float last;
+  std::memcpy(&last, static_cast<const char *>(q->data) + 5 * sizeof(float),
+              sizeof last);
+  EXPECT_EQ(last, 6.0f);
   EXPECT_EQ(file.metadata().at("format"), "pt");
   EXPECT_EQ(file.find("missing"), nullptr);
 

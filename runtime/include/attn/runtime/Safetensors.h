@@ -28,7 +28,9 @@ enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
 const char *name(TensorType type);
 size_t byteSize(TensorType type);
 
-/// One tensor inside a mapped file; `data` points into the mapping.
+/// One tensor inside a mapped file; `data` points into the mapping. The
+/// format guarantees no alignment (writers usually pad the header to 8
+/// bytes): copy out with memcpy, or check the address before casting.
 struct TensorView {
   std::string name;
   TensorType type;
