@@ -71,6 +71,7 @@ bool readLayer(const json::Object &object, const JsonPath &path,
     layer.scale = float(*scale);
   if (auto softcap = reader.optionalPositiveNumber("softcap"))
     layer.softcap = float(*softcap);
+  layer.alibi = reader.optionalBool("alibi").value_or(false);
   if (auto theta = reader.optionalPositiveNumber("rope_theta"))
     layer.ropeTheta = float(*theta);
   std::optional<llvm::StringRef> stack = reader.optionalString("stack");

@@ -35,6 +35,9 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.causal = kernel.getCausal();
       spec.window = kernel.getWindow().value_or(0);
       spec.scale = kernel.getScale().convertToFloat();
+      spec.softcap =
+          kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0f;
+      spec.alibi = kernel.getAlibi();
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.queryBlock = schedule->getQueryBlock();
       spec.schedule.kvChunk = schedule->getKvChunk();
@@ -55,6 +58,9 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.causal = kernel.getCausal();
       spec.window = kernel.getWindow().value_or(0);
       spec.scale = kernel.getScale().convertToFloat();
+      spec.softcap =
+          kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0f;
+      spec.alibi = kernel.getAlibi();
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.splitKeys = schedule->getSplitKeys();
       specs.decode.push_back(spec);

@@ -32,7 +32,8 @@ void ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       builder.getI64IntegerAttr(c.headDim),
       attn::MaskKindAttr::get(builder.getContext(), c.mask),
       c.window ? builder.getI64IntegerAttr(*c.window) : IntegerAttr(),
-      optionalF32(c.scale), optionalF32(c.softcap), optionalF32(c.ropeTheta),
+      optionalF32(c.scale), optionalF32(c.softcap),
+      c.alibi ? builder.getUnitAttr() : UnitAttr(), optionalF32(c.ropeTheta),
       c.cache, c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
       FlatSymbolRefAttr(), FlatSymbolRefAttr());
   (void)layer;

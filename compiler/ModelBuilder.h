@@ -19,6 +19,7 @@ struct LayerConfig {
   mlir::attn::MaskKind mask = mlir::attn::MaskKind::None;
   std::optional<int64_t> window;
   std::optional<float> scale, softcap, ropeTheta;
+  bool alibi = false;
   mlir::attn::KvCacheAttr cache; ///< null: the layer never decodes
   std::string stack;             ///< "encoder", "decoder" or empty
 };

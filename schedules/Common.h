@@ -49,6 +49,34 @@ inline Halide::Tuple combineSoftmaxStates(const Halide::FuncRef &state,
   return {m, l1 * w1 + l2 * w2, o1 * w1 + o2 * w2};
 }
 
+/// A raw score in the log2 domain (q·k·scale·log2e) turned into the logit:
+/// softcap (in natural units, so c·log2e here) then the ALiBi bias
+/// slope·distance, distance = key position - query position (<= 0).
+inline Halide::Expr adjustScore(Halide::Expr score, float softcap,
+                                Halide::Expr alibiSlope,
+                                Halide::Expr distance) {
+  using namespace Halide;
+  if (softcap > 0.0f) {
+    float cap = softcap * float(M_LOG2E);
+    score = cap * tanh(score / cap);
+  }
+  if (alibiSlope.defined())
+    score += alibiSlope * float(M_LOG2E) * cast<float>(distance);
+  return score;
+}
+
+/// The per-head ALiBi slope table, embedded in the generated code.
+inline Halide::Func alibiSlopeTable(int heads) {
+  std::vector<float> slopes = alibiSlopes(heads);
+  Halide::Buffer<float> table(heads, "alibi_slopes");
+  for (int h = 0; h < heads; h++)
+    table(h) = slopes[h];
+  Halide::Func slope("alibiSlope");
+  Halide::Var h("h");
+  slope(h) = table(Halide::clamp(h, 0, heads - 1));
+  return slope;
+}
+
 } // namespace attn
 
 #endif // ATTN_SCHEDULES_COMMON_H

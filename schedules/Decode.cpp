@@ -77,8 +77,12 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   if (spec.window > 0)
     visible = visible && j > length - qLen + t - spec.window;
   Func logit("logit");
-  logit(j, g, t, hk, b) =
-      score(j, g, t, hk, b) + select(visible, 0.0f, kMaskedLogit);
+  Expr slope;
+  if (spec.alibi)
+    slope = alibiSlopeTable(spec.numQueryHeads)(hk * group + g);
+  logit(j, g, t, hk, b) = adjustScore(score(j, g, t, hk, b), spec.softcap,
+                                      slope, j - (length - qLen + t)) +
+                          select(visible, 0.0f, kMaskedLogit);
 
   // Per split: an exact softmax partial (m, l, o) over its keys. The
   // predicate confines the key loops to the sequence: Halide trims the loops

@@ -63,7 +63,12 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // score(...)): Halide narrows a producer's bounds by a select's condition,
   // which gives empty regions for rows that see no key.
   Func logit("logit");
-  logit(i, j, h, b) = score(i, j, h, b) + select(visible, 0.0f, kMaskedLogit);
+  Expr slope;
+  if (spec.alibi)
+    slope = alibiSlopeTable(spec.numQueryHeads)(h);
+  logit(i, j, h, b) =
+      adjustScore(score(i, j, h, b), spec.softcap, slope, j - (i + diagonal)) +
+      select(visible, 0.0f, kMaskedLogit);
 
   // Per chunk: row max, exponentials, row sum, and P·V.
   RDom rk(0, kvChunk, "rk");

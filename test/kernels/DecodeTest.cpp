@@ -30,6 +30,8 @@ struct DecodeCase {
   int qLen;
   int window = 0;
   attn::runtime::DType dtype = attn::runtime::DType::F32;
+  float softcap = 0.0f;
+  bool alibi = false;
 };
 
 /// Runs the decode kernel of `c` over `cache` layer 0 for `sequences`.
@@ -44,6 +46,8 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   spec.pageSize = cache.config().pageSize;
   spec.causal = c.causal;
   spec.window = c.window;
+  spec.softcap = c.softcap;
+  spec.alibi = c.alibi;
   spec.cacheElement =
       c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
       : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
@@ -155,10 +159,18 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
   for (int b = 0; b < batch; b++) {
     SCOPED_TRACE(testing::Message()
                  << "sequence " << b << " of length " << c.lengths[b]);
-    AttentionShape shape{
-        1,         c.qLen,    c.lengths[b], c.queryHeads,
-        c.kvHeads, c.headDim, c.causal,     1.0 / std::sqrt(double(c.headDim)),
-        c.window};
+    AttentionShape shape{1,
+                         c.qLen,
+                         c.lengths[b],
+                         c.queryHeads,
+                         c.kvHeads,
+                         c.headDim,
+                         c.causal,
+                         1.0 / std::sqrt(double(c.headDim)),
+                         c.window,
+                         c.softcap,
+                         c.alibi ? attn::alibiSlopes(c.queryHeads)
+                                 : std::vector<float>()};
     std::vector<double> expected =
         referenceAttention(shape, query.data() + b * rowElements,
                            keys[b].data(), values[b].data());
@@ -197,6 +209,18 @@ INSTANTIATE_TEST_SUITE_P(
                                {64, 333},
                                2,
                                0,
-                               attn::runtime::DType::BF16}));
+                               attn::runtime::DType::BF16},
+                    DecodeCase{6,
+                               2,
+                               64,
+                               16,
+                               128,
+                               true,
+                               {90, 513},
+                               3,
+                               0,
+                               attn::runtime::DType::F32,
+                               1.5f,
+                               true}));
 
 } // namespace

@@ -16,6 +16,8 @@ struct AttentionShape {
   bool causal;
   double scale;
   int window = 0; ///< > 0: sliding window of that many keys (implies causal)
+  double softcap = 0;       ///< > 0: logit = softcap·tanh(logit/softcap)
+  std::vector<float> alibi; ///< per query head slope, empty: no ALiBi
 };
 
 /// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
@@ -47,6 +49,10 @@ inline std::vector<double> referenceAttention(const AttentionShape &s,
           for (int d = 0; d < dim; d++)
             dot += double(qi[d]) * kj[d];
           score[j] = dot * s.scale;
+          if (s.softcap > 0)
+            score[j] = s.softcap * std::tanh(score[j] / s.softcap);
+          if (!s.alibi.empty()) // distance from the query's position
+            score[j] += s.alibi[h] * double(j - (i + s.kvLen - s.qLen));
           maxScore = std::max(maxScore, score[j]);
         }
         for (int j = first; j < visible; j++)

@@ -44,6 +44,9 @@ std::vector<Variant> makeVariants() {
     spec.causal = rng() % 2;
     if (n % 4 == 3) // sliding windows, causal by definition
       spec.window = pick({1, 5, 100, 700});
+    if (n % 5 == 1)
+      spec.softcap = 1.5f; // scores reach about ±2 here: the cap bites
+    spec.alibi = n % 6 == 2;
     spec.scale = pick({0, 1}) ? 1.0f / std::sqrt(float(spec.headDim)) : 0.3f;
     spec.schedule.queryBlock = pick({1, 7, 16, 32, 48, 64});
     spec.schedule.kvChunk = pick({16, 64, 100, 256, 512});
@@ -62,7 +65,9 @@ std::vector<Variant> makeVariants() {
         kvLen = 20;
       variant.shapes.push_back(
           {1 + int(rng() % 2), qLen, kvLen, spec.numQueryHeads, spec.numKvHeads,
-           spec.headDim, spec.causal, spec.scale, spec.window});
+           spec.headDim, spec.causal, spec.scale, spec.window, spec.softcap,
+           spec.alibi ? attn::alibiSlopes(spec.numQueryHeads)
+                      : std::vector<float>()});
     }
     variants.push_back(variant);
   }

@@ -104,7 +104,8 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     attend to an encoder's output, whose K and V are computed once per
     input. `window` is required with a `sliding_window` mask. `scale`
     defaults to 1/sqrt(head_dim) (`--attn-materialize-defaults` writes it
-    out); `softcap` caps logits as softcap·tanh(logit/softcap); `rope_theta`
+    out); `softcap` caps logits as softcap·tanh(logit/softcap); `alibi` adds
+    ALiBi position biases; `rope_theta`
     enables rotary positions. `cache` is absent for layers that never decode
     (an encoder's self-attention). `stack` is `encoder` or `decoder` in
     encoder-decoder models. `prefill_kernel` and `decode_kernel` name the
@@ -124,6 +125,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<Attn_PositiveI64>:$window,
                        OptionalAttr<F32Attr>:$scale,
                        OptionalAttr<F32Attr>:$softcap,
+                       UnitAttr:$alibi,
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<Attn_KvCacheAttr>:$cache,
                        OptionalAttr<StrAttr>:$stack,
@@ -154,7 +156,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
                        Attn_PositiveI64:$num_kv_heads,
                        Attn_PositiveI64:$head_dim, UnitAttr:$causal,
                        OptionalAttr<Attn_PositiveI64>:$window,
-                       F32Attr:$scale,
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
+                       UnitAttr:$alibi,
                        OptionalAttr<Attn_PositiveI64>:$page_size,
                        OptionalAttr<TypeAttr>:$kv_dtype,
                        OptionalAttr<Attn_ScheduleAttr>:$schedule);

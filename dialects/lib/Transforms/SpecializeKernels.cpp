@@ -17,6 +17,8 @@ struct KernelSignature {
   bool causal;
   int64_t window; // sliding window, else 0
   float scale;
+  float softcap; // 0: none
+  bool alibi;
   int64_t pageSize; // decode only, else 0
   Type cacheType;   // decode only, else null
 
@@ -28,6 +30,10 @@ struct KernelSignature {
       text += "_p" + std::to_string(pageSize);
     if (cacheType && !cacheType.isF32())
       text += cacheType.isF16() ? "_f16" : "_bf16";
+    if (softcap > 0)
+      text += "_cap" + std::to_string(int(softcap));
+    if (alibi)
+      text += "_alibi";
     if (window)
       return text + "_w" + std::to_string(window);
     return text + (causal ? "_causal" : "");
@@ -36,7 +42,8 @@ struct KernelSignature {
     return family == other.family && queryHeads == other.queryHeads &&
            kvHeads == other.kvHeads && headDim == other.headDim &&
            causal == other.causal && window == other.window &&
-           scale == other.scale && pageSize == other.pageSize &&
+           scale == other.scale && softcap == other.softcap &&
+           alibi == other.alibi && pageSize == other.pageSize &&
            cacheType == other.cacheType;
   }
 };
@@ -62,6 +69,9 @@ struct SpecializeKernelsPass
           signature.window ? builder.getI64IntegerAttr(signature.window)
                            : IntegerAttr(),
           llvm::APFloat(signature.scale),
+          signature.softcap > 0 ? builder.getF32FloatAttr(signature.softcap)
+                                : FloatAttr(),
+          signature.alibi,
           signature.pageSize ? builder.getI64IntegerAttr(signature.pageSize)
                              : IntegerAttr(),
           // Absent means f32, the common case.
@@ -80,20 +90,18 @@ struct SpecializeKernelsPass
                                "first";
         return signalPassFailure();
       }
-      if (layer.getSoftcap()) {
-        layer.emitOpError() << "uses a logit softcap, which the generated "
-                               "kernels do not implement yet";
-        return signalPassFailure();
-      }
-      KernelSignature prefill{KernelFamily::Prefill,
-                              int64_t(layer.getNumQueryHeads()),
-                              int64_t(layer.getNumKvHeads()),
-                              int64_t(layer.getHeadDim()),
-                              layer.getMask() != MaskKind::None,
-                              int64_t(layer.getWindow().value_or(0)),
-                              layer.getScale()->convertToFloat(),
-                              0,
-                              Type()};
+      KernelSignature prefill{
+          KernelFamily::Prefill,
+          int64_t(layer.getNumQueryHeads()),
+          int64_t(layer.getNumKvHeads()),
+          int64_t(layer.getHeadDim()),
+          layer.getMask() != MaskKind::None,
+          int64_t(layer.getWindow().value_or(0)),
+          layer.getScale()->convertToFloat(),
+          layer.getSoftcap() ? layer.getSoftcap()->convertToFloat() : 0.0f,
+          layer.getAlibi(),
+          0,
+          Type()};
       layer.setPrefillKernelAttr(
           FlatSymbolRefAttr::get(kernelFor(prefill, layer.getLoc())));
       if (KvCacheAttr cache = layer.getCacheAttr()) {

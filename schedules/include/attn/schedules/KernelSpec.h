@@ -10,7 +10,9 @@
 #ifndef ATTN_SCHEDULES_KERNELSPEC_H
 #define ATTN_SCHEDULES_KERNELSPEC_H
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -33,7 +35,10 @@ struct SdpaSchedule {
 ///   output [batch][q_len][numQueryHeads][headDim]
 /// Causal masks are aligned to the end of the keys: query i sees key j iff
 /// j <= i + (kv_len - q_len); a sliding window of W keys also requires
-/// j > i + (kv_len - q_len) - W.
+/// j > i + (kv_len - q_len) - W. The logit of (i, j) is scale·q_i·k_j, capped
+/// to softcap·tanh(logit/softcap) when softcap > 0, plus the ALiBi bias
+/// slope_h·(j - i - (kv_len - q_len)) with `alibi` (slopes as in Press et
+/// al., attn::alibiSlopes).
 struct SdpaSpec {
   std::string functionName;
   int numQueryHeads = 0;
@@ -43,6 +48,8 @@ struct SdpaSpec {
   int window = 0; ///< > 0: sliding window, query i sees only its last `window`
                   ///< keys (causal)
   float scale = 0.0f;
+  float softcap = 0.0f; ///< > 0: logits become softcap·tanh(logit/softcap)
+  bool alibi = false;   ///< add ALiBi biases slope_h·(j - i_absolute)
   SdpaSchedule schedule;
 
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
@@ -81,10 +88,32 @@ struct DecodeSpec {
   bool causal = true;
   int window = 0; ///< > 0: sliding window of that many keys (causal)
   float scale = 0.0f;
+  float softcap = 0.0f; ///< as in SdpaSpec
+  bool alibi = false;   ///< as in SdpaSpec
   DecodeSchedule schedule;
 
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
+
+/// ALiBi slopes of `heads` heads (Press et al.): 2^(-8k/n), k = 1..n, for
+/// the largest power of two n <= heads; the remaining heads take every other
+/// slope of 2n heads.
+inline std::vector<float> alibiSlopes(int heads) {
+  auto powerOfTwoSlopes = [](int n) {
+    std::vector<float> slopes;
+    for (int k = 1; k <= n; k++)
+      slopes.push_back(std::pow(2.0f, -8.0f * k / n));
+    return slopes;
+  };
+  int n = 1;
+  while (n * 2 <= heads)
+    n *= 2;
+  std::vector<float> slopes = powerOfTwoSlopes(n);
+  std::vector<float> extra = powerOfTwoSlopes(2 * n);
+  for (int k = 0; int(slopes.size()) < heads; k += 2)
+    slopes.push_back(extra[k]);
+  return slopes;
+}
 
 } // namespace attn
 
