@@ -273,6 +273,47 @@ void registerDecode() {
   }
 }
 
+struct LinearShape {
+  int tokens, in, out;
+};
+
+/// A projection: GFLOPS = 2·tokens·in·out; GBps counts the weight, read
+/// once per call (the whole traffic of a one-token decode step).
+void linear(benchmark::State &state, LinearShape s) {
+  attn::LinearSpec spec;
+  spec.functionName = "bench";
+  spec.inFeatures = s.in;
+  spec.outFeatures = s.out;
+  spec.bias = true;
+  attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
+  kernel.pipeline.compile_jit(gTarget);
+  Buffer<float> input(s.in, s.tokens), weight(s.out, s.in), bias(s.out),
+      output(s.out, s.tokens);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Buffer<float> *buffer : {&input, &weight, &bias})
+    buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  ParamMap params;
+  params.set(kernel.inputs[0], input);
+  params.set(kernel.inputs[1], weight);
+  params.set(kernel.inputs[2], bias);
+  timeKernel(state, 2.0 * s.tokens * s.in * s.out, 4.0 * s.in * s.out,
+             [&] { kernel.pipeline.realize(output, gTarget, params); });
+}
+
+void registerLinear() {
+  const LinearShape shapes[] = {
+      {1, 4096, 4096}, {16, 4096, 4096}, {512, 4096, 4096}, {512, 2048, 6144}};
+  for (const LinearShape &s : shapes) {
+    char name[128];
+    std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d", s.tokens, s.in,
+                  s.out);
+    benchmark::RegisterBenchmark(name, linear, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -293,6 +334,7 @@ int main(int argc, char **argv) {
   benchmark::AddCustomContext("halide_target", gTarget.to_string());
   registerPrefill();
   registerDecode();
+  registerLinear();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -95,6 +95,29 @@ struct DecodeSpec {
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
+/// Tunable schedule parameters of the linear (projection) kernel.
+struct LinearSchedule {
+  int vectorWidth = 0; ///< fp32 lanes; 0: the target's natural width
+  int tileVectors = 4; ///< output features per register tile, in vectors
+  int tileRows = 6;    ///< tokens per register tile
+};
+
+/// A linear layer, out = in · W + bias, the building block of projections,
+/// FFNs and output heads. Buffers (C order, float):
+///   input   [tokens][inFeatures]
+///   weight  [inFeatures][outFeatures] (the transpose of PyTorch's
+///           [out][in]: the runtime stores it so output features are
+///           contiguous, which is what the kernel vectorizes over)
+///   bias    [outFeatures] (when `bias`)
+///   output  [tokens][outFeatures]
+struct LinearSpec {
+  std::string functionName;
+  int inFeatures = 0;
+  int outFeatures = 0;
+  bool bias = false;
+  LinearSchedule schedule;
+};
+
 /// ALiBi slopes of `heads` heads (Press et al.): 2^(-8k/n), k = 1..n, for
 /// the largest power of two n <= heads; the remaining heads take every other
 /// slope of 2n heads.

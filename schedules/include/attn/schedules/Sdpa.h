@@ -32,6 +32,11 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Halide::Target &target);
 
+/// Builds the linear pipeline for `spec`. Inputs: input, weight, then bias
+/// when the spec has one; then the output.
+KernelPipeline buildLinearPipeline(const LinearSpec &spec,
+                                   const Halide::Target &target);
+
 } // namespace attn
 
 #endif // ATTN_SCHEDULES_SDPA_H

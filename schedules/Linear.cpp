@@ -1,0 +1,80 @@
+//===- Linear.cpp - out = in · W + bias in Halide -------------------------===//
+//
+// The projection kernel: a register-tiled matrix product over output
+// features (vectorized, W stored [in][out]) and tokens (unrolled), with the
+// bias folded into the accumulator's initial value. With one token (decode)
+// it is a matrix-vector product, bound by reading W once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/schedules/Sdpa.h"
+
+using namespace Halide;
+
+namespace attn {
+
+KernelPipeline buildLinearPipeline(const LinearSpec &spec,
+                                   const Target &target) {
+  const int in = spec.inFeatures, out = spec.outFeatures;
+
+  // ALGORITHM ---------------------------------------------------------------
+  ImageParam input(Float(32), 2, "input");   // (k, m): token m, feature k
+  ImageParam weight(Float(32), 2, "weight"); // (n, k): output n, input k
+  ImageParam bias(Float(32), 1, "bias");     // (n)
+  Var n("n"), m("m");
+  RDom rk(0, in, "rk");
+  // Register tiles cover whole tiles: tail tiles compute clamped rows (and,
+  // when no tile width divides the features, clamped features) that the
+  // output never stores.
+  const int vecGuess = target.natural_vector_size<float>();
+  const LinearSchedule &s = spec.schedule;
+  const int vec = s.vectorWidth > 0 ? s.vectorWidth : vecGuess;
+  int tileN = std::min(s.tileVectors * vec, out);
+  if (out % vec == 0)
+    while (out % tileN != 0)
+      tileN -= vec;
+  Expr row = min(m, input.dim(1).extent() - 1);
+  Expr feature = out % tileN == 0 ? Expr(n) : min(n, out - 1);
+  Func accumulate("accumulate");
+  accumulate(n, m) = spec.bias ? bias(feature) : 0.0f;
+  accumulate(n, m) += input(rk, row) * weight(feature, rk);
+  Func output("output");
+  output(n, m) = accumulate(n, m);
+
+  input.dim(0).set_min(0).set_extent(in).set_stride(1);
+  input.dim(1).set_min(0).set_stride(in);
+  weight.dim(0).set_min(0).set_extent(out).set_stride(1);
+  weight.dim(1).set_min(0).set_extent(in).set_stride(out);
+  bias.dim(0).set_min(0).set_extent(out).set_stride(1);
+  output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
+  output.output_buffer().dim(1).set_min(0).set_stride(out);
+
+  // SCHEDULE ----------------------------------------------------------------
+  // Register tiles of tileVectors vectors of output features x tileRows
+  // tokens, accumulated over all input features.
+  // Measured: see the linear/ benchmarks of attn-bench.
+  const TailStrategy guard = TailStrategy::GuardWithIf;
+  Var ni("ni"), mi("mi"), no("no"), mo("mo");
+  // One task per tileN output features: its slice of W (inFeatures x tileN)
+  // stays in L2 while every token tile passes over it.
+  output.split(n, no, ni, tileN, guard)
+      .split(m, mo, mi, s.tileRows, guard)
+      .reorder(ni, mi, mo, no)
+      .parallel(no)
+      .vectorize(ni, vec, guard);
+  // Whole tiles, so the register tile has constant extents (reads are
+  // clamped above).
+  accumulate.compute_at(output, mo)
+      .bound_extent(n, tileN)
+      .bound_extent(m, s.tileRows)
+      .vectorize(n, vec, guard)
+      .unroll(m);
+  accumulate.update().reorder(n, m, rk).vectorize(n, vec, guard).unroll(m);
+
+  std::vector<ImageParam> inputs = {input, weight};
+  if (spec.bias)
+    inputs.push_back(bias);
+  return {Pipeline(output), inputs};
+}
+
+} // namespace attn
