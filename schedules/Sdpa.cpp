@@ -3,8 +3,9 @@
 // Flash-style attention: per (batch, head, block of queryBlock query rows) a
 // running online-softmax state (row max m, row sum l, unnormalized output o)
 // is updated once per chunk of kvChunk keys; the score matrix never exists
-// beyond one block x one chunk (32 x 256 floats by default, L1-resident).
-// Causal chunks entirely above the diagonal are skipped, not masked.
+// beyond one block x one chunk (128 x 256 floats by default, L2-resident).
+// Chunks no row of a block sees (causal, sliding window) are skipped, not
+// masked.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,6 +121,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // chunk: S = Q·Kᵀ in (2 vectors of rows) x qkTileKeys register tiles, row
   // max / exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x
   // (4 vectors of d) register tiles, then the online-softmax update.
+  // Measured (bench/README.md, 2 Zen 4 cores): 59-73% of the fp32 FMA peak
+  // for full attention at S >= 2048, 49-58% causal, 36-38% causal at S=512.
   const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
                                         : target.natural_vector_size<float>();
   Var io("io"), task("task"), si("si"), sj("sj"), so("so"), sjo("sjo");
