@@ -16,7 +16,7 @@
 
 #include "Roofline.h"
 
-#include "attn/schedules/Sdpa.h"
+#include "attn/schedules/Pipelines.h"
 
 #include <benchmark/benchmark.h>
 

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/schedules/Sdpa.h"
+#include "attn/schedules/Pipelines.h"
 
 #include "Common.h"
 

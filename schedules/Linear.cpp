@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/schedules/Sdpa.h"
+#include "attn/schedules/Pipelines.h"
 
 using namespace Halide;
 

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/schedules/Sdpa.h"
+#include "attn/schedules/Pipelines.h"
 
 #include "Common.h"
 

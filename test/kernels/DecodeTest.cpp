@@ -12,7 +12,7 @@
 #include "Reference.h"
 
 #include "attn/runtime/KvCache.h"
-#include "attn/schedules/Sdpa.h"
+#include "attn/schedules/Pipelines.h"
 
 #include <gtest/gtest.h>
 

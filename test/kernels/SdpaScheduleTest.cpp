@@ -15,7 +15,7 @@
 
 #include "Reference.h"
 
-#include "attn/schedules/Sdpa.h"
+#include "attn/schedules/Pipelines.h"
 
 #include <gtest/gtest.h>
 

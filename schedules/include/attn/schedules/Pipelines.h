@@ -1,7 +1,7 @@
-//===- Sdpa.h - scaled dot-product attention in Halide ----------*- C++ -*-===//
+//===- Pipelines.h - the Halide pipelines of every kernel family -*- C++ -*-===//
 
-#ifndef ATTN_SCHEDULES_SDPA_H
-#define ATTN_SCHEDULES_SDPA_H
+#ifndef ATTN_SCHEDULES_PIPELINES_H
+#define ATTN_SCHEDULES_PIPELINES_H
 
 #include "attn/schedules/KernelSpec.h"
 
@@ -39,4 +39,4 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
 
 } // namespace attn
 
-#endif // ATTN_SCHEDULES_SDPA_H
+#endif // ATTN_SCHEDULES_PIPELINES_H
