@@ -9,6 +9,8 @@
 
 #include "attn/schedules/Pipelines.h"
 
+#include <cmath>
+
 using namespace Halide;
 
 namespace attn {
@@ -29,8 +31,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int vecGuess = target.natural_vector_size<float>();
   const LinearSchedule &s = spec.schedule;
   const int vec = s.vectorWidth > 0 ? s.vectorWidth : vecGuess;
+  const bool rope = spec.ropeTheta > 0.0f;
+  const int headDim = spec.ropeHeadDim;
   int tileN = std::min(s.tileVectors * vec, out);
-  if (out % vec == 0)
+  if (rope) // whole heads per tile: a feature's RoPE partner is in its tile
+    tileN = headDim * std::max(1, tileN / headDim);
+  else if (out % vec == 0)
     while (out % tileN != 0)
       tileN -= vec;
   Expr row = min(m, input.dim(1).extent() - 1);
@@ -39,7 +45,30 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   accumulate(n, m) = spec.bias ? bias(feature) : 0.0f;
   accumulate(n, m) += input(rk, row) * weight(feature, rk);
   Func output("output");
-  output(n, m) = accumulate(n, m);
+  ImageParam positions(Int(32), 1, "positions"); // (m)
+  if (rope) {
+    // Inverse frequencies, embedded in the generated code.
+    Buffer<float> inverseFrequency(headDim / 2, "rope_inverse_frequency");
+    for (int i = 0; i < headDim / 2; i++)
+      inverseFrequency(i) =
+          float(std::pow(double(spec.ropeTheta), -2.0 * i / double(headDim)));
+    Expr i = n % headDim, half = headDim / 2;
+    // Always inside n's tile (tiles hold whole heads); the clamp tells
+    // Halide's bounds inference so.
+    Expr tileStart = n / tileN * tileN;
+    Expr partner =
+        clamp(n - i + (i + half) % headDim, tileStart, tileStart + tileN - 1);
+    Expr angle = cast<float>(positions(row)) *
+                 inverseFrequency(clamp(i % half, 0, half - 1));
+    Expr rotated =
+        accumulate(n, m) * cos(angle) +
+        select(i < half, -1.0f, 1.0f) * accumulate(partner, m) * sin(angle);
+    output(n, m) =
+        select(n < spec.ropeHeads * headDim, rotated, accumulate(n, m));
+    positions.dim(0).set_min(0).set_stride(1);
+  } else {
+    output(n, m) = accumulate(n, m);
+  }
 
   input.dim(0).set_min(0).set_extent(in).set_stride(1);
   input.dim(1).set_min(0).set_stride(in);
@@ -75,6 +104,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   std::vector<ImageParam> inputs = {input, weight};
   if (spec.bias)
     inputs.push_back(bias);
+  if (rope)
+    inputs.push_back(positions);
   return {Pipeline(output), inputs};
 }
 

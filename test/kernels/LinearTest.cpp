@@ -22,6 +22,9 @@ struct LinearCase {
   int in, out, tokens;
   bool bias;
   attn::LinearSchedule schedule;
+  // RoPE on the first ropeHeads heads of ropeHeadDim features (0: none).
+  int ropeHeads = 0, ropeHeadDim = 0;
+  float ropeTheta = 0.0f;
 };
 
 class LinearTest : public testing::TestWithParam<LinearCase> {};
@@ -34,6 +37,9 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.outFeatures = c.out;
   spec.bias = c.bias;
   spec.schedule = c.schedule;
+  spec.ropeHeads = c.ropeHeads;
+  spec.ropeHeadDim = c.ropeHeadDim;
+  spec.ropeTheta = c.ropeTheta;
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
   kernel.pipeline.compile_jit(target);
@@ -42,6 +48,9 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   std::vector<float> x = randomVector(size_t(c.tokens) * c.in, rng),
                      w = randomVector(size_t(c.in) * c.out, rng),
                      b = randomVector(c.out, rng);
+  std::vector<int32_t> pos(c.tokens);
+  for (int m = 0; m < c.tokens; m++)
+    pos[m] = (m * 977) % 4096; // out of order, up to 4K
   Halide::Buffer<float> input(x.data(), c.in, c.tokens),
       weight(w.data(), c.out, c.in), bias(b.data(), c.out),
       output(c.out, c.tokens);
@@ -50,16 +59,34 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   params.set(kernel.inputs[1], weight);
   if (c.bias)
     params.set(kernel.inputs[2], bias);
+  Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
+  if (c.ropeTheta > 0)
+    params.set(kernel.inputs[c.bias ? 3 : 2], positions);
   kernel.pipeline.realize(output, target, params);
 
   double worst = 0;
-  for (int m = 0; m < c.tokens; m++)
+  std::vector<double> linear(c.out);
+  for (int m = 0; m < c.tokens; m++) {
     for (int n = 0; n < c.out; n++) {
-      double expected = c.bias ? b[n] : 0.0;
+      linear[n] = c.bias ? b[n] : 0.0;
       for (int k = 0; k < c.in; k++)
-        expected += double(x[size_t(m) * c.in + k]) * w[size_t(k) * c.out + n];
+        linear[n] += double(x[size_t(m) * c.in + k]) * w[size_t(k) * c.out + n];
+    }
+    for (int n = 0; n < c.out; n++) {
+      double expected = linear[n];
+      if (c.ropeTheta > 0 && n < c.ropeHeads * c.ropeHeadDim) {
+        // rotate_half: feature i pairs with i ± d/2; fp32 angles.
+        int d = c.ropeHeadDim, half = d / 2, i = n % d;
+        float frequency =
+            float(std::pow(double(c.ropeTheta), -2.0 * (i % half) / double(d)));
+        double angle = double(float(pos[m]) * frequency);
+        int partner = n - i + (i + half) % d;
+        expected = linear[n] * std::cos(angle) +
+                   (i < half ? -1.0 : 1.0) * linear[partner] * std::sin(angle);
+      }
       worst = std::max(worst, std::fabs(output(n, m) - expected));
     }
+  }
   EXPECT_LE(worst, 1e-5 * std::sqrt(double(c.in)));
 }
 
@@ -70,6 +97,10 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{100, 37, 13, true, {}},  // odd everything
                     LinearCase{13, 5, 1, false, {}},    // tiny
                     LinearCase{256, 1000, 33, true, {0, 2, 4}},
-                    LinearCase{128, 80, 25, false, {8, 1, 1}}));
+                    LinearCase{128, 80, 25, false, {8, 1, 1}},
+                    // Fused QKV with RoPE on Q and K: 4 query + 2 KV heads
+                    // of 16 (rotated), then 2 V heads (not rotated).
+                    LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f},
+                    LinearCase{96, 8 * 64, 9, false, {}, 6, 64, 500000.0f}));
 
 } // namespace

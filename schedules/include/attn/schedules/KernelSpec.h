@@ -110,11 +110,21 @@ struct LinearSchedule {
 ///           contiguous, which is what the kernel vectorizes over)
 ///   bias    [outFeatures] (when `bias`)
 ///   output  [tokens][outFeatures]
+///
+/// With `ropeTheta` > 0 the first `ropeHeads` heads of `ropeHeadDim` output
+/// features (the Q and K parts of a fused QKV projection) are rotated by
+/// their token's position (Hugging Face's rotate_half convention: feature i
+/// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
+/// headDim/2, angles in fp32 like the reference implementations); the kernel
+/// then takes `positions` [tokens] int32 after the bias.
 struct LinearSpec {
   std::string functionName;
   int inFeatures = 0;
   int outFeatures = 0;
   bool bias = false;
+  float ropeTheta = 0.0f;
+  int ropeHeads = 0;
+  int ropeHeadDim = 0;
   LinearSchedule schedule;
 };
 

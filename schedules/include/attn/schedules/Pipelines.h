@@ -1,4 +1,5 @@
-//===- Pipelines.h - the Halide pipelines of every kernel family -*- C++ -*-===//
+//===- Pipelines.h - the Halide pipelines of every kernel family -*- C++
+//-*-===//
 
 #ifndef ATTN_SCHEDULES_PIPELINES_H
 #define ATTN_SCHEDULES_PIPELINES_H
