@@ -12,6 +12,23 @@ using mlir::attn::ModelOp;
 
 namespace attnc {
 
+namespace {
+/// What prefill and decode specs share: the attention the kernel computes.
+template <class Spec>
+void fillAttentionFields(Spec &spec, KernelOp kernel, const std::string &name) {
+  spec.functionName = name;
+  spec.numQueryHeads = kernel.getNumQueryHeads();
+  spec.numKvHeads = kernel.getNumKvHeads();
+  spec.headDim = kernel.getHeadDim();
+  spec.causal = kernel.getCausal();
+  spec.window = kernel.getWindow().value_or(0);
+  spec.scale = kernel.getScale().convertToFloat();
+  spec.softcap =
+      kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0f;
+  spec.alibi = kernel.getAlibi();
+}
+} // namespace
+
 LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
   auto models = module.getOps<ModelOp>();
   if (std::distance(models.begin(), models.end()) != 1)
@@ -28,16 +45,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
     std::string name = prefix + kernel.getSymName().str();
     if (kernel.getFamily() == KernelFamily::Prefill) {
       ::attn::SdpaSpec spec;
-      spec.functionName = name;
-      spec.numQueryHeads = kernel.getNumQueryHeads();
-      spec.numKvHeads = kernel.getNumKvHeads();
-      spec.headDim = kernel.getHeadDim();
-      spec.causal = kernel.getCausal();
-      spec.window = kernel.getWindow().value_or(0);
-      spec.scale = kernel.getScale().convertToFloat();
-      spec.softcap =
-          kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0f;
-      spec.alibi = kernel.getAlibi();
+      fillAttentionFields(spec, kernel, name);
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.queryBlock = schedule->getQueryBlock();
       spec.schedule.kvChunk = schedule->getKvChunk();
@@ -46,21 +54,12 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       specs.prefill.push_back(spec);
     } else {
       ::attn::DecodeSpec spec;
-      spec.functionName = name;
-      spec.numQueryHeads = kernel.getNumQueryHeads();
-      spec.numKvHeads = kernel.getNumKvHeads();
-      spec.headDim = kernel.getHeadDim();
+      fillAttentionFields(spec, kernel, name);
       spec.pageSize = *kernel.getPageSize();
       Type dtype = kernel.getKvDtype().value_or(Type());
       spec.cacheElement = !dtype || dtype.isF32() ? ::attn::CacheElement::F32
                           : dtype.isF16()         ? ::attn::CacheElement::F16
                                                   : ::attn::CacheElement::BF16;
-      spec.causal = kernel.getCausal();
-      spec.window = kernel.getWindow().value_or(0);
-      spec.scale = kernel.getScale().convertToFloat();
-      spec.softcap =
-          kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0f;
-      spec.alibi = kernel.getAlibi();
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.splitKeys = schedule->getSplitKeys();
       specs.decode.push_back(spec);
