@@ -74,6 +74,15 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   layer.alibi = reader.optionalBool("alibi").value_or(false);
   if (auto theta = reader.optionalPositiveNumber("rope_theta"))
     layer.ropeTheta = float(*theta);
+  layer.projectionBias = reader.optionalBool("projection_bias").value_or(false);
+  JsonPath scalingPath;
+  if (const json::Object *scaling =
+          reader.getObject("rope_scaling", false, scalingPath)) {
+    layer.ropeScaling =
+        jsonToDictionary(*scaling, scalingPath, locator, context);
+    if (!layer.ropeScaling)
+      return false;
+  }
   std::optional<llvm::StringRef> stack = reader.optionalString("stack");
   if (stack)
     layer.stack = stack->str();

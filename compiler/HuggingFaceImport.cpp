@@ -54,6 +54,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   layer.kvHeads = *heads;
   layer.headDim = *hidden / *heads;
   layer.mask = MaskKind::Causal;
+  layer.projectionBias = gpt2; // GPT-2's c_attn and c_proj have biases
   if (!gpt2) {
     if (!config.isNull("num_key_value_heads", root))
       layer.kvHeads =
@@ -65,6 +66,19 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
               .value_or(0);
     layer.ropeTheta =
         float(config.optionalPositiveNumber("rope_theta").value_or(10000.0));
+    JsonPath scalingPath;
+    if (!config.isNull("rope_scaling", root))
+      if (const json::Object *scaling =
+              config.getObject("rope_scaling", false, scalingPath)) {
+        layer.ropeScaling =
+            jsonToDictionary(*scaling, scalingPath, locator, context);
+        if (!layer.ropeScaling)
+          return nullptr;
+      }
+    // Qwen2 always has Q/K/V biases; Llama and Mistral say so explicitly.
+    layer.projectionBias =
+        type == "qwen2" ||
+        config.optionalBool("attention_bias").value_or(false);
     // Mistral: sliding_window (int or null); Qwen2: only with
     // use_sliding_window.
     bool windowed = !config.isNull("sliding_window", root) &&
@@ -120,6 +134,7 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
   encoder.queryHeads = encoder.kvHeads = *encoderHeads;
   encoder.headDim = *dModel / *encoderHeads;
   encoder.stack = "encoder";
+  encoder.projectionBias = true; // Marian and BART projections have biases
   for (int64_t i = 0; i < *encoderLayers; i++)
     builder.addLayer(encoder, loc);
   // Each decoder layer: masked self-attention over its growing cache, then
@@ -129,6 +144,7 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
   self.headDim = *dModel / *decoderHeads;
   self.mask = MaskKind::Causal;
   self.stack = cross.stack = "decoder";
+  self.projectionBias = true;
   self.cache =
       makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
   cross = self;

@@ -34,6 +34,7 @@ void ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.window ? builder.getI64IntegerAttr(*c.window) : IntegerAttr(),
       optionalF32(c.scale), optionalF32(c.softcap),
       c.alibi ? builder.getUnitAttr() : UnitAttr(), optionalF32(c.ropeTheta),
+      c.ropeScaling, c.projectionBias ? builder.getUnitAttr() : UnitAttr(),
       c.cache, c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
       FlatSymbolRefAttr(), FlatSymbolRefAttr());
   (void)layer;
@@ -75,6 +76,34 @@ attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
     pageSize = maxLength;
   return attn::KvCacheAttr::getChecked([&] { return emitError(loc); }, &context,
                                        *cacheLayout, pageSize, type, maxLength);
+}
+
+DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
+                                const attn::JsonPath &path,
+                                const attn::JsonLocator &locator,
+                                MLIRContext &context) {
+  Builder builder(&context);
+  llvm::SmallVector<NamedAttribute> entries;
+  for (const auto &[key, value] : object) {
+    Attribute attr;
+    if (std::optional<int64_t> integer = value.getAsInteger())
+      attr = builder.getI64IntegerAttr(*integer);
+    else if (std::optional<double> number = value.getAsNumber())
+      attr = builder.getF32FloatAttr(float(*number));
+    else if (std::optional<llvm::StringRef> text = value.getAsString())
+      attr = builder.getStringAttr(*text);
+    else if (std::optional<bool> flag = value.getAsBoolean())
+      attr = builder.getBoolAttr(*flag);
+    if (!attr) {
+      attn::JsonPath at = path;
+      at.push_back(key.str());
+      emitError(locator.at(at))
+          << "'" << key.str() << "' must be a number, string or boolean";
+      return {};
+    }
+    entries.push_back(builder.getNamedAttr(key.str(), attr));
+  }
+  return builder.getDictionaryAttr(entries);
 }
 
 bool isCIdentifier(llvm::StringRef name) {

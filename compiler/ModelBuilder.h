@@ -7,6 +7,7 @@
 #include "DescriptionImport.h"
 
 #include "attn/AttnOps.h"
+#include "attn/JsonReader.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -20,8 +21,10 @@ struct LayerConfig {
   std::optional<int64_t> window;
   std::optional<float> scale, softcap, ropeTheta;
   bool alibi = false;
-  mlir::attn::KvCacheAttr cache; ///< null: the layer never decodes
-  std::string stack;             ///< "encoder", "decoder" or empty
+  bool projectionBias = false;
+  mlir::DictionaryAttr ropeScaling; ///< null: none
+  mlir::attn::KvCacheAttr cache;    ///< null: the layer never decodes
+  std::string stack;                ///< "encoder", "decoder" or empty
 };
 
 /// Creates `module { attn.model @name {...} }` and appends layers named
@@ -49,6 +52,14 @@ mlir::attn::KvCacheAttr makeKvCache(mlir::MLIRContext &context,
                                     int64_t pageSize, llvm::StringRef dtype,
                                     int64_t maxLength,
                                     const ImportOptions &options);
+
+/// A flat JSON object of numbers, strings and booleans (a RoPE scaling rule)
+/// as a DictionaryAttr; reports anything else at its location and returns
+/// null.
+mlir::DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
+                                      const mlir::attn::JsonPath &path,
+                                      const mlir::attn::JsonLocator &locator,
+                                      mlir::MLIRContext &context);
 
 /// Whether `name` can prefix C symbols.
 bool isCIdentifier(llvm::StringRef name);

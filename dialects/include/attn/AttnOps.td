@@ -106,7 +106,9 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     defaults to 1/sqrt(head_dim) (`--attn-materialize-defaults` writes it
     out); `softcap` caps logits as softcap·tanh(logit/softcap); `alibi` adds
     ALiBi position biases; `rope_theta`
-    enables rotary positions. `cache` is absent for layers that never decode
+    enables rotary positions and `rope_scaling` carries a scaling rule as
+    its source states it (e.g. `{rope_type = "llama3", factor = 8.0}`);
+    `projection_bias` says the Q/K/V/output projections have biases. `cache` is absent for layers that never decode
     (an encoder's self-attention). `stack` is `encoder` or `decoder` in
     encoder-decoder models. `prefill_kernel` and `decode_kernel` name the
     kernels `--attn-specialize-kernels` chose.
@@ -127,6 +129,8 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<F32Attr>:$softcap,
                        UnitAttr:$alibi,
                        OptionalAttr<F32Attr>:$rope_theta,
+                       OptionalAttr<DictionaryAttr>:$rope_scaling,
+                       UnitAttr:$projection_bias,
                        OptionalAttr<Attn_KvCacheAttr>:$cache,
                        OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$prefill_kernel,
