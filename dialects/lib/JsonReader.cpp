@@ -218,36 +218,34 @@ JsonObjectReader::requiredString(llvm::StringRef key) {
   return optionalString(key);
 }
 
-const json::Object *JsonObjectReader::getObject(llvm::StringRef key,
-                                                bool required,
-                                                JsonPath &childPath) {
+const json::Value *JsonObjectReader::findChild(llvm::StringRef key,
+                                               bool required, bool isObject,
+                                               JsonPath &childPath) {
   const json::Value *value = find(key, required);
   if (!value)
     return nullptr;
-  const json::Object *child = value->getAsObject();
-  if (!child) {
-    error(key, "'" + key + "' must be an object");
+  if (isObject ? !value->getAsObject() : !value->getAsArray()) {
+    error(key,
+          "'" + key + "' must be " + (isObject ? "an object" : "an array"));
     return nullptr;
   }
   childPath = path;
   childPath.push_back(key.str());
-  return child;
+  return value;
+}
+
+const json::Object *JsonObjectReader::getObject(llvm::StringRef key,
+                                                bool required,
+                                                JsonPath &childPath) {
+  const json::Value *value = findChild(key, required, true, childPath);
+  return value ? value->getAsObject() : nullptr;
 }
 
 const json::Array *JsonObjectReader::getArray(llvm::StringRef key,
                                               bool required,
                                               JsonPath &childPath) {
-  const json::Value *value = find(key, required);
-  if (!value)
-    return nullptr;
-  const json::Array *child = value->getAsArray();
-  if (!child) {
-    error(key, "'" + key + "' must be an array");
-    return nullptr;
-  }
-  childPath = path;
-  childPath.push_back(key.str());
-  return child;
+  const json::Value *value = findChild(key, required, false, childPath);
+  return value ? value->getAsArray() : nullptr;
 }
 
 bool JsonObjectReader::finish() {

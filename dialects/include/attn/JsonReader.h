@@ -101,6 +101,9 @@ public:
 
 private:
   const llvm::json::Value *find(llvm::StringRef key, bool required);
+  /// The value of `key` if it is an object (or an array), with its path.
+  const llvm::json::Value *findChild(llvm::StringRef key, bool required,
+                                     bool isObject, JsonPath &childPath);
 
   const llvm::json::Object &object;
   JsonPath path;
