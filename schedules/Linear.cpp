@@ -15,6 +15,34 @@ using namespace Halide;
 
 namespace attn {
 
+namespace {
+/// `f` followed by `activation`, elementwise (inlined by default).
+Func applyActivation(Func f, Activation activation) {
+  if (activation == Activation::None)
+    return f;
+  Var n("n"), m("m");
+  Expr x = f(n, m);
+  Func activated("activated");
+  switch (activation) {
+  case Activation::GeluTanh: {
+    const float sqrt2OverPi = 0.7978845608028654f;
+    activated(n, m) =
+        0.5f * x * (1.0f + tanh(sqrt2OverPi * (x + 0.044715f * x * x * x)));
+    break;
+  }
+  case Activation::Relu:
+    activated(n, m) = max(x, 0.0f);
+    break;
+  case Activation::Silu:
+    activated(n, m) = x / (1.0f + exp(-x));
+    break;
+  case Activation::None:
+    break;
+  }
+  return activated;
+}
+} // namespace
+
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Target &target) {
   const int in = spec.inFeatures, out = spec.outFeatures;
@@ -69,6 +97,15 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   } else {
     output(n, m) = accumulate(n, m);
   }
+  output = applyActivation(output, spec.activation);
+  ImageParam residual(Float(32), 2, "residual"); // (n, m)
+  if (spec.residual) {
+    Func withResidual("with_residual");
+    withResidual(n, m) = output(n, m) + residual(n, m);
+    output = withResidual;
+    residual.dim(0).set_min(0).set_extent(out).set_stride(1);
+    residual.dim(1).set_min(0).set_stride(out);
+  }
 
   input.dim(0).set_min(0).set_extent(in).set_stride(1);
   input.dim(1).set_min(0).set_stride(in);
@@ -79,6 +116,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   output.output_buffer().dim(1).set_min(0).set_stride(out);
 
   // SCHEDULE ----------------------------------------------------------------
+  // The activation and residual stages, when there are any, are inlined into
+  // the store of each register tile.
   // Register tiles of tileVectors vectors of output features x tileRows
   // tokens, accumulated over all input features.
   // Measured (bench/README.md): 57-77% of the fp32 FMA peak at 512 tokens;
@@ -106,6 +145,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     inputs.push_back(bias);
   if (rope)
     inputs.push_back(positions);
+  if (spec.residual)
+    inputs.push_back(residual);
   return {Pipeline(output), inputs};
 }
 

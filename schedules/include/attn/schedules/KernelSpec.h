@@ -102,13 +102,24 @@ struct LinearSchedule {
   int tileRows = 6;    ///< tokens per register tile
 };
 
-/// A linear layer, out = in · W + bias, the building block of projections,
-/// FFNs and output heads. Buffers (C order, float):
+/// An elementwise activation applied to a linear layer's output.
+enum class Activation {
+  None,
+  GeluTanh, ///< 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), GPT-2's "gelu_new"
+  Relu,
+  Silu, ///< x·sigmoid(x)
+};
+
+/// A linear layer, out = act(in · W + bias) + residual, the building block of
+/// projections, FFNs and output heads. Buffers (C order, float):
 ///   input   [tokens][inFeatures]
 ///   weight  [inFeatures][outFeatures] (the transpose of PyTorch's
 ///           [out][in]: the runtime stores it so output features are
 ///           contiguous, which is what the kernel vectorizes over)
 ///   bias    [outFeatures] (when `bias`)
+///   residual [tokens][outFeatures] (when `residual`: added after the
+///           activation, so an output projection or FFN down projection
+///           finishes its block's residual connection in one pass)
 ///   output  [tokens][outFeatures]
 ///
 /// With `ropeTheta` > 0 the first `ropeHeads` heads of `ropeHeadDim` output
@@ -116,16 +127,54 @@ struct LinearSchedule {
 /// their token's position (Hugging Face's rotate_half convention: feature i
 /// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
 /// headDim/2, angles in fp32 like the reference implementations); the kernel
-/// then takes `positions` [tokens] int32 after the bias.
+/// then takes `positions` [tokens] int32 after the bias. Inputs in order:
+/// input, weight, [bias], [positions], [residual].
 struct LinearSpec {
   std::string functionName;
   int inFeatures = 0;
   int outFeatures = 0;
   bool bias = false;
+  Activation activation = Activation::None;
+  bool residual = false;
   float ropeTheta = 0.0f;
   int ropeHeads = 0;
   int ropeHeadDim = 0;
   LinearSchedule schedule;
+};
+
+/// Layer norm, (x - mean)/sqrt(var + eps)·weight + bias, or RMS norm,
+/// x/sqrt(mean(x²) + eps)·weight, over each token's features. Statistics in
+/// fp32, variance of the centred values (no E[x²] - E[x]² cancellation).
+/// Buffers (C order, float):
+///   input  [tokens][dim]
+///   weight [dim]
+///   bias   [dim] (layer norm only)
+///   output [tokens][dim]
+enum class NormKind { LayerNorm, RmsNorm };
+struct NormSpec {
+  std::string functionName;
+  NormKind kind = NormKind::LayerNorm;
+  int dim = 0;
+  float eps = 1e-5f;
+};
+
+/// Token embedding plus positions. `Sinusoidal` adds Vaswani et al.'s table
+/// (channel 2i: sin(pos/10000^(2i/dim)), channel 2i+1: the cosine), computed
+/// in the kernel; `Learned` adds rows of a position table. Buffers:
+///   tokens         [tokens] int32, each in [0, vocabSize)
+///   positions      [tokens] int32, each in [0, maxPositions)
+///   table          [vocabSize][dim] float
+///   position_table [maxPositions][dim] float (Learned only)
+///   output         [tokens][dim] float
+/// Ids outside their range are clamped (the runtime rejects them before a
+/// kernel runs; the clamp only keeps a bad id from reading out of bounds).
+enum class PositionKind { None, Sinusoidal, Learned };
+struct EmbeddingSpec {
+  std::string functionName;
+  int vocabSize = 0;
+  int dim = 0;
+  PositionKind positions = PositionKind::None;
+  int maxPositions = 0;
 };
 
 /// ALiBi slopes of `heads` heads (Press et al.): 2^(-8k/n), k = 1..n, for

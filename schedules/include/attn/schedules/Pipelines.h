@@ -33,10 +33,20 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Halide::Target &target);
 
-/// Builds the linear pipeline for `spec`. Inputs: input, weight, then bias
-/// when the spec has one; then the output.
+/// Builds the linear pipeline for `spec`. Inputs: input, weight, then bias,
+/// positions and residual when the spec has them; then the output.
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
+
+/// Builds the layer / RMS norm pipeline. Inputs: input, weight, then bias
+/// for layer norm; then the output.
+KernelPipeline buildNormPipeline(const NormSpec &spec,
+                                 const Halide::Target &target);
+
+/// Builds the embedding pipeline. Inputs: tokens, positions, table, then
+/// position_table for learned positions; then the output.
+KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
+                                      const Halide::Target &target);
 
 } // namespace attn
 

@@ -1,0 +1,71 @@
+//===- Embedding.cpp - token embedding plus positions in Halide -----------===//
+//
+// A gather of table rows, plus the position encoding. Memory-bound: one row
+// of the table (and of the position table) read per token.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/schedules/Pipelines.h"
+
+#include <cmath>
+
+using namespace Halide;
+
+namespace attn {
+
+KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
+                                      const Target &target) {
+  const int dim = spec.dim;
+
+  // ALGORITHM ---------------------------------------------------------------
+  ImageParam tokens(Int(32), 1, "tokens");                  // (t)
+  ImageParam positions(Int(32), 1, "positions");            // (t)
+  ImageParam table(Float(32), 2, "table");                  // (c, id)
+  ImageParam positionTable(Float(32), 2, "position_table"); // (c, position)
+  Var c("c"), t("t");
+  Expr token = clamp(tokens(t), 0, spec.vocabSize - 1);
+  Expr position = positions(t);
+  Expr positionTerm = 0.0f;
+  if (spec.positions == PositionKind::Learned) {
+    positionTerm = positionTable(c, clamp(position, 0, spec.maxPositions - 1));
+    positionTable.dim(0).set_min(0).set_extent(dim).set_stride(1);
+    positionTable.dim(1)
+        .set_min(0)
+        .set_extent(spec.maxPositions)
+        .set_stride(dim);
+  } else if (spec.positions == PositionKind::Sinusoidal) {
+    // The reference computes pos / 10000^(2i/dim) in fp32 with a rounded
+    // fp32 denominator; so does the kernel, from an embedded table.
+    Buffer<float> denominator(std::max(1, (dim + 1) / 2), "sinusoid_period");
+    for (int i = 0; i < denominator.width(); i++)
+      denominator(i) = float(std::pow(10000.0, 2.0 * i / dim));
+    Expr angle = cast<float>(position) / denominator(c / 2);
+    positionTerm = select(c % 2 == 0, sin(angle), cos(angle));
+  }
+  Func output("output");
+  output(c, t) = table(c, token) + positionTerm;
+
+  tokens.dim(0).set_min(0).set_stride(1);
+  positions.dim(0).set_min(0).set_stride(1);
+  tokens.dim(0).set_extent(output.output_buffer().dim(1).extent());
+  positions.dim(0).set_extent(output.output_buffer().dim(1).extent());
+  table.dim(0).set_min(0).set_extent(dim).set_stride(1);
+  table.dim(1).set_min(0).set_extent(spec.vocabSize).set_stride(dim);
+  output.output_buffer().dim(0).set_min(0).set_extent(dim).set_stride(1);
+  output.output_buffer().dim(1).set_min(0).set_stride(dim);
+
+  // SCHEDULE ----------------------------------------------------------------
+  // Tasks of 16 tokens, rows vectorized. Measured: memory-bound like a copy.
+  const int vec = target.natural_vector_size<float>();
+  Var to("to"), ti("ti");
+  output.split(t, to, ti, 16, TailStrategy::GuardWithIf)
+      .parallel(to)
+      .vectorize(c, vec, TailStrategy::GuardWithIf);
+
+  std::vector<ImageParam> inputs = {tokens, positions, table};
+  if (spec.positions == PositionKind::Learned)
+    inputs.push_back(positionTable);
+  return {Pipeline(output), inputs};
+}
+
+} // namespace attn

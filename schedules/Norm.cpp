@@ -1,0 +1,77 @@
+//===- Norm.cpp - layer norm and RMS norm in Halide -----------------------===//
+//
+// One token's features in, the same features normalized out. Memory-bound:
+// each row is read twice from L1 (mean, then centred variance) and written
+// once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/schedules/Pipelines.h"
+
+using namespace Halide;
+
+namespace attn {
+
+KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
+  const int dim = spec.dim;
+  const bool layerNorm = spec.kind == NormKind::LayerNorm;
+
+  // ALGORITHM ---------------------------------------------------------------
+  ImageParam input(Float(32), 2, "input"); // (c, t): token t, feature c
+  ImageParam weight(Float(32), 1, "weight");
+  ImageParam bias(Float(32), 1, "bias");
+  Var c("c"), t("t"), lane("lane");
+  RDom r(0, dim, "r");
+  Func mean("mean"), meanSquare("mean_square"), output("output");
+  if (layerNorm) {
+    mean(t) = 0.0f;
+    mean(t) += input(r, t);
+    Expr centred = input(r, t) - mean(t) / dim;
+    meanSquare(t) = 0.0f;
+    meanSquare(t) += centred * centred;
+    Expr inverseDeviation = 1.0f / sqrt(meanSquare(t) / dim + spec.eps);
+    output(c, t) =
+        (input(c, t) - mean(t) / dim) * inverseDeviation * weight(c) + bias(c);
+  } else {
+    meanSquare(t) = 0.0f;
+    meanSquare(t) += input(r, t) * input(r, t);
+    output(c, t) =
+        input(c, t) / sqrt(meanSquare(t) / dim + spec.eps) * weight(c);
+  }
+
+  input.dim(0).set_min(0).set_extent(dim).set_stride(1);
+  input.dim(1).set_min(0).set_stride(dim);
+  weight.dim(0).set_min(0).set_extent(dim).set_stride(1);
+  bias.dim(0).set_min(0).set_extent(dim).set_stride(1);
+  output.output_buffer().dim(0).set_min(0).set_extent(dim).set_stride(1);
+  output.output_buffer().dim(1).set_min(0).set_stride(dim);
+
+  // SCHEDULE ----------------------------------------------------------------
+  // Tasks of 8 tokens; per token, the reductions run as `vec` independent
+  // lanes (rfactor) summed at the end, and the output is vectorized.
+  // Measured (bench/README.md, norm rows): memory-bound like a copy.
+  const int vec = target.natural_vector_size<float>();
+  Var to("to"), ti("ti");
+  output.split(t, to, ti, 8, TailStrategy::GuardWithIf)
+      .parallel(to)
+      .vectorize(c, vec, TailStrategy::GuardWithIf);
+  std::vector<Func> reductions = {meanSquare};
+  if (layerNorm)
+    reductions.insert(reductions.begin(), mean);
+  for (Func reduction : reductions) {
+    reduction.compute_at(output, ti);
+    if (dim % vec == 0 && dim >= 2 * vec) {
+      RVar ro("ro"), ri("ri");
+      Func lanes = reduction.update().split(r, ro, ri, vec).rfactor(ri, lane);
+      lanes.compute_at(output, ti).vectorize(lane);
+      lanes.update().vectorize(lane);
+    }
+  }
+
+  std::vector<ImageParam> inputs = {input, weight};
+  if (layerNorm)
+    inputs.push_back(bias);
+  return {Pipeline(output), inputs};
+}
+
+} // namespace attn

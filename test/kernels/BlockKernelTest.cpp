@@ -1,0 +1,230 @@
+//===- BlockKernelTest.cpp - norm, embedding and fused linear epilogues ---===//
+//
+// JIT-compiled pipelines for the rest of a transformer block against double
+// references, over odd and round sizes and 1 to 37 tokens.
+// Tolerances (fp32 kernels, inputs in [-1, 1]):
+// - norms: 1e-5 absolute; outputs are O(1) (weights in [-1, 1]) and each is
+//   a handful of roundings after an fp32 mean and variance over `dim` terms;
+// - embedding: 1e-6; a copy plus one sin/cos of an fp32 angle (positions
+//   below 4096 keep the angle's rounding under 1e-6 relative);
+// - linear with an activation and a residual: 1e-5·sqrt(in), as in
+//   LinearTest, since the activations are 1-Lipschitz.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Reference.h"
+
+#include "attn/schedules/Pipelines.h"
+
+#include <gtest/gtest.h>
+
+using namespace attn::test;
+
+namespace {
+
+Halide::Target jitTarget() { return Halide::get_jit_target_from_environment(); }
+
+struct NormCase {
+  attn::NormKind kind;
+  int dim, tokens;
+};
+
+class NormTest : public testing::TestWithParam<NormCase> {};
+
+TEST_P(NormTest, MatchesDoubleReference) {
+  const NormCase &c = GetParam();
+  attn::NormSpec spec;
+  spec.functionName = "norm";
+  spec.kind = c.kind;
+  spec.dim = c.dim;
+  spec.eps = 1e-5f;
+  attn::KernelPipeline kernel = attn::buildNormPipeline(spec, jitTarget());
+  kernel.pipeline.compile_jit(jitTarget());
+
+  std::mt19937 rng(c.dim * 7 + c.tokens);
+  std::vector<float> x = randomVector(size_t(c.tokens) * c.dim, rng),
+                     w = randomVector(c.dim, rng), b = randomVector(c.dim, rng);
+  for (int i = 0; i < c.dim; i++) // an offset the mean must remove
+    x[i] += 3.0f;
+  Halide::Buffer<float> input(x.data(), c.dim, c.tokens),
+      weight(w.data(), c.dim), bias(b.data(), c.dim), output(c.dim, c.tokens);
+  Halide::ParamMap params;
+  params.set(kernel.inputs[0], input);
+  params.set(kernel.inputs[1], weight);
+  if (c.kind == attn::NormKind::LayerNorm)
+    params.set(kernel.inputs[2], bias);
+  kernel.pipeline.realize(output, jitTarget(), params);
+
+  double worst = 0;
+  for (int t = 0; t < c.tokens; t++) {
+    const float *row = &x[size_t(t) * c.dim];
+    double mean = 0, square = 0;
+    if (c.kind == attn::NormKind::LayerNorm) {
+      for (int i = 0; i < c.dim; i++)
+        mean += row[i];
+      mean /= c.dim;
+    }
+    for (int i = 0; i < c.dim; i++)
+      square += (row[i] - mean) * (row[i] - mean);
+    double inverse = 1 / std::sqrt(square / c.dim + 1e-5);
+    for (int i = 0; i < c.dim; i++) {
+      double expected = (row[i] - mean) * inverse * w[i] +
+                        (c.kind == attn::NormKind::LayerNorm ? b[i] : 0.0);
+      worst = std::max(worst, std::fabs(output(i, t) - expected));
+    }
+  }
+  EXPECT_LE(worst, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NormTest,
+    testing::Values(NormCase{attn::NormKind::LayerNorm, 128, 1},
+                    NormCase{attn::NormKind::LayerNorm, 128, 37},
+                    NormCase{attn::NormKind::LayerNorm, 100, 9},
+                    NormCase{attn::NormKind::LayerNorm, 7, 3},
+                    NormCase{attn::NormKind::LayerNorm, 4096, 5},
+                    NormCase{attn::NormKind::RmsNorm, 2048, 17},
+                    NormCase{attn::NormKind::RmsNorm, 96, 1},
+                    NormCase{attn::NormKind::RmsNorm, 33, 8}));
+
+struct EmbeddingCase {
+  attn::PositionKind positions;
+  int vocab, dim, tokens;
+};
+
+class EmbeddingTest : public testing::TestWithParam<EmbeddingCase> {};
+
+TEST_P(EmbeddingTest, MatchesReference) {
+  const EmbeddingCase &c = GetParam();
+  const int maxPositions = 4096;
+  attn::EmbeddingSpec spec;
+  spec.functionName = "embedding";
+  spec.vocabSize = c.vocab;
+  spec.dim = c.dim;
+  spec.positions = c.positions;
+  spec.maxPositions = maxPositions;
+  attn::KernelPipeline kernel = attn::buildEmbeddingPipeline(spec, jitTarget());
+  kernel.pipeline.compile_jit(jitTarget());
+
+  std::mt19937 rng(c.vocab + c.dim);
+  std::vector<float> table = randomVector(size_t(c.vocab) * c.dim, rng);
+  std::vector<float> positionTable =
+      randomVector(size_t(maxPositions) * c.dim, rng);
+  std::vector<int32_t> ids(c.tokens), pos(c.tokens);
+  for (int t = 0; t < c.tokens; t++) {
+    ids[t] = (t * 7919) % c.vocab;
+    pos[t] = (t * 977 + 3) % maxPositions;
+  }
+  Halide::Buffer<int32_t> tokens(ids.data(), c.tokens),
+      positions(pos.data(), c.tokens);
+  Halide::Buffer<float> tableBuffer(table.data(), c.dim, c.vocab),
+      positionBuffer(positionTable.data(), c.dim, maxPositions),
+      output(c.dim, c.tokens);
+  Halide::ParamMap params;
+  params.set(kernel.inputs[0], tokens);
+  params.set(kernel.inputs[1], positions);
+  params.set(kernel.inputs[2], tableBuffer);
+  if (c.positions == attn::PositionKind::Learned)
+    params.set(kernel.inputs[3], positionBuffer);
+  kernel.pipeline.realize(output, jitTarget(), params);
+
+  double worst = 0;
+  for (int t = 0; t < c.tokens; t++)
+    for (int i = 0; i < c.dim; i++) {
+      double expected = table[size_t(ids[t]) * c.dim + i];
+      if (c.positions == attn::PositionKind::Learned)
+        expected += positionTable[size_t(pos[t]) * c.dim + i];
+      if (c.positions == attn::PositionKind::Sinusoidal) {
+        float period = float(std::pow(10000.0, 2.0 * (i / 2) / c.dim));
+        double angle = double(float(pos[t]) / period);
+        expected += i % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      }
+      worst = std::max(worst, std::fabs(output(i, t) - expected));
+    }
+  EXPECT_LE(worst, 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, EmbeddingTest,
+    testing::Values(EmbeddingCase{attn::PositionKind::Sinusoidal, 19, 128, 15},
+                    EmbeddingCase{attn::PositionKind::Sinusoidal, 1000, 97, 1},
+                    EmbeddingCase{attn::PositionKind::Learned, 50257, 64, 33},
+                    EmbeddingCase{attn::PositionKind::None, 7, 8, 7}));
+
+struct EpilogueCase {
+  int in, out, tokens;
+  attn::Activation activation;
+  bool bias, residual;
+};
+
+class LinearEpilogueTest : public testing::TestWithParam<EpilogueCase> {};
+
+TEST_P(LinearEpilogueTest, MatchesDoubleReference) {
+  const EpilogueCase &c = GetParam();
+  attn::LinearSpec spec;
+  spec.functionName = "linear";
+  spec.inFeatures = c.in;
+  spec.outFeatures = c.out;
+  spec.bias = c.bias;
+  spec.activation = c.activation;
+  spec.residual = c.residual;
+  attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, jitTarget());
+  kernel.pipeline.compile_jit(jitTarget());
+
+  std::mt19937 rng(c.in * 13 + c.out);
+  std::vector<float> x = randomVector(size_t(c.tokens) * c.in, rng),
+                     w = randomVector(size_t(c.in) * c.out, rng),
+                     b = randomVector(c.out, rng),
+                     r = randomVector(size_t(c.tokens) * c.out, rng);
+  Halide::Buffer<float> input(x.data(), c.in, c.tokens),
+      weight(w.data(), c.out, c.in), bias(b.data(), c.out),
+      residual(r.data(), c.out, c.tokens), output(c.out, c.tokens);
+  Halide::ParamMap params;
+  size_t next = 0;
+  params.set(kernel.inputs[next++], input);
+  params.set(kernel.inputs[next++], weight);
+  if (c.bias)
+    params.set(kernel.inputs[next++], bias);
+  if (c.residual)
+    params.set(kernel.inputs[next++], residual);
+  ASSERT_EQ(next, kernel.inputs.size());
+  kernel.pipeline.realize(output, jitTarget(), params);
+
+  double worst = 0;
+  for (int m = 0; m < c.tokens; m++)
+    for (int n = 0; n < c.out; n++) {
+      double y = c.bias ? b[n] : 0.0;
+      for (int k = 0; k < c.in; k++)
+        y += double(x[size_t(m) * c.in + k]) * w[size_t(k) * c.out + n];
+      switch (c.activation) {
+      case attn::Activation::GeluTanh:
+        y = 0.5 * y *
+            (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
+        break;
+      case attn::Activation::Relu:
+        y = std::max(y, 0.0);
+        break;
+      case attn::Activation::Silu:
+        y = y / (1 + std::exp(-y));
+        break;
+      case attn::Activation::None:
+        break;
+      }
+      if (c.residual)
+        y += r[size_t(m) * c.out + n];
+      worst = std::max(worst, std::fabs(output(n, m) - y));
+    }
+  EXPECT_LE(worst, 1e-5 * std::sqrt(double(c.in)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LinearEpilogueTest,
+    testing::Values(
+        EpilogueCase{128, 512, 15, attn::Activation::GeluTanh, true, false},
+        EpilogueCase{512, 128, 15, attn::Activation::None, true, true},
+        EpilogueCase{128, 128, 1, attn::Activation::None, true, true},
+        EpilogueCase{100, 37, 7, attn::Activation::Relu, false, true},
+        EpilogueCase{64, 176, 33, attn::Activation::Silu, true, false},
+        EpilogueCase{33, 65, 2, attn::Activation::GeluTanh, false, true}));
+
+} // namespace
