@@ -185,8 +185,8 @@ static inline int {0}(const float *query, const {9} *key_pages,
 }
 } // namespace
 
-std::string renderCHeader(const ModelSpecs &specs,
-                          llvm::StringRef description) {
+std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
+                          llvm::StringRef planJson) {
   std::string text;
   llvm::raw_string_ostream os(text);
   llvm::StringRef name = specs.name;
@@ -213,6 +213,41 @@ std::string renderCHeader(const ModelSpecs &specs,
       os << "#define " << name << "_" << layer.symbol << "_decode "
          << layer.decode << "\n";
   }
+
+  // The runtime's view: the plan and every kernel by name. The table stores
+  // type-erased pointers; the runtime casts each back to its family's
+  // signature (declared in <name>_kernels.h).
+  os << "\n#ifndef ATTNC_KERNEL_ENTRY_DEFINED\n#define "
+        "ATTNC_KERNEL_ENTRY_DEFINED\n"
+     << "typedef struct attnc_kernel_entry {\n  const char *name;\n"
+     << "  void (*function)(void);\n} attnc_kernel_entry;\n#endif\n\n"
+     << "static const attnc_kernel_entry " << name << "_kernel_table[] = {\n";
+  auto entry = [&](const std::string &function) {
+    os << "    {\"" << function << "\", (void (*)(void))" << function
+       << "_kernel},\n";
+  };
+  for (const attn::SdpaSpec &spec : specs.prefill)
+    entry(spec.functionName);
+  for (const attn::DecodeSpec &spec : specs.decode)
+    entry(spec.functionName);
+  for (const attn::LinearSpec &spec : specs.linear)
+    entry(spec.functionName);
+  for (const attn::NormSpec &spec : specs.norm)
+    entry(spec.functionName);
+  for (const attn::EmbeddingSpec &spec : specs.embedding)
+    entry(spec.functionName);
+  os << "};\n#define " << name.upper() << "_KERNEL_TABLE_SIZE (sizeof " << name
+     << "_kernel_table / sizeof " << name << "_kernel_table[0])\n\n";
+  os << "/* The plan (also written as " << name << "_plan.json). */\n"
+     << "static const char " << name << "_plan_json[] =";
+  llvm::SmallVector<llvm::StringRef> lines;
+  planJson.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    os << "\n    \"";
+    llvm::printEscapedString(line, os);
+    os << "\\n\"";
+  }
+  os << ";\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }

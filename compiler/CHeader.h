@@ -15,7 +15,10 @@ namespace attnc {
 /// Renders `<name>.h`: per kernel, shape constants and a plain-pointer C
 /// function that validates its arguments and calls the Halide kernel declared
 /// in `<name>_kernels.h`; per layer, aliases naming its kernels.
-std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description);
+/// The header also embeds `planJson` and a table of every kernel by name,
+/// what the runtime needs to run the whole model.
+std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
+                          llvm::StringRef planJson);
 
 } // namespace attnc
 

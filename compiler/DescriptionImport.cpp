@@ -97,6 +97,154 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   return !cached || layer.cache;
 }
 
+/// Norm settings of a block: {"kind": "layer_norm"|"rms_norm", "eps": x,
+/// "placement": "pre"}.
+struct NormSettings {
+  NormKind kind = NormKind::LayerNorm;
+  float eps = 1e-5f;
+};
+
+bool readNorm(JsonObjectReader &block, const JsonLocator &locator,
+              NormSettings &norm) {
+  JsonPath path;
+  const json::Object *object = block.getObject("norm", false, path);
+  if (!object)
+    return block.ok();
+  JsonObjectReader reader(*object, path, locator);
+  norm.kind = *symbolizeNormKind(
+      reader.optionalEnum("kind", {"layer_norm", "rms_norm"}, "layer_norm"));
+  if (auto eps = reader.optionalPositiveNumber("eps"))
+    norm.eps = float(*eps);
+  // Post-norm blocks need other kernels' epilogues; say so rather than
+  // compile something else.
+  reader.optionalEnum("placement", {"pre"}, "pre");
+  return reader.finish();
+}
+
+/// One stack of blocks: {"stack", "embedding", "blocks", "final_norm",
+/// "output_head"}, appended to `builder` in execution order.
+bool readStack(const json::Object &object, const JsonPath &path,
+               const JsonLocator &locator, const CacheSettings &modelCache,
+               const ImportOptions &options, MLIRContext &context,
+               ModelBuilder &builder, int &blockCount, int &layerCount) {
+  JsonObjectReader stack(object, path, locator);
+  std::string name =
+      stack.optionalEnum("stack", {"encoder", "decoder"}, "decoder").str();
+  JsonPath embeddingPath, blocksPath, headPath;
+  const json::Object *embedding =
+      stack.getObject("embedding", false, embeddingPath);
+  const json::Array *blocks = stack.getArray("blocks", true, blocksPath);
+  bool finalNorm = stack.optionalBool("final_norm").value_or(true);
+  const json::Object *head = stack.getObject("output_head", false, headPath);
+  if (!stack.finish() || !blocks)
+    return false;
+
+  if (embedding) {
+    JsonObjectReader reader(*embedding, embeddingPath, locator);
+    int64_t vocab = reader.getInt("vocab_size", true, 1, 1 << 24).value_or(1);
+    PositionKind positions = *symbolizePositionKind(reader.optionalEnum(
+        "positions", {"none", "sinusoidal", "learned"}, "none"));
+    int64_t maxPositions =
+        reader.getInt("max_positions", false, 1, 1 << 24, 4096).value_or(1);
+    if (!reader.finish())
+      return false;
+    builder.addEmbedding(name + "_embedding", vocab, positions, maxPositions,
+                         name, reader.location());
+  }
+  NormSettings norm;
+  Location lastBlock = locator.at(blocksPath);
+  for (size_t i = 0; i < blocks->size(); i++) {
+    JsonPath blockPath = blocksPath;
+    blockPath.push_back(i);
+    const json::Object *blockObject = (*blocks)[i].getAsObject();
+    if (!blockObject) {
+      emitError(locator.at(blockPath)) << "a block must be a JSON object";
+      return false;
+    }
+    JsonObjectReader block(*blockObject, blockPath, locator);
+    lastBlock = block.location();
+    int64_t repeat = block.getInt("repeat", false, 1, 4096, 1).value_or(1);
+    bool normOk = readNorm(block, locator, norm);
+    JsonPath attentionPath, ffnPath;
+    const json::Array *attention =
+        block.getArray("attention", true, attentionPath);
+    const json::Object *ffn = block.getObject("ffn", false, ffnPath);
+    if (!block.finish() || !normOk || !attention)
+      return false;
+
+    std::vector<std::pair<LayerConfig, Location>> layers;
+    for (size_t j = 0; j < attention->size(); j++) {
+      JsonPath layerPath = attentionPath;
+      layerPath.push_back(j);
+      const json::Object *layerObject = (*attention)[j].getAsObject();
+      if (!layerObject) {
+        emitError(locator.at(layerPath)) << "a layer must be a JSON object";
+        return false;
+      }
+      LayerConfig layer;
+      int64_t layerRepeat = 1;
+      Location loc = locator.at(layerPath);
+      if (!readLayer(*layerObject, layerPath, locator, modelCache, options,
+                     context, layer, layerRepeat, loc))
+        return false;
+      if (layerRepeat != 1) {
+        emitError(loc) << "repeat a block, not a layer inside it";
+        return false;
+      }
+      if (!layer.stack.empty() && layer.stack != name) {
+        emitError(loc) << "a layer of the " << name
+                       << " stack cannot set stack "
+                          " << layer.stack << "
+                          "";
+        return false;
+      }
+      layer.stack = name;
+      layers.emplace_back(layer, loc);
+    }
+    Activation activation = Activation::None;
+    int64_t ffnSize = 0;
+    bool ffnBias = false;
+    Location ffnLoc = block.location();
+    if (ffn) {
+      JsonObjectReader reader(*ffn, ffnPath, locator);
+      ffnLoc = reader.location();
+      activation = *symbolizeActivation(reader.optionalEnum(
+          "activation", {"gelu_tanh", "relu", "silu"}, "gelu_tanh"));
+      ffnSize =
+          reader.getInt("intermediate_size", true, 1, 1 << 24).value_or(1);
+      ffnBias = reader.optionalBool("bias").value_or(false);
+      if (!reader.finish())
+        return false;
+    }
+    for (int64_t r = 0; r < repeat; r++) {
+      for (auto &[layer, loc] : layers) {
+        std::string normName = "layer" + std::to_string(layerCount) + "_norm";
+        builder.addNorm(normName, norm.kind, norm.eps, name, loc);
+        layerCount = builder.addLayer(layer, loc) + 1;
+      }
+      if (ffn) {
+        std::string prefix = "block" + std::to_string(blockCount);
+        builder.addNorm(prefix + "_ffn_norm", norm.kind, norm.eps, name,
+                        ffnLoc);
+        builder.addFfn(prefix + "_ffn", activation, ffnSize, ffnBias, name,
+                       ffnLoc);
+      }
+      blockCount++;
+    }
+  }
+  if (finalNorm)
+    builder.addNorm(name + "_final_norm", norm.kind, norm.eps, name, lastBlock);
+  if (head) {
+    JsonObjectReader reader(*head, headPath, locator);
+    int64_t vocab = reader.getInt("vocab_size", true, 1, 1 << 24).value_or(1);
+    bool bias = reader.optionalBool("bias").value_or(false);
+    if (!reader.finish())
+      return false;
+    builder.addOutputHead(vocab, bias, reader.location());
+  }
+  return true;
+}
+
 OwningOpRef<ModuleOp> importNative(const json::Object &root,
                                    const JsonLocator &locator,
                                    MLIRContext &context,
@@ -111,15 +259,25 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
       model.getInt("max_batch", false, 1, 1 << 16, 1);
   CacheSettings cache;
   bool cacheOk = readCache(model, locator, cache);
-  // Layers: a "layers" array, or one "attention" object as a shorthand.
-  JsonPath layersPath, attentionPath;
-  const json::Array *layers = model.has("attention")
+  // Whole blocks: a "stacks" array. Attention layers alone: a "layers"
+  // array, or one "attention" object as a shorthand.
+  JsonPath layersPath, attentionPath, stacksPath;
+  const json::Array *stacks = model.has("stacks")
+                                  ? model.getArray("stacks", true, stacksPath)
+                                  : nullptr;
+  const json::Array *layers = model.has("attention") || stacks
                                   ? nullptr
                                   : model.getArray("layers", true, layersPath);
   const json::Object *attention =
       model.has("attention") ? model.getObject("attention", true, attentionPath)
                              : nullptr;
-  if (!model.finish() || !cacheOk || (!layers && !attention))
+  if (stacks && (model.has("layers") || attention)) {
+    emitError(locator.at(stacksPath, /*atKey=*/true))
+        << "a model has \"stacks\" of blocks or attention \"layers\", not "
+           "both";
+    return nullptr;
+  }
+  if (!model.finish() || !cacheOk || (!layers && !attention && !stacks))
     return nullptr;
 
   std::string name = options.modelName;
@@ -131,6 +289,33 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
         << "model name '" << name
         << "' must be a C identifier: it prefixes the generated functions";
     return nullptr;
+  }
+
+  if (stacks) {
+    if (!dModel) {
+      emitError(locator.at(JsonPath{})) << "a model of stacks needs d_model";
+      return nullptr;
+    }
+    ModelBuilder builder(context, locator.at(JsonPath{}), name, kind, *dModel,
+                         options.maxBatch.value_or(maxBatch.value_or(1)));
+    int blockCount = 0, layerCount = 0;
+    for (size_t i = 0; i < stacks->size(); i++) {
+      JsonPath path = stacksPath;
+      path.push_back(i);
+      const json::Object *object = (*stacks)[i].getAsObject();
+      if (!object) {
+        emitError(locator.at(path)) << "a stack must be a JSON object";
+        return nullptr;
+      }
+      if (!readStack(*object, path, locator, cache, options, context, builder,
+                     blockCount, layerCount))
+        return nullptr;
+    }
+    if (layerCount == 0) {
+      emitError(locator.at(stacksPath)) << "the model has no attention layer";
+      return nullptr;
+    }
+    return builder.finish();
   }
 
   std::vector<std::tuple<LayerConfig, int64_t, Location>> configs;

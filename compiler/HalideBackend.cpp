@@ -48,6 +48,34 @@ std::string kernelDeclarations(const ModelSpecs &specs) {
           "*key_pages, struct halide_buffer_t *value_pages, struct "
           "halide_buffer_t *block_table, struct halide_buffer_t *seq_lens, "
           "struct halide_buffer_t *output);\n";
+  for (const attn::LinearSpec &spec : specs.linear) {
+    os << "int " << spec.functionName
+       << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
+          "*weight, ";
+    if (spec.bias)
+      os << "struct halide_buffer_t *bias, ";
+    if (spec.ropeTheta > 0)
+      os << "struct halide_buffer_t *positions, ";
+    if (spec.residual)
+      os << "struct halide_buffer_t *residual, ";
+    os << "struct halide_buffer_t *output);\n";
+  }
+  for (const attn::NormSpec &spec : specs.norm)
+    os << "int " << spec.functionName
+       << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
+          "*weight, "
+       << (spec.kind == attn::NormKind::LayerNorm
+               ? "struct halide_buffer_t *bias, "
+               : "")
+       << "struct halide_buffer_t *output);\n";
+  for (const attn::EmbeddingSpec &spec : specs.embedding)
+    os << "int " << spec.functionName
+       << "_kernel(struct halide_buffer_t *tokens, struct halide_buffer_t "
+          "*positions, struct halide_buffer_t *table, "
+       << (spec.positions == attn::PositionKind::Learned
+               ? "struct halide_buffer_t *position_table, "
+               : "")
+       << "struct halide_buffer_t *output);\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }
@@ -114,6 +142,18 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
     for (const attn::DecodeSpec &spec : specs.decode)
       compile(spec.functionName, [&](const Halide::Target &target) {
         return attn::buildDecodePipeline(spec, target);
+      });
+    for (const attn::LinearSpec &spec : specs.linear)
+      compile(spec.functionName, [&](const Halide::Target &target) {
+        return attn::buildLinearPipeline(spec, target);
+      });
+    for (const attn::NormSpec &spec : specs.norm)
+      compile(spec.functionName, [&](const Halide::Target &target) {
+        return attn::buildNormPipeline(spec, target);
+      });
+    for (const attn::EmbeddingSpec &spec : specs.embedding)
+      compile(spec.functionName, [&](const Halide::Target &target) {
+        return attn::buildEmbeddingPipeline(spec, target);
       });
     llvm::SmallString<128> runtime(scratch);
     llvm::sys::path::append(runtime, "halide_runtime.o");

@@ -6,9 +6,20 @@
 
 using namespace mlir;
 using mlir::attn::AttentionLayerOp;
+using mlir::attn::EmbeddingKernelOp;
 using mlir::attn::KernelFamily;
 using mlir::attn::KernelOp;
+using mlir::attn::LinearKernelOp;
 using mlir::attn::ModelOp;
+using mlir::attn::NormKernelOp;
+
+// The plain enums mirror the dialect's, value for value.
+static_assert(int(::attn::Activation::GeluTanh) ==
+                  int(mlir::attn::Activation::GeluTanh) &&
+              int(::attn::Activation::Silu) ==
+                  int(mlir::attn::Activation::Silu));
+static_assert(int(::attn::PositionKind::Learned) ==
+              int(mlir::attn::PositionKind::Learned));
 
 namespace attnc {
 
@@ -63,6 +74,40 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.splitKeys = schedule->getSplitKeys();
       specs.decode.push_back(spec);
+    }
+  }
+  for (Operation &op : model.getBody().front()) {
+    if (auto kernel = dyn_cast<LinearKernelOp>(op)) {
+      ::attn::LinearSpec spec;
+      spec.functionName = prefix + kernel.getSymName().str();
+      spec.inFeatures = kernel.getInFeatures();
+      spec.outFeatures = kernel.getOutFeatures();
+      spec.bias = kernel.getBias();
+      spec.activation = ::attn::Activation(int(kernel.getActivation()));
+      spec.residual = kernel.getResidual();
+      if (std::optional<APFloat> theta = kernel.getRopeTheta()) {
+        spec.ropeTheta = theta->convertToFloat();
+        spec.ropeHeads = *kernel.getRopeHeads();
+        spec.ropeHeadDim = *kernel.getRopeHeadDim();
+      }
+      specs.linear.push_back(spec);
+    } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {
+      ::attn::NormSpec spec;
+      spec.functionName = prefix + kernel.getSymName().str();
+      spec.kind = kernel.getKind() == mlir::attn::NormKind::LayerNorm
+                      ? ::attn::NormKind::LayerNorm
+                      : ::attn::NormKind::RmsNorm;
+      spec.dim = kernel.getDim();
+      spec.eps = kernel.getEps().convertToFloat();
+      specs.norm.push_back(spec);
+    } else if (auto kernel = dyn_cast<EmbeddingKernelOp>(op)) {
+      ::attn::EmbeddingSpec spec;
+      spec.functionName = prefix + kernel.getSymName().str();
+      spec.vocabSize = kernel.getVocabSize();
+      spec.dim = kernel.getDim();
+      spec.positions = ::attn::PositionKind(int(kernel.getPositions()));
+      spec.maxPositions = kernel.getMaxPositions();
+      specs.embedding.push_back(spec);
     }
   }
   for (AttentionLayerOp layer : model.getLayers()) {

@@ -20,7 +20,51 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
 
-void ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
+namespace {
+StringAttr optionalString(Builder &builder, llvm::StringRef text) {
+  return text.empty() ? StringAttr() : builder.getStringAttr(text);
+}
+} // namespace
+
+void ModelBuilder::addEmbedding(llvm::StringRef name, int64_t vocabSize,
+                                attn::PositionKind positions,
+                                int64_t maxPositions, llvm::StringRef stack,
+                                Location loc) {
+  builder.create<attn::EmbeddingOp>(
+      loc, builder.getStringAttr(name), builder.getI64IntegerAttr(vocabSize),
+      attn::PositionKindAttr::get(builder.getContext(), positions),
+      builder.getI64IntegerAttr(maxPositions), optionalString(builder, stack),
+      FlatSymbolRefAttr());
+}
+
+void ModelBuilder::addNorm(llvm::StringRef name, attn::NormKind kind, float eps,
+                           llvm::StringRef stack, Location loc) {
+  builder.create<attn::NormOp>(
+      loc, builder.getStringAttr(name),
+      attn::NormKindAttr::get(builder.getContext(), kind),
+      builder.getF32FloatAttr(eps), optionalString(builder, stack),
+      FlatSymbolRefAttr());
+}
+
+void ModelBuilder::addFfn(llvm::StringRef name, attn::Activation activation,
+                          int64_t intermediateSize, bool bias,
+                          llvm::StringRef stack, Location loc) {
+  builder.create<attn::FfnOp>(
+      loc, builder.getStringAttr(name),
+      attn::ActivationAttr::get(builder.getContext(), activation),
+      builder.getI64IntegerAttr(intermediateSize),
+      bias ? builder.getUnitAttr() : UnitAttr(), optionalString(builder, stack),
+      FlatSymbolRefAttr(), FlatSymbolRefAttr());
+}
+
+void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc) {
+  builder.create<attn::OutputHeadOp>(loc, builder.getStringAttr("output_head"),
+                                     builder.getI64IntegerAttr(vocabSize),
+                                     bias ? builder.getUnitAttr() : UnitAttr(),
+                                     FlatSymbolRefAttr());
+}
+
+int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
   auto optionalF32 = [&](std::optional<float> value) {
     return value ? builder.getF32FloatAttr(*value) : FloatAttr();
   };
@@ -36,8 +80,10 @@ void ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.alibi ? builder.getUnitAttr() : UnitAttr(), optionalF32(c.ropeTheta),
       c.ropeScaling, c.projectionBias ? builder.getUnitAttr() : UnitAttr(),
       c.cache, c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
+      FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), FlatSymbolRefAttr(),
       FlatSymbolRefAttr(), FlatSymbolRefAttr());
   (void)layer;
+  return layerCount - 1;
 }
 
 OwningOpRef<ModuleOp> ModelBuilder::finish() {

@@ -35,7 +35,18 @@ public:
                llvm::StringRef name, llvm::StringRef kind, int64_t dModel,
                int64_t maxBatch);
 
-  void addLayer(const LayerConfig &config, mlir::Location loc);
+  /// Appends attention layer `layer<N>` (N counts layers) and returns N.
+  int addLayer(const LayerConfig &config, mlir::Location loc);
+  /// The rest of a block, appended in execution order; `stack` may be empty.
+  void addEmbedding(llvm::StringRef name, int64_t vocabSize,
+                    mlir::attn::PositionKind positions, int64_t maxPositions,
+                    llvm::StringRef stack, mlir::Location loc);
+  void addNorm(llvm::StringRef name, mlir::attn::NormKind kind, float eps,
+               llvm::StringRef stack, mlir::Location loc);
+  void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
+              int64_t intermediateSize, bool bias, llvm::StringRef stack,
+              mlir::Location loc);
+  void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.
   mlir::OwningOpRef<mlir::ModuleOp> finish();
 

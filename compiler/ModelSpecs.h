@@ -15,6 +15,9 @@ struct ModelSpecs {
   std::string name;
   std::vector<attn::SdpaSpec> prefill;
   std::vector<attn::DecodeSpec> decode;
+  std::vector<attn::LinearSpec> linear;
+  std::vector<attn::NormSpec> norm;
+  std::vector<attn::EmbeddingSpec> embedding;
   /// Per layer, in execution order: its symbol and the C names of its
   /// kernels (decode empty when the layer never decodes).
   struct Layer {

@@ -46,6 +46,14 @@ std::string renderPlanJson(ModuleOp module) {
         {"prefill_kernel", prefix + layer.getPrefillKernel()->str()}};
     if (layer.getStack())
       entry["stack"] = *layer.getStack();
+    if (layer.getQueryKernel()) {
+      entry["projection_bias"] = layer.getProjectionBias();
+      entry["fused_projections"] = layer.getFusedProjections();
+      entry["query_kernel"] = prefix + layer.getQueryKernel()->str();
+      if (layer.getKeyValueKernel())
+        entry["key_value_kernel"] = prefix + layer.getKeyValueKernel()->str();
+      entry["output_kernel"] = prefix + layer.getOutputKernel()->str();
+    }
     if (layer.getRopeTheta())
       entry["rope_theta"] = layer.getRopeTheta()->convertToFloat();
     if (KvCacheAttr cache = layer.getCacheAttr()) {
@@ -60,6 +68,52 @@ std::string renderPlanJson(ModuleOp module) {
     }
     layers.push_back(std::move(entry));
   }
+  // Every op in execution order: what a runtime walks to run the model.
+  llvm::json::Array ops;
+  for (Operation &op : model.getBody().front()) {
+    llvm::json::Object entry;
+    auto kernelName = [&](std::optional<StringRef> kernel) {
+      return prefix + kernel.value_or("").str();
+    };
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      entry =
+          llvm::json::Object{{"op", "attention"}, {"name", layer.getSymName()}};
+    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      entry = llvm::json::Object{
+          {"op", "embedding"},
+          {"name", embedding.getSymName()},
+          {"vocab_size", int64_t(embedding.getVocabSize())},
+          {"positions", stringifyPositionKind(embedding.getPositions())},
+          {"max_positions", int64_t(embedding.getMaxPositions())},
+          {"kernel", kernelName(embedding.getKernel())}};
+    } else if (auto norm = dyn_cast<NormOp>(op)) {
+      entry = llvm::json::Object{{"op", "norm"},
+                                 {"name", norm.getSymName()},
+                                 {"kind", stringifyNormKind(norm.getKind())},
+                                 {"eps", norm.getEps().convertToFloat()},
+                                 {"kernel", kernelName(norm.getKernel())}};
+    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
+      entry = llvm::json::Object{
+          {"op", "ffn"},
+          {"name", ffn.getSymName()},
+          {"activation", stringifyActivation(ffn.getActivation())},
+          {"intermediate_size", int64_t(ffn.getIntermediateSize())},
+          {"bias", ffn.getBias()},
+          {"up_kernel", kernelName(ffn.getUpKernel())},
+          {"down_kernel", kernelName(ffn.getDownKernel())}};
+    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      entry = llvm::json::Object{{"op", "output_head"},
+                                 {"name", head.getSymName()},
+                                 {"vocab_size", int64_t(head.getVocabSize())},
+                                 {"bias", head.getBias()},
+                                 {"kernel", kernelName(head.getKernel())}};
+    } else {
+      continue; // kernels
+    }
+    if (auto stack = op.getAttrOfType<StringAttr>("stack"))
+      entry["stack"] = stack.getValue();
+    ops.push_back(std::move(entry));
+  }
   llvm::json::Object plan{
       {"model", model.getSymName()},
       {"kind", model.getKind()},
@@ -68,7 +122,8 @@ std::string renderPlanJson(ModuleOp module) {
       {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
       {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},
       {"kv_bytes", intAttr(model, "kv_bytes")},
-      {"layers", std::move(layers)}};
+      {"layers", std::move(layers)},
+      {"ops", std::move(ops)}};
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(plan))).str();
 }
 

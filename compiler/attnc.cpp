@@ -148,6 +148,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget) {
   mlir::PassManager pm(module.getContext());
   mlir::OpPassManager &model = pm.nest<mlir::attn::ModelOp>();
   model.addPass(mlir::attn::createMaterializeDefaults());
+  model.addPass(mlir::attn::createFuseProjections());
   model.addPass(mlir::attn::createSpecializeKernels());
   model.addPass(mlir::attn::createPlanKvCache({budget}));
   model.addPass(mlir::attn::createSelectSchedules(
@@ -175,12 +176,12 @@ int emitLibrary(mlir::ModuleOp module) {
     return 1;
   if (Error error = attnc::emitKernelLibrary(specs, halideTarget, outputPath))
     return fail(toString(std::move(error)));
+  std::string plan = attnc::renderPlanJson(module);
   if (int status = writeFile(
           outputPath, specs.name + ".h",
-          attnc::renderCHeader(specs, sys::path::filename(inputPath))))
+          attnc::renderCHeader(specs, sys::path::filename(inputPath), plan)))
     return status;
-  return writeFile(outputPath, specs.name + "_plan.json",
-                   attnc::renderPlanJson(module));
+  return writeFile(outputPath, specs.name + "_plan.json", plan);
 }
 } // namespace
 

@@ -106,6 +106,12 @@ LogicalResult ModelOp::verify() {
   return success();
 }
 
+namespace {
+LogicalResult verifyKernelRefs(
+    Operation *op,
+    std::initializer_list<std::pair<StringRef, SymbolRefAttr>> refs);
+} // namespace
+
 LogicalResult AttentionLayerOp::verify() {
   int64_t queryHeads = getNumQueryHeads(), kvHeads = getNumKvHeads();
   if (queryHeads % kvHeads != 0)
@@ -129,13 +135,11 @@ LogicalResult AttentionLayerOp::verify() {
     if (*stack != "encoder" && *stack != "decoder")
       return emitOpError() << "stack must be encoder or decoder, got \""
                            << *stack << "\"";
-  auto model = (*this)->getParentOfType<ModelOp>();
-  for (auto [name, ref] : {std::pair{"prefill_kernel", getPrefillKernelAttr()},
-                           std::pair{"decode_kernel", getDecodeKernelAttr()}})
-    if (ref && !SymbolTable::lookupSymbolIn(model, ref))
-      return emitOpError() << name << " " << ref
-                           << " does not name a kernel of the model";
-  return success();
+  return verifyKernelRefs(*this, {{"prefill_kernel", getPrefillKernelAttr()},
+                                  {"decode_kernel", getDecodeKernelAttr()},
+                                  {"query_kernel", getQueryKernelAttr()},
+                                  {"key_value_kernel", getKeyValueKernelAttr()},
+                                  {"output_kernel", getOutputKernelAttr()}});
 }
 
 LogicalResult KernelOp::verify() {
@@ -154,6 +158,79 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "kv_dtype applies to decode kernels only";
     if (!dtype->isF32() && !dtype->isF16() && !dtype->isBF16())
       return emitOpError() << "kv_dtype must be f32, f16 or bf16";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The rest of a block
+//===----------------------------------------------------------------------===//
+
+namespace {
+LogicalResult verifyStack(Operation *op, std::optional<StringRef> stack) {
+  if (stack && *stack != "encoder" && *stack != "decoder")
+    return op->emitOpError()
+           << "stack must be encoder or decoder, got \"" << *stack << "\"";
+  return success();
+}
+
+/// Checks that each named reference names an op of the enclosing model.
+LogicalResult verifyKernelRefs(
+    Operation *op,
+    std::initializer_list<std::pair<StringRef, SymbolRefAttr>> refs) {
+  auto model = op->getParentOfType<ModelOp>();
+  for (auto [name, ref] : refs)
+    if (ref && !SymbolTable::lookupSymbolIn(model, ref))
+      return op->emitOpError()
+             << name << " " << ref << " does not name a kernel of the model";
+  return success();
+}
+} // namespace
+
+LogicalResult EmbeddingOp::verify() {
+  return failure(
+      failed(verifyStack(*this, getStack())) ||
+      failed(verifyKernelRefs(*this, {{"kernel", getKernelAttr()}})));
+}
+
+LogicalResult NormOp::verify() {
+  float eps = getEps().convertToFloat();
+  if (!(eps > 0.0f) || !std::isfinite(eps))
+    return emitOpError() << "eps must be positive and finite, got " << eps;
+  return failure(
+      failed(verifyStack(*this, getStack())) ||
+      failed(verifyKernelRefs(*this, {{"kernel", getKernelAttr()}})));
+}
+
+LogicalResult FfnOp::verify() {
+  if (getActivation() == Activation::None)
+    return emitOpError() << "an FFN needs an activation (gelu_tanh, relu or "
+                            "silu)";
+  return failure(
+      failed(verifyStack(*this, getStack())) ||
+      failed(verifyKernelRefs(*this, {{"up_kernel", getUpKernelAttr()},
+                                      {"down_kernel", getDownKernelAttr()}})));
+}
+
+LogicalResult OutputHeadOp::verify() {
+  return verifyKernelRefs(*this, {{"kernel", getKernelAttr()}});
+}
+
+LogicalResult LinearKernelOp::verify() {
+  bool rope = getRopeTheta().has_value();
+  if (rope != getRopeHeads().has_value() ||
+      rope != getRopeHeadDim().has_value())
+    return emitOpError() << "rope_theta, rope_heads and rope_head_dim come "
+                            "together";
+  if (rope) {
+    int64_t headDim = *getRopeHeadDim();
+    if (headDim % 2 != 0)
+      return emitOpError() << "rope_head_dim must be even, got " << headDim;
+    if (int64_t(*getRopeHeads()) * headDim > int64_t(getOutFeatures()))
+      return emitOpError() << "rope_heads · rope_head_dim ("
+                           << *getRopeHeads() * headDim
+                           << ") exceeds out_features (" << getOutFeatures()
+                           << ")";
   }
   return success();
 }

@@ -43,3 +43,45 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // expected-error @+1 {{'attn.attention_layer' op expects parent op 'attn.model'}}
 attn.attention_layer @orphan self {head_dim = 8 : i64, mask = #attn.mask<none>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{an FFN needs an activation (gelu_tanh, relu or silu)}}
+  attn.ffn @f {activation = #attn.activation<none>, intermediate_size = 32 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{eps must be positive and finite, got -1}}
+  attn.norm @n layer_norm {eps = -1.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{stack must be encoder or decoder, got "middle"}}
+  attn.embedding @e {max_positions = 8 : i64, positions = #attn.positions<learned>, stack = "middle", vocab_size = 10 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{rope_theta, rope_heads and rope_head_dim come together}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 8 : i64, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{rope_heads · rope_head_dim (16) exceeds out_features (8)}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 8 : i64, rope_theta = 10000.0 : f32, rope_heads = 2 : i64, rope_head_dim = 8 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{kernel @nowhere does not name a kernel of the model}}
+  attn.output_head @h {kernel = @nowhere, vocab_size = 10 : i64}
+}

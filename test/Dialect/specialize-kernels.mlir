@@ -66,3 +66,49 @@ attn.model @dtypes attributes {d_model = 256 : i64, kind = "decoder-only", max_b
 attn.model @capped attributes {d_model = 256 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   attn.attention_layer @capped self {alibi, cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, softcap = 30.0 : f32}
 }
+
+// -----
+
+// Blocks: projections, norms, FFNs, embeddings and the head get kernels too,
+// shared by every block that agrees (two identical blocks: one of each).
+// The fused QKV projection rotates Q and K (4 + 2 heads of 16) by RoPE; the
+// output and FFN down projections add the residual.
+// CHECK-LABEL: attn.model @blocks
+// CHECK: attn.embedding @embedding {kernel = @embedding_v100_d64_none
+// CHECK: attn.norm @n0 rms_norm {eps = {{.*}}, kernel = @rms_norm_d64}
+// CHECK: attn.attention_layer @l0 self {{{.*}}output_kernel = @linear_i64_o64_res, prefill_kernel = @prefill_h4_kv2_d16_causal, query_kernel = @linear_i64_o128_rope10000_h6_d16,
+// CHECK: attn.ffn @f0 {{{.*}}down_kernel = @linear_i96_o64_res{{.*}}up_kernel = @linear_i64_o96_silu}
+// CHECK: attn.attention_layer @l1 self {{{.*}}output_kernel = @linear_i64_o64_res, prefill_kernel = @prefill_h4_kv2_d16_causal, query_kernel = @linear_i64_o128_rope10000_h6_d16,
+// CHECK: attn.output_head @output_head {kernel = @linear_i64_o100, vocab_size = 100 : i64}
+// CHECK-DAG: attn.embedding_kernel @embedding_v100_d64_none {dim = 64 : i64, max_positions = 4096 : i64, positions = #attn.positions<none>, vocab_size = 100 : i64}
+// CHECK-DAG: attn.norm_kernel @rms_norm_d64 rms_norm {dim = 64 : i64, eps = {{.*}} : f32}
+// CHECK-DAG: attn.linear_kernel @linear_i64_o128_rope10000_h6_d16 {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 128 : i64, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1.000000e+04 : f32}
+// CHECK-DAG: attn.linear_kernel @linear_i64_o64_res {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 64 : i64, residual}
+// CHECK-DAG: attn.linear_kernel @linear_i64_o96_silu {activation = #attn.activation<silu>, in_features = 64 : i64, out_features = 96 : i64}
+// CHECK-DAG: attn.linear_kernel @linear_i96_o64_res {activation = #attn.activation<none>, in_features = 96 : i64, out_features = 64 : i64, residual}
+// CHECK-DAG: attn.linear_kernel @linear_i64_o100 {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 100 : i64}
+// CHECK-NOT: attn.norm_kernel
+// CHECK: attn.kernel @prefill_h4_kv2_d16_causal prefill
+attn.model @blocks attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.embedding @embedding {max_positions = 4096 : i64, positions = #attn.positions<none>, vocab_size = 100 : i64}
+  attn.norm @n0 rms_norm {eps = 1.0e-06 : f32}
+  attn.attention_layer @l0 self {fused_projections, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, rope_theta = 10000.0 : f32}
+  attn.norm @fn0 rms_norm {eps = 1.0e-06 : f32}
+  attn.ffn @f0 {activation = #attn.activation<silu>, intermediate_size = 96 : i64}
+  attn.norm @n1 rms_norm {eps = 1.0e-06 : f32}
+  attn.attention_layer @l1 self {fused_projections, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, rope_theta = 10000.0 : f32}
+  attn.norm @fn1 rms_norm {eps = 1.0e-06 : f32}
+  attn.ffn @f1 {activation = #attn.activation<silu>, intermediate_size = 96 : i64}
+  attn.norm @final rms_norm {eps = 1.0e-06 : f32}
+  attn.output_head @output_head {vocab_size = 100 : i64}
+}
+
+// -----
+
+// Unfused self-attention computes Q alone and K with V.
+// CHECK-LABEL: attn.model @unfused
+// CHECK: attn.attention_layer @l0 self {{{.*}}key_value_kernel = @linear_i32_o64_bias{{.*}}output_kernel = @linear_i32_o32_bias_res{{.*}}query_kernel = @linear_i32_o32_bias,
+attn.model @unfused attributes {d_model = 32 : i64, kind = "encoder", max_batch = 1 : i64} {
+  attn.norm @n0 layer_norm {eps = 1.0e-05 : f32}
+  attn.attention_layer @l0 self {head_dim = 8 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, projection_bias}
+}

@@ -40,6 +40,38 @@ def Attn_KernelFamily : I32EnumAttr<"KernelFamily", "kernel family", [
   let cppNamespace = "::mlir::attn";
 }
 
+def Attn_NormKind : I32EnumAttr<"NormKind", "normalization of a block", [
+    I32EnumAttrCase<"LayerNorm", 0, "layer_norm">,
+    I32EnumAttrCase<"RmsNorm", 1, "rms_norm">]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+def Attn_Activation : I32EnumAttr<"Activation", "elementwise activation", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">,
+    I32EnumAttrCase<"Relu", 2, "relu">,
+    I32EnumAttrCase<"Silu", 3, "silu">]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+def Attn_ActivationAttr : EnumAttr<Attn_Dialect, Attn_Activation,
+                                   "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Attn_PositionKind : I32EnumAttr<"PositionKind",
+                                    "positions added to token embeddings", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Sinusoidal", 1, "sinusoidal">,
+    I32EnumAttrCase<"Learned", 2, "learned">]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+def Attn_PositionKindAttr : EnumAttr<Attn_Dialect, Attn_PositionKind,
+                                     "positions"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//

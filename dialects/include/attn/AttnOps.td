@@ -9,7 +9,7 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 // A [batch, sequence, heads, head_dim] activation; batch and sequence may be dynamic.
-def Attn_Activation : 4DTensorOf<[F32]>;
+def Attn_ActivationTensor : 4DTensorOf<[F32]>;
 
 def Attn_PositiveI64 : ConfinedAttr<I64Attr, [IntPositive]>;
 
@@ -38,16 +38,16 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
   }];
 
   let arguments = (ins
-    Attn_Activation:$query,
-    Attn_Activation:$key,
-    Attn_Activation:$value,
+    Attn_ActivationTensor:$query,
+    Attn_ActivationTensor:$key,
+    Attn_ActivationTensor:$value,
     Attn_PositiveI64:$num_query_heads,
     Attn_PositiveI64:$num_kv_heads,
     Attn_PositiveI64:$head_dim,
     UnitAttr:$causal,
     OptionalAttr<F32Attr>:$scale
   );
-  let results = (outs Attn_Activation:$result);
+  let results = (outs Attn_ActivationTensor:$result);
 
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
@@ -92,6 +92,15 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     /// Attention layers in execution order.
     auto getLayers() { return getBody().getOps<AttentionLayerOp>(); }
     auto getKernels() { return getBody().getOps<KernelOp>(); }
+    /// Whether the model describes whole blocks (embeddings, norms, FFNs, an
+    /// output head) rather than attention layers alone; only then are its
+    /// projections compiled.
+    bool hasBlocks() {
+      for (Operation &op : getBody().front())
+        if (isa<EmbeddingOp, NormOp, FfnOp, OutputHeadOp>(op))
+          return true;
+      return false;
+    }
   }];
 }
 
@@ -112,6 +121,13 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     (an encoder's self-attention). `stack` is `encoder` or `decoder` in
     encoder-decoder models. `prefill_kernel` and `decode_kernel` name the
     kernels `--attn-specialize-kernels` chose.
+
+    Projections: `fused_projections` (set by `--attn-fuse-projections` on
+    self-attention layers) says one linear kernel computes Q, K and V (with
+    RoPE in its epilogue). After specialization, `query_kernel` computes Q
+    (with K and V when fused), `key_value_kernel` K and V when not (from the
+    encoder output for cross layers), and `output_kernel` the output
+    projection, which also adds the block's residual.
 
     ```mlir
     attn.attention_layer @layer0 self {num_query_heads = 8 : i64,
@@ -134,9 +150,155 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<Attn_KvCacheAttr>:$cache,
                        OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$prefill_kernel,
-                       OptionalAttr<FlatSymbolRefAttr>:$decode_kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$decode_kernel,
+                       UnitAttr:$fused_projections,
+                       OptionalAttr<FlatSymbolRefAttr>:$query_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$key_value_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$output_kernel);
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// The rest of a block
+//===----------------------------------------------------------------------===//
+
+def Attn_EmbeddingOp : Attn_Op<"embedding", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "token embedding plus positions, the start of a stack";
+  let description = [{
+    Looks up `vocab_size` rows of `d_model` features and adds positions:
+    sinusoidal (computed), learned (a table of `max_positions` rows) or
+    none (RoPE layers rotate Q and K instead). `stack` is `encoder` or
+    `decoder` in encoder-decoder models.
+
+    ```mlir
+    attn.embedding @decoder_embedding {vocab_size = 34 : i64,
+        positions = #attn.positions<sinusoidal>, max_positions = 64 : i64,
+        stack = "decoder"}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Attn_PositiveI64:$vocab_size,
+                       Attn_PositionKindAttr:$positions,
+                       Attn_PositiveI64:$max_positions,
+                       OptionalAttr<StrAttr>:$stack,
+                       OptionalAttr<FlatSymbolRefAttr>:$kernel);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_NormOp : Attn_Op<"norm", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "a layer norm or RMS norm over d_model features";
+  let description = [{
+    In a pre-norm block, each attention layer and the FFN read the norm
+    placed before them and add their output to the residual stream; a
+    stack's final norm follows its last block.
+
+    ```mlir
+    attn.norm @layer0_norm layer_norm {eps = 9.99999974E-6 : f32}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Attn_NormKind:$kind,
+                       F32Attr:$eps, OptionalAttr<StrAttr>:$stack,
+                       OptionalAttr<FlatSymbolRefAttr>:$kernel);
+  let assemblyFormat = "$sym_name $kind attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "the feed-forward part of a block: up, activation, down";
+  let description = [{
+    `d_model` → `intermediate_size` with `activation`, then back to
+    `d_model`, added to the residual stream. `bias`: both projections have
+    biases. After specialization `up_kernel` and `down_kernel` name the
+    linear kernels (the down projection adds the residual).
+
+    ```mlir
+    attn.ffn @block0_ffn {activation = #attn.activation<gelu_tanh>,
+                          intermediate_size = 512 : i64, bias}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Attn_ActivationAttr:$activation,
+                       Attn_PositiveI64:$intermediate_size, UnitAttr:$bias,
+                       OptionalAttr<StrAttr>:$stack,
+                       OptionalAttr<FlatSymbolRefAttr>:$up_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$down_kernel);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_OutputHeadOp : Attn_Op<"output_head", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "the projection from d_model to vocabulary logits";
+  let description = [{
+    ```mlir
+    attn.output_head @output_head {vocab_size = 34 : i64}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Attn_PositiveI64:$vocab_size, UnitAttr:$bias,
+                       OptionalAttr<FlatSymbolRefAttr>:$kernel);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
+                                  [Symbol, HasParent<"ModelOp">]> {
+  let summary = "a specialized projection kernel: act(x·W + b) + residual";
+  let description = [{
+    With `rope_theta`, the first `rope_heads` heads of `rope_head_dim`
+    output features are rotated by their token's position (a fused QKV
+    projection's Q and K).
+
+    ```mlir
+    attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
+        in_features = 128 : i64, out_features = 512 : i64, bias,
+        activation = #attn.activation<gelu_tanh>}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Attn_PositiveI64:$in_features,
+                       Attn_PositiveI64:$out_features, UnitAttr:$bias,
+                       Attn_ActivationAttr:$activation, UnitAttr:$residual,
+                       OptionalAttr<F32Attr>:$rope_theta,
+                       OptionalAttr<Attn_PositiveI64>:$rope_heads,
+                       OptionalAttr<Attn_PositiveI64>:$rope_head_dim);
+  let assemblyFormat = "$sym_name attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_NormKernelOp : Attn_Op<"norm_kernel", [Symbol, HasParent<"ModelOp">]> {
+  let summary = "a specialized layer norm or RMS norm kernel";
+  let description = [{
+    ```mlir
+    attn.norm_kernel @layer_norm_d128 layer_norm {dim = 128 : i64,
+                                                  eps = 9.99999974E-6 : f32}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Attn_NormKind:$kind,
+                       Attn_PositiveI64:$dim, F32Attr:$eps);
+  let assemblyFormat = "$sym_name $kind attr-dict";
+}
+
+def Attn_EmbeddingKernelOp : Attn_Op<"embedding_kernel",
+                                     [Symbol, HasParent<"ModelOp">]> {
+  let summary = "a specialized embedding gather plus positions";
+  let description = [{
+    ```mlir
+    attn.embedding_kernel @embedding_v34_d128_sinusoidal {vocab_size = 34 : i64,
+        dim = 128 : i64, positions = #attn.positions<sinusoidal>,
+        max_positions = 64 : i64}
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       Attn_PositiveI64:$vocab_size, Attn_PositiveI64:$dim,
+                       Attn_PositionKindAttr:$positions,
+                       Attn_PositiveI64:$max_positions);
+  let assemblyFormat = "$sym_name attr-dict";
 }
 
 def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {

@@ -17,6 +17,22 @@ def MaterializeDefaults : Pass<"attn-materialize-defaults",
   }];
 }
 
+def FuseProjections : Pass<"attn-fuse-projections", "::mlir::attn::ModelOp"> {
+  let summary = "One projection kernel for Q, K and V where the weights allow";
+  let description = [{
+    Marks `fused_projections` on self-attention layers: Q, K and V read the
+    same normalized input, so one [d_model][(Hq + 2·Hkv)·head_dim] product
+    computes them, with RoPE on Q and K in its epilogue. Unmarked layers
+    compute Q alone and K with V (cross-attention layers always do: their
+    K and V read the encoder output). The runtime concatenates the weights
+    at load time. With `fuse=false` nothing is marked.
+  }];
+  let options = [
+    Option<"fuse", "fuse", "bool", /*default=*/"true",
+           "Fuse the projections (false: mark nothing)">
+  ];
+}
+
 def SpecializeKernels : Pass<"attn-specialize-kernels",
                              "::mlir::attn::ModelOp"> {
   let summary = "Create one prefill and one decode kernel per distinct layer";
@@ -27,6 +43,12 @@ def SpecializeKernels : Pass<"attn-specialize-kernels",
     so a model of 32 identical layers compiles two attention kernels, not 64.
     Kernels are named after what they compute, e.g.
     `prefill_h32_kv8_d128_causal`. Runs after --attn-materialize-defaults.
+
+    In models of whole blocks (not attention layers alone), the rest of
+    each block gets its kernels the same way: linear kernels for
+    the projections (fused as `--attn-fuse-projections` marked them), FFNs
+    and output head (`linear_i128_o512_bias_gelu_tanh`), norm kernels
+    (`layer_norm_d128`) and embedding kernels.
   }];
 }
 

@@ -3,7 +3,12 @@
 #include "attn/AttnPasses.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_SPECIALIZEKERNELS
@@ -48,6 +53,154 @@ struct KernelSignature {
   }
 };
 
+/// Formats a float for a symbol name: 10000 → "10000", 0.5 → "0p5".
+std::string nameNumber(float value) {
+  if (value == std::floor(value) && std::fabs(value) < 1e15f)
+    return std::to_string(int64_t(value));
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", double(value));
+  std::string text = buffer;
+  std::replace(text.begin(), text.end(), '.', 'p');
+  std::replace(text.begin(), text.end(), '-', 'm');
+  std::replace(text.begin(), text.end(), '+', 'p');
+  return text;
+}
+
+/// Kernels of the rest of each block (projections, norms, FFNs, embeddings,
+/// output head), deduplicated by everything that distinguishes them.
+class BlockKernels {
+public:
+  BlockKernels(ModelOp model, OpBuilder &builder, SymbolTable &symbols)
+      : model(model), builder(builder), symbols(symbols) {}
+
+  struct Linear {
+    int64_t in, out;
+    bool bias = false;
+    Activation activation = Activation::None;
+    bool residual = false;
+    float ropeTheta = 0;
+    int64_t ropeHeads = 0, ropeHeadDim = 0;
+  };
+
+  FlatSymbolRefAttr linear(const Linear &l, Location loc) {
+    std::string name =
+        "linear_i" + std::to_string(l.in) + "_o" + std::to_string(l.out);
+    if (l.bias)
+      name += "_bias";
+    if (l.activation != Activation::None)
+      name += "_" + stringifyActivation(l.activation).str();
+    if (l.residual)
+      name += "_res";
+    if (l.ropeTheta > 0)
+      name += "_rope" + nameNumber(l.ropeTheta) + "_h" +
+              std::to_string(l.ropeHeads) + "_d" +
+              std::to_string(l.ropeHeadDim);
+    return dedupe(name, [&]() -> Operation * {
+      return builder.create<LinearKernelOp>(
+          loc, StringRef(name), uint64_t(l.in), uint64_t(l.out), l.bias,
+          l.activation, l.residual,
+          l.ropeTheta > 0 ? builder.getF32FloatAttr(l.ropeTheta) : FloatAttr(),
+          l.ropeTheta > 0 ? builder.getI64IntegerAttr(l.ropeHeads)
+                          : IntegerAttr(),
+          l.ropeTheta > 0 ? builder.getI64IntegerAttr(l.ropeHeadDim)
+                          : IntegerAttr());
+    });
+  }
+
+  LogicalResult specialize(Operation *op) {
+    const int64_t dModel = model.getDModel();
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      const int64_t hq = layer.getNumQueryHeads(), hkv = layer.getNumKvHeads(),
+                    d = layer.getHeadDim();
+      const bool bias = layer.getProjectionBias();
+      const float theta =
+          layer.getRopeTheta() ? layer.getRopeTheta()->convertToFloat() : 0;
+      Location loc = layer.getLoc();
+      if (layer.getFusedProjections()) {
+        if (layer.getKind() != LayerKind::Self)
+          return layer.emitOpError()
+                 << "only self-attention layers fuse Q with K and V";
+        layer.setQueryKernelAttr(
+            linear({dModel, (hq + 2 * hkv) * d, bias, Activation::None, false,
+                    theta, theta > 0 ? hq + hkv : 0, theta > 0 ? d : 0},
+                   loc));
+      } else {
+        layer.setQueryKernelAttr(
+            linear({dModel, hq * d, bias, Activation::None, false, theta,
+                    theta > 0 ? hq : 0, theta > 0 ? d : 0},
+                   loc));
+        layer.setKeyValueKernelAttr(
+            linear({dModel, 2 * hkv * d, bias, Activation::None, false, theta,
+                    theta > 0 ? hkv : 0, theta > 0 ? d : 0},
+                   loc));
+      }
+      layer.setOutputKernelAttr(
+          linear({hq * d, dModel, bias, Activation::None, true}, loc));
+      return success();
+    }
+    if (auto ffn = dyn_cast<FfnOp>(op)) {
+      const int64_t size = ffn.getIntermediateSize();
+      ffn.setUpKernelAttr(linear(
+          {dModel, size, ffn.getBias(), ffn.getActivation()}, ffn.getLoc()));
+      ffn.setDownKernelAttr(linear(
+          {size, dModel, ffn.getBias(), Activation::None, true}, ffn.getLoc()));
+      return success();
+    }
+    if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      head.setKernelAttr(
+          linear({dModel, int64_t(head.getVocabSize()), head.getBias()},
+                 head.getLoc()));
+      return success();
+    }
+    if (auto norm = dyn_cast<NormOp>(op)) {
+      std::string name = stringifyNormKind(norm.getKind()).str() + "_d" +
+                         std::to_string(dModel);
+      float eps = norm.getEps().convertToFloat();
+      norm.setKernelAttr(
+          dedupe(name + "|" + std::to_string(eps), [&]() -> Operation * {
+            return builder.create<NormKernelOp>(
+                norm.getLoc(), StringRef(name), norm.getKind(),
+                uint64_t(dModel), llvm::APFloat(eps));
+          }));
+      return success();
+    }
+    if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      PositionKind positions = embedding.getPositions();
+      std::string name =
+          "embedding_v" + std::to_string(embedding.getVocabSize()) + "_d" +
+          std::to_string(dModel) + "_" + stringifyPositionKind(positions).str();
+      if (positions == PositionKind::Learned)
+        name += std::to_string(embedding.getMaxPositions());
+      embedding.setKernelAttr(dedupe(name, [&]() -> Operation * {
+        return builder.create<EmbeddingKernelOp>(
+            embedding.getLoc(), StringRef(name),
+            uint64_t(embedding.getVocabSize()), uint64_t(dModel), positions,
+            uint64_t(embedding.getMaxPositions()));
+      }));
+      return success();
+    }
+    return success();
+  }
+
+private:
+  /// The kernel known by `key`, or a new one from `create` (inserted into
+  /// the symbol table, which renames it on a clash).
+  FlatSymbolRefAttr dedupe(const std::string &key,
+                           llvm::function_ref<Operation *()> create) {
+    auto [it, inserted] = kernels.try_emplace(key, nullptr);
+    if (inserted) {
+      it->second = create();
+      symbols.insert(it->second);
+    }
+    return FlatSymbolRefAttr::get(it->second);
+  }
+
+  ModelOp model;
+  OpBuilder &builder;
+  SymbolTable &symbols;
+  llvm::StringMap<Operation *> kernels;
+};
+
 struct SpecializeKernelsPass
     : impl::SpecializeKernelsBase<SpecializeKernelsPass> {
   void runOnOperation() override {
@@ -83,6 +236,12 @@ struct SpecializeKernelsPass
       kernels.emplace_back(signature, kernel);
       return kernel;
     };
+
+    BlockKernels blockKernels(model, builder, symbols);
+    if (model.hasBlocks())
+      for (Operation &op : llvm::make_early_inc_range(model.getBody().front()))
+        if (failed(blockKernels.specialize(&op)))
+          return signalPassFailure();
 
     for (AttentionLayerOp layer : model.getLayers()) {
       if (!layer.getScale()) {

@@ -1,0 +1,30 @@
+//===- FuseProjections.cpp - one projection for Q, K and V ----------------===//
+//
+// Q, K and V of a self-attention layer are three products of the same
+// normalized input; computed as one they read that input once and run one
+// larger, better-shaped matrix product. Every self-attention layer of this
+// IR allows it (its projections share their input and bias setting); cross
+// layers cannot fuse Q, whose input is the decoder's, with K and V.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/AttnPasses.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_FUSEPROJECTIONS
+#include "attn/AttnPasses.h.inc"
+
+namespace {
+struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
+  using FuseProjectionsBase::FuseProjectionsBase;
+
+  void runOnOperation() override {
+    if (!fuse || !getOperation().hasBlocks())
+      return;
+    for (AttentionLayerOp layer : getOperation().getLayers())
+      if (layer.getKind() == LayerKind::Self)
+        layer.setFusedProjections(true);
+  }
+};
+} // namespace
+} // namespace mlir::attn
