@@ -111,9 +111,9 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
   output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
 
-  constrainActivation(query, spec.numQueryHeads, headDim);
-  constrainActivation(key, spec.numKvHeads, headDim);
-  constrainActivation(value, spec.numKvHeads, headDim);
+  constrainActivation(query, spec.numQueryHeads, headDim, false);
+  constrainActivation(key, spec.numKvHeads, headDim, false);
+  constrainActivation(value, spec.numKvHeads, headDim, false);
   constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
 
   // SCHEDULE ----------------------------------------------------------------

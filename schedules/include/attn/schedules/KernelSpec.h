@@ -33,7 +33,9 @@ struct SdpaSchedule {
 ///   key    [batch][kv_len][numKvHeads][headDim]
 ///   value  [batch][kv_len][numKvHeads][headDim]
 ///   output [batch][q_len][numQueryHeads][headDim]
-/// Causal masks are aligned to the end of the keys: query i sees key j iff
+/// Query, key and value may have any token and batch stride (views into a
+/// fused QKV projection's rows); heads and channels are dense. Causal masks
+/// are aligned to the end of the keys: query i sees key j iff
 /// j <= i + (kv_len - q_len); a sliding window of W keys also requires
 /// j > i + (kv_len - q_len) - W. The logit of (i, j) is scale·q_i·k_j, capped
 /// to softcap·tanh(logit/softcap) when softcap > 0, plus the ALiBi bias
