@@ -3,6 +3,7 @@
 #include "CHeader.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -244,7 +245,14 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   planJson.split(lines, '\n');
   for (llvm::StringRef line : lines) {
     os << "\n    \"";
-    llvm::printEscapedString(line, os);
+    for (char c : line) { // a C string literal: escape quotes and backslashes
+      if (c == '"' || c == '\\')
+        os << '\\' << c;
+      else if (llvm::isPrint(c))
+        os << c;
+      else
+        os << llvm::format("\\%03o", unsigned(static_cast<unsigned char>(c)));
+    }
     os << "\\n\"";
   }
   os << ";\n";

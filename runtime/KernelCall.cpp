@@ -1,0 +1,75 @@
+//===- KernelCall.cpp - calling generated kernels through Halide buffers --===//
+
+#include "attn/runtime/KernelCall.h"
+
+#include <climits>
+#include <cstring>
+
+namespace attn::runtime {
+
+BufferView::BufferView(const void *data, halide_type_t type,
+                       std::initializer_list<Dim> dims) {
+  int d = 0;
+  for (const Dim &dim : dims) {
+    if (d == 4 || dim.extent < 1 || dim.extent > INT32_MAX ||
+        dim.stride > INT32_MAX || dim.stride < 0) {
+      valid_ = false;
+      break;
+    }
+    dims_[d].min = 0;
+    dims_[d].extent = int32_t(dim.extent);
+    dims_[d].stride = int32_t(dim.stride);
+    dims_[d].flags = 0;
+    d++;
+  }
+  buffer_.host = static_cast<uint8_t *>(const_cast<void *>(data));
+  buffer_.type = type;
+  buffer_.dimensions = d;
+  buffer_.dim = dims_;
+}
+
+Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args) {
+  std::vector<halide_buffer_t *> b;
+  for (BufferView *arg : args) {
+    if (!arg->valid())
+      return Status(StatusCode::InvalidArgument,
+                    "a buffer of kernel " + kernel.name +
+                        " exceeds 32-bit indexing");
+    b.push_back(arg->get());
+  }
+  using B = halide_buffer_t *;
+  void (*f)(void) = kernel.function;
+  int result;
+  // Every kernel takes only buffers; cast back to the arity it was built with.
+  switch (b.size()) {
+  case 3:
+    result = reinterpret_cast<int (*)(B, B, B)>(f)(b[0], b[1], b[2]);
+    break;
+  case 4:
+    result = reinterpret_cast<int (*)(B, B, B, B)>(f)(b[0], b[1], b[2], b[3]);
+    break;
+  case 5:
+    result = reinterpret_cast<int (*)(B, B, B, B, B)>(f)(b[0], b[1], b[2], b[3],
+                                                         b[4]);
+    break;
+  case 6:
+    result = reinterpret_cast<int (*)(B, B, B, B, B, B)>(f)(b[0], b[1], b[2],
+                                                            b[3], b[4], b[5]);
+    break;
+  case 7:
+    result = reinterpret_cast<int (*)(B, B, B, B, B, B, B)>(f)(
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
+    break;
+  default:
+    return Status(StatusCode::InvalidArgument,
+                  "kernel " + kernel.name + " called with " +
+                      std::to_string(b.size()) + " buffers");
+  }
+  if (result != 0)
+    return Status(StatusCode::KernelFailed, "kernel " + kernel.name +
+                                                " failed with Halide error " +
+                                                std::to_string(result));
+  return Status::ok();
+}
+
+} // namespace attn::runtime

@@ -1,0 +1,185 @@
+//===- ModelPlan.cpp - the plan attnc writes, as the runtime reads it -----===//
+
+#include "attn/runtime/ModelPlan.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <map>
+
+namespace attn::runtime {
+
+namespace {
+using json = nlohmann::json;
+
+Status planError(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, "model plan: " + message);
+}
+
+/// Reads fields of one JSON object, remembering the first problem.
+class Fields {
+public:
+  Fields(const json &object, std::string where)
+      : object(object), where(std::move(where)) {}
+
+  int integer(const char *key) {
+    const json *value = find(key);
+    if (value && !value->is_number_integer())
+      fail(std::string("'") + key + "' must be an integer");
+    return value && value->is_number_integer() ? value->get<int>() : 0;
+  }
+  std::string string(const char *key, bool required = true) {
+    const json *value = required ? find(key) : findOptional(key);
+    if (value && !value->is_string())
+      fail(std::string("'") + key + "' must be a string");
+    return value && value->is_string() ? value->get<std::string>() : "";
+  }
+  bool boolean(const char *key) {
+    const json *value = findOptional(key);
+    return value && value->is_boolean() && value->get<bool>();
+  }
+  const Status &status() const { return status_; }
+  void fail(const std::string &message) {
+    if (status_)
+      status_ = planError(where + ": " + message);
+  }
+
+private:
+  const json *findOptional(const char *key) {
+    auto it = object.find(key);
+    return it == object.end() ? nullptr : &*it;
+  }
+  const json *find(const char *key) {
+    const json *value = findOptional(key);
+    if (!value)
+      fail(std::string("missing '") + key + "'");
+    return value;
+  }
+  const json &object;
+  std::string where;
+  Status status_;
+};
+} // namespace
+
+Status parsePlan(const std::string &text, const KernelEntry *table,
+                 size_t tableSize, ModelPlan &plan) {
+  json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object())
+    return planError("not a JSON object");
+  std::map<std::string, void (*)(void)> kernels;
+  for (size_t i = 0; i < tableSize; i++)
+    if (table[i].name && table[i].function)
+      kernels[table[i].name] = table[i].function;
+
+  ModelPlan result;
+  Fields model(root, "model");
+  result.name = model.string("model");
+  result.kind = model.string("kind");
+  result.dModel = model.integer("d_model");
+  result.maxBatch = model.integer("max_batch");
+  if (!model.status())
+    return model.status();
+  auto layers = root.find("layers"), ops = root.find("ops");
+  if (layers == root.end() || !layers->is_array() || ops == root.end() ||
+      !ops->is_array())
+    return planError("missing 'layers' or 'ops' arrays");
+  std::map<std::string, const json *> layerByName;
+  for (const json &layer : *layers)
+    if (layer.is_object() && layer.contains("name") &&
+        layer["name"].is_string())
+      layerByName[layer["name"].get<std::string>()] = &layer;
+
+  for (const json &entry : *ops) {
+    if (!entry.is_object())
+      return planError("an op is not an object");
+    PlanOp op;
+    Fields fields(entry, "op");
+    std::string kind = fields.string("op");
+    op.name = fields.string("name");
+    op.stack = fields.string("stack", /*required=*/false);
+    Fields at(entry, "op '" + op.name + "'");
+    auto resolve = [&](Fields &from, const char *key, Kernel &kernel) {
+      std::string name = from.string(key);
+      auto it = kernels.find(name);
+      if (!name.empty() && it == kernels.end())
+        from.fail("kernel '" + name +
+                  "' is not in the kernel table (header and library from "
+                  "different attnc runs?)");
+      kernel.name = name;
+      kernel.function = it == kernels.end() ? nullptr : it->second;
+    };
+    if (kind == "embedding") {
+      op.kind = OpKind::Embedding;
+      op.vocabSize = at.integer("vocab_size");
+      op.positions = at.string("positions");
+      op.maxPositions = at.integer("max_positions");
+      resolve(at, "kernel", op.kernel);
+    } else if (kind == "norm") {
+      op.kind = OpKind::Norm;
+      op.layerNorm = at.string("kind") == "layer_norm";
+      resolve(at, "kernel", op.kernel);
+    } else if (kind == "ffn") {
+      op.kind = OpKind::Ffn;
+      op.intermediateSize = at.integer("intermediate_size");
+      op.bias = at.boolean("bias");
+      resolve(at, "up_kernel", op.up);
+      resolve(at, "down_kernel", op.down);
+    } else if (kind == "output_head") {
+      op.kind = OpKind::OutputHead;
+      op.vocabSize = at.integer("vocab_size");
+      op.bias = at.boolean("bias");
+      resolve(at, "kernel", op.kernel);
+    } else if (kind == "attention") {
+      op.kind = OpKind::Attention;
+      auto it = layerByName.find(op.name);
+      if (it == layerByName.end())
+        return planError("op '" + op.name + "' has no entry in 'layers'");
+      const json &layer = *it->second;
+      Fields l(layer, "layer '" + op.name + "'");
+      op.cross = l.string("kind") == "cross";
+      op.queryHeads = l.integer("num_query_heads");
+      op.kvHeads = l.integer("num_kv_heads");
+      op.headDim = l.integer("head_dim");
+      op.bias = l.boolean("projection_bias");
+      op.fusedProjections = l.boolean("fused_projections");
+      op.rope = layer.contains("rope_theta");
+      resolve(l, "prefill_kernel", op.prefill);
+      resolve(l, "query_kernel", op.query);
+      if (!op.fusedProjections)
+        resolve(l, "key_value_kernel", op.keyValue);
+      resolve(l, "output_kernel", op.output);
+      if (layer.contains("kv_cache")) {
+        op.cached = true;
+        resolve(l, "decode_kernel", op.decode);
+        Fields cache(layer["kv_cache"], "layer '" + op.name + "' kv_cache");
+        op.pageSize = cache.integer("page_size");
+        op.maxLength = cache.integer("max_length");
+        std::string dtype = cache.string("dtype");
+        op.cacheType = dtype == "f16"    ? DType::F16
+                       : dtype == "bf16" ? DType::BF16
+                                         : DType::F32;
+        if (!cache.status())
+          return cache.status();
+      }
+      if (!l.status())
+        return l.status();
+    } else {
+      return planError("unknown op '" + kind + "'");
+    }
+    if (!fields.status())
+      return fields.status();
+    if (!at.status())
+      return at.status();
+    result.ops.push_back(std::move(op));
+  }
+  bool hasProjections = false;
+  for (const PlanOp &op : result.ops)
+    hasProjections |= op.kind == OpKind::Attention && bool(op.query);
+  if (!hasProjections)
+    return planError("the model describes attention layers alone; running a "
+                     "whole model needs a description of stacks of blocks");
+  plan = std::move(result);
+  return Status::ok();
+}
+
+} // namespace attn::runtime

@@ -1,0 +1,437 @@
+//===- ModelRunner.cpp - running a generated model's ops in order ---------===//
+//
+// Walks the plan's ops of one stack, calling each op's generated kernels on
+// the thread's Workspace: the residual stream `x` [tokens][d], the norm
+// output `normed` [tokens][d], projections, attention outputs and FFN
+// hiddens. Two modes: prefill (a whole sequence, attention by the prefill
+// kernels, no cache) and step (one new token per sequence of a batch,
+// attention by the decode kernels over KV caches).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelWeights.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace attn::runtime {
+
+namespace {
+halide_type_t cacheType(DType type) {
+  switch (type) {
+  case DType::F32:
+    return float32Type();
+  case DType::F16:
+    return {halide_type_float, 16, 1};
+  case DType::BF16:
+    return {halide_type_bfloat, 16, 1};
+  }
+  return float32Type();
+}
+
+template <class T> T *grow(std::vector<T> &v, size_t n) {
+  if (v.size() < n)
+    v.resize(n);
+  return v.data();
+}
+
+Status invalid(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+/// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
+/// (+ RoPE by `positions` when the kernel has it).
+Status linear(const Kernel &kernel, const float *in, int64_t tokens,
+              int64_t inF, const std::vector<float> &w,
+              const std::vector<float> &b, const int32_t *positions,
+              const float *residual, int64_t outF, float *out) {
+  BufferView input(in, float32Type(), {{inF, 1}, {tokens, inF}});
+  BufferView weight(w.data(), float32Type(), {{outF, 1}, {inF, outF}});
+  BufferView bias(b.data(), float32Type(), {{outF, 1}});
+  BufferView position(positions, int32Type(), {{tokens, 1}});
+  BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});
+  BufferView output(out, float32Type(), {{outF, 1}, {tokens, outF}});
+  std::vector<BufferView *> args = {&input, &weight};
+  if (!b.empty())
+    args.push_back(&bias);
+  if (positions)
+    args.push_back(&position);
+  if (residual)
+    args.push_back(&res);
+  args.push_back(&output);
+  return callKernel(kernel, args);
+}
+
+/// A [tokens][heads][D] view with rows `rowStride` floats apart.
+BufferView headsView(const float *data, int64_t tokens, int64_t heads,
+                     int64_t headDim, int64_t rowStride) {
+  return BufferView(data, float32Type(),
+                    {{headDim, 1},
+                     {heads, headDim},
+                     {tokens, rowStride},
+                     {1, tokens * rowStride}});
+}
+
+enum class Mode { Prefill, Step };
+} // namespace
+
+/// The walk over one stack's ops (a friend of Model).
+class ModelRunner {
+public:
+  struct Inputs {
+    Mode mode;
+    int tokens; // tokens in the batch (Step: one per sequence)
+    const int32_t *ids, *positions;
+    // Prefill with cross layers: the encoder output.
+    const float *memory = nullptr;
+    int memoryLength = 0;
+    // Step: caches and sequences.
+    KvCache *selfCache = nullptr;
+    const KvCache *crossCache = nullptr;
+    const SequenceId *selfSequences = nullptr, *crossSequences = nullptr;
+  };
+
+  /// Runs the ops of `stack` (and the output head for the decoder). On
+  /// return `normed` (after a final norm) or `x` holds the stack's output;
+  /// with a head, `logits` [tokens][vocab].
+  static Status run(const Model &model, bool decoderStack, const Inputs &in,
+                    Workspace &ws, float *logits, const float **output) {
+    const ModelPlan &plan = model.plan_;
+    const int64_t d = plan.dModel, t = in.tokens;
+    float *x = grow(ws.x, t * d);
+    float *residual = grow(ws.residual, t * d);
+    float *normed = grow(ws.normed, t * d);
+    int selfLayer = 0, crossLayer = 0;
+    bool normedIsOutput = false;
+    for (size_t i = 0; i < plan.ops.size(); i++) {
+      const PlanOp &op = plan.ops[i];
+      bool inStack =
+          decoderStack ? op.stack != "encoder" : op.stack == "encoder";
+      if (!inStack)
+        continue;
+      const Model::Weights &w = *model.weights_[i];
+      Status status;
+      switch (op.kind) {
+      case OpKind::Embedding: {
+        BufferView ids(in.ids, int32Type(), {{t, 1}});
+        BufferView positions(in.positions, int32Type(), {{t, 1}});
+        BufferView table(w.table.data(), float32Type(),
+                         {{d, 1}, {op.vocabSize, d}});
+        BufferView positionTable(w.positionTable.data(), float32Type(),
+                                 {{d, 1}, {op.maxPositions, d}});
+        BufferView out(x, float32Type(), {{d, 1}, {t, d}});
+        std::vector<BufferView *> args = {&ids, &positions, &table};
+        if (!w.positionTable.empty())
+          args.push_back(&positionTable);
+        args.push_back(&out);
+        status = callKernel(op.kernel, args);
+        break;
+      }
+      case OpKind::Norm: {
+        BufferView input(x, float32Type(), {{d, 1}, {t, d}});
+        BufferView weight(w.normWeight.data(), float32Type(), {{d, 1}});
+        BufferView bias(w.normBias.data(), float32Type(), {{d, 1}});
+        BufferView out(normed, float32Type(), {{d, 1}, {t, d}});
+        std::vector<BufferView *> args = {&input, &weight};
+        if (op.layerNorm)
+          args.push_back(&bias);
+        args.push_back(&out);
+        status = callKernel(op.kernel, args);
+        break;
+      }
+      case OpKind::Attention:
+        status = attention(op, w, in, ws, normed, d,
+                           op.cross ? crossLayer : selfLayer);
+        if (op.cross)
+          crossLayer++;
+        else if (op.cached)
+          selfLayer++;
+        if (status) // x += attention · Wo (+ bias), ping-pong buffers
+          status = linear(op.output, ws.attention.data(), t,
+                          int64_t(op.queryHeads) * op.headDim, w.output,
+                          w.outputBias, nullptr, x, d, residual);
+        if (status)
+          std::swap(x, residual);
+        break;
+      case OpKind::Ffn: {
+        float *hidden = grow(ws.hidden, t * op.intermediateSize);
+        status = linear(op.up, normed, t, d, w.up, w.upBias, nullptr, nullptr,
+                        op.intermediateSize, hidden);
+        if (status)
+          status = linear(op.down, hidden, t, op.intermediateSize, w.down,
+                          w.downBias, nullptr, x, d, residual);
+        if (status)
+          std::swap(x, residual);
+        break;
+      }
+      case OpKind::OutputHead:
+        if (logits)
+          status = linear(op.kernel, normed, t, d, w.head, w.headBias, nullptr,
+                          nullptr, op.vocabSize, logits);
+        break;
+      }
+      if (!status)
+        return status;
+      normedIsOutput = op.kind == OpKind::Norm ||
+                       (normedIsOutput && op.kind == OpKind::OutputHead);
+    }
+    // `x` may have been swapped with `residual`: hand back the live one.
+    if (output)
+      *output = normedIsOutput ? normed : x;
+    return Status::ok();
+  }
+
+private:
+  /// Attention of one layer from `normed`; writes ws.attention
+  /// [tokens][Hq·D]. `layer` indexes the layer in its cache.
+  static Status attention(const PlanOp &op, const Model::Weights &w,
+                          const Inputs &in, Workspace &ws, const float *normed,
+                          int64_t dModel, int layer) {
+    const int64_t t = in.tokens, hq = op.queryHeads, hkv = op.kvHeads,
+                  hd = op.headDim, q = hq * hd, kv = hkv * hd;
+    const int32_t *ropePositions = op.rope ? in.positions : nullptr;
+    float *attention = grow(ws.attention, t * q);
+
+    // Projections: fused [t][q + 2kv] or query [t][q] and, for self layers,
+    // key/value [t][2kv] (cross layers' K/V come from memory or the cache).
+    const int64_t width = op.fusedProjections ? q + 2 * kv : q;
+    float *projected = grow(ws.projected, t * width);
+    if (Status s = linear(op.query, normed, t, dModel, w.query, w.queryBias,
+                          ropePositions, nullptr, width, projected);
+        !s)
+      return s;
+    const float *keys = projected + q, *values = projected + q + kv;
+    int64_t kvStride = width;
+    if (!op.fusedProjections && !op.cross) {
+      float *kvRows = grow(ws.key, t * 2 * kv);
+      if (Status s =
+              linear(op.keyValue, normed, t, dModel, w.keyValue, w.keyValueBias,
+                     ropePositions, nullptr, 2 * kv, kvRows);
+          !s)
+        return s;
+      keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
+    }
+
+    if (in.mode == Mode::Prefill) {
+      int64_t kvLen = t;
+      if (op.cross) {
+        if (!in.memory)
+          return invalid("layer " + op.name + " needs the encoder output");
+        kvLen = in.memoryLength;
+        float *kvRows = grow(ws.key, kvLen * 2 * kv);
+        if (Status s = linear(op.keyValue, in.memory, kvLen, dModel, w.keyValue,
+                              w.keyValueBias, nullptr, nullptr, 2 * kv, kvRows);
+            !s)
+          return s;
+        keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
+      }
+      BufferView qv = headsView(projected, t, hq, hd, width);
+      BufferView kview = headsView(keys, kvLen, hkv, hd, kvStride);
+      BufferView vview = headsView(values, kvLen, hkv, hd, kvStride);
+      BufferView out = headsView(attention, t, hq, hd, q);
+      return callKernel(op.prefill, {&qv, &kview, &vview, &out});
+    }
+
+    // Step: append this token's K/V to the self cache, then decode.
+    const KvCache *cache = op.cross ? in.crossCache : in.selfCache;
+    const SequenceId *sequences =
+        op.cross ? in.crossSequences : in.selfSequences;
+    if (!op.cached || !cache)
+      return invalid("layer " + op.name + " has no KV cache to decode with");
+    if (!op.cross)
+      for (int64_t b = 0; b < t; b++)
+        if (Status s =
+                in.selfCache->write(sequences[b], layer, in.positions[b], 1,
+                                    keys + b * kvStride, values + b * kvStride);
+            !s)
+          return s;
+    // The decode kernel reads a dense query.
+    float *query = grow(ws.query, t * q);
+    for (int64_t b = 0; b < t; b++)
+      std::memcpy(query + b * q, projected + b * width, q * sizeof(float));
+    size_t maxPages = 1;
+    for (int64_t b = 0; b < t; b++)
+      maxPages = std::max(maxPages, cache->blockTable(sequences[b])->size());
+    int32_t *table = grow(ws.blockTable, t * maxPages);
+    int32_t *lengths = grow(ws.lengths, t);
+    for (int64_t b = 0; b < t; b++) {
+      const std::vector<int32_t> &pages = *cache->blockTable(sequences[b]);
+      std::fill(table + b * maxPages, table + (b + 1) * maxPages, 0);
+      std::copy(pages.begin(), pages.end(), table + b * maxPages);
+      lengths[b] = cache->length(sequences[b]);
+    }
+    const KvCacheConfig &c = cache->config();
+    halide_type_t element = cacheType(c.dtype);
+    BufferView qv(query, float32Type(), {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
+    BufferView keyPages(
+        cache->keyPages(layer), element,
+        {{hd, 1}, {hkv, hd}, {c.pageSize, kv}, {c.numPages, c.pageSize * kv}});
+    BufferView valuePages(
+        cache->valuePages(layer), element,
+        {{hd, 1}, {hkv, hd}, {c.pageSize, kv}, {c.numPages, c.pageSize * kv}});
+    BufferView blockTable(table, int32Type(),
+                          {{int64_t(maxPages), 1}, {t, int64_t(maxPages)}});
+    BufferView seqLens(lengths, int32Type(), {{t, 1}});
+    BufferView out(attention, float32Type(),
+                   {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
+    return callKernel(
+        op.decode, {&qv, &keyPages, &valuePages, &blockTable, &seqLens, &out});
+  }
+};
+
+namespace {
+Status checkTokens(const int32_t *tokens, int count, int vocabulary,
+                   const char *what) {
+  if (!tokens || count < 1)
+    return invalid(std::string(what) + ": no tokens");
+  for (int i = 0; i < count; i++)
+    if (tokens[i] < 0 || tokens[i] >= vocabulary)
+      return invalid(std::string(what) + ": token id " +
+                     std::to_string(tokens[i]) + " at index " +
+                     std::to_string(i) + " is outside the vocabulary [0, " +
+                     std::to_string(vocabulary) + ")");
+  return Status::ok();
+}
+
+int embeddingPositions(const ModelPlan &plan, bool decoder) {
+  for (const PlanOp &op : plan.ops)
+    if (op.kind == OpKind::Embedding && (op.stack == "encoder") != decoder)
+      return op.positions == "learned" ? op.maxPositions : 0;
+  return 0;
+}
+} // namespace
+
+Status Model::encode(const int32_t *tokens, int length,
+                     std::vector<float> &memory, Workspace &ws) const {
+  if (Status s = checkTokens(tokens, length, sourceVocabulary(), "encode"); !s)
+    return s;
+  if (int max = embeddingPositions(plan_, false); max && length > max)
+    return invalid("encode: " + std::to_string(length) + " tokens exceed the " +
+                   std::to_string(max) + " learned positions");
+  std::vector<int32_t> positions(length);
+  for (int i = 0; i < length; i++)
+    positions[i] = i;
+  ModelRunner::Inputs in{Mode::Prefill, length, tokens, positions.data()};
+  const float *output = nullptr;
+  if (Status s = ModelRunner::run(*this, false, in, ws, nullptr, &output); !s)
+    return s;
+  memory.assign(output, output + size_t(length) * plan_.dModel);
+  return Status::ok();
+}
+
+Status Model::storeCrossKeyValues(const float *memory, int length,
+                                  KvCache &crossCache, SequenceId sequence,
+                                  Workspace &ws) const {
+  if (!memory || length < 1)
+    return invalid("storeCrossKeyValues: empty encoder output");
+  if (crossCache.length(sequence) != 0)
+    return invalid("storeCrossKeyValues: sequence " + std::to_string(sequence) +
+                   " must exist and be empty");
+  if (Status s = crossCache.extend(sequence, length); !s)
+    return s;
+  int layer = 0;
+  for (size_t i = 0; i < plan_.ops.size(); i++) {
+    const PlanOp &op = plan_.ops[i];
+    if (op.kind != OpKind::Attention || !op.cross)
+      continue;
+    const Weights &w = *weights_[i];
+    const int64_t kv = int64_t(op.kvHeads) * op.headDim;
+    float *rows = grow(ws.key, size_t(length) * 2 * kv);
+    float *keys = grow(ws.value, size_t(length) * 2 * kv);
+    float *values = keys + size_t(length) * kv;
+    Status s = linear(op.keyValue, memory, length, plan_.dModel, w.keyValue,
+                      w.keyValueBias, nullptr, nullptr, 2 * kv, rows);
+    for (int64_t token = 0; s && token < length; token++) {
+      std::memcpy(keys + token * kv, rows + token * 2 * kv, kv * 4);
+      std::memcpy(values + token * kv, rows + token * 2 * kv + kv, kv * 4);
+    }
+    if (s)
+      s = crossCache.write(sequence, layer++, 0, length, keys, values);
+    if (!s) {
+      (void)crossCache.truncate(sequence, 0);
+      return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status Model::decodeStep(const SequenceId *selfSequences,
+                         const SequenceId *crossSequences,
+                         const int32_t *tokens, int batch, KvCache &selfCache,
+                         const KvCache *crossCache, float *logits,
+                         Workspace &ws) const {
+  if (batch < 1 || !selfSequences || !logits)
+    return invalid("decodeStep: empty batch");
+  if (Status s = checkTokens(tokens, batch, targetVocabulary(), "decodeStep");
+      !s)
+    return s;
+  KvCacheConfig crossConfig;
+  (void)crossCacheConfig(1, crossConfig);
+  if (crossConfig.numLayers > 0) {
+    if (!crossCache || !crossSequences)
+      return invalid("decodeStep: the model cross-attends; give the cross "
+                     "cache and its sequences");
+    for (int b = 0; b < batch; b++)
+      if (crossCache->length(crossSequences[b]) < 1)
+        return invalid("decodeStep: cross sequence " +
+                       std::to_string(crossSequences[b]) +
+                       " holds no encoder output");
+  }
+  std::set<SequenceId> distinct(selfSequences, selfSequences + batch);
+  if (int(distinct.size()) != batch)
+    return invalid("decodeStep: a sequence appears twice in the batch");
+  std::vector<int32_t> positions(batch);
+  for (int b = 0; b < batch; b++) {
+    positions[b] = selfCache.length(selfSequences[b]);
+    if (positions[b] < 0)
+      return invalid("decodeStep: unknown sequence " +
+                     std::to_string(selfSequences[b]));
+  }
+  if (int max = embeddingPositions(plan_, true))
+    for (int b = 0; b < batch; b++)
+      if (positions[b] >= max)
+        return Status(StatusCode::CapacityExceeded,
+                      "decodeStep: position " + std::to_string(positions[b]) +
+                          " is past the " + std::to_string(max) +
+                          " learned positions");
+  // Grow every sequence by one token; undo all of it on any failure.
+  auto rollBack = [&](int count) {
+    for (int b = 0; b < count; b++)
+      (void)selfCache.truncate(selfSequences[b], positions[b]);
+  };
+  for (int b = 0; b < batch; b++)
+    if (Status s = selfCache.extend(selfSequences[b], 1); !s) {
+      rollBack(b);
+      return s;
+    }
+  ModelRunner::Inputs in{Mode::Step, batch, tokens, positions.data()};
+  in.selfCache = &selfCache;
+  in.crossCache = crossCache;
+  in.selfSequences = selfSequences;
+  in.crossSequences = crossSequences;
+  Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
+  if (!s)
+    rollBack(batch);
+  return s;
+}
+
+Status Model::decodeWithoutCache(const int32_t *tokens, int length,
+                                 const float *memory, int memoryLength,
+                                 float *logits, Workspace &ws) const {
+  if (!logits)
+    return invalid("decodeWithoutCache: no logits buffer");
+  if (Status s =
+          checkTokens(tokens, length, targetVocabulary(), "decodeWithoutCache");
+      !s)
+    return s;
+  std::vector<int32_t> positions(length);
+  for (int i = 0; i < length; i++)
+    positions[i] = i;
+  ModelRunner::Inputs in{Mode::Prefill, length, tokens, positions.data()};
+  in.memory = memory;
+  in.memoryLength = memoryLength;
+  return ModelRunner::run(*this, true, in, ws, logits, nullptr);
+}
+
+} // namespace attn::runtime

@@ -1,0 +1,47 @@
+//===- ModelWeights.h - a model's weights, laid out for its kernels -------===//
+//
+// Private to the runtime: shared by Model.cpp (loading) and
+// ModelRunner.cpp (running).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_MODELWEIGHTS_H
+#define ATTN_RUNTIME_MODELWEIGHTS_H
+
+#include "attn/runtime/Model.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+/// The checkpoint tensors of one op, by role ("q.weight", "table", ...).
+struct OpTensorNames {
+  struct Entry {
+    std::string role, tensor;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Entry> entries;
+  void add(const std::string &role, const std::string &tensor,
+           std::vector<int64_t> shape);
+  const std::string *tensor(const std::string &role) const;
+};
+
+/// Weights of one op, in the layouts its kernels read. Empty when unused.
+struct Model::Weights {
+  std::vector<float> table;                // embedding [vocab][d]
+  std::vector<float> positionTable;        // learned positions [max][d]
+  std::vector<float> normWeight, normBias; // [d]
+  // Attention: query [d][Hq·D], or fused [d][(Hq + 2·Hkv)·D] (Q | K | V);
+  // keyValue [d][2·Hkv·D] (K | V) when not fused; output [Hq·D][d].
+  std::vector<float> query, queryBias, keyValue, keyValueBias, output,
+      outputBias;
+  std::vector<float> up, upBias;     // FFN [d][ffn], [ffn]
+  std::vector<float> down, downBias; // FFN [ffn][d], [d]
+  std::vector<float> head, headBias; // output head [d][vocab], [vocab]
+};
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_MODELWEIGHTS_H

@@ -1,0 +1,68 @@
+//===- KernelCall.h - calling generated kernels through Halide buffers -*- C++
+//-*-===//
+//
+// Generated kernels take halide_buffer_t arguments (HalideRuntime.h). This
+// describes plain arrays as such buffers (extents and strides innermost
+// first, as Halide orders them) and calls a type-erased kernel from an
+// attnc kernel table with its arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_KERNELCALL_H
+#define ATTN_RUNTIME_KERNELCALL_H
+
+#include "attn/runtime/Status.h"
+
+#include "HalideRuntime.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+/// One entry of a generated `<model>_kernel_table` (the layout of
+/// attnc_kernel_entry): the kernel's name and its function, type-erased.
+struct KernelEntry {
+  const char *name;
+  void (*function)(void);
+};
+
+/// A kernel resolved from a table.
+struct Kernel {
+  std::string name;
+  void (*function)(void) = nullptr;
+  explicit operator bool() const { return function != nullptr; }
+};
+
+/// A halide_buffer_t over caller-owned memory, up to 4 dimensions.
+class BufferView {
+public:
+  struct Dim {
+    int64_t extent, stride;
+  };
+  /// Dimensions innermost first; strides in elements.
+  BufferView(const void *data, halide_type_t type, std::initializer_list<Dim>);
+  BufferView(const BufferView &) = delete;
+  BufferView &operator=(const BufferView &) = delete;
+  halide_buffer_t *get() { return &buffer_; }
+  /// False when an extent or stride does not fit Halide's int32 indexing.
+  bool valid() const { return valid_; }
+
+private:
+  halide_buffer_t buffer_{};
+  halide_dimension_t dims_[4]{};
+  bool valid_ = true;
+};
+
+inline halide_type_t float32Type() { return {halide_type_float, 32, 1}; }
+inline halide_type_t int32Type() { return {halide_type_int, 32, 1}; }
+
+/// Calls `kernel` with `args` (1 to 8 buffers, in the kernel's order).
+/// A non-zero Halide status becomes KernelFailed naming the kernel.
+Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_KERNELCALL_H

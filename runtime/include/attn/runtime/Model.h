@@ -1,0 +1,111 @@
+//===- Model.h - running a whole generated model --------------*- C++ -*-===//
+//
+// A Model is a plan (which ops, in which order, with which generated
+// kernels) plus weights loaded from a safetensors file, laid out for those
+// kernels: linear weights transposed to [in][out], Q/K/V concatenated where
+// attnc fused the projections. It runs the encoder, one decoder step for a
+// batch of sequences over KV caches, or the decoder without any cache (the
+// reference a cache must reproduce).
+//
+// Buffers are C arrays of float unless stated; shapes in comments. A Model
+// is immutable after load and may be shared by threads; each thread uses
+// its own caches and Workspace.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_MODEL_H
+#define ATTN_RUNTIME_MODEL_H
+
+#include "attn/runtime/KvCache.h"
+#include "attn/runtime/ModelPlan.h"
+#include "attn/runtime/Safetensors.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+/// How a checkpoint names its tensors.
+enum class WeightNaming {
+  /// Hugging Face BART / mBART / Marian encoder-decoders:
+  /// model.{encoder,decoder}.embed_tokens, .layers.N.{self_attn,
+  /// encoder_attn}.{q,k,v,out}_proj, ..._layer_norm, fc1, fc2,
+  /// .layer_norm (final), lm_head.
+  Bart,
+};
+
+/// Scratch activations of one thread, grown on demand.
+struct Workspace {
+  std::vector<float> x, residual, normed, projected, attention, hidden, query,
+      key, value;
+  std::vector<int32_t> tokens, positions, blockTable, lengths;
+};
+
+class Model {
+public:
+  /// Parses the plan, resolves its kernels in `table`, opens `weightsPath`
+  /// and checks that it holds exactly the tensors the plan needs (every
+  /// problem named), then lays the weights out for the kernels.
+  static Status load(const std::string &planJson, const KernelEntry *table,
+                     size_t tableSize, const std::string &weightsPath,
+                     WeightNaming naming, std::unique_ptr<Model> &model);
+
+  const ModelPlan &plan() const { return plan_; }
+  int dModel() const { return plan_.dModel; }
+  /// Vocabulary of the encoder's and decoder's embeddings, of the head.
+  int sourceVocabulary() const;
+  int targetVocabulary() const;
+
+  /// Cache geometry for `maxSequences` sequences: the decoder's cached
+  /// self-attention layers, and its cross-attention layers (their K and V
+  /// of the encoder output, computed once per input).
+  Status selfCacheConfig(int maxSequences, KvCacheConfig &config) const;
+  Status crossCacheConfig(int maxSequences, KvCacheConfig &config) const;
+
+  /// Runs the encoder over `tokens` [length]:
+  ///   memory [length][dModel], the final norm's output.
+  Status encode(const int32_t *tokens, int length, std::vector<float> &memory,
+                Workspace &ws) const;
+
+  /// Computes every cross-attention layer's K and V of `memory`
+  /// [length][dModel] and stores them as the `length` tokens of `sequence`
+  /// (which must be empty) in `crossCache`.
+  Status storeCrossKeyValues(const float *memory, int length,
+                             KvCache &crossCache, SequenceId sequence,
+                             Workspace &ws) const;
+
+  /// One decoder step for `batch` sequences: token `tokens[b]` is appended
+  /// at the end of `selfSequences[b]` in `selfCache` (its position is the
+  /// sequence's length before the step) and attends to everything cached
+  /// there, and, through cross-attention, to `crossSequences[b]` of
+  /// `crossCache` (null for decoder-only models).
+  ///   logits [batch][targetVocabulary]
+  /// On failure no sequence has grown.
+  Status decodeStep(const SequenceId *selfSequences,
+                    const SequenceId *crossSequences, const int32_t *tokens,
+                    int batch, KvCache &selfCache, const KvCache *crossCache,
+                    float *logits, Workspace &ws) const;
+
+  /// The decoder over a whole prefix `tokens` [length] with no cache
+  /// (prefill kernels, causal), cross-attending to `memory`
+  /// [memoryLength][dModel] (ignored without cross layers):
+  ///   logits [length][targetVocabulary]
+  Status decodeWithoutCache(const int32_t *tokens, int length,
+                            const float *memory, int memoryLength,
+                            float *logits, Workspace &ws) const;
+
+private:
+  struct Weights; // per op, laid out for its kernels
+  friend class ModelRunner;
+  Model() = default;
+
+  ModelPlan plan_;
+  std::vector<std::shared_ptr<const Weights>> weights_; // parallel to ops
+};
+
+const char *name(WeightNaming naming);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_MODEL_H

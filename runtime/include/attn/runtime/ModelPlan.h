@@ -1,0 +1,68 @@
+//===- ModelPlan.h - the plan attnc writes, as the runtime reads it -*- C++
+//-*-===//
+//
+// attnc embeds the plan (JSON) and a kernel table in every generated header.
+// The plan lists the model's ops in execution order (embeddings, norms,
+// attention layers, FFNs, output head), each with the names of its kernels;
+// parsing resolves every name in the table, so a mismatched header and
+// library are an error at load time, not a crash later.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_MODELPLAN_H
+#define ATTN_RUNTIME_MODELPLAN_H
+
+#include "attn/runtime/DType.h"
+#include "attn/runtime/KernelCall.h"
+#include "attn/runtime/Status.h"
+
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+enum class OpKind { Embedding, Norm, Attention, Ffn, OutputHead };
+
+/// One op of the plan. Fields apply to the kinds their comments name.
+struct PlanOp {
+  OpKind kind;
+  std::string name;
+  std::string stack; ///< "encoder", "decoder", or empty (decoder-only)
+
+  int vocabSize = 0;        ///< embedding, output head
+  std::string positions;    ///< embedding: none, sinusoidal, learned
+  int maxPositions = 0;     ///< embedding
+  bool layerNorm = true;    ///< norm: layer norm, else RMS norm
+  bool bias = false;        ///< FFN, output head; attention projections
+  int intermediateSize = 0; ///< FFN
+  bool cross = false;       ///< attention: cross (else self)
+  int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
+  bool fusedProjections = false; ///< attention: one Q|K|V projection
+  bool rope = false;   ///< attention: the Q/K projections rotate by position
+  bool cached = false; ///< attention: has a KV cache (decodes)
+  int pageSize = 0, maxLength = 0; ///< attention cache
+  DType cacheType = DType::F32;    ///< attention cache
+
+  Kernel kernel;                  ///< embedding, norm, output head
+  Kernel prefill, decode;         ///< attention
+  Kernel query, keyValue, output; ///< attention projections
+  Kernel up, down;                ///< FFN
+};
+
+struct ModelPlan {
+  std::string name, kind;
+  int dModel = 0;
+  int maxBatch = 0;
+  std::vector<PlanOp> ops;
+};
+
+/// Parses `json` (a plan attnc wrote) and resolves its kernels in `table`.
+/// Fails naming the first problem: malformed JSON, a missing field, a
+/// kernel the table lacks, or a plan of attention layers alone (which has
+/// no projections to run a model with).
+Status parsePlan(const std::string &json, const KernelEntry *table,
+                 size_t tableSize, ModelPlan &plan);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_MODELPLAN_H
