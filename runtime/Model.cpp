@@ -128,6 +128,15 @@ const std::string *OpTensorNames::tensor(const std::string &role) const {
   return nullptr;
 }
 
+std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
+                                                   WeightNaming) {
+  std::vector<ExpectedTensor> expected;
+  for (const OpTensorNames &op : tensorNames(plan))
+    for (const OpTensorNames::Entry &entry : op.entries)
+      expected.push_back({entry.tensor, TensorType::F32, entry.shape});
+  return expected;
+}
+
 Status Model::load(const std::string &planJson, const KernelEntry *table,
                    size_t tableSize, const std::string &weightsPath,
                    WeightNaming naming, std::unique_ptr<Model> &model) {
@@ -140,11 +149,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   if (Status status = SafetensorsFile::open(weightsPath, file); !status)
     return status;
   std::vector<OpTensorNames> names = tensorNames(plan);
-  std::vector<ExpectedTensor> expected;
-  for (const OpTensorNames &op : names)
-    for (const OpTensorNames::Entry &entry : op.entries)
-      expected.push_back({entry.tensor, TensorType::F32, entry.shape});
-  if (Status status = checkTensors(file, expected); !status)
+  if (Status status = checkTensors(file, requiredTensors(plan, naming));
+      !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
                                      weightsPath + "': " + status.message());
 

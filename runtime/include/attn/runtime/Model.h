@@ -51,6 +51,11 @@ public:
                      size_t tableSize, const std::string &weightsPath,
                      WeightNaming naming, std::unique_ptr<Model> &model);
 
+  /// The tensors (names, f32, shapes) a checkpoint needs for `plan` under
+  /// `naming`: what load() checks a weight file against.
+  static std::vector<ExpectedTensor> requiredTensors(const ModelPlan &plan,
+                                                     WeightNaming naming);
+
   const ModelPlan &plan() const { return plan_; }
   int dModel() const { return plan_.dModel; }
   /// Vocabulary of the encoder's and decoder's embeddings, of the head.

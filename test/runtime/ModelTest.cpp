@@ -1,0 +1,317 @@
+//===- ModelTest.cpp - whole generated models through the runtime ---------===//
+//
+// Two small models compiled by attnc (models/*.json): an encoder-decoder
+// with GQA, learned decoder positions and a paged cache whose pages hold 4
+// tokens, the same with a contiguous cache, and a decoder-only model with
+// RoPE, RMS norm and a SiLU FFN. Random weights, written to a safetensors
+// file under the Bart naming.
+//
+// The point of a KV cache: decoding token by token over it gives the logits
+// of recomputing the whole prefix without it. Both paths run different
+// kernels (decode vs prefill attention, one-token vs many-token
+// projections) that sum in different orders; fp32 logits of O(1) agree to
+// 1e-5 (observed: ~1e-6).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/runtime/Model.h"
+
+#include "decoder_rope.h"
+#include "encdec_contiguous.h"
+#include "encdec_paged.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+using namespace attn::runtime;
+
+namespace {
+
+struct Generated {
+  const char *plan;
+  const attnc_kernel_entry *table;
+  size_t size;
+};
+
+const KernelEntry *entries(const attnc_kernel_entry *table) {
+  return reinterpret_cast<const KernelEntry *>(table);
+}
+
+/// Writes `tensors` (all f32) as a safetensors file; returns its path.
+std::string writeSafetensors(
+    const std::string &name,
+    const std::vector<std::pair<ExpectedTensor, std::vector<float>>> &tensors) {
+  std::string header = "{";
+  size_t offset = 0;
+  for (const auto &[tensor, values] : tensors) {
+    std::string shape;
+    for (int64_t extent : tensor.shape)
+      shape += (shape.empty() ? "" : ",") + std::to_string(extent);
+    size_t bytes = values.size() * sizeof(float);
+    header += (header.size() > 1 ? "," : "") + std::string("\"") + tensor.name +
+              "\":{\"dtype\":\"F32\",\"shape\":[" + shape +
+              "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  header += "}";
+  std::string path = testing::TempDir() + name + ".safetensors";
+  std::ofstream out(path, std::ios::binary);
+  uint64_t length = header.size();
+  out.write(reinterpret_cast<const char *>(&length), 8);
+  out << header;
+  for (const auto &[tensor, values] : tensors)
+    out.write(reinterpret_cast<const char *>(values.data()),
+              values.size() * sizeof(float));
+  return path;
+}
+
+/// Random weights for every tensor `plan` needs: norms' weights near 1,
+/// everything else uniform in ±0.5/sqrt(fan-in) (logits stay O(1)).
+std::vector<std::pair<ExpectedTensor, std::vector<float>>>
+randomWeights(const ModelPlan &plan, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::pair<ExpectedTensor, std::vector<float>>> tensors;
+  for (const ExpectedTensor &tensor :
+       Model::requiredTensors(plan, WeightNaming::Bart)) {
+    size_t count = 1;
+    for (int64_t extent : tensor.shape)
+      count *= size_t(extent);
+    bool norm = tensor.name.find("norm.weight") != std::string::npos;
+    double fanIn = tensor.shape.size() == 2 ? double(tensor.shape[1]) : 4.0;
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> values(count);
+    for (float &v : values)
+      v = norm ? 1.0f + 0.2f * uniform(rng)
+               : float(uniform(rng) * 1.5 / std::sqrt(fanIn));
+    tensors.push_back({tensor, values});
+  }
+  return tensors;
+}
+
+std::unique_ptr<Model> loadRandom(const Generated &g, const std::string &name,
+                                  unsigned seed = 7) {
+  ModelPlan plan;
+  Status parsed = parsePlan(g.plan, entries(g.table), g.size, plan);
+  EXPECT_TRUE(parsed) << parsed.message();
+  std::string path = writeSafetensors(name, randomWeights(plan, seed));
+  std::unique_ptr<Model> model;
+  Status loaded = Model::load(g.plan, entries(g.table), g.size, path,
+                              WeightNaming::Bart, model);
+  EXPECT_TRUE(loaded) << loaded.message();
+  return model;
+}
+
+const Generated kPaged{encdec_paged_plan_json, encdec_paged_kernel_table,
+                       ENCDEC_PAGED_KERNEL_TABLE_SIZE};
+const Generated kContiguous{encdec_contiguous_plan_json,
+                            encdec_contiguous_kernel_table,
+                            ENCDEC_CONTIGUOUS_KERNEL_TABLE_SIZE};
+const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
+                             DECODER_ROPE_KERNEL_TABLE_SIZE};
+
+double maxAbsDifference(const float *a, const float *b, size_t n) {
+  double worst = 0;
+  for (size_t i = 0; i < n; i++)
+    worst = std::max(worst, std::isnan(a[i]) || std::isnan(b[i])
+                                ? INFINITY
+                                : std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+/// Decodes a batch of ragged sequences step by step over the caches and
+/// checks every step's logits against the decoder without a cache; returns
+/// the logits of all steps (for comparing cache layouts).
+std::vector<float> decodeAndCompare(const Model &model,
+                                    const std::vector<int> &sourceLengths,
+                                    int steps, bool encoderDecoder) {
+  const int batch = int(sourceLengths.size());
+  const int vocabulary = model.targetVocabulary();
+  Workspace ws;
+  KvCacheConfig selfConfig, crossConfig;
+  EXPECT_TRUE(model.selfCacheConfig(batch, selfConfig));
+  EXPECT_TRUE(model.crossCacheConfig(batch, crossConfig));
+  KvCache selfCache, crossCache;
+  EXPECT_TRUE(KvCache::create(selfConfig, selfCache));
+  if (encoderDecoder)
+    EXPECT_TRUE(KvCache::create(crossConfig, crossCache));
+
+  std::vector<std::vector<float>> memories(batch);
+  std::vector<SequenceId> selfIds(batch), crossIds(batch);
+  for (int b = 0; b < batch; b++) {
+    if (encoderDecoder) {
+      std::vector<int32_t> source(sourceLengths[b]);
+      for (int i = 0; i < sourceLengths[b]; i++)
+        source[i] = (i * 7 + b * 3 + 1) % model.sourceVocabulary();
+      Status s =
+          model.encode(source.data(), int(source.size()), memories[b], ws);
+      EXPECT_TRUE(s) << s.message();
+      EXPECT_TRUE(crossCache.addSequence(crossIds[b]));
+      s = model.storeCrossKeyValues(memories[b].data(), sourceLengths[b],
+                                    crossCache, crossIds[b], ws);
+      EXPECT_TRUE(s) << s.message();
+    }
+    EXPECT_TRUE(selfCache.addSequence(selfIds[b]));
+  }
+  std::vector<std::vector<int32_t>> prefixes(batch);
+  std::vector<float> all, logits(size_t(batch) * vocabulary), reference;
+  double worst = 0;
+  for (int step = 0; step < steps; step++) {
+    std::vector<int32_t> tokens(batch);
+    for (int b = 0; b < batch; b++) {
+      tokens[b] = (step * 5 + b * 11 + 1) % vocabulary;
+      prefixes[b].push_back(tokens[b]);
+    }
+    Status s = model.decodeStep(
+        selfIds.data(), crossIds.data(), tokens.data(), batch, selfCache,
+        encoderDecoder ? &crossCache : nullptr, logits.data(), ws);
+    EXPECT_TRUE(s) << s.message();
+    all.insert(all.end(), logits.begin(), logits.end());
+    for (int b = 0; b < batch; b++) {
+      reference.resize(prefixes[b].size() * vocabulary);
+      s = model.decodeWithoutCache(prefixes[b].data(), int(prefixes[b].size()),
+                                   encoderDecoder ? memories[b].data()
+                                                  : nullptr,
+                                   sourceLengths[b], reference.data(), ws);
+      EXPECT_TRUE(s) << s.message();
+      worst = std::max(
+          worst,
+          maxAbsDifference(&logits[size_t(b) * vocabulary],
+                           &reference[(prefixes[b].size() - 1) * vocabulary],
+                           vocabulary));
+    }
+  }
+  EXPECT_LE(worst, 1e-5) << "cache vs recomputation";
+  EXPECT_TRUE(selfCache.checkInvariants());
+  return all;
+}
+
+TEST(ModelTest, EncoderDecoderCacheMatchesRecomputation) {
+  auto model = loadRandom(kPaged, "paged");
+  ASSERT_TRUE(model);
+  // Ragged sources (1, 7 and 13 tokens: one, two and four pages of 4),
+  // 11 steps (three pages of the self cache).
+  decodeAndCompare(*model, {1, 7, 13}, 11, true);
+}
+
+TEST(ModelTest, PagedAndContiguousCachesGiveIdenticalLogits) {
+  auto paged = loadRandom(kPaged, "paged2", 9);
+  auto contiguous = loadRandom(kContiguous, "contiguous", 9);
+  ASSERT_TRUE(paged && contiguous);
+  std::vector<float> a = decodeAndCompare(*paged, {5, 2}, 9, true);
+  std::vector<float> b = decodeAndCompare(*contiguous, {5, 2}, 9, true);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(maxAbsDifference(a.data(), b.data(), a.size()), 0.0);
+}
+
+TEST(ModelTest, DecoderOnlyRopeCacheMatchesRecomputation) {
+  auto model = loadRandom(kDecoderRope, "rope");
+  ASSERT_TRUE(model);
+  decodeAndCompare(*model, {0, 0, 0, 0}, 17, false);
+}
+
+TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {
+  auto model = loadRandom(kPaged, "errors");
+  ASSERT_TRUE(model);
+  Workspace ws;
+  std::vector<float> memory, logits(64 * 13);
+  int32_t bad = 11; // source vocabulary is 11
+  Status s = model->encode(&bad, 1, memory, ws);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("token id 11 at index 0 is outside the "
+                             "vocabulary [0, 11)"),
+            std::string::npos)
+      << s.message();
+
+  KvCacheConfig selfConfig, crossConfig;
+  ASSERT_TRUE(model->selfCacheConfig(2, selfConfig));
+  ASSERT_TRUE(model->crossCacheConfig(2, crossConfig));
+  KvCache selfCache, crossCache;
+  ASSERT_TRUE(KvCache::create(selfConfig, selfCache));
+  ASSERT_TRUE(KvCache::create(crossConfig, crossCache));
+  SequenceId self, cross;
+  ASSERT_TRUE(selfCache.addSequence(self));
+  ASSERT_TRUE(crossCache.addSequence(cross));
+  int32_t source[3] = {1, 2, 3};
+  ASSERT_TRUE(model->encode(source, 3, memory, ws));
+
+  int32_t token = 1;
+  // No encoder output stored yet.
+  s = model->decodeStep(&self, &cross, &token, 1, selfCache, &crossCache,
+                        logits.data(), ws);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(selfCache.length(self), 0);
+  ASSERT_TRUE(
+      model->storeCrossKeyValues(memory.data(), 3, crossCache, cross, ws));
+  // No cross cache at all.
+  s = model->decodeStep(&self, &cross, &token, 1, selfCache, nullptr,
+                        logits.data(), ws);
+  EXPECT_NE(s.message().find("cross cache"), std::string::npos) << s.message();
+  // A target token outside the vocabulary.
+  int32_t badToken = -1;
+  s = model->decodeStep(&self, &cross, &badToken, 1, selfCache, &crossCache,
+                        logits.data(), ws);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  // The same sequence twice in one batch.
+  SequenceId twice[2] = {self, self}, crossTwice[2] = {cross, cross};
+  int32_t tokens[2] = {1, 2};
+  s = model->decodeStep(twice, crossTwice, tokens, 2, selfCache, &crossCache,
+                        logits.data(), ws);
+  EXPECT_NE(s.message().find("twice"), std::string::npos) << s.message();
+  EXPECT_EQ(selfCache.length(self), 0);
+  // Decoding to capacity (24 tokens), then one more: an error, nothing grows.
+  for (int step = 0; step < 24; step++)
+    ASSERT_TRUE(model->decodeStep(&self, &cross, &token, 1, selfCache,
+                                  &crossCache, logits.data(), ws));
+  s = model->decodeStep(&self, &cross, &token, 1, selfCache, &crossCache,
+                        logits.data(), ws);
+  EXPECT_FALSE(s);
+  EXPECT_EQ(selfCache.length(self), 24);
+  EXPECT_TRUE(selfCache.checkInvariants());
+}
+
+TEST(ModelTest, WrongWeightsAreNamed) {
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kPaged.plan, entries(kPaged.table), kPaged.size, plan));
+  auto tensors = randomWeights(plan, 3);
+  // Drop one tensor, misshape another, add a stray one.
+  std::string dropped = tensors[3].first.name;
+  tensors.erase(tensors.begin() + 3);
+  tensors[0].first.shape[0] += 1;
+  tensors[0].second.resize(tensors[0].second.size() +
+                           size_t(tensors[0].first.shape[1]));
+  tensors.push_back({{"model.extra", TensorType::F32, {2}}, {1.0f, 2.0f}});
+  std::string path = writeSafetensors("wrong", tensors);
+  std::unique_ptr<Model> model;
+  Status s = Model::load(kPaged.plan, entries(kPaged.table), kPaged.size, path,
+                         WeightNaming::Bart, model);
+  ASSERT_FALSE(s);
+  EXPECT_FALSE(model);
+  EXPECT_NE(s.message().find(dropped), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(tensors[0].first.name), std::string::npos);
+  EXPECT_NE(s.message().find("model.extra"), std::string::npos);
+
+  s = Model::load(kPaged.plan, entries(kPaged.table), kPaged.size,
+                  testing::TempDir() + "missing.safetensors",
+                  WeightNaming::Bart, model);
+  EXPECT_FALSE(s);
+}
+
+TEST(ModelTest, PlanAndKernelTableMustAgree) {
+  // A table without its first kernel: the plan names it, load refuses.
+  std::vector<KernelEntry> table(entries(kPaged.table) + 1,
+                                 entries(kPaged.table) + kPaged.size);
+  ModelPlan plan;
+  Status s = parsePlan(kPaged.plan, table.data(), table.size(), plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find(kPaged.table[0].name), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(
+      parsePlan("{not json", entries(kPaged.table), kPaged.size, plan));
+}
+
+} // namespace
