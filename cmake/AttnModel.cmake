@@ -7,6 +7,11 @@
 # link it to get the generated kernels (<name>.a) and include <name>.h; the
 # plan is <name>_plan.json in the target's ATTN_PLAN property. Generation reruns only
 # when the description or attnc itself changes.
+# With ATTN_HOST_ATTNC set (a path), that attnc generates the kernels instead
+# of the one this build compiles: a sanitizer build then instruments only the
+# runtime and its tests, not the compiler.
+set(ATTN_HOST_ATTNC "" CACHE FILEPATH "attnc to generate kernels with (empty: build it)")
+
 function(attn_add_model)
   cmake_parse_arguments(ARG "" "NAME;DESCRIPTION" "ATTNC_ARGS" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_DESCRIPTION)
@@ -16,11 +21,18 @@ function(attn_add_model)
   set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}.attnc)
   set(outputs ${out_dir}/${ARG_NAME}.a ${out_dir}/${ARG_NAME}.h
               ${out_dir}/${ARG_NAME}_kernels.h ${out_dir}/${ARG_NAME}_plan.json)
+  if(ATTN_HOST_ATTNC)
+    set(attnc_command ${ATTN_HOST_ATTNC})
+    set(attnc_dependency ${ATTN_HOST_ATTNC})
+  else()
+    set(attnc_command attnc)
+    set(attnc_dependency attnc)
+  endif()
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND attnc ${description} --name=${ARG_NAME} -o ${out_dir}
+    COMMAND ${attnc_command} ${description} --name=${ARG_NAME} -o ${out_dir}
             --target=${ATTN_TARGETS} ${ARG_ATTNC_ARGS}
-    DEPENDS attnc ${description}
+    DEPENDS ${attnc_dependency} ${description}
     COMMENT "attnc: generating kernels for ${ARG_NAME}"
     VERBATIM)
   add_custom_target(${ARG_NAME}_attnc DEPENDS ${outputs})
