@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Common.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <cmath>
@@ -25,16 +26,17 @@ Func applyActivation(Func f, Activation activation) {
   Func activated("activated");
   switch (activation) {
   case Activation::GeluTanh: {
+    // 0.5·x·(1 + tanh(u)) = x·sigmoid(2u): the same function, vectorized.
     const float sqrt2OverPi = 0.7978845608028654f;
     activated(n, m) =
-        0.5f * x * (1.0f + tanh(sqrt2OverPi * (x + 0.044715f * x * x * x)));
+        x * sigmoid(2.0f * sqrt2OverPi * (x + 0.044715f * x * x * x));
     break;
   }
   case Activation::Relu:
     activated(n, m) = max(x, 0.0f);
     break;
   case Activation::Silu:
-    activated(n, m) = x / (1.0f + exp(-x));
+    activated(n, m) = x * sigmoid(x);
     break;
   case Activation::None:
     break;

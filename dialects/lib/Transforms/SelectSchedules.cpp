@@ -36,9 +36,54 @@ struct ScheduleParams {
 /// 128 rows keep K/V chunks hot across many rows; 256-key chunks keep the
 /// score block in L1/L2; 12-key Q·Kᵀ tiles and 6-row P·V tiles fill the
 /// vector registers; 512-key decode splits balance tasks and combine cost.
-ScheduleParams heuristic(KernelOp kernel) {
+///
+/// Prefill tiles are computed whole, so a model whose sequences are known to
+/// be short (every layer using the kernel bounded by its cache's max length
+/// or its stack's learned/sinusoidal positions) gets blocks and chunks of a
+/// quarter of that bound (16 at least): a 15-token encoder input no longer
+/// pays for a 128 x 256 tile.
+ScheduleParams heuristic(KernelOp kernel, std::optional<int64_t> maxLength) {
   int64_t headDim = kernel.getHeadDim();
-  return {headDim > 128 ? 64 : 128, 256, headDim >= 256 ? 8 : 12, 6, 512, 0};
+  ScheduleParams p = {
+      headDim > 128 ? 64 : 128, 256, headDim >= 256 ? 8 : 12, 6, 512, 0};
+  if (maxLength && *maxLength <= 512) {
+    int64_t tile = std::max<int64_t>(16, (*maxLength / 4 + 7) / 8 * 8);
+    p.queryBlock = std::min(p.queryBlock, tile);
+    p.kvChunk = std::min(p.kvChunk, tile);
+  }
+  return p;
+}
+
+/// The longest sequence any layer using `kernel` can see (queries or keys),
+/// if every such layer is bounded; see heuristic().
+std::optional<int64_t> longestSequence(ModelOp model, KernelOp kernel) {
+  llvm::StringMap<int64_t> stackPositions; // stack -> max_positions
+  for (EmbeddingOp embedding : model.getBody().getOps<EmbeddingOp>())
+    if (embedding.getPositions() != PositionKind::None)
+      stackPositions[embedding.getStack().value_or("")] =
+          embedding.getMaxPositions();
+  std::optional<int64_t> longest;
+  for (AttentionLayerOp layer : model.getLayers()) {
+    if (layer.getPrefillKernelAttr() != FlatSymbolRefAttr::get(kernel) &&
+        layer.getDecodeKernelAttr() != FlatSymbolRefAttr::get(kernel))
+      continue;
+    std::optional<int64_t> bound;
+    StringRef stack = layer.getStack().value_or("");
+    if (KvCacheAttr cache = layer.getCacheAttr())
+      bound = cache.getMaxLength();
+    if (auto it = stackPositions.find(stack); it != stackPositions.end())
+      bound = std::max(bound.value_or(0), it->second);
+    if (layer.getKind() == LayerKind::Cross) { // keys: the encoder's length
+      auto encoder = stackPositions.find("encoder");
+      if (encoder == stackPositions.end())
+        return std::nullopt;
+      bound = std::max(bound.value_or(0), encoder->second);
+    }
+    if (!bound)
+      return std::nullopt;
+    longest = std::max(longest.value_or(0), *bound);
+  }
+  return longest;
 }
 
 /// Reads the database into kernel name -> schedule for `target`.
@@ -123,7 +168,10 @@ struct SelectSchedulesPass : impl::SelectSchedulesBase<SelectSchedulesPass> {
     for (KernelOp kernel : getOperation().getKernels()) {
       auto entry = database.find(kernel.getSymName());
       bool fromDatabase = entry != database.end();
-      ScheduleParams p = fromDatabase ? entry->second : heuristic(kernel);
+      ScheduleParams p =
+          fromDatabase
+              ? entry->second
+              : heuristic(kernel, longestSequence(getOperation(), kernel));
       kernel.setScheduleAttr(ScheduleAttr::get(
           &getContext(), p.queryBlock, p.kvChunk, p.qkTileKeys, p.pvTileRows,
           p.splitKeys, p.vectorWidth, fromDatabase ? "db" : "heuristic"));
