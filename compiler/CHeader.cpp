@@ -231,7 +231,7 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
     entry(spec.functionName);
   for (const attn::DecodeSpec &spec : specs.decode)
     entry(spec.functionName);
-  for (const attn::LinearSpec &spec : specs.linear)
+  for (const attn::LinearSpec &spec : specs.linearVariants())
     entry(spec.functionName);
   for (const attn::NormSpec &spec : specs.norm)
     entry(spec.functionName);

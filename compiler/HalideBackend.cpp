@@ -48,7 +48,7 @@ std::string kernelDeclarations(const ModelSpecs &specs) {
           "*key_pages, struct halide_buffer_t *value_pages, struct "
           "halide_buffer_t *block_table, struct halide_buffer_t *seq_lens, "
           "struct halide_buffer_t *output);\n";
-  for (const attn::LinearSpec &spec : specs.linear) {
+  for (const attn::LinearSpec &spec : specs.linearVariants()) {
     os << "int " << spec.functionName
        << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
           "*weight, ";
@@ -143,7 +143,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
       compile(spec.functionName, [&](const Halide::Target &target) {
         return attn::buildDecodePipeline(spec, target);
       });
-    for (const attn::LinearSpec &spec : specs.linear)
+    for (const attn::LinearSpec &spec : specs.linearVariants())
       compile(spec.functionName, [&](const Halide::Target &target) {
         return attn::buildLinearPipeline(spec, target);
       });

@@ -16,6 +16,20 @@ struct ModelSpecs {
   std::vector<attn::SdpaSpec> prefill;
   std::vector<attn::DecodeSpec> decode;
   std::vector<attn::LinearSpec> linear;
+
+  /// Every linear kernel, and beside each its one-token variant
+  /// `<name>_gemv` (one-row register tiles: a decode step of one sequence
+  /// would otherwise compute the whole row tile, 6x the work).
+  std::vector<attn::LinearSpec> linearVariants() const {
+    std::vector<attn::LinearSpec> variants;
+    for (const attn::LinearSpec &spec : linear) {
+      variants.push_back(spec);
+      variants.push_back(spec);
+      variants.back().functionName += "_gemv";
+      variants.back().schedule.tileRows = 1;
+    }
+    return variants;
+  }
   std::vector<attn::NormSpec> norm;
   std::vector<attn::EmbeddingSpec> embedding;
   /// Per layer, in execution order: its symbol and the C names of its

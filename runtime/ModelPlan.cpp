@@ -107,6 +107,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                   "different attnc runs?)");
       kernel.name = name;
       kernel.function = it == kernels.end() ? nullptr : it->second;
+      auto gemv = kernels.find(name + "_gemv");
+      kernel.fewTokens = gemv == kernels.end() ? nullptr : gemv->second;
     };
     if (kind == "embedding") {
       op.kind = OpKind::Embedding;

@@ -60,6 +60,10 @@ Status linear(const Kernel &kernel, const float *in, int64_t tokens,
   if (residual)
     args.push_back(&res);
   args.push_back(&output);
+  if (tokens <= 2 && kernel.fewTokens) {
+    Kernel gemv{kernel.name + "_gemv", kernel.fewTokens};
+    return callKernel(gemv, args);
+  }
   return callKernel(kernel, args);
 }
 

@@ -98,6 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{13, 5, 1, false, {}},    // tiny
                     LinearCase{256, 1000, 33, true, {0, 2, 4}},
                     LinearCase{128, 80, 25, false, {8, 1, 1}},
+                    // One-row tiles (the `_gemv` variants attnc emits).
+                    LinearCase{128, 384, 1, true, {0, 4, 1}},
+                    LinearCase{100, 37, 2, true, {0, 4, 1}},
                     // Fused QKV with RoPE on Q and K: 4 query + 2 KV heads
                     // of 16 (rotated), then 2 V heads (not rotated).
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f},

@@ -33,6 +33,9 @@ struct KernelEntry {
 struct Kernel {
   std::string name;
   void (*function)(void) = nullptr;
+  /// Linear kernels: the variant for one or two tokens (`<name>_gemv`),
+  /// null when the table has none.
+  void (*fewTokens)(void) = nullptr;
   explicit operator bool() const { return function != nullptr; }
 };
 
