@@ -142,6 +142,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.queryHeads = l.integer("num_query_heads");
       op.kvHeads = l.integer("num_kv_heads");
       op.headDim = l.integer("head_dim");
+      if (layer.contains("scale") && layer["scale"].is_number())
+        op.scale = layer["scale"].get<float>();
       op.bias = l.boolean("projection_bias");
       op.fusedProjections = l.boolean("fused_projections");
       op.rope = layer.contains("rope_theta");

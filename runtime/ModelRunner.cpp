@@ -12,6 +12,7 @@
 #include "ModelWeights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -94,6 +95,8 @@ public:
     KvCache *selfCache = nullptr;
     const KvCache *crossCache = nullptr;
     const SequenceId *selfSequences = nullptr, *crossSequences = nullptr;
+    CrossAttentionTrace *trace = nullptr; // Step: the last cross layer
+    int lastCrossLayer = -1;
   };
 
   /// Runs the ops of `stack` (and the output head for the decoder). On
@@ -187,6 +190,44 @@ public:
   }
 
 private:
+  /// softmax(q·Kᵀ·scale) of every head over the cached keys, averaged
+  /// over heads, per sequence.
+  static Status traceWeights(const PlanOp &op, const KvCache &cache,
+                             const SequenceId *sequences, const float *query,
+                             int64_t batch, int layer,
+                             CrossAttentionTrace &trace) {
+    const int hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim;
+    trace.weights.assign(batch, {});
+    for (int64_t b = 0; b < batch; b++) {
+      int length = cache.length(sequences[b]);
+      std::vector<float> keys(size_t(length) * hkv * hd), values(keys.size());
+      if (Status s = cache.read(sequences[b], layer, 0, length, keys.data(),
+                                values.data());
+          !s)
+        return s;
+      std::vector<float> &average = trace.weights[b];
+      average.assign(length, 0.0f);
+      std::vector<double> logits(length);
+      for (int h = 0; h < hq; h++) {
+        const float *qh = query + (b * hq + h) * hd;
+        int kvHead = h / (hq / hkv);
+        double top = -INFINITY, sum = 0;
+        for (int j = 0; j < length; j++) {
+          double dot = 0;
+          for (int c = 0; c < hd; c++)
+            dot += double(qh[c]) * keys[(size_t(j) * hkv + kvHead) * hd + c];
+          logits[j] = dot * op.scale;
+          top = std::max(top, logits[j]);
+        }
+        for (int j = 0; j < length; j++)
+          sum += logits[j] = std::exp(logits[j] - top);
+        for (int j = 0; j < length; j++)
+          average[j] += float(logits[j] / sum / hq);
+      }
+    }
+    return Status::ok();
+  }
+
   /// Attention of one layer from `normed`; writes ws.attention
   /// [tokens][Hq·D]. `layer` indexes the layer in its cache.
   static Status attention(const PlanOp &op, const Model::Weights &w,
@@ -254,6 +295,11 @@ private:
     float *query = grow(ws.query, t * q);
     for (int64_t b = 0; b < t; b++)
       std::memcpy(query + b * q, projected + b * width, q * sizeof(float));
+    if (op.cross && in.trace && layer == in.lastCrossLayer)
+      if (Status s =
+              traceWeights(op, *cache, sequences, query, t, layer, *in.trace);
+          !s)
+        return s;
     size_t maxPages = 1;
     for (int64_t b = 0; b < t; b++)
       maxPages = std::max(maxPages, cache->blockTable(sequences[b])->size());
@@ -364,7 +410,7 @@ Status Model::decodeStep(const SequenceId *selfSequences,
                          const SequenceId *crossSequences,
                          const int32_t *tokens, int batch, KvCache &selfCache,
                          const KvCache *crossCache, float *logits,
-                         Workspace &ws) const {
+                         Workspace &ws, CrossAttentionTrace *trace) const {
   if (batch < 1 || !selfSequences || !logits)
     return invalid("decodeStep: empty batch");
   if (Status s = checkTokens(tokens, batch, targetVocabulary(), "decodeStep");
@@ -414,6 +460,8 @@ Status Model::decodeStep(const SequenceId *selfSequences,
   in.crossCache = crossCache;
   in.selfSequences = selfSequences;
   in.crossSequences = crossSequences;
+  in.trace = trace;
+  in.lastCrossLayer = crossConfig.numLayers - 1;
   Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
   if (!s)
     rollBack(batch);

@@ -85,11 +85,15 @@ std::string Translator::words(const std::vector<int32_t> &tokens) const {
   return text;
 }
 
-Status Translator::translate(const std::vector<std::vector<int32_t>> &sources,
-                             std::vector<std::vector<int32_t>> &outputs,
-                             const WordCallback &onWord) {
+Status
+Translator::translate(const std::vector<std::vector<int32_t>> &sources,
+                      std::vector<std::vector<int32_t>> &outputs,
+                      const WordCallback &onWord,
+                      std::vector<std::vector<std::vector<float>>> *attention) {
   const int batch = int(sources.size());
   outputs.assign(batch, {});
+  if (attention)
+    attention->assign(batch, {});
   if (batch == 0)
     return Status::ok();
   KvCacheConfig selfConfig, crossConfig;
@@ -143,9 +147,11 @@ Status Translator::translate(const std::vector<std::vector<int32_t>> &sources,
       input.push_back(tokens[i]);
     }
     logits.resize(active.size() * size_t(vocabulary));
+    CrossAttentionTrace trace;
     if (Status s = model_->decodeStep(self.data(), cross.data(), input.data(),
                                       int(active.size()), selfCache,
-                                      &crossCache, logits.data(), ws_);
+                                      &crossCache, logits.data(), ws_,
+                                      attention ? &trace : nullptr);
         !s)
       return s;
     std::vector<int> stillActive;
@@ -157,6 +163,8 @@ Status Translator::translate(const std::vector<std::vector<int32_t>> &sources,
       if (next == eos_ || full)
         continue;
       outputs[i].push_back(next);
+      if (attention)
+        (*attention)[i].push_back(trace.weights[b]);
       if (onWord)
         onWord(i, target_[next]);
       stillActive.push_back(i);

@@ -38,9 +38,13 @@ public:
   /// Greedy decoding of a batch of source token lists, all in one batch of
   /// decoder steps over the KV cache; `outputs[i]` gets the target token
   /// ids (without <bos>/<eos>).
-  Status translate(const std::vector<std::vector<int32_t>> &sources,
-                   std::vector<std::vector<int32_t>> &outputs,
-                   const WordCallback &onWord = nullptr);
+  /// With `attention`, `(*attention)[i][k]` gets the last cross-attention
+  /// layer's weights over input i's characters when word k was decoded.
+  Status
+  translate(const std::vector<std::vector<int32_t>> &sources,
+            std::vector<std::vector<int32_t>> &outputs,
+            const WordCallback &onWord = nullptr,
+            std::vector<std::vector<std::vector<float>>> *attention = nullptr);
 
   /// The same without any KV cache: the whole prefix through the decoder
   /// every step (the reference the cache must reproduce).

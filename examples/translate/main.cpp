@@ -5,12 +5,15 @@
 //   attn-translate --eval test.tsv [--min-accuracy 0.99]
 //   attn-translate --golden golden.tsv        token ids must match exactly
 //   --no-cache: decode by recomputing the whole prefix (no KV cache)
+//   --show-attention FILE.svg: the last decoder layer's cross-attention,
+//     source characters against output words, one heat map per input
 //
 // A single input streams its words as they are decoded; a batch prints one
 // line per input when all are done.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Heatmap.h"
 #include "Numerals.h"
 #include "Translator.h"
 
@@ -28,7 +31,7 @@ using namespace translate;
 namespace {
 struct Options {
   std::string modelDir = ATTN_TRANSLATE_MODEL_DIR;
-  std::string eval, golden;
+  std::string eval, golden, showAttention;
   double minAccuracy = 0;
   bool noCache = false;
   std::vector<std::string> inputs;
@@ -170,7 +173,7 @@ int main(int argc, char **argv) {
     if (arg == "--no-cache") {
       options.noCache = true;
     } else if (arg == "--model-dir" || arg == "--eval" || arg == "--golden" ||
-               arg == "--min-accuracy") {
+               arg == "--min-accuracy" || arg == "--show-attention") {
       const char *v = value();
       if (!v)
         return usage();
@@ -180,6 +183,8 @@ int main(int argc, char **argv) {
         options.eval = v;
       else if (arg == "--golden")
         options.golden = v;
+      else if (arg == "--show-attention")
+        options.showAttention = v;
       else
         options.minAccuracy = std::atof(v);
     } else if (arg == "--help" || arg == "-h") {
@@ -227,6 +232,42 @@ int main(int argc, char **argv) {
   if (status)
     return status;
   std::vector<std::vector<int32_t>> outputs;
+  if (!options.showAttention.empty()) {
+    if (options.noCache || options.showAttention.size() < 4 ||
+        options.showAttention.substr(options.showAttention.size() - 4) !=
+            ".svg") {
+      std::fprintf(stderr, "attn-translate: error: --show-attention writes "
+                           "an .svg file, with the KV cache\n");
+      return 1;
+    }
+    std::vector<std::vector<int32_t>> sources(numerals.size());
+    for (size_t i = 0; i < numerals.size(); i++)
+      if (Status s = translator->sourceTokens(numerals[i], sources[i]); !s)
+        return fail(s);
+    std::vector<std::vector<std::vector<float>>> attention;
+    if (Status s = translator->translate(sources, outputs, nullptr, &attention);
+        !s)
+      return fail(s);
+    std::vector<Alignment> alignments(numerals.size());
+    for (size_t i = 0; i < numerals.size(); i++) {
+      splitCharacters(numerals[i], alignments[i].source);
+      for (int32_t token : outputs[i])
+        alignments[i].output.push_back(translator->word(token));
+      alignments[i].weights = attention[i];
+      std::printf("%s -> %s\n", numerals[i].c_str(),
+                  translator->words(outputs[i]).c_str());
+    }
+    std::ofstream svg(options.showAttention);
+    svg << renderHeatmaps(alignments);
+    if (!svg) {
+      std::fprintf(stderr, "attn-translate: error: cannot write %s\n",
+                   options.showAttention.c_str());
+      return 1;
+    }
+    std::printf("cross-attention of the last decoder layer: %s\n",
+                options.showAttention.c_str());
+    return 0;
+  }
   if (numerals.size() == 1 && !options.noCache) {
     std::printf("%s ->", numerals[0].c_str());
     std::fflush(stdout);

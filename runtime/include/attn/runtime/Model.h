@@ -35,6 +35,14 @@ enum class WeightNaming {
   Bart,
 };
 
+/// What the last cross-attention layer attended to in a decode step: per
+/// sequence of the batch, the attention weights over its encoder tokens,
+/// averaged over heads (each row sums to 1). For pictures, not for speed:
+/// recomputed from the cached keys in plain C++.
+struct CrossAttentionTrace {
+  std::vector<std::vector<float>> weights; // [batch][encoder tokens]
+};
+
 /// Scratch activations of one thread, grown on demand.
 struct Workspace {
   std::vector<float> x, residual, normed, projected, attention, hidden, query,
@@ -87,10 +95,12 @@ public:
   /// `crossCache` (null for decoder-only models).
   ///   logits [batch][targetVocabulary]
   /// On failure no sequence has grown.
+  /// With `trace`, also records the last cross-attention layer's weights.
   Status decodeStep(const SequenceId *selfSequences,
                     const SequenceId *crossSequences, const int32_t *tokens,
                     int batch, KvCache &selfCache, const KvCache *crossCache,
-                    float *logits, Workspace &ws) const;
+                    float *logits, Workspace &ws,
+                    CrossAttentionTrace *trace = nullptr) const;
 
   /// The decoder over a whole prefix `tokens` [length] with no cache
   /// (prefill kernels, causal), cross-attending to `memory`

@@ -37,6 +37,7 @@ struct PlanOp {
   int intermediateSize = 0; ///< FFN
   bool cross = false;       ///< attention: cross (else self)
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
+  float scale = 0;                              ///< attention: of Q·Kᵀ
   bool fusedProjections = false; ///< attention: one Q|K|V projection
   bool rope = false;   ///< attention: the Q/K projections rotate by position
   bool cached = false; ///< attention: has a KV cache (decodes)
