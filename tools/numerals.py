@@ -91,12 +91,20 @@ def is_held_out(n: int) -> bool:
 
 
 def sample_number(rng, held_out: bool) -> int:
-    """A number whose digit count is uniform over 1..8, on the requested side
-    of the split."""
+    """A number on the requested side of the split. Its digit count is
+    uniform over 1..8; half of the time its digits are uniform, half of the
+    time each digit after the first is 0 with probability 1/2 -- otherwise
+    round numbers (一百万, 三千万零五) and the zero rules they exercise would
+    be one in a million."""
     while True:
         digits = rng.randint(1, 8)
-        low = 0 if digits == 1 else 10 ** (digits - 1)
-        n = rng.randrange(low, 10**digits)
+        if rng.random() < 0.5:
+            low = 0 if digits == 1 else 10 ** (digits - 1)
+            n = rng.randrange(low, 10**digits)
+        else:
+            n = rng.randint(1, 9)
+            for _ in range(digits - 1):
+                n = n * 10 + (0 if rng.random() < 0.5 else rng.randint(1, 9))
         if is_held_out(n) == held_out:
             return n
 

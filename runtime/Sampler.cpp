@@ -1,0 +1,75 @@
+//===- Sampler.cpp - choosing the next token from logits ------------------===//
+
+#include "attn/runtime/Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace attn::runtime {
+
+Status Sampler::create(const SamplingOptions &options, Sampler &sampler) {
+  if (!(options.temperature >= 0.0f) || !std::isfinite(options.temperature))
+    return Status(StatusCode::InvalidArgument,
+                  "temperature must be >= 0 and finite");
+  if (options.topK < 0)
+    return Status(StatusCode::InvalidArgument, "top-k must be >= 0");
+  if (!(options.topP > 0.0f && options.topP <= 1.0f))
+    return Status(StatusCode::InvalidArgument, "top-p must be in (0, 1]");
+  sampler.options_ = options;
+  sampler.rng_.seed(options.seed);
+  return Status::ok();
+}
+
+Status Sampler::sample(const float *logits, int vocabulary, int32_t &token) {
+  if (!logits || vocabulary < 1)
+    return Status(StatusCode::InvalidArgument, "no logits to sample from");
+  for (int i = 0; i < vocabulary; i++)
+    if (std::isnan(logits[i]))
+      return Status(StatusCode::InvalidArgument,
+                    "logit " + std::to_string(i) + " is NaN");
+  if (options_.temperature == 0.0f) {
+    token = int32_t(std::max_element(logits, logits + vocabulary) - logits);
+    return Status::ok();
+  }
+  // Candidates by decreasing logit (ties: lower id first), cut to top-k.
+  candidates_.clear();
+  for (int i = 0; i < vocabulary; i++)
+    candidates_.push_back({logits[i], int32_t(i)});
+  auto order = [](const auto &a, const auto &b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  size_t keep = options_.topK > 0 ? std::min<size_t>(options_.topK, vocabulary)
+                                  : size_t(vocabulary);
+  std::partial_sort(candidates_.begin(), candidates_.begin() + keep,
+                    candidates_.end(), order);
+  candidates_.resize(keep);
+  // Probabilities at the temperature, in double; then the nucleus.
+  std::vector<double> probability(keep);
+  double total = 0;
+  for (size_t i = 0; i < keep; i++)
+    total += probability[i] =
+        std::exp(double(candidates_[i].first - candidates_[0].first) /
+                 options_.temperature);
+  double mass = 0;
+  size_t nucleus = 0;
+  while (nucleus < keep) {
+    mass += probability[nucleus++] / total;
+    if (mass >= options_.topP)
+      break;
+  }
+  double sum = 0;
+  for (size_t i = 0; i < nucleus; i++)
+    sum += probability[i];
+  // A uniform double in [0, 1) from 53 random bits.
+  double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * sum;
+  for (size_t i = 0; i < nucleus; i++) {
+    u -= probability[i];
+    if (u < 0 || i + 1 == nucleus) {
+      token = candidates_[i].second;
+      break;
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace attn::runtime
