@@ -203,7 +203,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
     }
     Activation activation = Activation::None;
     int64_t ffnSize = 0;
-    bool ffnBias = false;
+    bool ffnBias = false, ffnGated = false;
     Location ffnLoc = block.location();
     if (ffn) {
       JsonObjectReader reader(*ffn, ffnPath, locator);
@@ -213,6 +213,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
       ffnSize =
           reader.getInt("intermediate_size", true, 1, 1 << 24).value_or(1);
       ffnBias = reader.optionalBool("bias").value_or(false);
+      ffnGated = reader.optionalBool("gated").value_or(false);
       if (!reader.finish())
         return false;
     }
@@ -226,8 +227,8 @@ bool readStack(const json::Object &object, const JsonPath &path,
         std::string prefix = "block" + std::to_string(blockCount);
         builder.addNorm(prefix + "_ffn_norm", norm.kind, norm.eps, name,
                         ffnLoc);
-        builder.addFfn(prefix + "_ffn", activation, ffnSize, ffnBias, name,
-                       ffnLoc);
+        builder.addFfn(prefix + "_ffn", activation, ffnSize, ffnBias, ffnGated,
+                       name, ffnLoc);
       }
       blockCount++;
     }

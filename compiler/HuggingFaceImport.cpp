@@ -90,6 +90,18 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
         layer.mask = MaskKind::SlidingWindow;
     }
   }
+  // The rest of a Llama-family block: RMS norms, a SiLU-gated MLP, the
+  // output head (GPT-2 stays attention layers alone for now).
+  std::optional<int64_t> vocabulary, intermediate;
+  float rmsEps = 1e-6f;
+  bool mlpBias = false;
+  if (!gpt2) {
+    vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
+    intermediate = config.getInt("intermediate_size", true, 1, kMaxInt);
+    rmsEps =
+        float(config.optionalPositiveNumber("rms_norm_eps").value_or(1e-6));
+    mlpBias = config.optionalBool("mlp_bias").value_or(false);
+  }
   if (!config.ok())
     return nullptr;
   // Layers point at the key that makes them what they are: the window when
@@ -104,8 +116,25 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     return nullptr;
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
-  for (int64_t i = 0; i < *layers; i++)
+  if (gpt2) {
+    for (int64_t i = 0; i < *layers; i++)
+      builder.addLayer(layer, loc);
+    return builder.finish();
+  }
+  Location at = locator.at(JsonPath{});
+  builder.addEmbedding("embedding", *vocabulary, PositionKind::None, *positions,
+                       "", at);
+  for (int64_t i = 0; i < *layers; i++) {
+    builder.addNorm("layer" + std::to_string(i) + "_norm", NormKind::RmsNorm,
+                    rmsEps, "", at);
     builder.addLayer(layer, loc);
+    std::string block = "block" + std::to_string(i);
+    builder.addNorm(block + "_ffn_norm", NormKind::RmsNorm, rmsEps, "", at);
+    builder.addFfn(block + "_ffn", Activation::Silu, *intermediate, mlpBias,
+                   /*gated=*/true, "", at);
+  }
+  builder.addNorm("final_norm", NormKind::RmsNorm, rmsEps, "", at);
+  builder.addOutputHead(*vocabulary, false, at);
   return builder.finish();
 }
 

@@ -85,6 +85,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.bias = kernel.getBias();
       spec.activation = ::attn::Activation(int(kernel.getActivation()));
       spec.residual = kernel.getResidual();
+      if (std::optional<mlir::attn::Activation> gate = kernel.getInputGate())
+        spec.inputGate = ::attn::Activation(int(*gate));
       if (std::optional<APFloat> theta = kernel.getRopeTheta()) {
         spec.ropeTheta = theta->convertToFloat();
         spec.ropeHeads = *kernel.getRopeHeads();

@@ -47,14 +47,15 @@ void ModelBuilder::addNorm(llvm::StringRef name, attn::NormKind kind, float eps,
 }
 
 void ModelBuilder::addFfn(llvm::StringRef name, attn::Activation activation,
-                          int64_t intermediateSize, bool bias,
+                          int64_t intermediateSize, bool bias, bool gated,
                           llvm::StringRef stack, Location loc) {
   builder.create<attn::FfnOp>(
       loc, builder.getStringAttr(name),
       attn::ActivationAttr::get(builder.getContext(), activation),
       builder.getI64IntegerAttr(intermediateSize),
-      bias ? builder.getUnitAttr() : UnitAttr(), optionalString(builder, stack),
-      FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      bias ? builder.getUnitAttr() : UnitAttr(),
+      gated ? builder.getUnitAttr() : UnitAttr(),
+      optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr());
 }
 
 void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc) {

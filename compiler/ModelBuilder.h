@@ -44,8 +44,8 @@ public:
   void addNorm(llvm::StringRef name, mlir::attn::NormKind kind, float eps,
                llvm::StringRef stack, mlir::Location loc);
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
-              int64_t intermediateSize, bool bias, llvm::StringRef stack,
-              mlir::Location loc);
+              int64_t intermediateSize, bool bias, bool gated,
+              llvm::StringRef stack, mlir::Location loc);
   void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.
   mlir::OwningOpRef<mlir::ModuleOp> finish();

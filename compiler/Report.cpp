@@ -99,6 +99,7 @@ std::string renderPlanJson(ModuleOp module) {
           {"activation", stringifyActivation(ffn.getActivation())},
           {"intermediate_size", int64_t(ffn.getIntermediateSize())},
           {"bias", ffn.getBias()},
+          {"gated", ffn.getGated()},
           {"up_kernel", kernelName(ffn.getUpKernel())},
           {"down_kernel", kernelName(ffn.getDownKernel())}};
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {

@@ -16,21 +16,65 @@ const char *name(WeightNaming naming) {
   switch (naming) {
   case WeightNaming::Bart:
     return "bart";
+  case WeightNaming::Llama:
+    return "llama";
   }
   return "?";
 }
 
 namespace {
-/// Where an op's tensors live under the Bart convention. `block` is the
-/// op's block within its stack; `next` the op after it (a norm is named
-/// after what it feeds).
-std::string bartPrefix(const PlanOp &op, int block) {
-  std::string stack = op.stack.empty() ? "decoder" : op.stack;
-  return "model." + stack + ".layers." + std::to_string(block) + ".";
-}
+/// How one naming convention spells an op's tensors.
+struct Naming {
+  WeightNaming kind;
 
-/// The tensors of every op, with their shapes, in the plan's order.
-std::vector<OpTensorNames> tensorNames(const ModelPlan &plan) {
+  /// The tensor prefix of block `block` of `stack`.
+  std::string block(const std::string &stack, int block) const {
+    if (kind == WeightNaming::Llama)
+      return "model.layers." + std::to_string(block) + ".";
+    return "model." + stack + ".layers." + std::to_string(block) + ".";
+  }
+  std::string embedding(const std::string &stack) const {
+    return kind == WeightNaming::Llama ? "model.embed_tokens"
+                                       : "model." + stack + ".embed_tokens";
+  }
+  std::string positions(const std::string &stack) const {
+    return "model." + stack + ".embed_positions";
+  }
+  std::string finalNorm(const std::string &stack) const {
+    return kind == WeightNaming::Llama ? "model.norm"
+                                       : "model." + stack + ".layer_norm";
+  }
+  /// The norm feeding an attention layer (self or cross) or the FFN.
+  std::string norm(const std::string &prefix, const PlanOp &next) const {
+    bool llama = kind == WeightNaming::Llama;
+    if (next.kind == OpKind::Ffn)
+      return prefix + (llama ? "post_attention_layernorm" : "final_layer_norm");
+    if (next.cross)
+      return prefix + "encoder_attn_layer_norm";
+    return prefix + (llama ? "input_layernorm" : "self_attn_layer_norm");
+  }
+  std::string attention(const std::string &prefix, bool cross) const {
+    return prefix + (cross ? "encoder_attn." : "self_attn.");
+  }
+  const char *outputProjection() const {
+    return kind == WeightNaming::Llama ? "o_proj" : "out_proj";
+  }
+  /// FFN projections: "up", "gate", "down".
+  std::string ffn(const std::string &prefix, const std::string &role) const {
+    if (kind == WeightNaming::Llama)
+      return prefix + "mlp." + role + "_proj";
+    return prefix + (role == "up"     ? "fc1"
+                     : role == "down" ? "fc2"
+                                      : "fc1_gate");
+  }
+};
+
+/// The tensors of every op, with their shapes, in the plan's order. An
+/// op's block within its stack counts the FFNs before it (each block ends
+/// with one); a norm is named after the op it feeds.
+std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
+                                       WeightNaming namingKind) {
+  Naming naming{namingKind};
   std::vector<OpTensorNames> names(plan.ops.size());
   std::map<std::string, int> blockOfStack; // FFNs seen per stack
   const int64_t d = plan.dModel;
@@ -38,40 +82,34 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan) {
     const PlanOp &op = plan.ops[i];
     OpTensorNames &n = names[i];
     std::string stack = op.stack.empty() ? "decoder" : op.stack;
-    int block = blockOfStack[stack];
-    std::string prefix = bartPrefix(op, block);
+    std::string prefix = naming.block(stack, blockOfStack[stack]);
     switch (op.kind) {
     case OpKind::Embedding:
-      n.add("table", "model." + stack + ".embed_tokens.weight",
-            {op.vocabSize, d});
+      n.add("table", naming.embedding(stack) + ".weight", {op.vocabSize, d});
       if (op.positions == "learned")
-        n.add("positions", "model." + stack + ".embed_positions.weight",
+        n.add("positions", naming.positions(stack) + ".weight",
               {op.maxPositions, d});
       break;
     case OpKind::Norm: {
       const PlanOp *next = i + 1 < plan.ops.size() ? &plan.ops[i + 1] : nullptr;
-      bool sameStack = next && next->stack == op.stack;
-      std::string base;
-      if (sameStack && next->kind == OpKind::Attention)
-        base = prefix + (next->cross ? "encoder_attn_layer_norm"
-                                     : "self_attn_layer_norm");
-      else if (sameStack && next->kind == OpKind::Ffn)
-        base = prefix + "final_layer_norm";
-      else
-        base = "model." + stack + ".layer_norm";
+      bool feeds =
+          next && next->stack == op.stack &&
+          (next->kind == OpKind::Attention || next->kind == OpKind::Ffn);
+      std::string base =
+          feeds ? naming.norm(prefix, *next) : naming.finalNorm(stack);
       n.add("weight", base + ".weight", {d});
       if (op.layerNorm)
         n.add("bias", base + ".bias", {d});
       break;
     }
     case OpKind::Attention: {
-      std::string base = prefix + (op.cross ? "encoder_attn." : "self_attn.");
+      std::string base = naming.attention(prefix, op.cross);
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
       for (auto [role, proj, rows, cols] :
            {std::tuple{"q", "q_proj", q, d}, std::tuple{"k", "k_proj", kv, d},
             std::tuple{"v", "v_proj", kv, d},
-            std::tuple{"out", "out_proj", d, q}}) {
+            std::tuple{"out", naming.outputProjection(), d, q}}) {
         n.add(std::string(role) + ".weight", base + proj + ".weight",
               {rows, cols});
         if (op.bias)
@@ -79,15 +117,20 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan) {
       }
       break;
     }
-    case OpKind::Ffn:
-      n.add("fc1.weight", prefix + "fc1.weight", {op.intermediateSize, d});
-      n.add("fc2.weight", prefix + "fc2.weight", {d, op.intermediateSize});
-      if (op.bias) {
-        n.add("fc1.bias", prefix + "fc1.bias", {op.intermediateSize});
-        n.add("fc2.bias", prefix + "fc2.bias", {d});
+    case OpKind::Ffn: {
+      const int64_t f = op.intermediateSize;
+      std::vector<std::pair<std::string, std::vector<int64_t>>> roles = {
+          {"up", {f, d}}, {"down", {d, f}}};
+      if (op.gated)
+        roles.insert(roles.begin(), {"gate", {f, d}});
+      for (const auto &[role, shape] : roles) {
+        n.add(role + ".weight", naming.ffn(prefix, role) + ".weight", shape);
+        if (op.bias)
+          n.add(role + ".bias", naming.ffn(prefix, role) + ".bias", {shape[0]});
       }
       blockOfStack[stack]++;
       break;
+    }
     case OpKind::OutputHead:
       n.add("weight", "lm_head.weight", {op.vocabSize, d});
       if (op.bias)
@@ -129,9 +172,9 @@ const std::string *OpTensorNames::tensor(const std::string &role) const {
 }
 
 std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
-                                                   WeightNaming) {
+                                                   WeightNaming naming) {
   std::vector<ExpectedTensor> expected;
-  for (const OpTensorNames &op : tensorNames(plan))
+  for (const OpTensorNames &op : tensorNames(plan, naming))
     for (const OpTensorNames::Entry &entry : op.entries)
       expected.push_back({entry.tensor, TensorType::F32, entry.shape});
   return expected;
@@ -148,7 +191,7 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   SafetensorsFile file;
   if (Status status = SafetensorsFile::open(weightsPath, file); !status)
     return status;
-  std::vector<OpTensorNames> names = tensorNames(plan);
+  std::vector<OpTensorNames> names = tensorNames(plan, naming);
   if (Status status = checkTensors(file, requiredTensors(plan, naming));
       !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
@@ -197,14 +240,21 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       w->outputBias = get(n, "out.bias");
       break;
     }
-    case OpKind::Ffn:
-      appendTransposed(w->up, op.intermediateSize, 0, get(n, "fc1.weight"),
-                       op.intermediateSize, d);
-      appendTransposed(w->down, d, 0, get(n, "fc2.weight"), d,
-                       op.intermediateSize);
-      w->upBias = get(n, "fc1.bias");
-      w->downBias = get(n, "fc2.bias");
+    case OpKind::Ffn: {
+      // Gated: up is [d][gate | up], the halves the down kernel pairs.
+      const int64_t f = op.intermediateSize, width = op.gated ? 2 * f : f;
+      if (op.gated) {
+        appendTransposed(w->up, width, 0, get(n, "gate.weight"), f, d);
+        w->upBias = get(n, "gate.bias");
+      }
+      appendTransposed(w->up, width, op.gated ? f : 0, get(n, "up.weight"), f,
+                       d);
+      std::vector<float> upBias = get(n, "up.bias");
+      w->upBias.insert(w->upBias.end(), upBias.begin(), upBias.end());
+      appendTransposed(w->down, d, 0, get(n, "down.weight"), d, f);
+      w->downBias = get(n, "down.bias");
       break;
+    }
     case OpKind::OutputHead:
       appendTransposed(w->head, op.vocabSize, 0, get(n, "weight"), op.vocabSize,
                        d);

@@ -124,6 +124,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.kind = OpKind::Ffn;
       op.intermediateSize = at.integer("intermediate_size");
       op.bias = at.boolean("bias");
+      op.gated = at.boolean("gated");
       resolve(at, "up_kernel", op.up);
       resolve(at, "down_kernel", op.down);
     } else if (kind == "output_head") {

@@ -46,8 +46,11 @@ Status invalid(const std::string &message) {
 Status linear(const Kernel &kernel, const float *in, int64_t tokens,
               int64_t inF, const std::vector<float> &w,
               const std::vector<float> &b, const int32_t *positions,
-              const float *residual, int64_t outF, float *out) {
-  BufferView input(in, float32Type(), {{inF, 1}, {tokens, inF}});
+              const float *residual, int64_t outF, float *out,
+              bool gatedInput = false) {
+  // A gated input holds [gate | up] halves of inF each.
+  const int64_t width = gatedInput ? 2 * inF : inF;
+  BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});
   BufferView weight(w.data(), float32Type(), {{outF, 1}, {inF, outF}});
   BufferView bias(b.data(), float32Type(), {{outF, 1}});
   BufferView position(positions, int32Type(), {{tokens, 1}});
@@ -162,12 +165,13 @@ public:
           std::swap(x, residual);
         break;
       case OpKind::Ffn: {
-        float *hidden = grow(ws.hidden, t * op.intermediateSize);
+        const int64_t width = (op.gated ? 2 : 1) * op.intermediateSize;
+        float *hidden = grow(ws.hidden, t * width);
         status = linear(op.up, normed, t, d, w.up, w.upBias, nullptr, nullptr,
-                        op.intermediateSize, hidden);
+                        width, hidden);
         if (status)
           status = linear(op.down, hidden, t, op.intermediateSize, w.down,
-                          w.downBias, nullptr, x, d, residual);
+                          w.downBias, nullptr, x, d, residual, op.gated);
         if (status)
           std::swap(x, residual);
         break;

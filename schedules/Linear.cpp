@@ -17,30 +17,31 @@ using namespace Halide;
 namespace attn {
 
 namespace {
+/// `activation` of x.
+Expr activate(Expr x, Activation activation) {
+  switch (activation) {
+  case Activation::GeluTanh: {
+    // 0.5·x·(1 + tanh(u)) = x·sigmoid(2u): the same function, vectorized.
+    const float sqrt2OverPi = 0.7978845608028654f;
+    return x * sigmoid(2.0f * sqrt2OverPi * (x + 0.044715f * x * x * x));
+  }
+  case Activation::Relu:
+    return max(x, 0.0f);
+  case Activation::Silu:
+    return x * sigmoid(x);
+  case Activation::None:
+    break;
+  }
+  return x;
+}
+
 /// `f` followed by `activation`, elementwise (inlined by default).
 Func applyActivation(Func f, Activation activation) {
   if (activation == Activation::None)
     return f;
   Var n("n"), m("m");
-  Expr x = f(n, m);
   Func activated("activated");
-  switch (activation) {
-  case Activation::GeluTanh: {
-    // 0.5·x·(1 + tanh(u)) = x·sigmoid(2u): the same function, vectorized.
-    const float sqrt2OverPi = 0.7978845608028654f;
-    activated(n, m) =
-        x * sigmoid(2.0f * sqrt2OverPi * (x + 0.044715f * x * x * x));
-    break;
-  }
-  case Activation::Relu:
-    activated(n, m) = max(x, 0.0f);
-    break;
-  case Activation::Silu:
-    activated(n, m) = x * sigmoid(x);
-    break;
-  case Activation::None:
-    break;
-  }
+  activated(n, m) = activate(f(n, m), activation);
   return activated;
 }
 } // namespace
@@ -71,9 +72,15 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       tileN -= vec;
   Expr row = min(m, input.dim(1).extent() - 1);
   Expr feature = out % tileN == 0 ? Expr(n) : min(n, out - 1);
+  // A gated input: act(gate) · up, computed once per element (below).
+  const bool gated = spec.inputGate != Activation::None;
+  Var k("k");
+  Func gatedInput("gated_input");
+  gatedInput(k, m) = activate(input(k, m), spec.inputGate) * input(k + in, m);
   Func accumulate("accumulate");
   accumulate(n, m) = spec.bias ? bias(feature) : 0.0f;
-  accumulate(n, m) += input(rk, row) * weight(feature, rk);
+  accumulate(n, m) +=
+      (gated ? gatedInput(rk, row) : input(rk, row)) * weight(feature, rk);
   Func output("output");
   ImageParam positions(Int(32), 1, "positions"); // (m)
   if (rope) {
@@ -109,8 +116,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     residual.dim(1).set_min(0).set_stride(out);
   }
 
-  input.dim(0).set_min(0).set_extent(in).set_stride(1);
-  input.dim(1).set_min(0).set_stride(in);
+  const int inputWidth = gated ? 2 * in : in;
+  input.dim(0).set_min(0).set_extent(inputWidth).set_stride(1);
+  input.dim(1).set_min(0).set_stride(inputWidth);
   weight.dim(0).set_min(0).set_extent(out).set_stride(1);
   weight.dim(1).set_min(0).set_extent(in).set_stride(out);
   bias.dim(0).set_min(0).set_extent(out).set_stride(1);
@@ -141,6 +149,11 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       .vectorize(n, vec, guard)
       .unroll(m);
   accumulate.update().reorder(n, m, rk).vectorize(n, vec, guard).unroll(m);
+  // The gate once per input element, not once per output tile.
+  if (gated)
+    gatedInput.compute_root()
+        .parallel(m, 8, TailStrategy::GuardWithIf)
+        .vectorize(k, vec, guard);
 
   std::vector<ImageParam> inputs = {input, weight};
   if (spec.bias)

@@ -155,7 +155,23 @@ struct EpilogueCase {
   int in, out, tokens;
   attn::Activation activation;
   bool bias, residual;
+  attn::Activation inputGate = attn::Activation::None;
 };
+
+double activate(double y, attn::Activation activation) {
+  switch (activation) {
+  case attn::Activation::GeluTanh:
+    return 0.5 * y *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
+  case attn::Activation::Relu:
+    return std::max(y, 0.0);
+  case attn::Activation::Silu:
+    return y / (1 + std::exp(-y));
+  case attn::Activation::None:
+    break;
+  }
+  return y;
+}
 
 class LinearEpilogueTest : public testing::TestWithParam<EpilogueCase> {};
 
@@ -168,15 +184,18 @@ TEST_P(LinearEpilogueTest, MatchesDoubleReference) {
   spec.bias = c.bias;
   spec.activation = c.activation;
   spec.residual = c.residual;
+  spec.inputGate = c.inputGate;
+  const bool gated = c.inputGate != attn::Activation::None;
+  const int width = gated ? 2 * c.in : c.in;
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, jitTarget());
   kernel.pipeline.compile_jit(jitTarget());
 
   std::mt19937 rng(c.in * 13 + c.out);
-  std::vector<float> x = randomVector(size_t(c.tokens) * c.in, rng),
+  std::vector<float> x = randomVector(size_t(c.tokens) * width, rng),
                      w = randomVector(size_t(c.in) * c.out, rng),
                      b = randomVector(c.out, rng),
                      r = randomVector(size_t(c.tokens) * c.out, rng);
-  Halide::Buffer<float> input(x.data(), c.in, c.tokens),
+  Halide::Buffer<float> input(x.data(), width, c.tokens),
       weight(w.data(), c.out, c.in), bias(b.data(), c.out),
       residual(r.data(), c.out, c.tokens), output(c.out, c.tokens);
   Halide::ParamMap params;
@@ -194,22 +213,13 @@ TEST_P(LinearEpilogueTest, MatchesDoubleReference) {
   for (int m = 0; m < c.tokens; m++)
     for (int n = 0; n < c.out; n++) {
       double y = c.bias ? b[n] : 0.0;
-      for (int k = 0; k < c.in; k++)
-        y += double(x[size_t(m) * c.in + k]) * w[size_t(k) * c.out + n];
-      switch (c.activation) {
-      case attn::Activation::GeluTanh:
-        y = 0.5 * y *
-            (1 + std::tanh(std::sqrt(2 / M_PI) * (y + 0.044715 * y * y * y)));
-        break;
-      case attn::Activation::Relu:
-        y = std::max(y, 0.0);
-        break;
-      case attn::Activation::Silu:
-        y = y / (1 + std::exp(-y));
-        break;
-      case attn::Activation::None:
-        break;
+      for (int k = 0; k < c.in; k++) {
+        const float *row = &x[size_t(m) * width];
+        double value = gated ? activate(row[k], c.inputGate) * row[k + c.in]
+                             : double(row[k]);
+        y += value * w[size_t(k) * c.out + n];
       }
+      y = activate(y, c.activation);
       if (c.residual)
         y += r[size_t(m) * c.out + n];
       worst = std::max(worst, std::fabs(output(n, m) - y));
@@ -225,6 +235,11 @@ INSTANTIATE_TEST_SUITE_P(
         EpilogueCase{128, 128, 1, attn::Activation::None, true, true},
         EpilogueCase{100, 37, 7, attn::Activation::Relu, false, true},
         EpilogueCase{64, 176, 33, attn::Activation::Silu, true, false},
-        EpilogueCase{33, 65, 2, attn::Activation::GeluTanh, false, true}));
+        EpilogueCase{33, 65, 2, attn::Activation::GeluTanh, false, true},
+        // Gated FFN down projections (SwiGLU, GeGLU): act(gate)·up in.
+        EpilogueCase{96, 64, 9, attn::Activation::None, false, true,
+                     attn::Activation::Silu},
+        EpilogueCase{50, 33, 1, attn::Activation::None, true, false,
+                     attn::Activation::GeluTanh}));
 
 } // namespace

@@ -19,6 +19,7 @@
 #include "decoder_rope.h"
 #include "encdec_contiguous.h"
 #include "encdec_paged.h"
+#include "llama_tiny.h"
 
 #include <gtest/gtest.h>
 
@@ -73,15 +74,16 @@ std::string writeSafetensors(
 /// Random weights for every tensor `plan` needs: norms' weights near 1,
 /// everything else uniform in ±0.5/sqrt(fan-in) (logits stay O(1)).
 std::vector<std::pair<ExpectedTensor, std::vector<float>>>
-randomWeights(const ModelPlan &plan, unsigned seed) {
+randomWeights(const ModelPlan &plan, unsigned seed,
+              WeightNaming naming = WeightNaming::Bart) {
   std::mt19937 rng(seed);
   std::vector<std::pair<ExpectedTensor, std::vector<float>>> tensors;
-  for (const ExpectedTensor &tensor :
-       Model::requiredTensors(plan, WeightNaming::Bart)) {
+  for (const ExpectedTensor &tensor : Model::requiredTensors(plan, naming)) {
     size_t count = 1;
     for (int64_t extent : tensor.shape)
       count *= size_t(extent);
-    bool norm = tensor.name.find("norm.weight") != std::string::npos;
+    bool norm = tensor.name.find("norm.weight") != std::string::npos ||
+                tensor.name.find("layernorm.weight") != std::string::npos;
     double fanIn = tensor.shape.size() == 2 ? double(tensor.shape[1]) : 4.0;
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
     std::vector<float> values(count);
@@ -94,14 +96,15 @@ randomWeights(const ModelPlan &plan, unsigned seed) {
 }
 
 std::unique_ptr<Model> loadRandom(const Generated &g, const std::string &name,
-                                  unsigned seed = 7) {
+                                  unsigned seed = 7,
+                                  WeightNaming naming = WeightNaming::Bart) {
   ModelPlan plan;
   Status parsed = parsePlan(g.plan, entries(g.table), g.size, plan);
   EXPECT_TRUE(parsed) << parsed.message();
-  std::string path = writeSafetensors(name, randomWeights(plan, seed));
+  std::string path = writeSafetensors(name, randomWeights(plan, seed, naming));
   std::unique_ptr<Model> model;
-  Status loaded = Model::load(g.plan, entries(g.table), g.size, path,
-                              WeightNaming::Bart, model);
+  Status loaded =
+      Model::load(g.plan, entries(g.table), g.size, path, naming, model);
   EXPECT_TRUE(loaded) << loaded.message();
   return model;
 }
@@ -113,6 +116,8 @@ const Generated kContiguous{encdec_contiguous_plan_json,
                             ENCDEC_CONTIGUOUS_KERNEL_TABLE_SIZE};
 const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
                              DECODER_ROPE_KERNEL_TABLE_SIZE};
+const Generated kLlama{llama_tiny_plan_json, llama_tiny_kernel_table,
+                       LLAMA_TINY_KERNEL_TABLE_SIZE};
 
 double maxAbsDifference(const float *a, const float *b, size_t n) {
   double worst = 0;
@@ -212,6 +217,33 @@ TEST(ModelTest, DecoderOnlyRopeCacheMatchesRecomputation) {
   auto model = loadRandom(kDecoderRope, "rope");
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {0, 0, 0, 0}, 17, false);
+}
+
+TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {
+  // attnc imported config.json: GQA 6/2, RoPE, RMS norm, SiLU-gated MLP,
+  // Llama tensor names.
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kLlama.plan, entries(kLlama.table), kLlama.size, plan));
+  std::vector<ExpectedTensor> tensors =
+      Model::requiredTensors(plan, WeightNaming::Llama);
+  auto has = [&](const std::string &name) {
+    for (const ExpectedTensor &t : tensors)
+      if (t.name == name)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(has("model.embed_tokens.weight"));
+  EXPECT_TRUE(has("model.layers.1.input_layernorm.weight"));
+  EXPECT_TRUE(has("model.layers.1.self_attn.o_proj.weight"));
+  EXPECT_TRUE(has("model.layers.1.post_attention_layernorm.weight"));
+  EXPECT_TRUE(has("model.layers.1.mlp.gate_proj.weight"));
+  EXPECT_TRUE(has("model.layers.1.mlp.down_proj.weight"));
+  EXPECT_TRUE(has("model.norm.weight"));
+  EXPECT_TRUE(has("lm_head.weight"));
+  EXPECT_FALSE(has("model.layers.0.self_attn.q_proj.bias"));
+  auto model = loadRandom(kLlama, "llama", 5, WeightNaming::Llama);
+  ASSERT_TRUE(model);
+  decodeAndCompare(*model, {0, 0, 0}, 19, false);
 }
 
 TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {

@@ -209,7 +209,9 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
   let summary = "the feed-forward part of a block: up, activation, down";
   let description = [{
     `d_model` → `intermediate_size` with `activation`, then back to
-    `d_model`, added to the residual stream. `bias`: both projections have
+    `d_model`, added to the residual stream. `gated` (SwiGLU-style, Llama's
+    MLP): the up kernel computes a gate and an up half, and the down
+    projection reads activation(gate)·up. `bias`: both projections have
     biases. After specialization `up_kernel` and `down_kernel` name the
     linear kernels (the down projection adds the residual).
 
@@ -221,7 +223,7 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Attn_ActivationAttr:$activation,
                        Attn_PositiveI64:$intermediate_size, UnitAttr:$bias,
-                       OptionalAttr<StrAttr>:$stack,
+                       UnitAttr:$gated, OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$up_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$down_kernel);
   let assemblyFormat = "$sym_name attr-dict";
@@ -252,7 +254,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
   let description = [{
     With `rope_theta`, the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
-    projection's Q and K).
+    projection's Q and K). With `input_gate`, the input has 2·in_features
+    columns, a gate and an up half, and x is input_gate(gate)·up.
 
     ```mlir
     attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
@@ -266,7 +269,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        Attn_ActivationAttr:$activation, UnitAttr:$residual,
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<Attn_PositiveI64>:$rope_heads,
-                       OptionalAttr<Attn_PositiveI64>:$rope_head_dim);
+                       OptionalAttr<Attn_PositiveI64>:$rope_head_dim,
+                       OptionalAttr<Attn_ActivationAttr>:$input_gate);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -80,6 +80,7 @@ public:
     bool residual = false;
     float ropeTheta = 0;
     int64_t ropeHeads = 0, ropeHeadDim = 0;
+    Activation inputGate = Activation::None;
   };
 
   FlatSymbolRefAttr linear(const Linear &l, Location loc) {
@@ -89,6 +90,8 @@ public:
       name += "_bias";
     if (l.activation != Activation::None)
       name += "_" + stringifyActivation(l.activation).str();
+    if (l.inputGate != Activation::None)
+      name += "_gate_" + stringifyActivation(l.inputGate).str();
     if (l.residual)
       name += "_res";
     if (l.ropeTheta > 0)
@@ -103,7 +106,10 @@ public:
           l.ropeTheta > 0 ? builder.getI64IntegerAttr(l.ropeHeads)
                           : IntegerAttr(),
           l.ropeTheta > 0 ? builder.getI64IntegerAttr(l.ropeHeadDim)
-                          : IntegerAttr());
+                          : IntegerAttr(),
+          l.inputGate != Activation::None
+              ? ActivationAttr::get(builder.getContext(), l.inputGate)
+              : ActivationAttr());
     });
   }
 
@@ -140,6 +146,14 @@ public:
     }
     if (auto ffn = dyn_cast<FfnOp>(op)) {
       const int64_t size = ffn.getIntermediateSize();
+      if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
+        ffn.setUpKernelAttr(
+            linear({dModel, 2 * size, ffn.getBias()}, ffn.getLoc()));
+        Linear down{size, dModel, ffn.getBias(), Activation::None, true};
+        down.inputGate = ffn.getActivation();
+        ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
+        return success();
+      }
       ffn.setUpKernelAttr(linear(
           {dModel, size, ffn.getBias(), ffn.getActivation()}, ffn.getLoc()));
       ffn.setDownKernelAttr(linear(

@@ -33,6 +33,11 @@ enum class WeightNaming {
   /// encoder_attn}.{q,k,v,out}_proj, ..._layer_norm, fc1, fc2,
   /// .layer_norm (final), lm_head.
   Bart,
+  /// Hugging Face Llama / Mistral / Qwen2 decoders: model.embed_tokens,
+  /// model.layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj,
+  /// post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm,
+  /// lm_head.
+  Llama,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per

@@ -35,6 +35,7 @@ struct PlanOp {
   bool layerNorm = true;    ///< norm: layer norm, else RMS norm
   bool bias = false;        ///< FFN, output head; attention projections
   int intermediateSize = 0; ///< FFN
+  bool gated = false;       ///< FFN: activation(gate)·up
   bool cross = false;       ///< attention: cross (else self)
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
   float scale = 0;                              ///< attention: of Q·Kᵀ

@@ -129,8 +129,11 @@ enum class Activation {
 /// their token's position (Hugging Face's rotate_half convention: feature i
 /// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
 /// headDim/2, angles in fp32 like the reference implementations); the kernel
-/// then takes `positions` [tokens] int32 after the bias. Inputs in order:
-/// input, weight, [bias], [positions], [residual].
+/// then takes `positions` [tokens] int32 after the bias. With `inputGate`
+/// (a gated FFN's down projection), input is [tokens][2·inFeatures], a
+/// gate half and an up half, and the product reads
+/// inputGate(gate)·up: SwiGLU and friends without a separate kernel.
+/// Inputs in order: input, weight, [bias], [positions], [residual].
 struct LinearSpec {
   std::string functionName;
   int inFeatures = 0;
@@ -138,6 +141,7 @@ struct LinearSpec {
   bool bias = false;
   Activation activation = Activation::None;
   bool residual = false;
+  Activation inputGate = Activation::None;
   float ropeTheta = 0.0f;
   int ropeHeads = 0;
   int ropeHeadDim = 0;
