@@ -123,6 +123,9 @@ std::string renderPlanJson(ModuleOp module) {
       {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
       {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},
       {"kv_bytes", intAttr(model, "kv_bytes")},
+      {"activation_bytes_per_token",
+       intAttr(model, "activation_bytes_per_token")},
+      {"activation_bytes", intAttr(model, "activation_bytes")},
       {"layers", std::move(layers)},
       {"ops", std::move(ops)}};
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(plan))).str();
@@ -177,6 +180,13 @@ std::string renderReport(ModuleOp module) {
      << "/token, " << formatBytes(intAttr(model, "kv_bytes_per_sequence"))
      << "/sequence at max length, " << formatBytes(intAttr(model, "kv_bytes"))
      << " for max_batch " << model.getMaxBatch() << "\n";
+  if (int64_t arena = intAttr(model, "activation_bytes_per_token"))
+    os << "activations: one arena of " << formatBytes(arena)
+       << "/token (each value its own buffer: "
+       << formatBytes(intAttr(model, "activation_naive_bytes_per_token"))
+       << "/token), " << formatBytes(intAttr(model, "activation_bytes"))
+       << " for max_batch " << model.getMaxBatch()
+       << " at the longest prefill\n";
   return text;
 }
 

@@ -151,6 +151,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget) {
   model.addPass(mlir::attn::createFuseProjections());
   model.addPass(mlir::attn::createSpecializeKernels());
   model.addPass(mlir::attn::createPlanKvCache({budget}));
+  model.addPass(mlir::attn::createPlanActivations());
   model.addPass(mlir::attn::createSelectSchedules(
       {halideTarget.getValue(), scheduleDb.getValue()}));
   return pm.run(module);
