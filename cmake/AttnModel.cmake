@@ -10,7 +10,10 @@
 # With ATTN_HOST_ATTNC set (a path), that attnc generates the kernels instead
 # of the one this build compiles: a sanitizer build then instruments only the
 # runtime and its tests, not the compiler.
-set(ATTN_HOST_ATTNC "" CACHE FILEPATH "attnc to generate kernels with (empty: build it)")
+# (An installed attnc's package config sets it before including this file.)
+if(NOT DEFINED ATTN_HOST_ATTNC)
+  set(ATTN_HOST_ATTNC "" CACHE FILEPATH "attnc to generate kernels with (empty: build it)")
+endif()
 
 function(attn_add_model)
   cmake_parse_arguments(ARG "" "NAME;DESCRIPTION" "ATTNC_ARGS" ${ARGN})
