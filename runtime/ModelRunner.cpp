@@ -100,6 +100,10 @@ public:
     const SequenceId *selfSequences = nullptr, *crossSequences = nullptr;
     CrossAttentionTrace *trace = nullptr; // Step: the last cross layer
     int lastCrossLayer = -1;
+    // Prefill into a cache: K/V of cached self layers go to
+    // selfSequences[0] of selfCache, and only the last token's logits are
+    // computed.
+    bool fillCache = false;
   };
 
   /// Runs the ops of `stack` (and the output head for the decoder). On
@@ -177,7 +181,10 @@ public:
         break;
       }
       case OpKind::OutputHead:
-        if (logits)
+        if (logits && in.fillCache) // the prompt's next token only
+          status = linear(op.kernel, normed + (t - 1) * d, 1, d, w.head,
+                          w.headBias, nullptr, nullptr, op.vocabSize, logits);
+        else if (logits)
           status = linear(op.kernel, normed, t, d, w.head, w.headBias, nullptr,
                           nullptr, op.vocabSize, logits);
         break;
@@ -275,6 +282,13 @@ private:
           return s;
         keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
       }
+      if (in.fillCache && op.cached && !op.cross)
+        for (int64_t token = 0; token < t; token++)
+          if (Status s = in.selfCache->write(
+                  in.selfSequences[0], layer, int(token), 1,
+                  keys + token * kvStride, values + token * kvStride);
+              !s)
+            return s;
       BufferView qv = headsView(projected, t, hq, hd, width);
       BufferView kview = headsView(keys, kvLen, hkv, hd, kvStride);
       BufferView vview = headsView(values, kvLen, hkv, hd, kvStride);
@@ -469,6 +483,38 @@ Status Model::decodeStep(const SequenceId *selfSequences,
   Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
   if (!s)
     rollBack(batch);
+  return s;
+}
+
+Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
+                      SequenceId sequence, float *logits, Workspace &ws) const {
+  if (!logits)
+    return invalid("prefill: no logits buffer");
+  if (Status s = checkTokens(tokens, length, targetVocabulary(), "prefill"); !s)
+    return s;
+  KvCacheConfig crossConfig;
+  (void)crossCacheConfig(1, crossConfig);
+  if (crossConfig.numLayers > 0)
+    return invalid("prefill: the model cross-attends; decode it step by step");
+  if (selfCache.length(sequence) != 0)
+    return invalid("prefill: sequence " + std::to_string(sequence) +
+                   " must exist and be empty");
+  if (int max = embeddingPositions(plan_, true); max && length > max)
+    return Status(StatusCode::CapacityExceeded,
+                  "prefill: " + std::to_string(length) + " tokens exceed the " +
+                      std::to_string(max) + " learned positions");
+  if (Status s = selfCache.extend(sequence, length); !s)
+    return s;
+  std::vector<int32_t> positions(length);
+  for (int i = 0; i < length; i++)
+    positions[i] = i;
+  ModelRunner::Inputs in{Mode::Prefill, length, tokens, positions.data()};
+  in.selfCache = &selfCache;
+  in.selfSequences = &sequence;
+  in.fillCache = true;
+  Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
+  if (!s)
+    (void)selfCache.truncate(sequence, 0);
   return s;
 }
 

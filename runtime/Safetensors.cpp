@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -222,6 +223,43 @@ Status checkTensors(const SafetensorsFile &file,
   if (problems.empty())
     return Status::ok();
   return Status(StatusCode::InvalidArgument, "weights: " + problems);
+}
+
+Status writeSafetensors(const std::string &path,
+                        const std::vector<ExpectedTensor> &tensors,
+                        const std::vector<const float *> &data) {
+  if (tensors.size() != data.size())
+    return Status(StatusCode::InvalidArgument,
+                  "writeSafetensors: one data pointer per tensor");
+  nlohmann::json header = nlohmann::json::object();
+  size_t offset = 0;
+  std::vector<size_t> bytes;
+  for (const ExpectedTensor &tensor : tensors) {
+    if (tensor.type != TensorType::F32)
+      return Status(StatusCode::InvalidArgument,
+                    "writeSafetensors: " + tensor.name + " is not F32");
+    size_t count = 1;
+    for (int64_t extent : tensor.shape)
+      count *= size_t(extent);
+    bytes.push_back(count * sizeof(float));
+    header[tensor.name] = {{"dtype", "F32"},
+                           {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + bytes.back()}}};
+    offset += bytes.back();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' '); // 8-byte aligned data
+  FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file)
+    return Status(StatusCode::IoError, "cannot write " + path);
+  uint64_t length = text.size(); // little-endian hosts only, as mmap reads
+  bool ok = std::fwrite(&length, 8, 1, file) == 1 &&
+            std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  for (size_t i = 0; ok && i < tensors.size(); i++)
+    ok = std::fwrite(data[i], 1, bytes[i], file) == bytes[i];
+  ok = std::fclose(file) == 0 && ok;
+  return ok ? Status::ok()
+            : Status(StatusCode::IoError, "cannot write " + path);
 }
 
 } // namespace attn::runtime

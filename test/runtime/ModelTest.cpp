@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -42,32 +43,19 @@ const KernelEntry *entries(const attnc_kernel_entry *table) {
   return reinterpret_cast<const KernelEntry *>(table);
 }
 
-/// Writes `tensors` (all f32) as a safetensors file; returns its path.
+/// Writes `tensors` as a safetensors file; returns its path.
 std::string writeSafetensors(
     const std::string &name,
     const std::vector<std::pair<ExpectedTensor, std::vector<float>>> &tensors) {
-  std::string header = "{";
-  size_t offset = 0;
+  std::vector<ExpectedTensor> headers;
+  std::vector<const float *> data;
   for (const auto &[tensor, values] : tensors) {
-    std::string shape;
-    for (int64_t extent : tensor.shape)
-      shape += (shape.empty() ? "" : ",") + std::to_string(extent);
-    size_t bytes = values.size() * sizeof(float);
-    header += (header.size() > 1 ? "," : "") + std::string("\"") + tensor.name +
-              "\":{\"dtype\":\"F32\",\"shape\":[" + shape +
-              "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + bytes) + "]}";
-    offset += bytes;
+    headers.push_back(tensor);
+    data.push_back(values.data());
   }
-  header += "}";
   std::string path = testing::TempDir() + name + ".safetensors";
-  std::ofstream out(path, std::ios::binary);
-  uint64_t length = header.size();
-  out.write(reinterpret_cast<const char *>(&length), 8);
-  out << header;
-  for (const auto &[tensor, values] : tensors)
-    out.write(reinterpret_cast<const char *>(values.data()),
-              values.size() * sizeof(float));
+  Status s = attn::runtime::writeSafetensors(path, headers, data);
+  EXPECT_TRUE(s) << s.message();
   return path;
 }
 
@@ -244,6 +232,44 @@ TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {
   auto model = loadRandom(kLlama, "llama", 5, WeightNaming::Llama);
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {0, 0, 0}, 19, false);
+}
+
+TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
+  // Prompt processing fills the cache with the prefill kernels; decoding
+  // continues over it. Every step's logits equal recomputing the prefix.
+  auto model = loadRandom(kLlama, "llama_prefill", 8, WeightNaming::Llama);
+  ASSERT_TRUE(model);
+  const int vocabulary = model->targetVocabulary();
+  Workspace ws;
+  KvCacheConfig config;
+  ASSERT_TRUE(model->selfCacheConfig(1, config));
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(config, cache));
+  SequenceId sequence;
+  ASSERT_TRUE(cache.addSequence(sequence));
+  std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}; // 11
+  std::vector<float> logits(vocabulary), reference;
+  Status s = model->prefill(tokens.data(), int(tokens.size()), cache, sequence,
+                            logits.data(), ws);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(cache.length(sequence), 11);
+  EXPECT_FALSE(model->prefill(tokens.data(), 3, cache, sequence, logits.data(),
+                              ws)); // not empty any more
+  for (int step = 0; step < 8; step++) {
+    reference.resize(tokens.size() * vocabulary);
+    ASSERT_TRUE(model->decodeWithoutCache(tokens.data(), int(tokens.size()),
+                                          nullptr, 0, reference.data(), ws));
+    EXPECT_LE(maxAbsDifference(logits.data(),
+                               &reference[(tokens.size() - 1) * vocabulary],
+                               vocabulary),
+              1e-5)
+        << "after " << tokens.size() << " tokens";
+    int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) -
+                           logits.begin());
+    tokens.push_back(next);
+    ASSERT_TRUE(model->decodeStep(&sequence, nullptr, &next, 1, cache, nullptr,
+                                  logits.data(), ws));
+  }
 }
 
 TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {

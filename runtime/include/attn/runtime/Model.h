@@ -107,6 +107,14 @@ public:
                     float *logits, Workspace &ws,
                     CrossAttentionTrace *trace = nullptr) const;
 
+  /// Prompt processing of a decoder-only model: the prefill kernels over
+  /// `tokens` [length], storing every cached layer's K/V as the tokens of
+  /// `sequence` (which must be empty) in `selfCache`.
+  ///   logits [targetVocabulary]: the next token's, after the last one
+  /// On failure the sequence stays empty.
+  Status prefill(const int32_t *tokens, int length, KvCache &selfCache,
+                 SequenceId sequence, float *logits, Workspace &ws) const;
+
   /// The decoder over a whole prefix `tokens` [length] with no cache
   /// (prefill kernels, causal), cross-attending to `memory`
   /// [memoryLength][dModel] (ignored without cross layers):

@@ -75,6 +75,12 @@ struct ExpectedTensor {
   std::vector<int64_t> shape;
 };
 
+/// Writes f32 tensors as a safetensors file (exporting weights, making
+/// random ones): `data[i]` holds the product of `tensors[i].shape` floats.
+Status writeSafetensors(const std::string &path,
+                        const std::vector<ExpectedTensor> &tensors,
+                        const std::vector<const float *> &data);
+
 /// Checks that `file` holds exactly `expected`; one error lists every
 /// problem by tensor name.
 Status checkTensors(const SafetensorsFile &file,
