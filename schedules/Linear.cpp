@@ -139,8 +139,13 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   output.split(n, no, ni, tileN, guard)
       .split(m, mo, mi, s.tileRows, guard)
       .reorder(ni, mi, mo, no)
-      .parallel(no)
       .vectorize(ni, vec, guard);
+  // A one-row (decode) product of a small matrix is a few microseconds of
+  // work, less than waking a worker thread: measured in the translator
+  // (d_model 128), a third of the time went to the thread pool's hand-offs.
+  const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 20);
+  if (!smallGemv)
+    output.parallel(no);
   // Whole tiles, so the register tile has constant extents (reads are
   // clamped above).
   accumulate.compute_at(output, mo)
