@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/runtime/Model.h"
+#include "attn/runtime/Generator.h"
 
 #include "decoder_rope.h"
 #include "encdec_contiguous.h"
@@ -270,6 +271,109 @@ TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
     ASSERT_TRUE(model->decodeStep(&sequence, nullptr, &next, 1, cache, nullptr,
                                   logits.data(), ws));
   }
+}
+
+/// Greedy tokens after `prompt`, by recomputing the prefix every step.
+std::vector<int32_t> greedyReference(const Model &model,
+                                     std::vector<int32_t> tokens, int count) {
+  const int vocabulary = model.targetVocabulary();
+  Workspace ws;
+  std::vector<float> logits;
+  std::vector<int32_t> generated;
+  for (int i = 0; i < count; i++) {
+    logits.resize(tokens.size() * vocabulary);
+    EXPECT_TRUE(model.decodeWithoutCache(tokens.data(), int(tokens.size()),
+                                         nullptr, 0, logits.data(), ws));
+    const float *last = &logits[(tokens.size() - 1) * vocabulary];
+    int32_t next = int32_t(std::max_element(last, last + vocabulary) - last);
+    generated.push_back(next);
+    tokens.push_back(next);
+  }
+  return generated;
+}
+
+TEST(GeneratorTest, ContinuousBatchingStopsAndCancellation) {
+  auto model = loadRandom(kLlama, "generator", 11, WeightNaming::Llama);
+  ASSERT_TRUE(model);
+  std::vector<int32_t> a = {1, 2, 3, 4, 5}, b = {7, 7, 1, 9, 3, 2, 8, 4, 6};
+  std::vector<int32_t> expectA = greedyReference(*model, a, 10),
+                       expectB = greedyReference(*model, b, 8);
+  std::unique_ptr<Generator> generator;
+  ASSERT_TRUE(Generator::create(*model, 4, generator));
+  int idA, idB, idStop, idCancel;
+  GenerationRequest request;
+  request.prompt = a;
+  request.maxNewTokens = 10;
+  ASSERT_TRUE(generator->submit(request, idA));
+  for (int i = 0; i < 3; i++) // b joins a running batch
+    ASSERT_TRUE(generator->step());
+  request.prompt = b;
+  request.maxNewTokens = 8;
+  ASSERT_TRUE(generator->submit(request, idB));
+  // The same prompt as a, stopping at a's third token.
+  request.prompt = a;
+  request.maxNewTokens = 10;
+  request.stopTokens = {expectA[2]};
+  ASSERT_TRUE(generator->submit(request, idStop));
+  // Cancelled by its callback after two tokens.
+  int seen = 0;
+  request.stopTokens.clear();
+  request.onToken = [&](int32_t) { return ++seen < 2; };
+  ASSERT_TRUE(generator->submit(request, idCancel));
+  ASSERT_TRUE(generator->run());
+  EXPECT_EQ(generator->tokens(idA), expectA);
+  EXPECT_EQ(generator->finishReason(idA), FinishReason::MaxTokens);
+  EXPECT_EQ(generator->tokens(idB), expectB);
+  // The stop token can appear earlier than a's third token.
+  auto stopAt = std::find(expectA.begin(), expectA.end(), expectA[2]);
+  EXPECT_EQ(generator->tokens(idStop),
+            std::vector<int32_t>(expectA.begin(), stopAt + 1));
+  EXPECT_EQ(generator->finishReason(idStop), FinishReason::StopToken);
+  EXPECT_EQ(generator->tokens(idCancel).size(), 2u);
+  EXPECT_EQ(generator->finishReason(idCancel), FinishReason::Cancelled);
+  EXPECT_EQ(generator->running(), 0);
+}
+
+TEST(GeneratorTest, SeedsCapacityAndErrors) {
+  auto model = loadRandom(kLlama, "generator2", 12, WeightNaming::Llama);
+  ASSERT_TRUE(model);
+  auto sample = [&](uint64_t seed) {
+    std::unique_ptr<Generator> generator;
+    EXPECT_TRUE(Generator::create(*model, 1, generator));
+    GenerationRequest request;
+    request.prompt = {3, 1, 4};
+    request.maxNewTokens = 12;
+    request.sampling = {1.0f, 0, 0.9f, seed};
+    int id;
+    EXPECT_TRUE(generator->submit(request, id));
+    EXPECT_TRUE(generator->run());
+    return generator->tokens(id);
+  };
+  EXPECT_EQ(sample(5), sample(5));
+  EXPECT_NE(sample(5), sample(6));
+
+  // 35 prompt tokens in sequences of 40: 6 tokens, then the cache is full.
+  std::unique_ptr<Generator> generator;
+  ASSERT_TRUE(Generator::create(*model, 2, generator));
+  GenerationRequest request;
+  request.prompt.assign(35, 2);
+  request.maxNewTokens = 20;
+  int id;
+  ASSERT_TRUE(generator->submit(request, id));
+  ASSERT_TRUE(generator->run());
+  EXPECT_EQ(generator->finishReason(id), FinishReason::CacheFull);
+  EXPECT_EQ(generator->tokens(id).size(), 6u);
+  request.prompt.assign(40, 2);
+  EXPECT_EQ(generator->submit(request, id).code(),
+            StatusCode::CapacityExceeded);
+  request.prompt.clear();
+  EXPECT_FALSE(generator->submit(request, id));
+  request.prompt = {99}; // outside the vocabulary of 17
+  EXPECT_FALSE(generator->submit(request, id));
+
+  auto encoderDecoder = loadRandom(kPaged, "generator3");
+  ASSERT_TRUE(encoderDecoder);
+  EXPECT_FALSE(Generator::create(*encoderDecoder, 1, generator));
 }
 
 TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {
