@@ -2,6 +2,7 @@
 
 #include "attn/runtime/attn_runtime.h"
 
+#include "attn/runtime/Generator.h"
 #include "attn/runtime/KvCache.h"
 
 using namespace attn::runtime;
@@ -23,6 +24,18 @@ static_assert(int(DType::F16) == ATTN_F16 && int(DType::BF16) == ATTN_BF16,
 struct attn_kv_cache {
   KvCache cache;
 };
+struct attn_model {
+  std::unique_ptr<Model> model;
+};
+struct attn_generator {
+  std::unique_ptr<Generator> generator;
+};
+
+static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
+                  int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,
+              "attn_finish_reason mirrors FinishReason");
+static_assert(sizeof(KernelEntry) == 2 * sizeof(void *),
+              "a kernel table entry is a name and a function");
 
 namespace {
 thread_local std::string lastError;
@@ -157,6 +170,117 @@ int32_t attn_kv_cache_free_pages(const attn_kv_cache *cache) {
 
 uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache) {
   return cache ? cache->cache.poolBytes() : 0;
+}
+
+attn_status attn_model_load(const char *plan_json, const void *kernel_table,
+                            size_t kernel_table_size, const char *weights_path,
+                            attn_weight_naming naming, attn_model **model) {
+  if (!plan_json || !kernel_table || !weights_path || !model)
+    return invalid("attn_model_load: null argument");
+  *model = nullptr;
+  if (naming != ATTN_NAMING_BART && naming != ATTN_NAMING_LLAMA)
+    return invalid("attn_model_load: unknown weight naming");
+  auto result = std::make_unique<attn_model>();
+  Status s = Model::load(
+      plan_json, static_cast<const KernelEntry *>(kernel_table),
+      kernel_table_size, weights_path,
+      naming == ATTN_NAMING_LLAMA ? WeightNaming::Llama : WeightNaming::Bart,
+      result->model);
+  if (!s)
+    return report(s);
+  *model = result.release();
+  return ATTN_OK;
+}
+
+void attn_model_destroy(attn_model *model) { delete model; }
+
+int32_t attn_model_vocabulary(const attn_model *model) {
+  return model ? model->model->targetVocabulary() : 0;
+}
+
+attn_status attn_generator_create(const attn_model *model,
+                                  int32_t max_sequences,
+                                  attn_generator **generator) {
+  if (!model || !generator)
+    return invalid("attn_generator_create: null argument");
+  *generator = nullptr;
+  auto result = std::make_unique<attn_generator>();
+  if (Status s =
+          Generator::create(*model->model, max_sequences, result->generator);
+      !s)
+    return report(s);
+  *generator = result.release();
+  return ATTN_OK;
+}
+
+void attn_generator_destroy(attn_generator *generator) { delete generator; }
+
+attn_status attn_generator_submit(
+    attn_generator *generator, const int32_t *prompt, int32_t prompt_length,
+    int32_t max_new_tokens, const int32_t *stop_tokens, int32_t num_stop_tokens,
+    const attn_sampling *sampling, attn_token_callback callback, void *user,
+    int32_t *request) {
+  if (!generator || !request || prompt_length < 0 ||
+      (prompt_length > 0 && !prompt) || num_stop_tokens < 0 ||
+      (num_stop_tokens > 0 && !stop_tokens))
+    return invalid("attn_generator_submit: null or negative argument");
+  GenerationRequest r;
+  if (prompt_length > 0)
+    r.prompt.assign(prompt, prompt + prompt_length);
+  r.maxNewTokens = max_new_tokens;
+  if (num_stop_tokens > 0)
+    r.stopTokens.assign(stop_tokens, stop_tokens + num_stop_tokens);
+  if (sampling)
+    r.sampling = {sampling->temperature, sampling->top_k, sampling->top_p,
+                  sampling->seed};
+  // A request's id is its index; the callback knows it from the start
+  // (submit already samples the first token).
+  const int32_t id = int32_t(generator->generator->requests());
+  if (callback)
+    r.onToken = [callback, user, id](int32_t token) {
+      return callback(user, id, token) != 0;
+    };
+  int assigned = -1;
+  if (Status s = generator->generator->submit(std::move(r), assigned); !s)
+    return report(s);
+  *request = assigned;
+  return ATTN_OK;
+}
+
+attn_status attn_generator_step(attn_generator *generator) {
+  if (!generator)
+    return invalid("attn_generator_step: null generator");
+  return report(generator->generator->step());
+}
+
+attn_status attn_generator_run(attn_generator *generator) {
+  if (!generator)
+    return invalid("attn_generator_run: null generator");
+  return report(generator->generator->run());
+}
+
+int32_t attn_generator_running(const attn_generator *generator) {
+  return generator ? generator->generator->running() : 0;
+}
+
+attn_status attn_generator_result(const attn_generator *generator,
+                                  int32_t request, int32_t *tokens,
+                                  int32_t capacity, int32_t *count,
+                                  attn_finish_reason *reason) {
+  if (!generator || !count || capacity < 0 || (capacity > 0 && !tokens))
+    return invalid("attn_generator_result: null or negative argument");
+  if (request < 0 || request >= generator->generator->requests())
+    return report(
+        Status(StatusCode::NotFound,
+               "attn_generator_result: no request " + std::to_string(request)));
+  const std::vector<int32_t> &generated = generator->generator->tokens(request);
+  *count = int32_t(generated.size());
+  if (reason)
+    *reason = attn_finish_reason(generator->generator->finishReason(request));
+  if (*count > capacity)
+    return invalid("attn_generator_result: more tokens than capacity");
+  std::copy(generated.begin(), generated.end(), tokens);
+  return ATTN_OK;
 }
 
 } // extern "C"

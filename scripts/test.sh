@@ -11,5 +11,7 @@ ctest --test-dir build --output-on-failure
 [ -f build-asan/build.ninja ] ||
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \
     -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
-cmake --build build-asan --target runtime-test c-api-test model-test
-ctest --test-dir build-asan --output-on-failure -R '^(runtime-test|c-api-test|model-test)$'
+cmake --build build-asan --target runtime-test c-api-test model-test \
+  random-llama-weights model-c-api-test
+ctest --test-dir build-asan --output-on-failure \
+  -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test)$'

@@ -55,6 +55,8 @@ public:
   Status run();
 
   int running() const;
+  /// Requests submitted so far (ids are 0..requests()-1).
+  int requests() const { return int(requests_.size()); }
   FinishReason finishReason(int id) const;
   /// Tokens generated so far (prompt excluded).
   const std::vector<int32_t> &tokens(int id) const;

@@ -86,6 +86,63 @@ int32_t attn_kv_cache_free_pages(const attn_kv_cache *cache);
  * page_size · num_pages. */
 uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache);
 
+/*===--- Models ----------------------------------------------------------===*/
+
+/* A whole generated model: its plan and kernel table, as the generated header
+ * declares them (<name>_plan_json, <name>_kernel_table and
+ * <NAME>_KERNEL_TABLE_SIZE), and its weights (a safetensors file whose tensor
+ * names follow `naming`). Loading checks every tensor and names each
+ * missing, extra or misshaped one in attn_last_error(). */
+typedef enum { ATTN_NAMING_BART = 0, ATTN_NAMING_LLAMA = 1 } attn_weight_naming;
+typedef struct attn_model attn_model;
+attn_status attn_model_load(const char *plan_json, const void *kernel_table,
+                            size_t kernel_table_size, const char *weights_path,
+                            attn_weight_naming naming, attn_model **model);
+void attn_model_destroy(attn_model *model); /* NULL is fine */
+/* Tokens of the output head (the decoder's vocabulary). */
+int32_t attn_model_vocabulary(const attn_model *model);
+
+/* Continuous-batching generation over a decoder-only model (Generator.h):
+ * requests join at any time, attn_generator_step() decodes one token for all
+ * running requests as one batch. The model must outlive the generator. */
+typedef struct attn_generator attn_generator;
+typedef struct {
+  float temperature; /* 0: greedy */
+  int32_t top_k;     /* 0: no limit */
+  float top_p;       /* (0, 1] */
+  uint64_t seed;
+} attn_sampling;
+/* Called with each new token of a request; return 0 to cancel it. */
+typedef int (*attn_token_callback)(void *user, int32_t request, int32_t token);
+typedef enum {
+  ATTN_RUNNING = 0,
+  ATTN_FINISHED_STOP_TOKEN = 1,
+  ATTN_FINISHED_MAX_TOKENS = 2,
+  ATTN_FINISHED_CANCELLED = 3,
+  ATTN_FINISHED_CACHE_FULL = 4
+} attn_finish_reason;
+
+attn_status attn_generator_create(const attn_model *model,
+                                  int32_t max_sequences,
+                                  attn_generator **generator);
+void attn_generator_destroy(attn_generator *generator); /* NULL is fine */
+/* Prefills the prompt and samples its first token. sampling NULL: greedy;
+ * callback may be NULL. */
+attn_status attn_generator_submit(
+    attn_generator *generator, const int32_t *prompt, int32_t prompt_length,
+    int32_t max_new_tokens, const int32_t *stop_tokens, int32_t num_stop_tokens,
+    const attn_sampling *sampling, attn_token_callback callback, void *user,
+    int32_t *request);
+attn_status attn_generator_step(attn_generator *generator);
+attn_status attn_generator_run(attn_generator *generator); /* until idle */
+int32_t attn_generator_running(const attn_generator *generator);
+/* Copies a request's generated tokens into tokens[0..capacity); *count
+ * receives how many there are (ATTN_INVALID_ARGUMENT if more). */
+attn_status attn_generator_result(const attn_generator *generator,
+                                  int32_t request, int32_t *tokens,
+                                  int32_t capacity, int32_t *count,
+                                  attn_finish_reason *reason);
+
 #ifdef __cplusplus
 }
 #endif
