@@ -18,6 +18,7 @@
 #include "attn/runtime/Generator.h"
 
 #include "decoder_rope.h"
+#include "decoder_window.h"
 #include "encdec_contiguous.h"
 #include "encdec_paged.h"
 #include "llama_tiny.h"
@@ -105,6 +106,8 @@ const Generated kContiguous{encdec_contiguous_plan_json,
                             ENCDEC_CONTIGUOUS_KERNEL_TABLE_SIZE};
 const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
                              DECODER_ROPE_KERNEL_TABLE_SIZE};
+const Generated kWindow{decoder_window_plan_json, decoder_window_kernel_table,
+                        DECODER_WINDOW_KERNEL_TABLE_SIZE};
 const Generated kLlama{llama_tiny_plan_json, llama_tiny_kernel_table,
                        LLAMA_TINY_KERNEL_TABLE_SIZE};
 
@@ -206,6 +209,14 @@ TEST(ModelTest, DecoderOnlyRopeCacheMatchesRecomputation) {
   auto model = loadRandom(kDecoderRope, "rope");
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {0, 0, 0, 0}, 17, false);
+}
+
+TEST(ModelTest, SlidingWindowMqaSoftcapCacheMatchesRecomputation) {
+  // A 5-key window over 4-token pages, one KV head for four query heads,
+  // logits capped at 30: 23 steps leave the window far behind the start.
+  auto model = loadRandom(kWindow, "window");
+  ASSERT_TRUE(model);
+  decodeAndCompare(*model, {0, 0}, 23, false);
 }
 
 TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {
