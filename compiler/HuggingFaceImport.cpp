@@ -90,12 +90,21 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
         layer.mask = MaskKind::SlidingWindow;
     }
   }
-  // The rest of a Llama-family block: RMS norms, a SiLU-gated MLP, the
-  // output head (GPT-2 stays attention layers alone for now).
+  // The rest of a block. Llama family: RMS norms, a SiLU-gated MLP, the
+  // output head. GPT-2: layer norms, a GELU (tanh) MLP of n_inner (default
+  // 4·n_embd) with biases, learned positions, the head tied to wte.
   std::optional<int64_t> vocabulary, intermediate;
   float rmsEps = 1e-6f;
   bool mlpBias = false;
-  if (!gpt2) {
+  if (gpt2) {
+    vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
+    intermediate = *hidden * 4;
+    if (!config.isNull("n_inner", root))
+      intermediate = config.getInt("n_inner", false, 1, kMaxInt, *intermediate);
+    rmsEps = float(
+        config.optionalPositiveNumber("layer_norm_epsilon").value_or(1e-5));
+    config.optionalEnum("activation_function", {"gelu_new"}, "gelu_new");
+  } else {
     vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
     intermediate = config.getInt("intermediate_size", true, 1, kMaxInt);
     rmsEps =
@@ -116,24 +125,22 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     return nullptr;
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
-  if (gpt2) {
-    for (int64_t i = 0; i < *layers; i++)
-      builder.addLayer(layer, loc);
-    return builder.finish();
-  }
   Location at = locator.at(JsonPath{});
-  builder.addEmbedding("embedding", *vocabulary, PositionKind::None, *positions,
-                       "", at);
+  NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
+  builder.addEmbedding("embedding", *vocabulary,
+                       gpt2 ? PositionKind::Learned : PositionKind::None,
+                       *positions, "", at);
   for (int64_t i = 0; i < *layers; i++) {
-    builder.addNorm("layer" + std::to_string(i) + "_norm", NormKind::RmsNorm,
-                    rmsEps, "", at);
+    builder.addNorm("layer" + std::to_string(i) + "_norm", norm, rmsEps, "",
+                    at);
     builder.addLayer(layer, loc);
     std::string block = "block" + std::to_string(i);
-    builder.addNorm(block + "_ffn_norm", NormKind::RmsNorm, rmsEps, "", at);
-    builder.addFfn(block + "_ffn", Activation::Silu, *intermediate, mlpBias,
-                   /*gated=*/true, "", at);
+    builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
+    builder.addFfn(block + "_ffn",
+                   gpt2 ? Activation::GeluTanh : Activation::Silu,
+                   *intermediate, gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
   }
-  builder.addNorm("final_norm", NormKind::RmsNorm, rmsEps, "", at);
+  builder.addNorm("final_norm", norm, rmsEps, "", at);
   builder.addOutputHead(*vocabulary, false, at);
   return builder.finish();
 }

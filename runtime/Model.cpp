@@ -9,6 +9,7 @@
 #include "ModelWeights.h"
 
 #include <cstring>
+#include <set>
 
 namespace attn::runtime {
 
@@ -18,6 +19,8 @@ const char *name(WeightNaming naming) {
     return "bart";
   case WeightNaming::Llama:
     return "llama";
+  case WeightNaming::Gpt2:
+    return "gpt2";
   }
   return "?";
 }
@@ -72,8 +75,69 @@ struct Naming {
 /// The tensors of every op, with their shapes, in the plan's order. An
 /// op's block within its stack counts the FFNs before it (each block ends
 /// with one); a norm is named after the op it feeds.
+/// GPT-2's tensors of op `i` (a family of its own: Conv1D, fused, tied).
+void gpt2Names(const ModelPlan &plan, size_t i, int block, OpTensorNames &n) {
+  const PlanOp &op = plan.ops[i];
+  const int64_t d = plan.dModel;
+  const std::string prefix = "transformer.h." + std::to_string(block) + ".";
+  switch (op.kind) {
+  case OpKind::Embedding:
+    n.add("table", "transformer.wte.weight", {op.vocabSize, d});
+    if (op.positions == "learned")
+      n.add("positions", "transformer.wpe.weight", {op.maxPositions, d});
+    break;
+  case OpKind::Norm: {
+    const PlanOp *next = i + 1 < plan.ops.size() ? &plan.ops[i + 1] : nullptr;
+    std::string base = !next || next->kind == OpKind::OutputHead ||
+                               next->kind == OpKind::Embedding
+                           ? "transformer.ln_f"
+                       : next->kind == OpKind::Ffn ? prefix + "ln_2"
+                                                   : prefix + "ln_1";
+    n.add("weight", base + ".weight", {d});
+    n.add("bias", base + ".bias", {d});
+    break;
+  }
+  case OpKind::Attention: {
+    const int64_t q = int64_t(op.queryHeads) * op.headDim,
+                  kv = int64_t(op.kvHeads) * op.headDim, width = q + 2 * kv;
+    std::string qkv = prefix + "attn.c_attn.";
+    for (auto [role, begin, count] :
+         {std::tuple{"q", int64_t(0), q}, std::tuple{"k", q, kv},
+          std::tuple{"v", q + kv, kv}}) {
+      n.addConv1D(std::string(role) + ".weight", qkv + "weight", {d, width},
+                  begin, count);
+      n.addConv1D(std::string(role) + ".bias", qkv + "bias", {width}, begin,
+                  count);
+    }
+    n.addConv1D("out.weight", prefix + "attn.c_proj.weight", {q, d}, 0, 0);
+    n.addConv1D("out.bias", prefix + "attn.c_proj.bias", {d}, 0, 0);
+    break;
+  }
+  case OpKind::Ffn: {
+    const int64_t f = op.intermediateSize;
+    n.addConv1D("up.weight", prefix + "mlp.c_fc.weight", {d, f}, 0, 0);
+    n.addConv1D("up.bias", prefix + "mlp.c_fc.bias", {f}, 0, 0);
+    n.addConv1D("down.weight", prefix + "mlp.c_proj.weight", {f, d}, 0, 0);
+    n.addConv1D("down.bias", prefix + "mlp.c_proj.bias", {d}, 0, 0);
+    break;
+  }
+  case OpKind::OutputHead:
+    n.add("weight", "transformer.wte.weight", {op.vocabSize, d}); // tied
+    break;
+  }
+}
+
 std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
                                        WeightNaming namingKind) {
+  if (namingKind == WeightNaming::Gpt2) {
+    std::vector<OpTensorNames> names(plan.ops.size());
+    int block = 0;
+    for (size_t i = 0; i < plan.ops.size(); i++) {
+      gpt2Names(plan, i, block, names[i]);
+      block += plan.ops[i].kind == OpKind::Ffn;
+    }
+    return names;
+  }
   Naming naming{namingKind};
   std::vector<OpTensorNames> names(plan.ops.size());
   std::map<std::string, int> blockOfStack; // FFNs seen per stack
@@ -164,19 +228,29 @@ void OpTensorNames::add(const std::string &role, const std::string &tensor,
   entries.push_back({role, tensor, std::move(shape)});
 }
 
-const std::string *OpTensorNames::tensor(const std::string &role) const {
+void OpTensorNames::addConv1D(const std::string &role,
+                              const std::string &tensor,
+                              std::vector<int64_t> shape, int64_t columnBegin,
+                              int64_t columnCount) {
+  entries.push_back(
+      {role, tensor, std::move(shape), true, columnBegin, columnCount});
+}
+
+const OpTensorNames::Entry *OpTensorNames::find(const std::string &role) const {
   for (const Entry &entry : entries)
     if (entry.role == role)
-      return &entry.tensor;
+      return &entry;
   return nullptr;
 }
 
 std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
                                                    WeightNaming naming) {
   std::vector<ExpectedTensor> expected;
+  std::set<std::string> seen; // fused and tied tensors serve several roles
   for (const OpTensorNames &op : tensorNames(plan, naming))
     for (const OpTensorNames::Entry &entry : op.entries)
-      expected.push_back({entry.tensor, TensorType::F32, entry.shape});
+      if (seen.insert(entry.tensor).second)
+        expected.push_back({entry.tensor, TensorType::F32, entry.shape});
   return expected;
 }
 
@@ -198,8 +272,24 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
                                      weightsPath + "': " + status.message());
 
   auto get = [&](const OpTensorNames &n, const char *role) {
-    const std::string *tensor = n.tensor(role);
-    return tensor ? copyOut(*file.find(*tensor)) : std::vector<float>();
+    const OpTensorNames::Entry *entry = n.find(role);
+    if (!entry)
+      return std::vector<float>();
+    std::vector<float> values = copyOut(*file.find(entry->tensor));
+    if (!entry->conv1d)
+      return values;
+    // [in][out] (or [out] for a bias), columns [begin, begin + count).
+    const int64_t out = entry->shape.back(), begin = entry->columnBegin,
+                  count = entry->columnCount ? entry->columnCount : out;
+    if (entry->shape.size() == 1)
+      return std::vector<float>(values.begin() + begin,
+                                values.begin() + begin + count);
+    const int64_t in = entry->shape[0];
+    std::vector<float> transposed(size_t(count * in));
+    for (int64_t o = 0; o < count; o++)
+      for (int64_t k = 0; k < in; k++)
+        transposed[size_t(o * in + k)] = values[size_t(k * out + begin + o)];
+    return transposed;
   };
   const int64_t d = plan.dModel;
   for (size_t i = 0; i < plan.ops.size(); i++) {

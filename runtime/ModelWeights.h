@@ -17,15 +17,24 @@
 namespace attn::runtime {
 
 /// The checkpoint tensors of one op, by role ("q.weight", "table", ...).
+/// A role's data is the whole tensor in PyTorch's layout ([out][in] for
+/// linear weights), or, for GPT-2's Conv1D tensors ([in][out], Q|K|V fused),
+/// columns [columnBegin, columnBegin + columnCount) of it, transposed
+/// (biases: that slice).
 struct OpTensorNames {
   struct Entry {
     std::string role, tensor;
-    std::vector<int64_t> shape;
+    std::vector<int64_t> shape; // in the file
+    bool conv1d = false;
+    int64_t columnBegin = 0, columnCount = 0; // 0: every column
   };
   std::vector<Entry> entries;
   void add(const std::string &role, const std::string &tensor,
            std::vector<int64_t> shape);
-  const std::string *tensor(const std::string &role) const;
+  void addConv1D(const std::string &role, const std::string &tensor,
+                 std::vector<int64_t> shape, int64_t columnBegin,
+                 int64_t columnCount);
+  const Entry *find(const std::string &role) const;
 };
 
 /// Weights of one op, in the layouts its kernels read. Empty when unused.

@@ -21,6 +21,7 @@
 #include "decoder_window.h"
 #include "encdec_contiguous.h"
 #include "encdec_paged.h"
+#include "gpt2_tiny.h"
 #include "llama_tiny.h"
 
 #include <gtest/gtest.h>
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 
 using namespace attn::runtime;
@@ -108,6 +110,8 @@ const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
                              DECODER_ROPE_KERNEL_TABLE_SIZE};
 const Generated kWindow{decoder_window_plan_json, decoder_window_kernel_table,
                         DECODER_WINDOW_KERNEL_TABLE_SIZE};
+const Generated kGpt2{gpt2_tiny_plan_json, gpt2_tiny_kernel_table,
+                      GPT2_TINY_KERNEL_TABLE_SIZE};
 const Generated kLlama{llama_tiny_plan_json, llama_tiny_kernel_table,
                        LLAMA_TINY_KERNEL_TABLE_SIZE};
 
@@ -217,6 +221,32 @@ TEST(ModelTest, SlidingWindowMqaSoftcapCacheMatchesRecomputation) {
   auto model = loadRandom(kWindow, "window");
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {0, 0}, 23, false);
+}
+
+TEST(ModelTest, Gpt2FromHuggingFaceConfigCacheMatchesRecomputation) {
+  // GPT-2 names: Conv1D weights [in][out], Q|K|V in one c_attn tensor, the
+  // head tied to wte (listed once), learned positions, GELU (tanh).
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kGpt2.plan, entries(kGpt2.table), kGpt2.size, plan));
+  std::vector<ExpectedTensor> tensors =
+      Model::requiredTensors(plan, WeightNaming::Gpt2);
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const ExpectedTensor &t : tensors)
+    EXPECT_TRUE(shapes.emplace(t.name, t.shape).second) << t.name;
+  EXPECT_EQ(shapes["transformer.wte.weight"], (std::vector<int64_t>{19, 32}));
+  EXPECT_EQ(shapes["transformer.wpe.weight"], (std::vector<int64_t>{48, 32}));
+  EXPECT_EQ(shapes["transformer.h.1.attn.c_attn.weight"],
+            (std::vector<int64_t>{32, 96}));
+  EXPECT_EQ(shapes["transformer.h.1.mlp.c_fc.weight"],
+            (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(shapes["transformer.h.1.mlp.c_proj.weight"],
+            (std::vector<int64_t>{128, 32}));
+  EXPECT_EQ(shapes.count("transformer.ln_f.bias"), 1u);
+  EXPECT_EQ(shapes.count("lm_head.weight"), 0u);
+  EXPECT_EQ(tensors.size(), 2u + 2 * 12 + 2);
+  auto model = loadRandom(kGpt2, "gpt2", 4, WeightNaming::Gpt2);
+  ASSERT_TRUE(model);
+  decodeAndCompare(*model, {0, 0, 0}, 21, false);
 }
 
 TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {

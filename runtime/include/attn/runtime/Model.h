@@ -38,6 +38,11 @@ enum class WeightNaming {
   /// post_attention_layernorm, mlp.{gate,up,down}_proj}, model.norm,
   /// lm_head.
   Llama,
+  /// Hugging Face GPT-2: transformer.{wte, wpe}, transformer.h.N.{ln_1,
+  /// attn.c_attn (Q|K|V fused), attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj},
+  /// transformer.ln_f; Conv1D weights stored [in][out]; the output head is
+  /// wte (tied).
+  Gpt2,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per
