@@ -77,6 +77,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.kind = model.string("kind");
   result.dModel = model.integer("d_model");
   result.maxBatch = model.integer("max_batch");
+  if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
+    result.kvBytes = root["kv_bytes"].get<int64_t>();
   if (!model.status())
     return model.status();
   auto layers = root.find("layers"), ops = root.find("ops");

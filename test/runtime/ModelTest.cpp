@@ -199,6 +199,30 @@ TEST(ModelTest, EncoderDecoderCacheMatchesRecomputation) {
   decodeAndCompare(*model, {1, 7, 13}, 11, true);
 }
 
+TEST(ModelTest, CacheMemoryEqualsTheCompilersPlan) {
+  // The runtime's self and cross caches for max_batch sequences take
+  // exactly the bytes attnc's --attn-plan-kv-cache reported.
+  for (const Generated *g : {&kPaged, &kContiguous, &kLlama}) {
+    auto model =
+        loadRandom(*g, "accounting", 7,
+                   g == &kLlama ? WeightNaming::Llama : WeightNaming::Bart);
+    ASSERT_TRUE(model);
+    const ModelPlan &plan = model->plan();
+    KvCacheConfig self, cross;
+    ASSERT_TRUE(model->selfCacheConfig(plan.maxBatch, self));
+    ASSERT_TRUE(model->crossCacheConfig(plan.maxBatch, cross));
+    size_t bytes = 0;
+    for (const KvCacheConfig &config : {self, cross})
+      if (config.numLayers > 0) {
+        KvCache cache;
+        ASSERT_TRUE(KvCache::create(config, cache));
+        bytes += cache.poolBytes();
+      }
+    EXPECT_GT(plan.kvBytes, 0);
+    EXPECT_EQ(int64_t(bytes), plan.kvBytes) << plan.name;
+  }
+}
+
 TEST(ModelTest, PagedAndContiguousCachesGiveIdenticalLogits) {
   auto paged = loadRandom(kPaged, "paged2", 9);
   auto contiguous = loadRandom(kContiguous, "contiguous", 9);

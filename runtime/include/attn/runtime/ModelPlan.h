@@ -55,6 +55,8 @@ struct ModelPlan {
   std::string name, kind;
   int dModel = 0;
   int maxBatch = 0;
+  /// The compiler's KV-cache total for maxBatch sequences at max length.
+  int64_t kvBytes = 0;
   std::vector<PlanOp> ops;
 };
 
