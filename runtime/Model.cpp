@@ -8,7 +8,9 @@
 
 #include "ModelWeights.h"
 
+#include <cmath>
 #include <cstring>
+#include <random>
 #include <set>
 
 namespace attn::runtime {
@@ -252,6 +254,36 @@ std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
       if (seen.insert(entry.tensor).second)
         expected.push_back({entry.tensor, TensorType::F32, entry.shape});
   return expected;
+}
+
+Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
+                                 uint64_t seed, const std::string &path) {
+  // Norm tensors by the ops they belong to, not by name patterns.
+  std::set<std::string> normWeights, normBiases;
+  std::vector<OpTensorNames> names = tensorNames(plan, naming);
+  for (size_t i = 0; i < plan.ops.size(); i++)
+    if (plan.ops[i].kind == OpKind::Norm)
+      for (const OpTensorNames::Entry &entry : names[i].entries)
+        (entry.role == "weight" ? normWeights : normBiases)
+            .insert(entry.tensor);
+  std::vector<ExpectedTensor> tensors = requiredTensors(plan, naming);
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<float>> values;
+  std::vector<const float *> data;
+  for (const ExpectedTensor &tensor : tensors) {
+    size_t count = 1;
+    for (int64_t extent : tensor.shape)
+      count *= size_t(extent);
+    float range = 1.0f / std::sqrt(float(tensor.shape.back()));
+    std::uniform_real_distribution<float> uniform(-range, range);
+    values.emplace_back(count);
+    for (float &v : values.back())
+      v = normWeights.count(tensor.name)  ? 1.0f
+          : normBiases.count(tensor.name) ? 0.0f
+                                          : uniform(rng);
+    data.push_back(values.back().data());
+  }
+  return writeSafetensors(path, tensors, data);
 }
 
 Status Model::load(const std::string &planJson, const KernelEntry *table,

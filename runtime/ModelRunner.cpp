@@ -318,6 +318,8 @@ private:
               traceWeights(op, *cache, sequences, query, t, layer, *in.trace);
           !s)
         return s;
+    // Read per layer, after this layer's writes: the first write to a page a
+    // fork shares copies it, which changes the sequence's block table.
     size_t maxPages = 1;
     for (int64_t b = 0; b < t; b++)
       maxPages = std::max(maxPages, cache->blockTable(sequences[b])->size());

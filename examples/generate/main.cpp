@@ -39,33 +39,15 @@ double seconds(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// Random weights for the plan (norms 1, others ±1/sqrt(fan-in)), written
-/// to a temporary safetensors file that Model::load then maps.
-Status randomWeights(const ModelPlan &plan, uint64_t seed, std::string &path) {
-  std::vector<ExpectedTensor> tensors =
-      Model::requiredTensors(plan, WeightNaming::Llama);
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<float>> values;
-  std::vector<const float *> data;
-  for (const ExpectedTensor &tensor : tensors) {
-    size_t count = 1;
-    for (int64_t extent : tensor.shape)
-      count *= size_t(extent);
-    bool norm = tensor.name.find("norm") != std::string::npos;
-    float range = 1.0f / std::sqrt(float(tensor.shape.back()));
-    std::uniform_real_distribution<float> uniform(-range, range);
-    values.emplace_back(count);
-    for (float &v : values.back())
-      v = norm ? 1.0f : uniform(rng);
-    data.push_back(values.back().data());
-  }
+/// A temporary file name for random weights.
+Status temporaryPath(std::string &path) {
   char name[] = "/tmp/attn-generate-XXXXXX";
   int fd = mkstemp(name);
   if (fd < 0)
     return Status(StatusCode::IoError, "cannot create a temporary file");
   close(fd);
   path = name;
-  return writeSafetensors(path, tensors, data);
+  return Status::ok();
 }
 
 struct Options {
@@ -125,9 +107,14 @@ int main(int argc, char **argv) {
       !s)
     return fail(s);
   std::string path = options.weights;
-  if (path.empty())
-    if (Status s = randomWeights(plan, options.seed, path); !s)
+  if (path.empty()) {
+    Status s = temporaryPath(path);
+    if (s)
+      s = Model::writeRandomWeights(plan, WeightNaming::Llama, options.seed,
+                                    path);
+    if (!s)
       return fail(s);
+  }
   std::unique_ptr<Model> model;
   Status loaded = Model::load(generate_model_plan_json, table,
                               GENERATE_MODEL_KERNEL_TABLE_SIZE, path,

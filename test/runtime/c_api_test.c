@@ -3,18 +3,10 @@
  * a message without touching memory it should not. */
 #include "attn/runtime/attn_runtime.h"
 
+#include "c_check.h"
+
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-#define CHECK(condition)                                                       \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,  \
-              __LINE__, #condition, attn_last_error());                        \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 enum { HEADS = 2, DIM = 4, ELEMS = HEADS * DIM };
 

@@ -4,20 +4,12 @@
  * the error paths. Token-level agreement with recomputation is ModelTest's. */
 #include "attn/runtime/attn_runtime.h"
 
+#include "c_check.h"
+
 #include "llama_tiny.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int failures = 0;
-#define CHECK(condition)                                                       \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__,  \
-              __LINE__, #condition, attn_last_error());                        \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 static int cancel_after_three(void *user, int32_t request, int32_t token) {
   int *seen = (int *)user;

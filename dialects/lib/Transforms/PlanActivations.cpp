@@ -47,7 +47,6 @@ struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
       if (value >= 0)
         values[value].lastUse = int(ops.size()) - 1;
     };
-    std::optional<StringRef> stack;
     int64_t longest = 0;
     for (Operation &op : model.getBody().front()) {
       if (isa<EmbeddingOp, NormOp, AttentionLayerOp, FfnOp, OutputHeadOp>(op))
@@ -57,7 +56,6 @@ struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
         // memory (its cross-attention K/V projections read it).
         if (embedding.getStack() == StringRef("decoder"))
           memory = normed >= 0 ? normed : residual;
-        stack = embedding.getStack();
         residual = define(&op, d);
         if (embedding.getPositions() != PositionKind::None)
           longest = std::max<int64_t>(longest, embedding.getMaxPositions());
@@ -98,7 +96,6 @@ struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
         define(&op, head.getVocabSize());
       }
     }
-    (void)stack;
 
     // Largest first, each at the lowest offset free over its live range.
     std::vector<int> order(values.size());

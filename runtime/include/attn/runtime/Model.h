@@ -74,6 +74,12 @@ public:
   static std::vector<ExpectedTensor> requiredTensors(const ModelPlan &plan,
                                                      WeightNaming naming);
 
+  /// Writes seeded random weights for `plan` under `naming` to `path`: norm
+  /// weights 1 and biases 0, everything else uniform in ±1/sqrt(the tensor's
+  /// last extent). For running a compiled model without a checkpoint.
+  static Status writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
+                                   uint64_t seed, const std::string &path);
+
   const ModelPlan &plan() const { return plan_; }
   int dModel() const { return plan_.dModel; }
   /// Vocabulary of the encoder's and decoder's embeddings, of the head.
