@@ -31,6 +31,10 @@ struct attn_generator {
   std::unique_ptr<Generator> generator;
 };
 
+static_assert(int(WeightNaming::Bart) == ATTN_NAMING_BART &&
+                  int(WeightNaming::Llama) == ATTN_NAMING_LLAMA &&
+                  int(WeightNaming::Gpt2) == ATTN_NAMING_GPT2,
+              "attn_weight_naming mirrors WeightNaming");
 static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
                   int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,
               "attn_finish_reason mirrors FinishReason");
@@ -178,14 +182,13 @@ attn_status attn_model_load(const char *plan_json, const void *kernel_table,
   if (!plan_json || !kernel_table || !weights_path || !model)
     return invalid("attn_model_load: null argument");
   *model = nullptr;
-  if (naming != ATTN_NAMING_BART && naming != ATTN_NAMING_LLAMA)
+  if (naming != ATTN_NAMING_BART && naming != ATTN_NAMING_LLAMA &&
+      naming != ATTN_NAMING_GPT2)
     return invalid("attn_model_load: unknown weight naming");
   auto result = std::make_unique<attn_model>();
   Status s = Model::load(
       plan_json, static_cast<const KernelEntry *>(kernel_table),
-      kernel_table_size, weights_path,
-      naming == ATTN_NAMING_LLAMA ? WeightNaming::Llama : WeightNaming::Bart,
-      result->model);
+      kernel_table_size, weights_path, WeightNaming(naming), result->model);
   if (!s)
     return report(s);
   *model = result.release();
@@ -220,11 +223,25 @@ attn_status attn_generator_submit(
     int32_t max_new_tokens, const int32_t *stop_tokens, int32_t num_stop_tokens,
     const attn_sampling *sampling, attn_token_callback callback, void *user,
     int32_t *request) {
+  return attn_generator_submit_source(
+      generator, nullptr, 0, prompt, prompt_length, max_new_tokens, stop_tokens,
+      num_stop_tokens, sampling, callback, user, request);
+}
+
+attn_status attn_generator_submit_source(
+    attn_generator *generator, const int32_t *source, int32_t source_length,
+    const int32_t *prompt, int32_t prompt_length, int32_t max_new_tokens,
+    const int32_t *stop_tokens, int32_t num_stop_tokens,
+    const attn_sampling *sampling, attn_token_callback callback, void *user,
+    int32_t *request) {
   if (!generator || !request || prompt_length < 0 ||
-      (prompt_length > 0 && !prompt) || num_stop_tokens < 0 ||
+      (prompt_length > 0 && !prompt) || source_length < 0 ||
+      (source_length > 0 && !source) || num_stop_tokens < 0 ||
       (num_stop_tokens > 0 && !stop_tokens))
     return invalid("attn_generator_submit: null or negative argument");
   GenerationRequest r;
+  if (source_length > 0)
+    r.source.assign(source, source + source_length);
   if (prompt_length > 0)
     r.prompt.assign(prompt, prompt + prompt_length);
   r.maxNewTokens = max_new_tokens;

@@ -8,21 +8,28 @@ namespace attn::runtime {
 
 Status Generator::create(const Model &model, int maxSequences,
                          std::unique_ptr<Generator> &generator) {
-  KvCacheConfig cross;
-  if (Status s = model.crossCacheConfig(1, cross); !s)
-    return s;
-  if (cross.numLayers > 0)
-    return Status(StatusCode::InvalidArgument,
-                  "Generator drives decoder-only models; this one "
-                  "cross-attends (encode, then Model::decodeStep)");
-  KvCacheConfig config;
+  KvCacheConfig config, cross;
   if (Status s = model.selfCacheConfig(maxSequences, config); !s)
     return s;
-  std::unique_ptr<Generator> result(new Generator(model));
+  if (Status s = model.crossCacheConfig(maxSequences, cross); !s)
+    return s;
+  std::unique_ptr<Generator> result(new Generator(model, maxSequences));
   if (Status s = KvCache::create(config, result->cache_); !s)
     return s;
+  if (cross.numLayers > 0)
+    if (Status s = KvCache::create(cross, result->crossCache_); !s)
+      return s;
   generator = std::move(result);
   return Status::ok();
+}
+
+void Generator::finish(Request &r, FinishReason reason) {
+  r.reason = reason;
+  (void)cache_.removeSequence(r.sequence);
+  r.sequence = -1;
+  if (r.crossSequence >= 0)
+    (void)crossCache_.removeSequence(r.crossSequence);
+  r.crossSequence = -1;
 }
 
 void Generator::accept(Request &r, int32_t token) {
@@ -31,19 +38,15 @@ void Generator::accept(Request &r, int32_t token) {
   bool keep = !q.onToken || q.onToken(token);
   if (std::find(q.stopTokens.begin(), q.stopTokens.end(), token) !=
       q.stopTokens.end())
-    r.reason = FinishReason::StopToken;
+    finish(r, FinishReason::StopToken);
   else if (!keep)
-    r.reason = FinishReason::Cancelled;
+    finish(r, FinishReason::Cancelled);
   else if (int(r.generated.size()) >= q.maxNewTokens)
-    r.reason = FinishReason::MaxTokens;
+    finish(r, FinishReason::MaxTokens);
   // The next step would store this token at position length(): past the
   // cache's end, it cannot be decoded.
   else if (cache_.length(r.sequence) >= cache_.config().maxSequenceLength)
-    r.reason = FinishReason::CacheFull;
-  if (r.reason != FinishReason::Running) {
-    (void)cache_.removeSequence(r.sequence);
-    r.sequence = -1;
-  }
+    finish(r, FinishReason::CacheFull);
 }
 
 Status Generator::submit(GenerationRequest request, int &id) {
@@ -55,24 +58,57 @@ Status Generator::submit(GenerationRequest request, int &id) {
                   "a prompt of " + std::to_string(request.prompt.size()) +
                       " tokens leaves no room in sequences of " +
                       std::to_string(cache_.config().maxSequenceLength));
+  if (crossAttends() && request.source.empty())
+    return Status(StatusCode::InvalidArgument,
+                  "this model has an encoder: a request needs a source");
+  if (!crossAttends() && (!request.source.empty() || request.crossAttention))
+    return Status(StatusCode::InvalidArgument,
+                  "this model is decoder-only: a request takes no source and "
+                  "has no cross-attention to record");
+  if (int(request.source.size()) > crossCache_.config().maxSequenceLength)
+    return Status(StatusCode::CapacityExceeded,
+                  "a source of " + std::to_string(request.source.size()) +
+                      " tokens is longer than the encoder's " +
+                      std::to_string(crossCache_.config().maxSequenceLength));
   Request r;
   r.request = std::move(request);
   if (Status s = Sampler::create(r.request.sampling, r.sampler); !s)
     return s;
   if (Status s = cache_.addSequence(r.sequence); !s)
     return s;
+  // Undoes everything on failure: the request never existed.
+  auto fail = [&](Status s) {
+    finish(r, FinishReason::Cancelled);
+    return s;
+  };
+  const std::vector<int32_t> &prompt = r.request.prompt;
+  const std::vector<int32_t> &source = r.request.source;
+  if (crossAttends()) {
+    if (Status s = crossCache_.addSequence(r.crossSequence); !s)
+      return fail(s);
+    if (Status s =
+            model_.encode(source.data(), int(source.size()), memory_, ws_);
+        !s)
+      return fail(s);
+    if (Status s =
+            model_.storeCrossKeyValues(memory_.data(), int(source.size()),
+                                       crossCache_, r.crossSequence, ws_);
+        !s)
+      return fail(s);
+    requests_.push_back(std::move(r));
+    id = int(requests_.size()) - 1;
+    return Status::ok();
+  }
   const int vocabulary = model_.targetVocabulary();
   logits_.resize(vocabulary);
-  Status s =
-      model_.prefill(r.request.prompt.data(), int(r.request.prompt.size()),
-                     cache_, r.sequence, logits_.data(), ws_);
   int32_t token = 0;
-  if (s)
-    s = r.sampler.sample(logits_.data(), vocabulary, token);
-  if (!s) {
-    (void)cache_.removeSequence(r.sequence);
-    return s;
-  }
+  if (Status s = model_.prefill(prompt.data(), int(prompt.size()), cache_,
+                                r.sequence, logits_.data(), ws_);
+      !s)
+    return fail(s);
+  if (Status s = r.sampler.sample(logits_.data(), vocabulary, token); !s)
+    return fail(s);
+  r.promptFed = prompt.size();
   requests_.push_back(std::move(r));
   id = int(requests_.size()) - 1;
   accept(requests_.back(), token);
@@ -81,30 +117,46 @@ Status Generator::submit(GenerationRequest request, int &id) {
 
 Status Generator::step() {
   std::vector<int> batch;
-  std::vector<SequenceId> sequences;
+  std::vector<SequenceId> sequences, crossSequences;
   std::vector<int32_t> tokens;
-  for (size_t i = 0; i < requests_.size(); i++)
-    if (requests_[i].reason == FinishReason::Running) {
-      batch.push_back(int(i));
-      sequences.push_back(requests_[i].sequence);
-      tokens.push_back(requests_[i].generated.back());
-    }
+  bool traced = false;
+  for (size_t i = 0; i < requests_.size(); i++) {
+    const Request &r = requests_[i];
+    if (r.reason != FinishReason::Running)
+      continue;
+    batch.push_back(int(i));
+    sequences.push_back(r.sequence);
+    crossSequences.push_back(r.crossSequence);
+    tokens.push_back(r.promptFed < r.request.prompt.size()
+                         ? r.request.prompt[r.promptFed]
+                         : r.generated.back());
+    traced |= r.request.crossAttention != nullptr;
+  }
   if (batch.empty())
     return Status::ok();
   const int vocabulary = model_.targetVocabulary();
   logits_.resize(batch.size() * size_t(vocabulary));
-  if (Status s = model_.decodeStep(sequences.data(), nullptr, tokens.data(),
-                                   int(batch.size()), cache_, nullptr,
-                                   logits_.data(), ws_);
+  CrossAttentionTrace trace;
+  if (Status s = model_.decodeStep(
+          sequences.data(), crossAttends() ? crossSequences.data() : nullptr,
+          tokens.data(), int(batch.size()), cache_,
+          crossAttends() ? &crossCache_ : nullptr, logits_.data(), ws_,
+          traced ? &trace : nullptr);
       !s)
     return s;
   for (size_t b = 0; b < batch.size(); b++) {
     Request &r = requests_[batch[b]];
+    // Inside the prompt: its tokens are given, nothing to sample yet.
+    if (r.promptFed < r.request.prompt.size() &&
+        ++r.promptFed < r.request.prompt.size())
+      continue;
     int32_t token;
     if (Status s =
             r.sampler.sample(&logits_[b * vocabulary], vocabulary, token);
         !s)
       return s;
+    if (r.request.crossAttention)
+      r.request.crossAttention->push_back(std::move(trace.weights[b]));
     accept(r, token);
   }
   return Status::ok();
@@ -114,6 +166,15 @@ Status Generator::run() {
   while (running() > 0)
     if (Status s = step(); !s)
       return s;
+  return Status::ok();
+}
+
+Status Generator::clear() {
+  if (running() > 0)
+    return Status(StatusCode::InvalidArgument,
+                  std::to_string(running()) +
+                      " requests still run; clear() forgets finished ones");
+  requests_.clear();
   return Status::ok();
 }
 

@@ -96,80 +96,47 @@ Translator::translate(const std::vector<std::vector<int32_t>> &sources,
     attention->assign(batch, {});
   if (batch == 0)
     return Status::ok();
-  KvCacheConfig selfConfig, crossConfig;
-  KvCache selfCache, crossCache;
-  if (Status s = model_->selfCacheConfig(batch, selfConfig); !s)
+  if (!generator_ || generator_->capacity() < batch)
+    if (Status s = Generator::create(*model_, batch, generator_); !s)
+      return s;
+  Generator *generator = generator_.get();
+  if (Status s = generator->clear(); !s)
     return s;
-  if (Status s = model_->crossCacheConfig(batch, crossConfig); !s)
-    return s;
-  if (Status s = KvCache::create(selfConfig, selfCache); !s)
-    return s;
-  if (Status s = KvCache::create(crossConfig, crossCache); !s)
-    return s;
-
-  // Encode each input once; its cross-attention K/V live for the decode.
-  std::vector<SequenceId> selfIds(batch), crossIds(batch);
-  std::vector<float> memory;
+  // Every input joins at once; the Generator encodes each, then decodes
+  // them greedily as one batch until each says <eos> (not an output word)
+  // or fills the target's max length (<bos> included).
   for (int i = 0; i < batch; i++) {
-    if (int(sources[i].size()) > crossConfig.maxSequenceLength)
-      return invalid("input " + std::to_string(i) + " has " +
-                     std::to_string(sources[i].size()) +
-                     " characters; the model takes at most " +
-                     std::to_string(crossConfig.maxSequenceLength));
-    if (Status s = model_->encode(sources[i].data(), int(sources[i].size()),
-                                  memory, ws_);
-        !s)
-      return s;
-    if (Status s = crossCache.addSequence(crossIds[i]); !s)
-      return s;
-    if (Status s =
-            model_->storeCrossKeyValues(memory.data(), int(sources[i].size()),
-                                        crossCache, crossIds[i], ws_);
-        !s)
-      return s;
-    if (Status s = selfCache.addSequence(selfIds[i]); !s)
-      return s;
+    GenerationRequest request;
+    request.source = sources[i];
+    request.prompt = {bos_};
+    request.maxNewTokens = maxTarget_ - 1;
+    request.stopTokens = {eos_};
+    if (onWord)
+      request.onToken = [this, i, &onWord](int32_t token) {
+        if (token != eos_)
+          onWord(i, target_[token]);
+        return true;
+      };
+    if (attention)
+      request.crossAttention = &(*attention)[i];
+    int id;
+    if (Status s = generator->submit(std::move(request), id); !s) {
+      generator_.reset(); // with the inputs before this one still running
+      return Status(s.code(),
+                    "input " + std::to_string(i) + ": " + s.message());
+    }
   }
-
-  // Greedy steps over the active sequences; finished ones leave the batch.
-  const int vocabulary = model_->targetVocabulary();
-  std::vector<int> active(batch);
-  for (int i = 0; i < batch; i++)
-    active[i] = i;
-  std::vector<int32_t> tokens(batch, bos_);
-  std::vector<float> logits;
-  for (int step = 0; !active.empty(); step++) {
-    std::vector<SequenceId> self, cross;
-    std::vector<int32_t> input;
-    for (int i : active) {
-      self.push_back(selfIds[i]);
-      cross.push_back(crossIds[i]);
-      input.push_back(tokens[i]);
-    }
-    logits.resize(active.size() * size_t(vocabulary));
-    CrossAttentionTrace trace;
-    if (Status s = model_->decodeStep(self.data(), cross.data(), input.data(),
-                                      int(active.size()), selfCache,
-                                      &crossCache, logits.data(), ws_,
-                                      attention ? &trace : nullptr);
-        !s)
-      return s;
-    std::vector<int> stillActive;
-    for (size_t b = 0; b < active.size(); b++) {
-      int i = active[b];
-      int32_t next = argmax(&logits[b * vocabulary], vocabulary);
-      tokens[i] = next;
-      bool full = selfCache.length(selfIds[i]) >= maxTarget_;
-      if (next == eos_ || full)
-        continue;
-      outputs[i].push_back(next);
+  if (Status s = generator->run(); !s) {
+    generator_.reset();
+    return s;
+  }
+  for (int i = 0; i < batch; i++) {
+    outputs[i] = generator->tokens(i);
+    if (!outputs[i].empty() && outputs[i].back() == eos_) {
+      outputs[i].pop_back();
       if (attention)
-        (*attention)[i].push_back(trace.weights[b]);
-      if (onWord)
-        onWord(i, target_[next]);
-      stillActive.push_back(i);
+        (*attention)[i].pop_back();
     }
-    active = stillActive;
   }
   return Status::ok();
 }

@@ -9,6 +9,7 @@
 #ifndef ATTN_EXAMPLES_TRANSLATE_TRANSLATOR_H
 #define ATTN_EXAMPLES_TRANSLATE_TRANSLATOR_H
 
+#include "attn/runtime/Generator.h"
 #include "attn/runtime/Model.h"
 
 #include <functional>
@@ -61,6 +62,9 @@ private:
   int32_t bos_ = 1, eos_ = 2;
   int maxTarget_ = 24;
   attn::runtime::Workspace ws_;
+  /// Kept between calls (its caches and scratch buffers with it); replaced
+  /// by a larger one when a batch does not fit.
+  std::unique_ptr<attn::runtime::Generator> generator_;
 };
 
 } // namespace translate

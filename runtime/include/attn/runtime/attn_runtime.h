@@ -93,7 +93,11 @@ uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache);
  * <NAME>_KERNEL_TABLE_SIZE), and its weights (a safetensors file whose tensor
  * names follow `naming`). Loading checks every tensor and names each
  * missing, extra or misshaped one in attn_last_error(). */
-typedef enum { ATTN_NAMING_BART = 0, ATTN_NAMING_LLAMA = 1 } attn_weight_naming;
+typedef enum {
+  ATTN_NAMING_BART = 0,
+  ATTN_NAMING_LLAMA = 1,
+  ATTN_NAMING_GPT2 = 2
+} attn_weight_naming;
 typedef struct attn_model attn_model;
 attn_status attn_model_load(const char *plan_json, const void *kernel_table,
                             size_t kernel_table_size, const char *weights_path,
@@ -102,9 +106,11 @@ void attn_model_destroy(attn_model *model); /* NULL is fine */
 /* Tokens of the output head (the decoder's vocabulary). */
 int32_t attn_model_vocabulary(const attn_model *model);
 
-/* Continuous-batching generation over a decoder-only model (Generator.h):
- * requests join at any time, attn_generator_step() decodes one token for all
- * running requests as one batch. The model must outlive the generator. */
+/* Continuous-batching generation (Generator.h): requests join at any time,
+ * attn_generator_step() decodes one token for all running requests as one
+ * batch. Decoder-only models take a prompt; encoder-decoder models also a
+ * source (attn_generator_submit_source). The model must outlive the
+ * generator. */
 typedef struct attn_generator attn_generator;
 typedef struct {
   float temperature; /* 0: greedy */
@@ -131,6 +137,16 @@ void attn_generator_destroy(attn_generator *generator); /* NULL is fine */
 attn_status attn_generator_submit(
     attn_generator *generator, const int32_t *prompt, int32_t prompt_length,
     int32_t max_new_tokens, const int32_t *stop_tokens, int32_t num_stop_tokens,
+    const attn_sampling *sampling, attn_token_callback callback, void *user,
+    int32_t *request);
+/* Encoder-decoder models: encodes source[0..source_length) once (its
+ * cross-attention K/V stay cached until the request ends); the prompt (the
+ * decoder's start tokens, e.g. <bos>) enters the cache in the following
+ * steps. Decoder-only models refuse a source. */
+attn_status attn_generator_submit_source(
+    attn_generator *generator, const int32_t *source, int32_t source_length,
+    const int32_t *prompt, int32_t prompt_length, int32_t max_new_tokens,
+    const int32_t *stop_tokens, int32_t num_stop_tokens,
     const attn_sampling *sampling, attn_token_callback callback, void *user,
     int32_t *request);
 attn_status attn_generator_step(attn_generator *generator);
