@@ -5,7 +5,10 @@
  *
  * Thread safety: a handle belongs to one thread at a time (one session per
  * thread); different handles may be used from different threads. The
- * message of attn_last_error() is per thread.
+ * message of attn_last_error() is per thread. A model (attn_model) is
+ * read-only after loading and may be shared by generators on several
+ * threads. The generated kernels run on Halide's one process-wide thread
+ * pool (HL_NUM_THREADS sets its size), which all sessions share.
  *
  *===----------------------------------------------------------------------===*/
 
