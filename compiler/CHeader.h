@@ -20,6 +20,11 @@ namespace attnc {
 std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
                           llvm::StringRef planJson);
 
+/// Renders `<name>_kernels.h`: every kernel's Halide-level declaration (the
+/// symbol `<functionName>_kernel` taking halide_buffer_t pointers), as
+/// Halide's generated headers write them; one for all targets.
+std::string renderKernelDeclarations(const ModelSpecs &specs);
+
 } // namespace attnc
 
 #endif // ATTNC_CHEADER_H

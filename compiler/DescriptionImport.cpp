@@ -51,10 +51,13 @@ bool readCache(JsonObjectReader &parent, const JsonLocator &locator,
 
 /// Reads one layer object; `repeat` is how many identical layers it stands
 /// for.
+/// A cross layer's cache holds the encoder's output: with `sourceLength`
+/// (the encoder's max_positions), that is its default max_length.
 bool readLayer(const json::Object &object, const JsonPath &path,
                const JsonLocator &locator, const CacheSettings &modelCache,
                const ImportOptions &options, MLIRContext &context,
-               LayerConfig &layer, int64_t &repeat, Location &loc) {
+               LayerConfig &layer, int64_t &repeat, Location &loc,
+               std::optional<int64_t> sourceLength = std::nullopt) {
   JsonObjectReader reader(object, path, locator);
   loc = reader.location();
   layer.kind = reader.optionalEnum("kind", {"self", "cross"}, "self") == "cross"
@@ -89,6 +92,8 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   repeat = reader.getInt("repeat", false, 1, 4096, 1).value_or(1);
   bool cached = reader.optionalBool("cached").value_or(true);
   CacheSettings cache = modelCache;
+  if (layer.kind == LayerKind::Cross && sourceLength)
+    cache.maxLength = *sourceLength;
   if (!readCache(reader, locator, cache) || !reader.finish())
     return false;
   if (cached)
@@ -122,14 +127,26 @@ bool readNorm(JsonObjectReader &block, const JsonLocator &locator,
 }
 
 /// One stack of blocks: {"stack", "embedding", "blocks", "final_norm",
-/// "output_head"}, appended to `builder` in execution order.
+/// "output_head"}, appended to `builder` in execution order. Ops of a
+/// decoder-only model carry no stack, as the Hugging Face importer's do: the
+/// same model gives the same IR from either description.
 bool readStack(const json::Object &object, const JsonPath &path,
-               const JsonLocator &locator, const CacheSettings &modelCache,
-               const ImportOptions &options, MLIRContext &context,
-               ModelBuilder &builder, int &blockCount, int &layerCount) {
+               const JsonLocator &locator, llvm::StringRef modelKind,
+               const CacheSettings &modelCache, const ImportOptions &options,
+               MLIRContext &context, ModelBuilder &builder, int &blockCount,
+               int &layerCount, std::optional<int64_t> &sourceLength) {
   JsonObjectReader stack(object, path, locator);
   std::string name =
       stack.optionalEnum("stack", {"encoder", "decoder"}, "decoder").str();
+  if (modelKind == "decoder-only" && name != "decoder") {
+    emitError(stack.location())
+        << "a decoder-only model has one decoder stack; make \"kind\" "
+           "\"encoder-decoder\" to give it an encoder";
+    return false;
+  }
+  // The stack attribute and name prefix of every op of this stack.
+  std::string tag = modelKind == "decoder-only" ? "" : name;
+  std::string prefix = tag.empty() ? "" : tag + "_";
   JsonPath embeddingPath, blocksPath, headPath;
   const json::Object *embedding =
       stack.getObject("embedding", false, embeddingPath);
@@ -148,8 +165,10 @@ bool readStack(const json::Object &object, const JsonPath &path,
         reader.getInt("max_positions", false, 1, 1 << 24, 4096).value_or(1);
     if (!reader.finish())
       return false;
-    builder.addEmbedding(name + "_embedding", vocab, positions, maxPositions,
-                         name, reader.location());
+    builder.addEmbedding(prefix + "embedding", vocab, positions, maxPositions,
+                         tag, reader.location());
+    if (name == "encoder")
+      sourceLength = maxPositions;
   }
   NormSettings norm;
   Location lastBlock = locator.at(blocksPath);
@@ -185,7 +204,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
       int64_t layerRepeat = 1;
       Location loc = locator.at(layerPath);
       if (!readLayer(*layerObject, layerPath, locator, modelCache, options,
-                     context, layer, layerRepeat, loc))
+                     context, layer, layerRepeat, loc, sourceLength))
         return false;
       if (layerRepeat != 1) {
         emitError(loc) << "repeat a block, not a layer inside it";
@@ -198,7 +217,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
                           "";
         return false;
       }
-      layer.stack = name;
+      layer.stack = tag;
       layers.emplace_back(layer, loc);
     }
     Activation activation = Activation::None;
@@ -220,21 +239,20 @@ bool readStack(const json::Object &object, const JsonPath &path,
     for (int64_t r = 0; r < repeat; r++) {
       for (auto &[layer, loc] : layers) {
         std::string normName = "layer" + std::to_string(layerCount) + "_norm";
-        builder.addNorm(normName, norm.kind, norm.eps, name, loc);
+        builder.addNorm(normName, norm.kind, norm.eps, tag, loc);
         layerCount = builder.addLayer(layer, loc) + 1;
       }
       if (ffn) {
-        std::string prefix = "block" + std::to_string(blockCount);
-        builder.addNorm(prefix + "_ffn_norm", norm.kind, norm.eps, name,
-                        ffnLoc);
-        builder.addFfn(prefix + "_ffn", activation, ffnSize, ffnBias, ffnGated,
-                       name, ffnLoc);
+        std::string block = "block" + std::to_string(blockCount);
+        builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc);
+        builder.addFfn(block + "_ffn", activation, ffnSize, ffnBias, ffnGated,
+                       tag, ffnLoc);
       }
       blockCount++;
     }
   }
   if (finalNorm)
-    builder.addNorm(name + "_final_norm", norm.kind, norm.eps, name, lastBlock);
+    builder.addNorm(prefix + "final_norm", norm.kind, norm.eps, tag, lastBlock);
   if (head) {
     JsonObjectReader reader(*head, headPath, locator);
     int64_t vocab = reader.getInt("vocab_size", true, 1, 1 << 24).value_or(1);
@@ -300,6 +318,7 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     ModelBuilder builder(context, locator.at(JsonPath{}), name, kind, *dModel,
                          options.maxBatch.value_or(maxBatch.value_or(1)));
     int blockCount = 0, layerCount = 0;
+    std::optional<int64_t> sourceLength;
     for (size_t i = 0; i < stacks->size(); i++) {
       JsonPath path = stacksPath;
       path.push_back(i);
@@ -308,8 +327,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
         emitError(locator.at(path)) << "a stack must be a JSON object";
         return nullptr;
       }
-      if (!readStack(*object, path, locator, cache, options, context, builder,
-                     blockCount, layerCount))
+      if (!readStack(*object, path, locator, kind, cache, options, context,
+                     builder, blockCount, layerCount, sourceLength))
         return nullptr;
     }
     if (layerCount == 0) {

@@ -12,9 +12,10 @@
 namespace attnc {
 
 /// Generates every kernel with Halide, in-process, for `target` (a Halide
-/// target string; "host" is this machine) and writes `<outDir>/<name>.a` and
-/// the Halide-level declarations `<outDir>/<name>_kernels.h`. Each kernel is
-/// the C symbol `<functionName>_kernel` taking halide_buffer_t pointers.
+/// target string or several, comma-separated; "host" is this machine) and
+/// writes `<outDir>/<name>.a`. Each kernel is the C symbol
+/// `<functionName>_kernel` taking halide_buffer_t pointers, as
+/// renderKernelDeclarations() declares it.
 llvm::Error emitKernelLibrary(const ModelSpecs &specs, llvm::StringRef target,
                               llvm::StringRef outDir);
 

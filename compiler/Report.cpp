@@ -5,6 +5,7 @@
 #include "attn/AttnOps.h"
 #include "attn/Support.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -131,18 +132,137 @@ std::string renderPlanJson(ModuleOp module) {
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(plan))).str();
 }
 
+namespace {
+/// "1.23 GFLOP" style.
+std::string formatFlops(double flops) {
+  const char *units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP"};
+  int unit = 0;
+  while (flops >= 1000 && unit < 4)
+    flops /= 1000, unit++;
+  return llvm::formatv(unit ? "{0:F2} {1}" : "{0:F0} {1}", flops, units[unit])
+      .str();
+}
+
+/// Who uses each kernel ("layer3 (QKV)", "block0_ffn (up)"), in op order.
+llvm::StringMap<std::vector<std::string>> kernelUsers(ModelOp model) {
+  llvm::StringMap<std::vector<std::string>> users;
+  auto use = [&](std::optional<StringRef> kernel, StringRef op,
+                 StringRef role) {
+    if (kernel)
+      users[*kernel].push_back(
+          (op + (role.empty() ? "" : " (" + role + ")")).str());
+  };
+  for (Operation &op : model.getBody().front()) {
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      StringRef name = layer.getSymName();
+      use(layer.getPrefillKernel(), name, "prefill");
+      use(layer.getDecodeKernel(), name, "decode");
+      use(layer.getQueryKernel(), name,
+          layer.getFusedProjections() ? "QKV" : "Q");
+      use(layer.getKeyValueKernel(), name, "KV");
+      use(layer.getOutputKernel(), name, "out");
+    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      use(embedding.getKernel(), embedding.getSymName(), "");
+    } else if (auto norm = dyn_cast<NormOp>(op)) {
+      use(norm.getKernel(), norm.getSymName(), "");
+    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
+      use(ffn.getUpKernel(), ffn.getSymName(), "up");
+      use(ffn.getDownKernel(), ffn.getSymName(), "down");
+    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      use(head.getKernel(), head.getSymName(), "");
+    }
+  }
+  return users;
+}
+
+/// "a, b, c" or, for many, "a, b … z (32 uses)".
+std::string listUsers(const std::vector<std::string> &users) {
+  std::string text;
+  size_t shown = users.size() <= 6 ? users.size() : 2;
+  for (size_t i = 0; i < shown; i++)
+    text += (i ? ", " : "") + users[i];
+  if (shown < users.size())
+    text +=
+        " … " + users.back() + " (" + std::to_string(users.size()) + " uses)";
+  return text;
+}
+
+/// What a kernel computes, in a few words.
+std::string describeKernel(Operation &op) {
+  if (auto kernel = dyn_cast<KernelOp>(op)) {
+    std::string text = llvm::formatv(
+        "{0} heads {1}/{2} d {3}", stringifyKernelFamily(kernel.getFamily()),
+        kernel.getNumQueryHeads(), kernel.getNumKvHeads(), kernel.getHeadDim());
+    if (kernel.getCausal())
+      text += kernel.getWindow()
+                  ? " window " + std::to_string(*kernel.getWindow())
+                  : std::string(" causal");
+    if (kernel.getSoftcap())
+      text += " softcap";
+    if (kernel.getAlibi())
+      text += " alibi";
+    if (kernel.getPageSize())
+      text += " page " + std::to_string(*kernel.getPageSize());
+    if (kernel.getKvDtype())
+      text += " " + typeName(*kernel.getKvDtype());
+    return text;
+  }
+  if (auto linear = dyn_cast<LinearKernelOp>(op)) {
+    std::string text = llvm::formatv(
+        "linear {0} -> {1}", linear.getInFeatures(), linear.getOutFeatures());
+    if (linear.getInputGate())
+      text +=
+          " gated(" + stringifyActivation(*linear.getInputGate()).str() + ")";
+    if (linear.getBias())
+      text += " +bias";
+    if (linear.getActivation() != Activation::None)
+      text += " " + stringifyActivation(linear.getActivation()).str();
+    if (linear.getRopeTheta())
+      text += " rope";
+    if (linear.getResidual())
+      text += " +residual";
+    return text;
+  }
+  if (auto norm = dyn_cast<NormKernelOp>(op))
+    return llvm::formatv("{0} {1}", stringifyNormKind(norm.getKind()),
+                         norm.getDim());
+  if (auto embedding = dyn_cast<EmbeddingKernelOp>(op))
+    return llvm::formatv("embedding {0} x {1} {2}", embedding.getVocabSize(),
+                         embedding.getDim(),
+                         stringifyPositionKind(embedding.getPositions()));
+  return "";
+}
+
+/// Matrix-product FLOPs per token of one stack as
+///   perToken + perContext·(context length) + perSource·(source length).
+struct TokenFlops {
+  double perToken = 0, perContext = 0, perSource = 0;
+  bool windowed = false; // some layer counted at its full window
+};
+
+int64_t linearFlops(ModelOp model, std::optional<StringRef> kernel) {
+  if (!kernel)
+    return 0;
+  auto linear = dyn_cast_or_null<LinearKernelOp>(model.lookupSymbol(*kernel));
+  return linear ? 2 * linear.getInFeatures() * linear.getOutFeatures() : 0;
+}
+} // namespace
+
 std::string renderReport(ModuleOp module) {
   ModelOp model = theModel(module);
   std::string text;
   llvm::raw_string_ostream os(text);
-  size_t numLayers = 0, numKernels = 0;
+  size_t numLayers = 0, numKernels = 0, numOps = 0;
   for (auto layer : model.getLayers())
     (void)layer, numLayers++;
-  for (auto kernel : model.getKernels())
-    (void)kernel, numKernels++;
+  for (Operation &op : model.getBody().front())
+    (isa<KernelOp, LinearKernelOp, NormKernelOp, EmbeddingKernelOp>(op)
+         ? numKernels
+         : numOps)++;
   os << "model " << model.getSymName() << ": " << model.getKind()
      << ", d_model " << model.getDModel() << ", max_batch "
-     << model.getMaxBatch() << ", attention layers: " << numLayers << "\n";
+     << model.getMaxBatch() << ", " << numLayers << " attention layers, "
+     << numOps << " ops\n";
   os << "layers:\n";
   for (AttentionLayerOp layer : model.getLayers()) {
     os << llvm::formatv("  {0,-8} {1,-5} heads {2}/{3} d {4} mask {5}",
@@ -160,26 +280,113 @@ std::string renderReport(ModuleOp module) {
       os << ", " << layer.getDecodeKernel()->str();
     os << "\n";
   }
-  os << "kernels: " << numKernels << " for " << numLayers << " layers\n";
-  for (KernelOp kernel : model.getKernels()) {
-    os << "  " << kernel.getSymName();
-    if (std::optional<ScheduleAttr> s = kernel.getSchedule()) {
-      if (kernel.getFamily() == KernelFamily::Prefill)
-        os << llvm::formatv(" schedule query_block={0} kv_chunk={1} "
-                            "qk_tile_keys={2} pv_tile_rows={3}",
-                            s->getQueryBlock(), s->getKvChunk(),
-                            s->getQkTileKeys(), s->getPvTileRows());
-      else
-        os << " schedule split_keys=" << s->getSplitKeys();
-      os << " vector_width=" << s->getVectorWidth() << " (" << s->getSource()
-         << ")";
+
+  os << "kernels: " << numKernels << " for " << numOps << " ops\n";
+  llvm::StringMap<std::vector<std::string>> users = kernelUsers(model);
+  for (Operation &op : model.getBody().front()) {
+    auto symbol = op.getAttrOfType<StringAttr>("sym_name");
+    std::string what = describeKernel(op);
+    if (!symbol || what.empty())
+      continue;
+    os << "  " << symbol.getValue() << ": " << what;
+    if (auto kernel = dyn_cast<KernelOp>(op))
+      if (std::optional<ScheduleAttr> s = kernel.getSchedule()) {
+        if (kernel.getFamily() == KernelFamily::Prefill)
+          os << llvm::formatv(" | schedule query_block={0} kv_chunk={1} "
+                              "qk_tile_keys={2} pv_tile_rows={3}",
+                              s->getQueryBlock(), s->getKvChunk(),
+                              s->getQkTileKeys(), s->getPvTileRows());
+        else
+          os << " | schedule split_keys=" << s->getSplitKeys();
+        os << " vector_width=" << s->getVectorWidth() << " (" << s->getSource()
+           << ")";
+      }
+    os << "\n      used by " << listUsers(users[symbol.getValue()]) << "\n";
+  }
+
+  // FLOPs of the matrix products per token, by stack. A decoder token pays
+  // its projections, FFN and head, 4·Hq·D per cached token it attends to
+  // and per source token it cross-attends to; an encoder token likewise
+  // over the source. Cross-attention K/V are computed once per source token.
+  llvm::StringMap<TokenFlops> stacks;
+  double crossKeyValuePerSource = 0;
+  int64_t maxContext = 0, maxSource = 0;
+  for (Operation &op : model.getBody().front()) {
+    auto stackAttr = op.getAttrOfType<StringAttr>("stack");
+    StringRef stack = stackAttr                      ? stackAttr.getValue()
+                      : model.getKind() == "encoder" ? "encoder"
+                                                     : "decoder";
+    TokenFlops &f = stacks[stack];
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      double attention =
+          4.0 * double(layer.getNumQueryHeads()) * double(layer.getHeadDim());
+      f.perToken += linearFlops(model, layer.getQueryKernel()) +
+                    linearFlops(model, layer.getOutputKernel());
+      if (layer.getKind() == LayerKind::Cross) {
+        f.perSource += attention;
+        crossKeyValuePerSource += linearFlops(model, layer.getKeyValueKernel());
+      } else if (layer.getWindow()) {
+        f.perToken += attention * double(*layer.getWindow());
+        f.windowed = true;
+      } else if (stack == "encoder") {
+        f.perSource += attention;
+      } else {
+        f.perContext += attention;
+      }
+      if (KvCacheAttr cache = layer.getCacheAttr();
+          cache && layer.getKind() != LayerKind::Cross)
+        maxContext = std::max(maxContext, cache.getMaxLength());
+    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
+      f.perToken += linearFlops(model, ffn.getUpKernel()) +
+                    linearFlops(model, ffn.getDownKernel());
+    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      f.perToken += linearFlops(model, head.getKernel());
+    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      if (stack == "encoder")
+        maxSource = embedding.getMaxPositions();
     }
+  }
+  os << "FLOPs per token (matrix products; norms, embeddings and softmax "
+        "left out):\n";
+  for (StringRef stack : {"encoder", "decoder"}) {
+    auto it = stacks.find(stack);
+    if (it == stacks.end() ||
+        (it->second.perToken == 0 && it->second.perContext == 0 &&
+         it->second.perSource == 0))
+      continue;
+    const TokenFlops &f = it->second;
+    os << "  " << stack << ": " << formatFlops(f.perToken);
+    if (f.perContext)
+      os << " + " << formatFlops(f.perContext) << " x context length";
+    if (f.perSource)
+      os << " + " << formatFlops(f.perSource) << " x source length";
+    double atMax = f.perToken + f.perContext * double(maxContext) +
+                   f.perSource * double(maxSource);
+    os << " = " << formatFlops(atMax) << " at";
+    if (f.perContext)
+      os << " context " << maxContext;
+    if (f.perSource)
+      os << (f.perContext ? "," : "") << " source " << maxSource;
+    if (!f.perContext && !f.perSource)
+      os << " any length";
+    if (f.windowed)
+      os << " (sliding-window layers counted at their full window)";
     os << "\n";
   }
-  os << "KV cache: " << formatBytes(intAttr(model, "kv_bytes_per_token"))
-     << "/token, " << formatBytes(intAttr(model, "kv_bytes_per_sequence"))
-     << "/sequence at max length, " << formatBytes(intAttr(model, "kv_bytes"))
-     << " for max_batch " << model.getMaxBatch() << "\n";
+  if (crossKeyValuePerSource)
+    os << "  cross-attention K/V: " << formatFlops(crossKeyValuePerSource)
+       << " per source token, once per input\n";
+
+  auto bytes = [&](StringRef name, StringRef per) {
+    int64_t value = intAttr(model, name);
+    return formatBytes(value) + per.str() + " (" + std::to_string(value) +
+           " B)";
+  };
+  os << "KV cache: " << bytes("kv_bytes_per_token", "/token") << ", "
+     << bytes("kv_bytes_per_sequence", "/sequence at max length") << ", "
+     << bytes("kv_bytes",
+              " for max_batch " + std::to_string(model.getMaxBatch()))
+     << "\n";
   if (int64_t arena = intAttr(model, "activation_bytes_per_token"))
     os << "activations: one arena of " << formatBytes(arena)
        << "/token (each value its own buffer: "

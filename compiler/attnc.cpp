@@ -13,15 +13,18 @@
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
 #include "Report.h"
+#include "Targets.h"
 
 #include "attn/AttnDialect.h"
 #include "attn/AttnPasses.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -33,7 +36,7 @@
 using namespace llvm;
 
 namespace {
-enum class EmitKind { ImportedMLIR, MLIR, Library };
+enum class EmitKind { ImportedMLIR, MLIR, Report, Header, Library };
 
 cl::OptionCategory attncCategory("attnc options");
 cl::OptionCategory cacheCategory(
@@ -44,8 +47,8 @@ cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                cl::cat(attncCategory));
 cl::opt<std::string>
     outputPath("o", cl::value_desc("path"),
-               cl::desc("Output directory for --emit=lib; output file for "
-                        "--emit=mlir (default: stdout)"),
+               cl::desc("Output directory for --emit=lib and header; output "
+                        "file for --emit=mlir and report (default: stdout)"),
                cl::cat(attncCategory));
 cl::opt<EmitKind>
     emitKind("emit", cl::desc("What to produce"), cl::init(EmitKind::Library),
@@ -53,6 +56,12 @@ cl::opt<EmitKind>
                                    "the attn IR as imported, before any pass"),
                         clEnumValN(EmitKind::MLIR, "mlir",
                                    "the attn IR after the pipeline"),
+                        clEnumValN(EmitKind::Report, "report",
+                                   "what attnc decided: kernels, sharing, "
+                                   "schedules, FLOPs, memory"),
+                        clEnumValN(EmitKind::Header, "header",
+                                   "<name>.h, <name>_kernels.h and "
+                                   "<name>_plan.json, no kernels compiled"),
                         clEnumValN(EmitKind::Library, "lib",
                                    "<name>.a, <name>.h, <name>_kernels.h and "
                                    "<name>_plan.json")),
@@ -62,9 +71,10 @@ cl::opt<std::string>
               cl::desc("Model name, prefix of every generated symbol "
                        "(default: the description's name, else its file name)"),
               cl::cat(attncCategory));
-cl::opt<std::string> halideTarget(
-    "target", cl::init("host"), cl::value_desc("halide-target"),
-    cl::desc("Halide target of the generated kernels (default: host)"),
+cl::opt<std::string> targetList(
+    "target", cl::init("host"), cl::value_desc("target,..."),
+    cl::desc("Targets of the generated kernels, most specific first: names "
+             "listed below or Halide target strings (default: host)"),
     cl::cat(attncCategory));
 cl::opt<std::string>
     scheduleDb("schedule-db", cl::value_desc("file.json"),
@@ -77,8 +87,7 @@ cl::opt<std::string> kvBudget(
              "needs more (suffixes K, M, G: KiB, MiB, GiB)"),
     cl::cat(attncCategory));
 cl::opt<bool> printReport("report",
-                          cl::desc("Print the layers, kernels, schedules and "
-                                   "KV-cache sizes attnc decided on"),
+                          cl::desc("Also print the --emit=report table"),
                           cl::cat(attncCategory));
 
 cl::opt<int> maxBatch("max-batch", cl::desc("Sequences the KV cache serves"),
@@ -144,8 +153,15 @@ mlir::OwningOpRef<mlir::ModuleOp> loadDescription(SourceMgr &sourceMgr,
   return module;
 }
 
-mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget) {
+mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget,
+                                StringRef targets) {
   mlir::PassManager pm(module.getContext());
+  // --mlir-print-ir-after-all, --mlir-timing and the rest.
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
+    return mlir::failure();
+  auto timing = std::make_unique<mlir::DefaultTimingManager>();
+  mlir::applyDefaultTimingManagerCLOptions(*timing);
+  pm.enableTiming(std::move(timing));
   mlir::OpPassManager &model = pm.nest<mlir::attn::ModelOp>();
   model.addPass(mlir::attn::createMaterializeDefaults());
   model.addPass(mlir::attn::createFuseProjections());
@@ -153,7 +169,7 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget) {
   model.addPass(mlir::attn::createPlanKvCache({budget}));
   model.addPass(mlir::attn::createPlanActivations());
   model.addPass(mlir::attn::createSelectSchedules(
-      {halideTarget.getValue(), scheduleDb.getValue()}));
+      {targets.str(), scheduleDb.getValue()}));
   return pm.run(module);
 }
 
@@ -169,33 +185,63 @@ int writeFile(StringRef directory, StringRef fileName, StringRef contents) {
   return 0;
 }
 
-int emitLibrary(mlir::ModuleOp module) {
+/// Writes the headers and the plan; with `targets`, the library too.
+int emitHeadersAndLibrary(mlir::ModuleOp module,
+                          std::optional<StringRef> targets) {
   if (outputPath.empty())
-    return fail("-o DIR is required with --emit=lib");
+    return fail("-o DIR is required with --emit=lib and --emit=header");
   attnc::ModelSpecs specs;
   if (failed(attnc::collectKernelSpecs(module, specs)))
     return 1;
-  if (Error error = attnc::emitKernelLibrary(specs, halideTarget, outputPath))
-    return fail(toString(std::move(error)));
+  if (targets)
+    if (Error error = attnc::emitKernelLibrary(specs, *targets, outputPath))
+      return fail(toString(std::move(error)));
+  if (std::error_code ec = sys::fs::create_directories(outputPath))
+    return fail("cannot create '" + outputPath + "': " + ec.message());
   std::string plan = attnc::renderPlanJson(module);
+  if (int status = writeFile(outputPath, specs.name + "_kernels.h",
+                             attnc::renderKernelDeclarations(specs)))
+    return status;
   if (int status = writeFile(
           outputPath, specs.name + ".h",
           attnc::renderCHeader(specs, sys::path::filename(inputPath), plan)))
     return status;
   return writeFile(outputPath, specs.name + "_plan.json", plan);
 }
+
+/// Lists the pass manager's own options (IR printing, timing, statistics)
+/// in --help beside attnc's.
+void showPassManagerOptions(cl::OptionCategory &category) {
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-print-ir") || name.starts_with("mlir-timing") ||
+        name == "mlir-pass-statistics" || name == "mlir-disable-threading")
+      option->addCategory(category);
+}
 } // namespace
 
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions({&attncCategory, &cacheCategory});
-  cl::ParseCommandLineOptions(
-      argc, argv,
+  mlir::registerPassManagerCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  cl::OptionCategory passManagerCategory("MLIR pass manager options");
+  showPassManagerOptions(passManagerCategory);
+  cl::HideUnrelatedOptions(
+      {&attncCategory, &cacheCategory, &passManagerCategory});
+  std::string overview =
       "attnc: ahead-of-time attention compiler\n\n"
-      "  attnc model.json --emit=mlir     print the attn IR after the "
-      "pipeline\n"
       "  attnc model.json -o DIR          write DIR/<name>.a, DIR/<name>.h\n"
-      "  attnc config.json --report -o DIR   also print what was decided\n");
+      "  attnc config.json --emit=report  print what attnc decides\n"
+      "  attnc model.json --emit=mlir     print the attn IR after the "
+      "pipeline\n\n"
+      "Targets (--target, comma-separated, most specific first):\n" +
+      attnc::describeTargetNames();
+  cl::ParseCommandLineOptions(argc, argv, overview);
+
+  Expected<std::string> targets = attnc::expandTargetNames(targetList);
+  if (!targets)
+    return fail(toString(targets.takeError()));
 
   int64_t budget = 0;
   if (!kvBudget.empty()) {
@@ -207,7 +253,7 @@ int main(int argc, char **argv) {
     budget = *parsed;
   }
 
-  mlir::MLIRContext context;
+  mlir::MLIRContext context; // honours --mlir-disable-threading
   context.loadDialect<mlir::attn::AttnDialect>();
   // Diagnostics point into the description; the generic form of an op the
   // user never wrote would only confuse.
@@ -228,21 +274,29 @@ int main(int argc, char **argv) {
   if (!module || failed(mlir::verify(*module)))
     return 1;
   if (emitKind != EmitKind::ImportedMLIR &&
-      failed(runPipeline(*module, budget)))
+      failed(runPipeline(*module, budget, *targets)))
     return 1;
 
-  if (emitKind != EmitKind::Library) {
+  if (emitKind == EmitKind::ImportedMLIR || emitKind == EmitKind::MLIR ||
+      emitKind == EmitKind::Report) {
     auto output = mlir::openOutputFile(
         outputPath.empty() ? std::string("-") : std::string(outputPath),
         &errorMessage);
     if (!output)
       return fail(errorMessage);
-    module->print(output->os());
-    output->os() << "\n";
+    if (emitKind == EmitKind::Report) {
+      output->os() << attnc::renderReport(*module);
+    } else {
+      module->print(output->os());
+      output->os() << "\n";
+    }
     output->keep();
     return 0;
   }
-  if (int status = emitLibrary(*module))
+  if (int status = emitHeadersAndLibrary(
+          *module, emitKind == EmitKind::Library
+                       ? std::optional<StringRef>(*targets)
+                       : std::nullopt))
     return status;
   if (printReport)
     outs() << attnc::renderReport(*module);

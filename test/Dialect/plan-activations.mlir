@@ -1,12 +1,22 @@
 // RUN: attn-opt %s -split-input-file --attn-materialize-defaults --attn-fuse-projections --attn-plan-activations | FileCheck %s
 
 // d_model 8 (32 B a token), fused QKV of (2 + 2·1)·4 floats (64 B), FFN of
-// 16 (64 B), 10 logits (40 B). Eleven values, 392 B if each had its own
-// buffer; live ranges overlap at most 192 B. Largest first, lowest free
-// offset: the QKV projection, the FFN hidden and the logits share offset 0;
-// the residual streams and norm outputs fill in above. 16 learned positions
-// and max_batch 2: 192 · 16 · 2 = 6144 bytes for the longest prefill.
+// 16 (64 B), 10 logits (40 B); every value rounded up to 64 B a token (the
+// default alignment). Ten values, 640 B if each had its own buffer; at most
+// five are live at once (320 B). Largest first, lowest free offset. 16
+// learned positions and max_batch 2: 320 · 16 · 2 = 10240 bytes for the
+// longest prefill. The attention layer writes QKV, K/V (empty: fused into
+// QKV), the attention output and the new residual stream.
 // CHECK-LABEL: attn.model @tiny
+// CHECK-SAME: activation_bytes = 10240 : i64, activation_bytes_per_token = 320 : i64, activation_naive_bytes_per_token = 640 : i64
+// CHECK: attn.embedding @embedding {activation_offsets = array<i64: 0>
+// CHECK: attn.norm @n0 layer_norm {activation_offsets = array<i64: 64>
+// CHECK: attn.attention_layer @l0 self {activation_offsets = array<i64: 128, 0, 192, 256>
+// CHECK: attn.norm @n1 layer_norm {activation_offsets = array<i64: 0>
+// CHECK: attn.ffn @f0 {activation = #attn.activation<gelu_tanh>, activation_offsets = array<i64: 64, 128>
+// CHECK: attn.norm @final layer_norm {activation_offsets = array<i64: 0>
+// CHECK: attn.output_head @output_head {activation_offsets = array<i64: 64>
+attn.model @tiny
 // CHECK-SAME: activation_bytes = 6144 : i64, activation_bytes_per_token = 192 : i64, activation_naive_bytes_per_token = 392 : i64
 // CHECK: attn.embedding @embedding {activation_offsets = array<i64: 64>
 // CHECK: attn.norm @n0 layer_norm {activation_offsets = array<i64: 96>

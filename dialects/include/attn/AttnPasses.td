@@ -83,7 +83,15 @@ def PlanActivations : Pass<"attn-plan-activations", "::mlir::attn::ModelOp"> {
     prefill: the largest cache max length or embedding max_positions); on
     each op, `activation_offsets` (its values' arena offsets per token, in
     the order it writes them). Models of attention layers alone get nothing.
+
+    Every value's bytes per token are rounded up to `alignment`, so in an
+    arena of T tokens each value starts at a multiple of `alignment` bytes
+    (a cache line, a full AVX-512 vector) whatever T is.
   }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
+           "Bytes per token each value's offset and size are a multiple of">
+  ];
 }
 
 def SelectSchedules : Pass<"attn-select-schedules", "::mlir::attn::ModelOp"> {

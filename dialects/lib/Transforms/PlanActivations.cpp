@@ -12,6 +12,7 @@
 #include "attn/AttnPasses.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -30,17 +31,25 @@ struct Value {
 };
 
 struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
+  using PlanActivationsBase::PlanActivationsBase;
+
   void runOnOperation() override {
     ModelOp model = getOperation();
     if (!model.hasBlocks())
       return;
+    if (alignment < 1 || (alignment & (alignment - 1)) != 0) {
+      model.emitError() << "--attn-plan-activations: alignment must be a "
+                           "power of two, got "
+                        << alignment;
+      return signalPassFailure();
+    }
     const int64_t d = model.getDModel(), f32 = 4;
     std::vector<Value> values;
     std::vector<Operation *> ops;
     int residual = -1, normed = -1, memory = -1; // live value indices
     auto define = [&](Operation *op, int64_t features) {
-      values.push_back(
-          {features * f32, int(ops.size()) - 1, int(ops.size()) - 1, op});
+      int64_t bytes = llvm::alignTo(features * f32, alignment);
+      values.push_back({bytes, int(ops.size()) - 1, int(ops.size()) - 1, op});
       return int(values.size()) - 1;
     };
     auto use = [&](int value) {

@@ -1,0 +1,68 @@
+//===- Targets.cpp - attnc's target names ---------------------------------===//
+
+#include "Targets.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace attnc {
+namespace {
+struct TargetName {
+  llvm::StringRef name;
+  llvm::StringRef halide; // comma-separated: one variant each
+  llvm::StringRef what;
+};
+
+#define X86_BASE "x86-64-linux-sse41"
+#define X86_AVX2 X86_BASE "-avx-avx2-fma-f16c"
+#define X86_AVX512 X86_AVX2 "-avx512-avx512_skylake"
+#define X86_SPR X86_AVX512 "-avx512_cannonlake-avx512_sapphirerapids"
+
+const TargetName kTargetNames[] = {
+    {"host", "host", "this machine's CPU"},
+    {"x86-64", X86_BASE, "any x86-64 Linux CPU (SSE4.1)"},
+    {"x86-64-avx2", X86_AVX2, "Haswell and later, Zen"},
+    {"x86-64-avx512", X86_AVX512, "Skylake-SP and later, Zen 4"},
+    {"sapphirerapids", X86_SPR, "AVX-512 with BF16 and VNNI"},
+    {"x86-64-dispatch", X86_SPR "," X86_AVX512 "," X86_AVX2 "," X86_BASE,
+     "all four x86-64 variants, the best chosen at run time"},
+    {"arm64-linux", "arm-64-linux", "AArch64 Linux (cross-compiled)"},
+    {"cuda", "", "NVIDIA GPUs (not available yet)"},
+};
+} // namespace
+
+llvm::Expected<std::string> expandTargetNames(llvm::StringRef list) {
+  llvm::SmallVector<llvm::StringRef, 4> items;
+  list.split(items, ',', -1, /*KeepEmpty=*/false);
+  if (items.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--target needs at least one target");
+  std::string expanded;
+  for (llvm::StringRef item : items) {
+    item = item.trim();
+    const TargetName *known = llvm::find_if(
+        kTargetNames, [&](const TargetName &t) { return t.name == item; });
+    llvm::StringRef halide = item;
+    if (known != std::end(kTargetNames)) {
+      if (known->halide.empty())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "--target=" + item +
+                ": this attnc generates CPU kernels only; CUDA kernels are "
+                "not implemented yet");
+      halide = known->halide;
+    }
+    expanded += (expanded.empty() ? "" : ",") + halide.str();
+  }
+  return expanded;
+}
+
+std::string describeTargetNames() {
+  std::string text;
+  for (const TargetName &t : kTargetNames)
+    text += llvm::formatv("  {0,-16} {1}\n", t.name, t.what).str();
+  return text;
+}
+
+} // namespace attnc
