@@ -16,15 +16,6 @@
 // CHECK: attn.ffn @f0 {activation = #attn.activation<gelu_tanh>, activation_offsets = array<i64: 64, 128>
 // CHECK: attn.norm @final layer_norm {activation_offsets = array<i64: 0>
 // CHECK: attn.output_head @output_head {activation_offsets = array<i64: 64>
-attn.model @tiny
-// CHECK-SAME: activation_bytes = 6144 : i64, activation_bytes_per_token = 192 : i64, activation_naive_bytes_per_token = 392 : i64
-// CHECK: attn.embedding @embedding {activation_offsets = array<i64: 64>
-// CHECK: attn.norm @n0 layer_norm {activation_offsets = array<i64: 96>
-// CHECK: attn.attention_layer @l0 self {activation_offsets = array<i64: 0, 0, 128, 160>
-// CHECK: attn.norm @n1 layer_norm {activation_offsets = array<i64: 64>
-// CHECK: attn.ffn @f0 {activation = #attn.activation<gelu_tanh>, activation_offsets = array<i64: 0, 96>
-// CHECK: attn.norm @final layer_norm {activation_offsets = array<i64: 40>
-// CHECK: attn.output_head @output_head {activation_offsets = array<i64: 0>
 attn.model @tiny attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 2 : i64} {
   attn.embedding @embedding {max_positions = 16 : i64, positions = #attn.positions<learned>, vocab_size = 10 : i64}
   attn.norm @n0 layer_norm {eps = 1.0e-05 : f32}
