@@ -123,6 +123,13 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
       makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
   if (!layer.cache)
     return nullptr;
+  // The config's window is the model's; the cache length is this
+  // deployment's (--max-length). A window no shorter than the cache sees
+  // every cached key: plain causal attention.
+  if (layer.window && *layer.window >= layer.cache.getMaxLength()) {
+    layer.window.reset();
+    layer.mask = MaskKind::Causal;
+  }
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
   Location at = locator.at(JsonPath{});

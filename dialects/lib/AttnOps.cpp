@@ -103,6 +103,23 @@ LogicalResult ModelOp::verify() {
     return emitOpError() << "kind must be decoder-only, encoder or "
                             "encoder-decoder, got \""
                          << kind << "\"";
+  // Cross-attention reads an encoder's output: the model must have one.
+  bool hasEncoderStack = false;
+  for (Operation &op : getBody().front())
+    if (auto stack = op.getAttrOfType<StringAttr>("stack"))
+      hasEncoderStack |= stack.getValue() == "encoder";
+  for (AttentionLayerOp layer : getLayers()) {
+    if (layer.getKind() != LayerKind::Cross)
+      continue;
+    if (kind != "encoder-decoder")
+      return layer.emitOpError()
+             << "cross-attention needs an encoder, but the model's kind is \""
+             << kind << "\"; make it \"encoder-decoder\"";
+    if (hasBlocks() && !hasEncoderStack)
+      return layer.emitOpError()
+             << "cross-attention needs an encoder, but no op of this model "
+                "is in the encoder stack";
+  }
   return success();
 }
 
@@ -122,6 +139,14 @@ LogicalResult AttentionLayerOp::verify() {
   if ((mask == MaskKind::SlidingWindow) != getWindow().has_value())
     return emitOpError() << "a window is required with, and only with, a "
                             "sliding_window mask";
+  if (std::optional<uint64_t> window = getWindow())
+    if (KvCacheAttr cache = getCacheAttr();
+        cache && int64_t(*window) > cache.getMaxLength())
+      return emitOpError() << "a sliding window of " << *window
+                           << " tokens is longer than the cache's max_length ("
+                           << cache.getMaxLength()
+                           << "): every key would be seen; use a causal mask "
+                              "or a longer cache";
   if (getKind() == LayerKind::Cross && mask != MaskKind::None)
     return emitOpError() << "cross-attention sees the whole encoder output: "
                             "its mask must be none";

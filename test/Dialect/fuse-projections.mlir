@@ -9,6 +9,7 @@
 // OFF-LABEL: attn.model @blocks
 // OFF-NOT: fused_projections
 attn.model @blocks attributes {d_model = 64 : i64, kind = "encoder-decoder", max_batch = 1 : i64} {
+  attn.norm @encoder_final_norm layer_norm {eps = 1.0e-05 : f32, stack = "encoder"}
   attn.norm @n layer_norm {eps = 1.0e-05 : f32}
   attn.attention_layer @self self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64}
   attn.attention_layer @cross cross {head_dim = 16 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64}

@@ -85,3 +85,26 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
   // expected-error @+1 {{kernel @nowhere does not name a kernel of the model}}
   attn.output_head @h {kernel = @nowhere, vocab_size = 10 : i64}
 }
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{a sliding window of 4096 tokens is longer than the cache's max_length (100)}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 100>, head_dim = 8 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, window = 4096 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{cross-attention needs an encoder, but the model's kind is "decoder-only"}}
+  attn.attention_layer @l cross {head_dim = 8 : i64, mask = #attn.mask<none>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+  // expected-error @+2 {{redefinition of symbol named 'l'}}
+  // expected-note @-2 {{see existing symbol definition here}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}

@@ -27,7 +27,8 @@ struct MaterializeDefaultsPass
         layer.setCacheAttr(KvCacheAttr::get(
             &getContext(), CacheLayout::Contiguous, cache.getMaxLength(),
             cache.getDtype(), cache.getMaxLength()));
-      // A window that covers every cached token masks like causal.
+      // A window as long as the cache masks like causal (a longer one is
+      // a verifier error).
       if (layer.getMask() == MaskKind::SlidingWindow &&
           static_cast<int64_t>(*layer.getWindow()) >= cache.getMaxLength()) {
         layer.setMask(MaskKind::Causal);

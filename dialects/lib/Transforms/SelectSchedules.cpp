@@ -157,6 +157,8 @@ LogicalResult readDatabase(MLIRContext *context, StringRef path,
   return success(ok);
 }
 
+constexpr int64_t kMaxHeadDim = 256;
+
 struct SelectSchedulesPass : impl::SelectSchedulesBase<SelectSchedulesPass> {
   using SelectSchedulesBase::SelectSchedulesBase;
 
@@ -166,6 +168,14 @@ struct SelectSchedulesPass : impl::SelectSchedulesBase<SelectSchedulesPass> {
         failed(readDatabase(&getContext(), scheduleDb, target, database)))
       return signalPassFailure();
     for (KernelOp kernel : getOperation().getKernels()) {
+      // The CPU schedules keep a query row's head_dim accumulators in
+      // registers and are built and tested up to 256.
+      if (kernel.getHeadDim() > kMaxHeadDim) {
+        kernel.emitError() << "head_dim " << kernel.getHeadDim()
+                           << " is larger than " << kMaxHeadDim
+                           << ", the largest the CPU kernels support";
+        return signalPassFailure();
+      }
       auto entry = database.find(kernel.getSymName());
       bool fromDatabase = entry != database.end();
       ScheduleParams p =
