@@ -65,22 +65,45 @@ static inline int attnc_describe_f32(halide_buffer_t *buffer,
 void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec) {
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
+  // Key padding: one more input, the real keys of each batch entry.
+  const bool padded = spec.keyPadding;
+  std::string lengthsDoc =
+      padded ? "\n *   key_lengths [batch]: entry b sees only its first "
+               "key_lengths[b] keys\n *   (clamped to [0, kv_len]); a query "
+               "that sees no key yields 0."
+             : "";
+  std::string lengthsParam = padded ? "const int32_t *key_lengths, " : "";
+  std::string lengthsBuffer = padded ? R"(
+  halide_buffer_t n;
+  halide_dimension_t nd[1];
+  if (!key_lengths || batch < 1)
+    return ATTNC_INVALID_ARGUMENT;
+  memset(&n, 0, sizeof n);
+  n.host = (uint8_t *)(uintptr_t)key_lengths;
+  n.type.code = halide_type_int;
+  n.type.bits = 32;
+  n.type.lanes = 1;
+  n.dimensions = 1;
+  n.dim = nd;
+  nd[0].min = 0; nd[0].extent = batch; nd[0].stride = 1; nd[0].flags = 0;)"
+                                     : "";
   os << llvm::formatv(
       R"(
 /* {0}: out = softmax(query · keyᵀ · {1} {2}) · value
  *   {3} query heads over {4} KV heads, head_dim {5}; float, C order:
  *   query [batch][q_len][{3}][{5}], key and value [batch][kv_len][{4}][{5}],
- *   out [batch][q_len][{3}][{5}].{6}
+ *   out [batch][q_len][{3}][{5}].{6}{9}
  *   Returns ATTNC_OK, ATTNC_INVALID_ARGUMENT, or a halide_error_code_t. */
 #define {7}_NUM_QUERY_HEADS {3}
 #define {7}_NUM_KV_HEADS {4}
 #define {7}_HEAD_DIM {5}
 #define {7}_CAUSAL {8}
+#define {7}_KEY_PADDING {12}
 static inline int {0}(const float *query, const float *key,
-    const float *value, float *out, int32_t batch, int32_t q_len,
+    const float *value, {10}float *out, int32_t batch, int32_t q_len,
     int32_t kv_len) {{
   halide_buffer_t q, k, v, o;
-  halide_dimension_t qd[4], kd[4], vd[4], od[4];
+  halide_dimension_t qd[4], kd[4], vd[4], od[4];{11}
   if (!query || !key || !value || !out)
     return ATTNC_INVALID_ARGUMENT;
   if (attnc_describe_f32(&q, qd, query, {5}, {3}, q_len, batch) ||
@@ -88,7 +111,7 @@ static inline int {0}(const float *query, const float *key,
       attnc_describe_f32(&v, vd, value, {5}, {4}, kv_len, batch) ||
       attnc_describe_f32(&o, od, out, {5}, {3}, q_len, batch))
     return ATTNC_INVALID_ARGUMENT;
-  return {0}_kernel(&q, &k, &v, &o);
+  return {0}_kernel(&q, &k, &v, {13}&o);
 }
 )",
       spec.functionName, llvm::formatv("{0:e}", spec.scale),
@@ -102,7 +125,8 @@ static inline int {0}(const float *query, const float *key,
           ? "\n *   Causal: query i sees keys j <= i + kv_len - q_len;"
             "\n *   a query that sees no key yields 0."
           : "",
-      macro, spec.causal ? 1 : 0);
+      macro, spec.causal ? 1 : 0, lengthsDoc, lengthsParam, lengthsBuffer,
+      padded ? 1 : 0, padded ? "&n, " : "");
 }
 
 void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
@@ -273,8 +297,9 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
   for (const attn::SdpaSpec &spec : specs.prefill)
     os << "int " << spec.functionName
        << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
-          "*key, struct halide_buffer_t *value, struct halide_buffer_t "
-          "*output);\n";
+          "*key, struct halide_buffer_t *value, "
+       << (spec.keyPadding ? "struct halide_buffer_t *key_lengths, " : "")
+       << "struct halide_buffer_t *output);\n";
   for (const attn::DecodeSpec &spec : specs.decode)
     os << "int " << spec.functionName
        << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "

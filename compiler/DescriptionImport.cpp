@@ -75,6 +75,7 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   if (auto softcap = reader.optionalPositiveNumber("softcap"))
     layer.softcap = float(*softcap);
   layer.alibi = reader.optionalBool("alibi").value_or(false);
+  layer.keyPadding = reader.optionalBool("key_padding").value_or(false);
   if (auto theta = reader.optionalPositiveNumber("rope_theta"))
     layer.ropeTheta = float(*theta);
   layer.projectionBias = reader.optionalBool("projection_bias").value_or(false);

@@ -62,6 +62,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.schedule.kvChunk = schedule->getKvChunk();
       spec.schedule.qkTileKeys = schedule->getQkTileKeys();
       spec.schedule.pvTileRows = schedule->getPvTileRows();
+      spec.keyPadding = kernel.getKeyPadding();
       specs.prefill.push_back(spec);
     } else {
       ::attn::DecodeSpec spec;

@@ -78,9 +78,11 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       attn::MaskKindAttr::get(builder.getContext(), c.mask),
       c.window ? builder.getI64IntegerAttr(*c.window) : IntegerAttr(),
       optionalF32(c.scale), optionalF32(c.softcap),
-      c.alibi ? builder.getUnitAttr() : UnitAttr(), optionalF32(c.ropeTheta),
-      c.ropeScaling, c.projectionBias ? builder.getUnitAttr() : UnitAttr(),
-      c.cache, c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
+      c.alibi ? builder.getUnitAttr() : UnitAttr(),
+      c.keyPadding ? builder.getUnitAttr() : UnitAttr(),
+      optionalF32(c.ropeTheta), c.ropeScaling,
+      c.projectionBias ? builder.getUnitAttr() : UnitAttr(), c.cache,
+      c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), FlatSymbolRefAttr(),
       FlatSymbolRefAttr(), FlatSymbolRefAttr());
   (void)layer;

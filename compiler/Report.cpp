@@ -57,6 +57,8 @@ std::string renderPlanJson(ModuleOp module) {
     }
     if (layer.getRopeTheta())
       entry["rope_theta"] = layer.getRopeTheta()->convertToFloat();
+    if (layer.getKeyPadding())
+      entry["key_padding"] = true;
     if (KvCacheAttr cache = layer.getCacheAttr()) {
       entry["decode_kernel"] = prefix + layer.getDecodeKernel()->str();
       entry["kv_cache"] = llvm::json::Object{
@@ -201,6 +203,8 @@ std::string describeKernel(Operation &op) {
       text += " softcap";
     if (kernel.getAlibi())
       text += " alibi";
+    if (kernel.getKeyPadding())
+      text += " key_padding";
     if (kernel.getPageSize())
       text += " page " + std::to_string(*kernel.getPageSize());
     if (kernel.getKvDtype())

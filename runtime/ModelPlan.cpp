@@ -150,6 +150,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.bias = l.boolean("projection_bias");
       op.fusedProjections = l.boolean("fused_projections");
       op.rope = layer.contains("rope_theta");
+      op.keyPadding = l.boolean("key_padding");
       resolve(l, "prefill_kernel", op.prefill);
       resolve(l, "query_kernel", op.query);
       if (!op.fusedProjections)

@@ -293,6 +293,11 @@ private:
       BufferView kview = headsView(keys, kvLen, hkv, hd, kvStride);
       BufferView vview = headsView(values, kvLen, hkv, hd, kvStride);
       BufferView out = headsView(attention, t, hq, hd, q);
+      if (op.keyPadding) { // one unpadded sequence: all its keys are real
+        const int32_t keyLength = int32_t(kvLen);
+        BufferView lengths(&keyLength, int32Type(), {{1, 1}});
+        return callKernel(op.prefill, {&qv, &kview, &vview, &lengths, &out});
+      }
       return callKernel(op.prefill, {&qv, &kview, &vview, &out});
     }
 

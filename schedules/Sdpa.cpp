@@ -35,6 +35,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   ImageParam value(Float(32), 4, "value");
   Var d("d"), h("h"), i("i"), b("b"), j("j"), ii("ii"), qb("qb"), c("c");
 
+  // key_lengths(b): real keys of entry b (key padding), clamped to kv_len.
+  ImageParam keyLengths(Int(32), 1, "key_lengths");
   Expr qLen = query.dim(2).extent();
   Expr kvLen = key.dim(2).extent();
   Expr diagonal = kvLen - qLen; // query i sees keys j <= i + diagonal
@@ -55,7 +57,10 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   score(i, j, h, b) = 0.0f;
   score(i, j, h, b) += queryT(i, rd, h, b) * keyC(rd, h, j, b);
 
-  Expr visible = j < kvLen;
+  Expr keyEnd = kvLen; // entry b's keys end here
+  if (spec.keyPadding)
+    keyEnd = clamp(keyLengths(b), 0, kvLen);
+  Expr visible = j < keyEnd;
   if (spec.causal || spec.window > 0)
     visible = visible && j <= i + diagonal;
   if (spec.window > 0)
@@ -99,6 +104,9 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   if (spec.window > 0)
     rc.where(rc * kvChunk + (kvChunk - 1) >
              qb * queryBlock + diagonal - spec.window);
+  // Padded entries: no chunk past the entry's last real key.
+  if (spec.keyPadding)
+    rc.where(rc * kvChunk < keyEnd);
   Func state("state");
   state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
   state(d, ii, qb, h, b) =
@@ -179,6 +187,10 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
       .vectorize(di, vec, TailStrategy::GuardWithIf)
       .unroll(ri);
 
+  if (spec.keyPadding) {
+    keyLengths.dim(0).set_min(0);
+    return {Pipeline(output), {query, key, value, keyLengths}};
+  }
   return {Pipeline(output), {query, key, value}};
 }
 

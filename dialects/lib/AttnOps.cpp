@@ -178,6 +178,9 @@ LogicalResult KernelOp::verify() {
   if (decode != getPageSize().has_value())
     return emitOpError() << "page_size is required by, and only by, decode "
                             "kernels";
+  if (decode && getKeyPadding())
+    return emitOpError() << "key_padding applies to prefill kernels only: "
+                            "decode reads exact cache lengths";
   if (std::optional<Type> dtype = getKvDtype()) {
     if (!decode)
       return emitOpError() << "kv_dtype applies to decode kernels only";

@@ -18,6 +18,9 @@ struct AttentionShape {
   int window = 0; ///< > 0: sliding window of that many keys (implies causal)
   double softcap = 0;       ///< > 0: logit = softcap·tanh(logit/softcap)
   std::vector<float> alibi; ///< per query head slope, empty: no ALiBi
+  /// Key padding: entry b sees only its first keyLengths[b] keys; empty:
+  /// every key.
+  std::vector<int> keyLengths;
 };
 
 /// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
@@ -35,12 +38,13 @@ inline std::vector<double> referenceAttention(const AttentionShape &s,
       for (int h = 0; h < hq; h++) {
         const int kvh = h / (hq / hkv);
         // Keys [first, visible): end-aligned causal, optionally windowed.
-        const int visible =
-            s.causal || s.window > 0
-                ? std::clamp(i + 1 + s.kvLen - s.qLen, 0, s.kvLen)
-                : s.kvLen;
+        int visible = s.causal || s.window > 0
+                          ? std::clamp(i + 1 + s.kvLen - s.qLen, 0, s.kvLen)
+                          : s.kvLen;
         const int first =
             s.window > 0 ? std::clamp(visible - s.window, 0, s.kvLen) : 0;
+        if (!s.keyLengths.empty())
+          visible = std::min(visible, std::clamp(s.keyLengths[b], 0, s.kvLen));
         const float *qi = q + ((size_t(b) * s.qLen + i) * hq + h) * dim;
         double maxScore = -INFINITY, sum = 0;
         for (int j = first; j < visible; j++) {

@@ -1,7 +1,9 @@
 //===- SdpaScheduleTest.cpp - every schedule, every variant, vs reference -===//
 //
 // A seeded random matrix of kernel variants (MHA / GQA / MQA, causal or not,
-// head sizes from 8 to 256 including odd ones and 80/96), schedule parameters
+// sliding windows, softcap, ALiBi, key padding with per-entry lengths from 0
+// to all keys, head sizes from 8 to 256 including odd ones and 80/96),
+// schedule parameters
 // (block, chunk and tile sizes, including ones that divide nothing) and
 // shapes (lengths 1, 7, 33, >= 1000, q_len below, equal to and above
 // kv_len). Each variant is JIT-compiled from the same pipeline builder attnc
@@ -47,6 +49,7 @@ std::vector<Variant> makeVariants() {
     if (n % 5 == 1)
       spec.softcap = 1.5f; // scores reach about ±2 here: the cap bites
     spec.alibi = n % 6 == 2;
+    spec.keyPadding = n % 5 == 3;
     spec.scale = pick({0, 1}) ? 1.0f / std::sqrt(float(spec.headDim)) : 0.3f;
     spec.schedule.queryBlock = pick({1, 7, 16, 32, 48, 64});
     spec.schedule.kvChunk = pick({16, 64, 100, 256, 512});
@@ -63,11 +66,16 @@ std::vector<Variant> makeVariants() {
         qLen = kvLen = pick({1000, 1031});
       if (s == 2 && n % 3 == 0) // cross-shaped: q_len > kv_len
         kvLen = 20;
+      int batch = spec.keyPadding ? 3 : 1 + int(rng() % 2);
+      std::vector<int> keyLengths;
+      if (spec.keyPadding) // all keys, none, and a random count
+        keyLengths = {kvLen, s == 0 ? 1 : 0, int(rng() % (kvLen + 1))};
       variant.shapes.push_back(
-          {1 + int(rng() % 2), qLen, kvLen, spec.numQueryHeads, spec.numKvHeads,
+          {batch, qLen, kvLen, spec.numQueryHeads, spec.numKvHeads,
            spec.headDim, spec.causal, spec.scale, spec.window, spec.softcap,
            spec.alibi ? attn::alibiSlopes(spec.numQueryHeads)
-                      : std::vector<float>()});
+                      : std::vector<float>(),
+           keyLengths});
     }
     variants.push_back(variant);
   }
@@ -78,7 +86,8 @@ std::string describe(const attn::SdpaSpec &spec) {
   const attn::SdpaSchedule &s = spec.schedule;
   return "Hq" + std::to_string(spec.numQueryHeads) + " Hkv" +
          std::to_string(spec.numKvHeads) + " D" + std::to_string(spec.headDim) +
-         (spec.causal ? " causal" : "") + " schedule " +
+         (spec.causal ? " causal" : "") +
+         (spec.keyPadding ? " key_padding" : "") + " schedule " +
          std::to_string(s.queryBlock) + "," + std::to_string(s.kvChunk) + "," +
          std::to_string(s.qkTileKeys) + "," + std::to_string(s.pvTileRows);
 }
@@ -108,6 +117,11 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
     params.set(kernel.inputs[0], q);
     params.set(kernel.inputs[1], k);
     params.set(kernel.inputs[2], v);
+    Halide::Buffer<int32_t> keyLengths(std::max<int>(1, s.keyLengths.size()));
+    if (variant.spec.keyPadding) {
+      std::copy(s.keyLengths.begin(), s.keyLengths.end(), keyLengths.data());
+      params.set(kernel.inputs[3], keyLengths);
+    }
     kernel.pipeline.realize(out, target, params);
     std::vector<float> got(out.data(), out.data() + out.number_of_elements());
     EXPECT_LE(

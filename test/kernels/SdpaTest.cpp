@@ -3,7 +3,8 @@
 // Each attnc-generated kernel (one per description in descriptions/) runs on
 // seeded random inputs over a matrix of batch sizes and sequence lengths,
 // including length 1, odd lengths and decode shapes (q_len < kv_len), and is
-// compared with a double-accumulation reference.
+// compared with a double-accumulation reference. A key-padding kernel masks
+// each batch entry's keys past its length.
 //
 // Tolerance: 1e-5 absolute in fp32. Inputs are uniform in [-1, 1], so outputs
 // are convex combinations of values in [-1, 1]; fp32 accumulation over at most
@@ -15,6 +16,7 @@
 #include "mha_causal.h"
 #include "mqa_causal.h"
 #include "odd_causal.h"
+#include "padded.h"
 
 #include "Reference.h"
 
@@ -151,6 +153,42 @@ TEST_P(SdpaKernelTest, DecodeStepsMatchPrefill) {
                                       prefill[(b * length + t) * row + x])));
   }
   EXPECT_LE(maxDifference, 2e-5);
+}
+
+// Encoder self-attention over a padded batch: entry b has key_lengths[b]
+// real tokens (all, none, some); the rest of its keys are padding.
+TEST(SdpaKeyPaddingTest, MasksEachEntrysPaddedKeys) {
+  static_assert(PADDED_PREFILL_H4_KV2_D48_KPAD_KEY_PADDING == 1,
+                "the header says the kernel takes key lengths");
+  std::mt19937 rng(11);
+  for (int kvLen : {1, 7, 33, 300}) {
+    SCOPED_TRACE(testing::Message() << "length " << kvLen);
+    AttentionShape s{3, kvLen, kvLen, 4, 2, 48, false, 1.0 / std::sqrt(48.0)};
+    s.keyLengths = {kvLen, 0, 1 + int(rng() % kvLen)};
+    std::vector<float> q = randomVector(size_t(3) * kvLen * 4 * 48, rng);
+    std::vector<float> k = randomVector(size_t(3) * kvLen * 2 * 48, rng);
+    std::vector<float> v = randomVector(k.size(), rng);
+    std::vector<float> out(q.size(), NAN);
+    ASSERT_EQ(padded_layer0_prefill(q.data(), k.data(), v.data(),
+                                    s.keyLengths.data(), out.data(), 3, kvLen,
+                                    kvLen),
+              ATTNC_OK);
+    EXPECT_LE(
+        maxAbsError(out, referenceAttention(s, q.data(), k.data(), v.data())),
+        1e-5);
+    // Lengths outside [0, kv_len] are clamped, not read past.
+    std::vector<int32_t> wild = {-5, kvLen + 100, kvLen};
+    ASSERT_EQ(padded_layer0_prefill(q.data(), k.data(), v.data(), wild.data(),
+                                    out.data(), 3, kvLen, kvLen),
+              ATTNC_OK);
+    s.keyLengths = {0, kvLen, kvLen};
+    EXPECT_LE(
+        maxAbsError(out, referenceAttention(s, q.data(), k.data(), v.data())),
+        1e-5);
+    EXPECT_EQ(padded_layer0_prefill(q.data(), k.data(), v.data(), nullptr,
+                                    out.data(), 3, kvLen, kvLen),
+              ATTNC_INVALID_ARGUMENT);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, SdpaKernelTest, testing::ValuesIn(kKernels),

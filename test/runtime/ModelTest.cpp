@@ -1,7 +1,8 @@
 //===- ModelTest.cpp - whole generated models through the runtime ---------===//
 //
-// Two small models compiled by attnc (models/*.json): an encoder-decoder
-// with GQA, learned decoder positions and a paged cache whose pages hold 4
+// Small models compiled by attnc (models/*.json): an encoder-decoder
+// with GQA, learned decoder positions, a key-padding encoder (the runtime
+// passes each sequence's full length) and a paged cache whose pages hold 4
 // tokens, the same with a contiguous cache, and a decoder-only model with
 // RoPE, RMS norm and a SiLU FFN. Random weights, written to a safetensors
 // file under the Bart naming.

@@ -117,7 +117,10 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     ALiBi position biases; `rope_theta`
     enables rotary positions and `rope_scaling` carries a scaling rule as
     its source states it (e.g. `{rope_type = "llama3", factor = 8.0}`);
-    `projection_bias` says the Q/K/V/output projections have biases. `cache` is absent for layers that never decode
+    `projection_bias` says the Q/K/V/output projections have biases.
+    `key_padding` says prefill runs over batches of padded sequences: each
+    entry's keys past its length are masked (its prefill kernel takes the
+    lengths; decode needs nothing, its cache lengths are exact). `cache` is absent for layers that never decode
     (an encoder's self-attention). `stack` is `encoder` or `decoder` in
     encoder-decoder models. `prefill_kernel` and `decode_kernel` name the
     kernels `--attn-specialize-kernels` chose.
@@ -143,7 +146,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<Attn_PositiveI64>:$window,
                        OptionalAttr<F32Attr>:$scale,
                        OptionalAttr<F32Attr>:$softcap,
-                       UnitAttr:$alibi,
+                       UnitAttr:$alibi, UnitAttr:$key_padding,
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
                        UnitAttr:$projection_bias,
@@ -311,7 +314,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
     A kernel for one configuration (heads, head size, mask, scale, cache
     page size and cache element type `kv_dtype`, absent for f32, for
     decode). `window` limits each query to its last `window`
-    keys (a causal sliding window). Layers that agree on all of it share the kernel.
+    keys (a causal sliding window). `key_padding` (prefill only) adds a
+    per-entry key-length input. Layers that agree on all of it share the kernel.
     `schedule` is set by `--attn-select-schedules`.
 
     ```mlir
@@ -327,7 +331,7 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
                        Attn_PositiveI64:$head_dim, UnitAttr:$causal,
                        OptionalAttr<Attn_PositiveI64>:$window,
                        F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
-                       UnitAttr:$alibi,
+                       UnitAttr:$alibi, UnitAttr:$key_padding,
                        OptionalAttr<Attn_PositiveI64>:$page_size,
                        OptionalAttr<TypeAttr>:$kv_dtype,
                        OptionalAttr<Attn_ScheduleAttr>:$schedule);

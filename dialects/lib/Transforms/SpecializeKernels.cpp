@@ -24,6 +24,7 @@ struct KernelSignature {
   float scale;
   float softcap; // 0: none
   bool alibi;
+  bool keyPadding;  // prefill only
   int64_t pageSize; // decode only, else 0
   Type cacheType;   // decode only, else null
 
@@ -39,6 +40,8 @@ struct KernelSignature {
       text += "_cap" + std::to_string(int(softcap));
     if (alibi)
       text += "_alibi";
+    if (keyPadding)
+      text += "_kpad";
     if (window)
       return text + "_w" + std::to_string(window);
     return text + (causal ? "_causal" : "");
@@ -48,8 +51,8 @@ struct KernelSignature {
            kvHeads == other.kvHeads && headDim == other.headDim &&
            causal == other.causal && window == other.window &&
            scale == other.scale && softcap == other.softcap &&
-           alibi == other.alibi && pageSize == other.pageSize &&
-           cacheType == other.cacheType;
+           alibi == other.alibi && keyPadding == other.keyPadding &&
+           pageSize == other.pageSize && cacheType == other.cacheType;
   }
 };
 
@@ -238,7 +241,7 @@ struct SpecializeKernelsPass
           llvm::APFloat(signature.scale),
           signature.softcap > 0 ? builder.getF32FloatAttr(signature.softcap)
                                 : FloatAttr(),
-          signature.alibi,
+          signature.alibi, signature.keyPadding,
           signature.pageSize ? builder.getI64IntegerAttr(signature.pageSize)
                              : IntegerAttr(),
           // Absent means f32, the common case.
@@ -273,6 +276,7 @@ struct SpecializeKernelsPass
           layer.getScale()->convertToFloat(),
           layer.getSoftcap() ? layer.getSoftcap()->convertToFloat() : 0.0f,
           layer.getAlibi(),
+          layer.getKeyPadding(),
           0,
           Type()};
       layer.setPrefillKernelAttr(
@@ -280,6 +284,7 @@ struct SpecializeKernelsPass
       if (KvCacheAttr cache = layer.getCacheAttr()) {
         KernelSignature decode = prefill;
         decode.family = KernelFamily::Decode;
+        decode.keyPadding = false;
         decode.pageSize = cache.getPageSize();
         decode.cacheType = cache.getDtype();
         layer.setDecodeKernelAttr(

@@ -41,6 +41,7 @@ struct PlanOp {
   float scale = 0;                              ///< attention: of Q·Kᵀ
   bool fusedProjections = false; ///< attention: one Q|K|V projection
   bool rope = false;   ///< attention: the Q/K projections rotate by position
+  bool keyPadding = false; ///< attention: prefill takes per-entry key lengths
   bool cached = false; ///< attention: has a KV cache (decodes)
   int pageSize = 0, maxLength = 0; ///< attention cache
   DType cacheType = DType::F32;    ///< attention cache

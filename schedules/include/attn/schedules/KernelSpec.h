@@ -41,6 +41,10 @@ struct SdpaSchedule {
 /// to softcap·tanh(logit/softcap) when softcap > 0, plus the ALiBi bias
 /// slope_h·(j - i - (kv_len - q_len)) with `alibi` (slopes as in Press et
 /// al., attn::alibiSlopes).
+/// With `keyPadding`, a last input key_lengths [batch] int32 says how many
+/// leading keys of each batch entry are real: key j of entry b is seen only
+/// if j < key_lengths[b] (on top of the causal / window rule); a row that
+/// sees no key is 0. Chunks past an entry's length are skipped.
 struct SdpaSpec {
   std::string functionName;
   int numQueryHeads = 0;
@@ -52,6 +56,7 @@ struct SdpaSpec {
   float scale = 0.0f;
   float softcap = 0.0f; ///< > 0: logits become softcap·tanh(logit/softcap)
   bool alibi = false;   ///< add ALiBi biases slope_h·(j - i_absolute)
+  bool keyPadding = false; ///< a key_lengths input masks padded keys
   SdpaSchedule schedule;
 
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }

@@ -24,7 +24,8 @@ struct KernelPipeline {
 };
 
 /// Builds the fused attention pipeline for `spec` with its schedule for
-/// `target`. Arguments: query, key, value (inputs), then the output.
+/// `target`. Arguments: query, key, value, key_lengths (with key padding)
+/// as inputs, then the output.
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
                                  const Halide::Target &target);
 
