@@ -118,6 +118,40 @@ std::string renderPlanJson(ModuleOp module) {
       entry["stack"] = stack.getValue();
     ops.push_back(std::move(entry));
   }
+  // Every attention kernel with what specializes it and its schedule: what
+  // attn-tune needs to rebuild and time it.
+  llvm::json::Array kernels;
+  for (KernelOp kernel : model.getKernels()) {
+    llvm::json::Object entry{
+        {"name", prefix + kernel.getSymName().str()},
+        {"symbol", kernel.getSymName()},
+        {"family", stringifyKernelFamily(kernel.getFamily())},
+        {"num_query_heads", int64_t(kernel.getNumQueryHeads())},
+        {"num_kv_heads", int64_t(kernel.getNumKvHeads())},
+        {"head_dim", int64_t(kernel.getHeadDim())},
+        {"causal", kernel.getCausal()},
+        {"window", int64_t(kernel.getWindow().value_or(0))},
+        {"scale", kernel.getScale().convertToFloat()},
+        {"softcap",
+         kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0},
+        {"alibi", kernel.getAlibi()},
+        {"key_padding", kernel.getKeyPadding()}};
+    if (kernel.getPageSize()) {
+      entry["page_size"] = int64_t(*kernel.getPageSize());
+      entry["kv_dtype"] = kernel.getKvDtype() ? typeName(*kernel.getKvDtype())
+                                              : std::string("f32");
+    }
+    if (std::optional<ScheduleAttr> s = kernel.getSchedule())
+      entry["schedule"] =
+          llvm::json::Object{{"query_block", s->getQueryBlock()},
+                             {"kv_chunk", s->getKvChunk()},
+                             {"qk_tile_keys", s->getQkTileKeys()},
+                             {"pv_tile_rows", s->getPvTileRows()},
+                             {"split_keys", s->getSplitKeys()},
+                             {"vector_width", s->getVectorWidth()},
+                             {"source", s->getSource()}};
+    kernels.push_back(std::move(entry));
+  }
   llvm::json::Object plan{
       {"model", model.getSymName()},
       {"kind", model.getKind()},
@@ -130,6 +164,7 @@ std::string renderPlanJson(ModuleOp module) {
        intAttr(model, "activation_bytes_per_token")},
       {"activation_bytes", intAttr(model, "activation_bytes")},
       {"layers", std::move(layers)},
+      {"kernels", std::move(kernels)},
       {"ops", std::move(ops)}};
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(plan))).str();
 }

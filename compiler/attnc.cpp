@@ -153,6 +153,7 @@ mlir::OwningOpRef<mlir::ModuleOp> loadDescription(SourceMgr &sourceMgr,
   return module;
 }
 
+/// `targets` as the user wrote it: tuning-database entries name it so.
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget,
                                 StringRef targets) {
   mlir::PassManager pm(module.getContext());
@@ -274,7 +275,7 @@ int main(int argc, char **argv) {
   if (!module || failed(mlir::verify(*module)))
     return 1;
   if (emitKind != EmitKind::ImportedMLIR &&
-      failed(runPipeline(*module, budget, *targets)))
+      failed(runPipeline(*module, budget, targetList)))
     return 1;
 
   if (emitKind == EmitKind::ImportedMLIR || emitKind == EmitKind::MLIR ||

@@ -18,5 +18,6 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
 tools = [ToolSubst("attnc", unresolved="fatal"), ToolSubst("attn-opt", unresolved="fatal"),
          ToolSubst("attn-translate", unresolved="fatal"),
-         ToolSubst("attn-generate", unresolved="fatal")]
+         ToolSubst("attn-generate", unresolved="fatal"),
+         ToolSubst("attn-tune", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -103,7 +103,7 @@ def SelectSchedules : Pass<"attn-select-schedules", "::mlir::attn::ModelOp"> {
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"host\"",
-           "Halide target string the kernels are generated for">,
+           "--target value of attnc (as written) the kernels are generated for">,
     Option<"scheduleDb", "schedule-db", "std::string", /*default=*/"\"\"",
            "Tuning database file (JSON); empty: heuristics only">
   ];

@@ -3,14 +3,16 @@
 // Tuning database (JSON, written by attn-tune):
 //
 //   { "entries": [ { "kernel": "prefill_h32_kv8_d128_causal",
-//                    "target": "x86-64-linux-avx2-fma",
+//                    "target": "x86-64-dispatch",
 //                    "schedule": { "query_block": 128, "kv_chunk": 256,
 //                                  "qk_tile_keys": 12, "pv_tile_rows": 6,
 //                                  "split_keys": 512, "vector_width": 0 },
-//                    "gflops": 150.2, "gbps": 0.4, "cpu": "..." } ] }
+//                    "gflops": 150.2, "gbps": 0.4, "default_gflops": 130.1,
+//                    "speedup": 1.15, "shape": {"length": 2048},
+//                    "candidates": 26, "cpu": "..." } ] }
 //
 // An entry applies to the kernel of that name compiled for exactly that
-// target string.
+// --target value, as the user wrote it (`host`, `x86-64-dispatch`, a list).
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,8 +130,9 @@ LogicalResult readDatabase(MLIRContext *context, StringRef path,
     JsonPath schedulePath;
     const llvm::json::Object *schedule =
         fields.getObject("schedule", true, schedulePath);
-    fields.allow({"gflops", "gbps", "cpu", "median_seconds", "heuristic_gflops",
-                  "heuristic_gbps"});
+    // What attn-tune measured: for people, not for the compiler.
+    fields.allow({"gflops", "gbps", "default_gflops", "speedup", "shape",
+                  "candidates", "cpu"});
     ScheduleParams p{};
     bool paramsOk = false;
     if (schedule) {
