@@ -11,8 +11,14 @@
 # of the one this build compiles: a sanitizer build then instruments only the
 # runtime and its tests, not the compiler.
 # (An installed attnc's package config sets it before including this file.)
+# With ATTN_SCHEDULE_DB set (a tuning database from attn-tune), attnc takes
+# the schedules it has for the kernels and ${ATTN_TARGETS}; changing the file
+# regenerates the kernels.
 if(NOT DEFINED ATTN_HOST_ATTNC)
   set(ATTN_HOST_ATTNC "" CACHE FILEPATH "attnc to generate kernels with (empty: build it)")
+endif()
+if(NOT DEFINED ATTN_SCHEDULE_DB)
+  set(ATTN_SCHEDULE_DB "" CACHE FILEPATH "tuning database attnc reads (empty: heuristics)")
 endif()
 
 function(attn_add_model)
@@ -31,11 +37,17 @@ function(attn_add_model)
     set(attnc_command attnc)
     set(attnc_dependency attnc)
   endif()
+  set(schedule_args "")
+  set(schedule_dependency "")
+  if(ATTN_SCHEDULE_DB)
+    set(schedule_args --schedule-db=${ATTN_SCHEDULE_DB})
+    set(schedule_dependency ${ATTN_SCHEDULE_DB})
+  endif()
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND ${attnc_command} ${description} --name=${ARG_NAME} -o ${out_dir}
-            --target=${ATTN_TARGETS} ${ARG_ATTNC_ARGS}
-    DEPENDS ${attnc_dependency} ${description}
+            --target=${ATTN_TARGETS} ${schedule_args} ${ARG_ATTNC_ARGS}
+    DEPENDS ${attnc_dependency} ${description} ${schedule_dependency}
     COMMENT "attnc: generating kernels for ${ARG_NAME}"
     VERBATIM)
   add_custom_target(${ARG_NAME}_attnc DEPENDS ${outputs})
