@@ -7,8 +7,12 @@
 //   GBps      bytes of K and V read per second
 //   peak_pct  GFLOPS / the fp32 FMA peak measured at start-up
 //   bw_pct    GBps / the STREAM-triad bandwidth measured at start-up
-// Each fused kernel has an unfused baseline beside it (S = Q·Kᵀ, softmax and
-// P·V as three whole-tensor passes), for the ratio.
+// Each fused attention kernel has an unfused baseline beside it (S = Q·Kᵀ,
+// softmax and P·V as three whole-tensor passes), for the ratio. The rest of
+// a block follows: projections with the epilogues attnc fuses (bias, GELU,
+// RoPE on a fused QKV, SwiGLU gate + residual on a down projection; GFLOPS
+// 2·T·in·out, GBps the weight), and norms and the embedding gather (GBps:
+// bytes read and written).
 //
 // Usage: attn-bench [--benchmark_filter=REGEX] [google benchmark flags]
 //
@@ -275,42 +279,141 @@ void registerDecode() {
 
 struct LinearShape {
   int tokens, in, out;
+  const char *variant = "bias"; ///< bias, gelu, swiglu_down, qkv_rope
 };
 
-/// A projection: GFLOPS = 2·tokens·in·out; GBps counts the weight, read
-/// once per call (the whole traffic of a one-token decode step).
+/// A projection with one of the epilogues attnc fuses: GFLOPS =
+/// 2·tokens·in·out; GBps counts the weight, read once per call (the whole
+/// traffic of a one-token decode step).
 void linear(benchmark::State &state, LinearShape s) {
   attn::LinearSpec spec;
   spec.functionName = "bench";
   spec.inFeatures = s.in;
   spec.outFeatures = s.out;
-  spec.bias = true;
+  spec.bias = std::string(s.variant) != "swiglu_down";
+  std::string variant = s.variant;
+  if (variant == "gelu")
+    spec.activation = attn::Activation::GeluTanh;
+  if (variant == "swiglu_down") { // input [tokens][2·in]: gate | up
+    spec.inputGate = attn::Activation::Silu;
+    spec.residual = true;
+  }
+  if (variant == "qkv_rope") { // Llama-style: Q and K heads of 128 rotate
+    spec.ropeTheta = 10000.0f;
+    spec.ropeHeadDim = 128;
+    spec.ropeHeads = (s.out - s.out / 6) / 128; // Q (4/6) and K (1/6)
+  }
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
   kernel.pipeline.compile_jit(gTarget);
-  Buffer<float> input(s.in, s.tokens), weight(s.out, s.in), bias(s.out),
-      output(s.out, s.tokens);
+  const int inColumns =
+      spec.inputGate != attn::Activation::None ? 2 * s.in : s.in;
+  Buffer<float> input(inColumns, s.tokens), weight(s.out, s.in), bias(s.out),
+      residual(s.out, s.tokens), output(s.out, s.tokens);
+  Buffer<int32_t> positions(s.tokens);
   std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Buffer<float> *buffer : {&input, &weight, &bias, &residual})
+    buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  positions.for_each_element([&](int t) { positions(t) = t; });
+  ParamMap params;
+  size_t next = 0;
+  params.set(kernel.inputs[next++], input);
+  params.set(kernel.inputs[next++], weight);
+  if (spec.bias)
+    params.set(kernel.inputs[next++], bias);
+  if (spec.ropeTheta > 0)
+    params.set(kernel.inputs[next++], positions);
+  if (spec.residual)
+    params.set(kernel.inputs[next++], residual);
+  timeKernel(state, 2.0 * s.tokens * s.in * s.out, 4.0 * s.in * s.out,
+             [&] { kernel.pipeline.realize(output, gTarget, params); });
+}
+
+void registerLinear() {
+  const LinearShape shapes[] = {{1, 4096, 4096},
+                                {16, 4096, 4096},
+                                {512, 4096, 4096},
+                                {512, 2048, 6144},
+                                {512, 4096, 6144, "qkv_rope"},
+                                {1, 4096, 6144, "qkv_rope"},
+                                {512, 4096, 11008, "gelu"},
+                                {512, 11008, 4096, "swiglu_down"},
+                                {1, 11008, 4096, "swiglu_down"}};
+  for (const LinearShape &s : shapes) {
+    char name[128];
+    std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s", s.tokens, s.in,
+                  s.out, s.variant);
+    benchmark::RegisterBenchmark(name, linear, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+/// Norms and the embedding gather stream memory: GBps counts the bytes read
+/// and written (input, output, and for the gather the rows it copies).
+void norm(benchmark::State &state, int tokens, attn::NormKind kind) {
+  const int dim = 4096;
+  attn::NormSpec spec;
+  spec.functionName = "bench";
+  spec.kind = kind;
+  spec.dim = dim;
+  attn::KernelPipeline kernel = attn::buildNormPipeline(spec, gTarget);
+  kernel.pipeline.compile_jit(gTarget);
+  Buffer<float> input(dim, tokens), weight(dim), bias(dim), output(dim, tokens);
+  std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Buffer<float> *buffer : {&input, &weight, &bias})
     buffer->for_each_value([&](float &x) { x = uniform(rng); });
   ParamMap params;
   params.set(kernel.inputs[0], input);
   params.set(kernel.inputs[1], weight);
-  params.set(kernel.inputs[2], bias);
-  timeKernel(state, 2.0 * s.tokens * s.in * s.out, 4.0 * s.in * s.out,
+  if (kind == attn::NormKind::LayerNorm)
+    params.set(kernel.inputs[2], bias);
+  timeKernel(state, 0, 2.0 * 4 * dim * tokens,
              [&] { kernel.pipeline.realize(output, gTarget, params); });
 }
 
-void registerLinear() {
-  const LinearShape shapes[] = {
-      {1, 4096, 4096}, {16, 4096, 4096}, {512, 4096, 4096}, {512, 2048, 6144}};
-  for (const LinearShape &s : shapes) {
-    char name[128];
-    std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d", s.tokens, s.in,
-                  s.out);
-    benchmark::RegisterBenchmark(name, linear, s)
+void embedding(benchmark::State &state, int tokens) {
+  const int dim = 4096, vocab = 32000;
+  attn::EmbeddingSpec spec;
+  spec.functionName = "bench";
+  spec.vocabSize = vocab;
+  spec.dim = dim;
+  spec.positions = attn::PositionKind::Sinusoidal;
+  spec.maxPositions = 4096;
+  attn::KernelPipeline kernel = attn::buildEmbeddingPipeline(spec, gTarget);
+  kernel.pipeline.compile_jit(gTarget);
+  Buffer<int32_t> ids(tokens), positions(tokens);
+  Buffer<float> table(dim, vocab), output(dim, tokens);
+  std::mt19937 rng(6);
+  ids.for_each_element([&](int t) { ids(t) = int32_t(rng() % vocab); });
+  positions.for_each_element([&](int t) { positions(t) = t; });
+  table.fill(0.5f);
+  ParamMap params;
+  params.set(kernel.inputs[0], ids);
+  params.set(kernel.inputs[1], positions);
+  params.set(kernel.inputs[2], table);
+  timeKernel(state, 0, 2.0 * 4 * dim * tokens,
+             [&] { kernel.pipeline.realize(output, gTarget, params); });
+}
+
+void registerBlockKernels() {
+  for (int tokens : {1, 512}) {
+    for (auto [name, kind] :
+         {std::pair{"rms_norm", attn::NormKind::RmsNorm},
+          std::pair{"layer_norm", attn::NormKind::LayerNorm}})
+      benchmark::RegisterBenchmark(("norm/" + std::string(name) + "_T" +
+                                    std::to_string(tokens) + "_d4096")
+                                       .c_str(),
+                                   norm, tokens, kind)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        ("embedding/T" + std::to_string(tokens) + "_v32000_d4096_sinusoidal")
+            .c_str(),
+        embedding, tokens)
         ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+        ->Unit(benchmark::kMicrosecond);
   }
 }
 
@@ -335,6 +438,7 @@ int main(int argc, char **argv) {
   registerPrefill();
   registerDecode();
   registerLinear();
+  registerBlockKernels();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
