@@ -240,6 +240,10 @@ INSTANTIATE_TEST_SUITE_P(
         EpilogueCase{96, 64, 9, attn::Activation::None, false, true,
                      attn::Activation::Silu},
         EpilogueCase{50, 33, 1, attn::Activation::None, true, false,
-                     attn::Activation::GeluTanh}));
+                     attn::Activation::GeluTanh},
+        // A wide gated down projection: the K-blocked reduction (3 blocks
+        // of 1536 gated features) with the residual epilogue.
+        EpilogueCase{4608, 128, 11, attn::Activation::None, false, true,
+                     attn::Activation::Silu}));
 
 } // namespace

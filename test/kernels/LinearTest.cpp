@@ -1,7 +1,8 @@
 //===- LinearTest.cpp - the linear kernel vs a double reference -----------===//
 //
 // JIT-compiled linear pipelines over odd and round sizes, with and without
-// bias, from one token (decode) to many (prefill), and several schedules.
+// bias, from one token (decode) to many (prefill), several schedules, and
+// input widths that take the K-blocked reduction.
 // Tolerance: 1e-5 relative to sqrt(inFeatures) — inputs in [-1, 1] make
 // outputs sums of inFeatures products, whose fp32 rounding grows like the
 // square root of their count.
@@ -104,6 +105,16 @@ INSTANTIATE_TEST_SUITE_P(
                     // Fused QKV with RoPE on Q and K: 4 query + 2 KV heads
                     // of 16 (rotated), then 2 V heads (not rotated).
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f},
-                    LinearCase{96, 8 * 64, 9, false, {}, 6, 64, 500000.0f}));
+                    LinearCase{96, 8 * 64, 9, false, {}, 6, 64, 500000.0f},
+                    // Wide inputs: W slices past L2 (in x 64 features, or
+                    // x 128 for RoPE tiles, over 1 MiB) take the K-blocked
+                    // reduction (4 blocks of 1250; 3 of 1536 with a tail of
+                    // output features; 4 of 1088), and an input width no
+                    // block size divides keeps the plain one. (Dropping a
+                    // block fails the first three: checked.)
+                    LinearCase{5000, 128, 13, true, {}},
+                    LinearCase{4608, 200, 7, false, {}},
+                    LinearCase{4352, 3 * 128, 5, true, {}, 2, 128, 10000.0f},
+                    LinearCase{4099, 64, 9, true, {}}));
 
 } // namespace
