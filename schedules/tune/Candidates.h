@@ -17,7 +17,7 @@ namespace attn::tune {
 
 /// Schedule parameters in the tuning database's terms (both families).
 struct Schedule {
-  int queryBlock = 128, kvChunk = 256, qkTileKeys = 12, pvTileRows = 6;
+  int queryBlock = 128, kvChunk = 256, qkTileKeys = 4, pvTileRows = 4;
   int splitKeys = 512, vectorWidth = 0;
   bool operator==(const Schedule &other) const;
   std::string describe(bool prefill) const;

@@ -23,8 +23,8 @@ struct SdpaSchedule {
       0; ///< fp32 lanes per vector op; 0: the target's natural width
   int queryBlock = 128; ///< query rows per task (and per online-softmax state)
   int kvChunk = 256;    ///< keys per online-softmax step
-  int qkTileKeys = 12; ///< keys per Q·Kᵀ register tile (x 2 vectors of rows)
-  int pvTileRows = 6;  ///< query rows per P·V register tile (x 4 vectors of d)
+  int qkTileKeys = 4; ///< keys per Q·Kᵀ register tile (x 2 vectors of rows)
+  int pvTileRows = 4; ///< query rows per P·V register tile (x 4 vectors of d)
 };
 
 /// Scaled dot-product attention, softmax(Q·Kᵀ·scale + mask)·V.
