@@ -59,6 +59,23 @@ static inline int attnc_describe_f32(halide_buffer_t *buffer,
   return attnc_describe_4d(buffer, dims, data, halide_type_float, 32, n0, n1,
                            n2, n3);
 }
+
+/* Describes int32_t data[n] (per-sequence lengths) as a Halide buffer. */
+static inline void attnc_describe_i32(halide_buffer_t *buffer,
+                                      halide_dimension_t *dim,
+                                      const int32_t *data, int32_t n) {
+  memset(buffer, 0, sizeof(*buffer));
+  buffer->host = (uint8_t *)(uintptr_t)data; /* inputs are never written */
+  buffer->type.code = halide_type_int;
+  buffer->type.bits = 32;
+  buffer->type.lanes = 1;
+  buffer->dimensions = 1;
+  buffer->dim = dim;
+  dim->min = 0;
+  dim->extent = n;
+  dim->stride = 1;
+  dim->flags = 0;
+}
 #endif
 )";
 
@@ -78,14 +95,7 @@ void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec) {
   halide_dimension_t nd[1];
   if (!key_lengths || batch < 1)
     return ATTNC_INVALID_ARGUMENT;
-  memset(&n, 0, sizeof n);
-  n.host = (uint8_t *)(uintptr_t)key_lengths;
-  n.type.code = halide_type_int;
-  n.type.bits = 32;
-  n.type.lanes = 1;
-  n.dimensions = 1;
-  n.dim = nd;
-  nd[0].min = 0; nd[0].extent = batch; nd[0].stride = 1; nd[0].flags = 0;)"
+  attnc_describe_i32(&n, nd, key_lengths, batch);)"
                                      : "";
   os << llvm::formatv(
       R"(
@@ -185,12 +195,7 @@ static inline int {0}(const float *query, const {9} *key_pages,
   t.dim = td;
   td[0].min = 0; td[0].extent = max_pages; td[0].stride = 1; td[0].flags = 0;
   td[1].min = 0; td[1].extent = batch; td[1].stride = max_pages; td[1].flags = 0;
-  l = t;
-  l.host = (uint8_t *)(uintptr_t)seq_lens;
-  l.dimensions = 1;
-  l.dim = ld;
-  ld[0] = td[1];
-  ld[0].stride = 1;
+  attnc_describe_i32(&l, ld, seq_lens, batch);
   return {0}_kernel(&q, &k, &v, &t, &l, &o);
 }
 )",

@@ -169,6 +169,15 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 20);
   if (!smallGemv)
     output.parallel(no);
+  // A tileN x tileRows register tile of `f`: whole tiles, so it has
+  // constant extents (reads are clamped above), reduced over `r` innermost.
+  auto registerTile = [&](Func &f, RVar r) {
+    f.bound_extent(n, tileN)
+        .bound_extent(m, s.tileRows)
+        .vectorize(n, vec, guard)
+        .unroll(m);
+    f.update().reorder(n, m, r).vectorize(n, vec, guard).unroll(m);
+  };
   if (kBlock) {
     // All of the task's tokens x tileN in L2; per block, per token tile,
     // a register tile of the block's partial sums added in.
@@ -179,21 +188,11 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         .reorder(n, mi2, mo2, rkb)
         .vectorize(n, vec, guard)
         .unroll(mi2);
-    partial.compute_at(accumulate, mo2)
-        .bound_extent(n, tileN)
-        .bound_extent(m, s.tileRows)
-        .vectorize(n, vec, guard)
-        .unroll(m);
-    partial.update().reorder(n, m, rki).vectorize(n, vec, guard).unroll(m);
+    partial.compute_at(accumulate, mo2);
+    registerTile(partial, rki);
   } else {
-    // Whole tiles, so the register tile has constant extents (reads are
-    // clamped above).
-    accumulate.compute_at(output, mo)
-        .bound_extent(n, tileN)
-        .bound_extent(m, s.tileRows)
-        .vectorize(n, vec, guard)
-        .unroll(m);
-    accumulate.update().reorder(n, m, rk).vectorize(n, vec, guard).unroll(m);
+    accumulate.compute_at(output, mo);
+    registerTile(accumulate, rk);
   }
   // The gate once per input element, not once per output tile.
   if (gated)

@@ -15,6 +15,22 @@
 
 enum { BOS = 1, EOS = 2 };
 
+/* Whether request `id` ended at <eos> with exactly `expected[0..count)`. */
+static int decoded_as(const attn_generator *generator, int32_t id,
+                      const int32_t *expected, int32_t count,
+                      const char *numeral) {
+  int32_t tokens[32], got = 0;
+  attn_finish_reason reason;
+  if (attn_generator_result(generator, id, tokens, 32, &got, &reason) !=
+          ATTN_OK ||
+      reason != ATTN_FINISHED_STOP_TOKEN || got != count ||
+      memcmp(tokens, expected, sizeof(int32_t) * (size_t)count) != 0) {
+    fprintf(stderr, "%s: not PyTorch's tokens\n", numeral);
+    return 0;
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   /* 九百九十九 → nine hundred ninety nine; 七千四百九十万一千零六十七. */
   const int32_t first[] = {11, 13, 11, 12, 11};
@@ -24,8 +40,7 @@ int main(int argc, char **argv) {
   const int32_t bos = BOS, eos = EOS;
   attn_model *model = NULL;
   attn_generator *generator = NULL;
-  int32_t a, b, tokens[32], count = 0, failures = 0;
-  attn_finish_reason reason;
+  int32_t a, b, failures = 0;
   if (argc != 2) {
     fprintf(stderr, "usage: translate-c-api translator.safetensors\n");
     return 2;
@@ -50,20 +65,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "translate-c-api: %s\n", attn_last_error());
     return 1;
   }
-  if (attn_generator_result(generator, a, tokens, 32, &count, &reason) !=
-          ATTN_OK ||
-      reason != ATTN_FINISHED_STOP_TOKEN || count != 5 ||
-      memcmp(tokens, expect_first, sizeof expect_first) != 0) {
-    fprintf(stderr, "九百九十九: not PyTorch's tokens\n");
-    failures++;
-  }
-  if (attn_generator_result(generator, b, tokens, 32, &count, &reason) !=
-          ATTN_OK ||
-      reason != ATTN_FINISHED_STOP_TOKEN || count != 10 ||
-      memcmp(tokens, expect_second, sizeof expect_second) != 0) {
-    fprintf(stderr, "七千四百九十万一千零六十七: not PyTorch's tokens\n");
-    failures++;
-  }
+  failures += !decoded_as(generator, a, expect_first, 5, "九百九十九");
+  failures += !decoded_as(generator, b, expect_second, 10,
+                          "七千四百九十万一千零六十七");
   attn_generator_destroy(generator);
   attn_model_destroy(model);
   printf("translate from C: %s\n", failures ? "FAILED" : "2/2 as PyTorch");

@@ -333,16 +333,7 @@ int main(int argc, char **argv) {
 
   std::vector<KernelResult> results;
   bool outOfTime = false;
-  // The first timings of a process run on a cold thread pool and clock:
-  // one untimed pass over the first kernel's default first.
-  try {
-    if (!todo.empty())
-      KernelBench(todo[0]).secondsPerCall(todo[0].current, jit, o.timing);
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "attn-tune: %s: %s\n", todo[0].symbol.c_str(),
-                 e.what());
-    return 1;
-  }
+
   for (const TunedKernel &k : todo) {
     KernelBench bench(k);
     KernelResult result{k, {}, 0, true};
@@ -359,6 +350,10 @@ int main(int argc, char **argv) {
       progress.update(k.symbol + " " + s.describe(k.prefill), elapsed());
     };
     try {
+      // The first timings of a process run on a cold thread pool and
+      // clock: one untimed pass over the first kernel's default first.
+      if (results.empty())
+        bench.secondsPerCall(k.current, jit, o.timing);
       measure(k.current, true);
       for (int stage = 0; stage < stages(k) && !outOfTime; stage++) {
         std::vector<Schedule> list = candidates(
