@@ -1,4 +1,6 @@
 // RUN: attn-opt %s -split-input-file --attn-materialize-defaults --attn-fuse-projections --attn-plan-activations | FileCheck %s
+// RUN: not attn-opt %s -split-input-file --attn-plan-activations=alignment=48 2>&1 | FileCheck %s --check-prefix=ALIGN
+// ALIGN: error: --attn-plan-activations: alignment must be a power of two, got 48
 
 // d_model 8 (32 B a token), fused QKV of (2 + 2·1)·4 floats (64 B), FFN of
 // 16 (64 B), 10 logits (40 B); every value rounded up to 64 B a token (the

@@ -105,6 +105,18 @@ int main(int argc, char **argv) {
           id == -7 && strstr(attn_last_error(), "outside the vocabulary"));
     CHECK(attn_generator_submit(generator, NULL, 0, 4, NULL, 0, NULL, NULL,
                                 NULL, &id) == ATTN_INVALID_ARGUMENT);
+    /* A source: null with a length, negative, or any at all for this
+       decoder-only model. */
+    CHECK(attn_generator_submit_source(generator, NULL, 3, prompt, 5, 4, NULL,
+                                       0, NULL, NULL, NULL,
+                                       &id) == ATTN_INVALID_ARGUMENT);
+    CHECK(attn_generator_submit_source(generator, prompt, -1, prompt, 5, 4,
+                                       NULL, 0, NULL, NULL, NULL,
+                                       &id) == ATTN_INVALID_ARGUMENT);
+    CHECK(attn_generator_submit_source(generator, prompt, 2, prompt, 5, 4, NULL,
+                                       0, NULL, NULL, NULL,
+                                       &id) == ATTN_INVALID_ARGUMENT &&
+          id == -7 && strstr(attn_last_error(), "decoder-only"));
   }
   attn_generator_destroy(generator);
   attn_model_destroy(model);

@@ -40,7 +40,7 @@ struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
     if (alignment < 1 || (alignment & (alignment - 1)) != 0) {
       model.emitError() << "--attn-plan-activations: alignment must be a "
                            "power of two, got "
-                        << alignment;
+                        << int64_t(alignment);
       return signalPassFailure();
     }
     const int64_t d = model.getDModel(), f32 = 4;
