@@ -44,6 +44,7 @@ Target gTarget;
 struct PrefillShape {
   int queryHeads, kvHeads, headDim, length;
   bool causal;
+  attn::SdpaCompute compute = attn::SdpaCompute::F32;
 };
 
 /// Q, K, V, O of one shape, filled with seeded uniform values.
@@ -98,6 +99,7 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
   spec.headDim = s.headDim;
   spec.causal = s.causal;
   spec.scale = 1.0f / std::sqrt(float(s.headDim));
+  spec.compute = s.compute;
   // ATTN_BENCH_SCHEDULE=queryBlock,kvChunk,qkTileKeys,pvTileRows overrides
   // the default schedule (for exploring by hand before attn-tune exists).
   if (const char *text = std::getenv("ATTN_BENCH_SCHEDULE"))
@@ -174,6 +176,14 @@ void registerPrefill() {
           std::snprintf(name, sizeof name, "prefill/H%d_KV%d_D%d_S%d_%s", hq,
                         hkv, headDim, length, causal ? "causal" : "full");
           benchmark::RegisterBenchmark(name, fusedPrefill, s)
+              ->UseManualTime()
+              ->Unit(benchmark::kMillisecond);
+          // bf16 products (AVX512-BF16 where the host has it); GFLOPS and
+          // peak_pct still against the fp32 FMA peak.
+          PrefillShape bf16Shape = s;
+          bf16Shape.compute = attn::SdpaCompute::BF16;
+          benchmark::RegisterBenchmark((std::string(name) + "/bf16").c_str(),
+                                       fusedPrefill, bf16Shape)
               ->UseManualTime()
               ->Unit(benchmark::kMillisecond);
           // The baseline's score matrix must fit in memory comfortably.

@@ -84,6 +84,7 @@ void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec) {
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
   // Key padding: one more input, the real keys of each batch entry.
   const bool padded = spec.keyPadding;
+  const bool bf16 = spec.compute == attn::SdpaCompute::BF16;
   std::string lengthsDoc =
       padded ? "\n *   key_lengths [batch]: entry b sees only its first "
                "key_lengths[b] keys\n *   (clamped to [0, kv_len]); a query "
@@ -102,13 +103,14 @@ void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec) {
 /* {0}: out = softmax(query · keyᵀ · {1} {2}) · value
  *   {3} query heads over {4} KV heads, head_dim {5}; float, C order:
  *   query [batch][q_len][{3}][{5}], key and value [batch][kv_len][{4}][{5}],
- *   out [batch][q_len][{3}][{5}].{6}{9}
+ *   out [batch][q_len][{3}][{5}].{6}{9}{14}
  *   Returns ATTNC_OK, ATTNC_INVALID_ARGUMENT, or a halide_error_code_t. */
 #define {7}_NUM_QUERY_HEADS {3}
 #define {7}_NUM_KV_HEADS {4}
 #define {7}_HEAD_DIM {5}
 #define {7}_CAUSAL {8}
 #define {7}_KEY_PADDING {12}
+#define {7}_BF16_COMPUTE {15}
 static inline int {0}(const float *query, const float *key,
     const float *value, {10}float *out, int32_t batch, int32_t q_len,
     int32_t kv_len) {{
@@ -136,7 +138,12 @@ static inline int {0}(const float *query, const float *key,
             "\n *   a query that sees no key yields 0."
           : "",
       macro, spec.causal ? 1 : 0, lengthsDoc, lengthsParam, lengthsBuffer,
-      padded ? 1 : 0, padded ? "&n, " : "");
+      padded ? 1 : 0, padded ? "&n, " : "",
+      bf16 ? "\n *   bf16 products: Q, K, V and the softmax weights are "
+             "rounded to bf16\n *   for Q·Kᵀ and P·V (fp32 accumulation "
+             "and softmax)."
+           : "",
+      bf16 ? 1 : 0);
 }
 
 void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {

@@ -76,6 +76,8 @@ bool readLayer(const json::Object &object, const JsonPath &path,
     layer.softcap = float(*softcap);
   layer.alibi = reader.optionalBool("alibi").value_or(false);
   layer.keyPadding = reader.optionalBool("key_padding").value_or(false);
+  layer.bf16Compute = options.bf16Compute.value_or(
+      reader.optionalEnum("compute_dtype", {"f32", "bf16"}, "f32") == "bf16");
   if (auto theta = reader.optionalPositiveNumber("rope_theta"))
     layer.ropeTheta = float(*theta);
   layer.projectionBias = reader.optionalBool("projection_bias").value_or(false);

@@ -25,6 +25,8 @@ struct ImportOptions {
   std::optional<int64_t> pageSize;
   std::optional<std::string> kvDtype; ///< f32, f16 or bf16
   std::optional<int64_t> maxLength;   ///< tokens per sequence
+  /// Every attention layer's compute_dtype: f32, or bf16 products.
+  std::optional<bool> bf16Compute;
 };
 
 /// Imports the JSON in `sourceMgr`'s main buffer, a native model description

@@ -50,6 +50,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     return nullptr;
 
   LayerConfig layer;
+  layer.bf16Compute = options.bf16Compute.value_or(false);
   layer.queryHeads = *heads;
   layer.kvHeads = *heads;
   layer.headDim = *hidden / *heads;
@@ -174,6 +175,7 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
   ModelBuilder builder(context, loc, name, "encoder-decoder", *dModel,
                        options.maxBatch.value_or(1));
   LayerConfig encoder;
+  encoder.bf16Compute = options.bf16Compute.value_or(false);
   encoder.queryHeads = encoder.kvHeads = *encoderHeads;
   encoder.headDim = *dModel / *encoderHeads;
   encoder.stack = "encoder";
@@ -183,6 +185,7 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
   // Each decoder layer: masked self-attention over its growing cache, then
   // cross-attention over the encoder output (computed once per input).
   LayerConfig self, cross;
+  self.bf16Compute = encoder.bf16Compute;
   self.queryHeads = self.kvHeads = *decoderHeads;
   self.headDim = *dModel / *decoderHeads;
   self.mask = MaskKind::Causal;

@@ -63,6 +63,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.schedule.qkTileKeys = schedule->getQkTileKeys();
       spec.schedule.pvTileRows = schedule->getPvTileRows();
       spec.keyPadding = kernel.getKeyPadding();
+      if (kernel.getComputeDtype() && kernel.getComputeDtype()->isBF16())
+        spec.compute = ::attn::SdpaCompute::BF16;
       specs.prefill.push_back(spec);
     } else {
       ::attn::DecodeSpec spec;

@@ -80,6 +80,7 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       optionalF32(c.scale), optionalF32(c.softcap),
       c.alibi ? builder.getUnitAttr() : UnitAttr(),
       c.keyPadding ? builder.getUnitAttr() : UnitAttr(),
+      c.bf16Compute ? TypeAttr::get(builder.getBF16Type()) : TypeAttr(),
       optionalF32(c.ropeTheta), c.ropeScaling,
       c.projectionBias ? builder.getUnitAttr() : UnitAttr(), c.cache,
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),

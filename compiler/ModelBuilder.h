@@ -21,7 +21,8 @@ struct LayerConfig {
   std::optional<int64_t> window;
   std::optional<float> scale, softcap, ropeTheta;
   bool alibi = false;
-  bool keyPadding = false; ///< prefill over padded batches masks by length
+  bool keyPadding = false;  ///< prefill over padded batches masks by length
+  bool bf16Compute = false; ///< prefill products on bf16 operands
   bool projectionBias = false;
   mlir::DictionaryAttr ropeScaling; ///< null: none
   mlir::attn::KvCacheAttr cache;    ///< null: the layer never decodes

@@ -135,7 +135,10 @@ std::string renderPlanJson(ModuleOp module) {
         {"softcap",
          kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0},
         {"alibi", kernel.getAlibi()},
-        {"key_padding", kernel.getKeyPadding()}};
+        {"key_padding", kernel.getKeyPadding()},
+        {"compute_dtype", kernel.getComputeDtype()
+                              ? typeName(*kernel.getComputeDtype())
+                              : std::string("f32")}};
     if (kernel.getPageSize()) {
       entry["page_size"] = int64_t(*kernel.getPageSize());
       entry["kv_dtype"] = kernel.getKvDtype() ? typeName(*kernel.getKvDtype())
@@ -240,6 +243,8 @@ std::string describeKernel(Operation &op) {
       text += " alibi";
     if (kernel.getKeyPadding())
       text += " key_padding";
+    if (kernel.getComputeDtype())
+      text += " " + typeName(*kernel.getComputeDtype()) + " compute";
     if (kernel.getPageSize())
       text += " page " + std::to_string(*kernel.getPageSize());
     if (kernel.getKvDtype())

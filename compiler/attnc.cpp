@@ -100,6 +100,15 @@ cl::opt<std::string> kvDtype("kv-dtype", cl::desc("f32, f16 or bf16"),
                              cl::cat(cacheCategory));
 cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
                        cl::cat(cacheCategory));
+enum class ComputeDtype { F32, BF16 };
+cl::opt<ComputeDtype> attentionCompute(
+    "attention-compute",
+    cl::desc("Precision of every attention layer's prefill products "
+             "(overrides the description's compute_dtype)"),
+    cl::values(clEnumValN(ComputeDtype::F32, "f32", "fp32 throughout"),
+               clEnumValN(ComputeDtype::BF16, "bf16",
+                          "bf16 operands, fp32 accumulation and softmax")),
+    cl::cat(attncCategory));
 
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
@@ -133,6 +142,8 @@ attnc::ImportOptions importOptions() {
     options.kvDtype = kvDtype;
   if (maxLength.getNumOccurrences())
     options.maxLength = maxLength;
+  if (attentionCompute.getNumOccurrences())
+    options.bf16Compute = attentionCompute == ComputeDtype::BF16;
   return options;
 }
 

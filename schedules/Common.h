@@ -95,6 +95,40 @@ inline Halide::Func alibiSlopeTable(int heads) {
   return slope;
 }
 
+/// Which keys each query row of an attention kernel sees, shared by the fp32
+/// and bf16 prefill pipelines: causal masks aligned to the end of the keys,
+/// sliding windows, and key padding (keyEnd: entry b's real keys).
+struct PrefillMask {
+  const SdpaSpec &spec;
+  Halide::Expr
+      diagonal;        ///< kv_len - q_len: query i sees keys j <= i + diagonal
+  Halide::Expr keyEnd; ///< keys at or past this are padding (or absent)
+
+  Halide::Expr visible(Halide::Expr i, Halide::Expr j) const {
+    Halide::Expr seen = j < keyEnd;
+    if (spec.causal || spec.window > 0)
+      seen = seen && j <= i + diagonal;
+    if (spec.window > 0)
+      seen = seen && j > i + diagonal - spec.window;
+    return seen;
+  }
+
+  /// Restricts the chunk RDom `rc` of a query block whose first row is
+  /// `firstRow` to chunks some row of the block sees: none past the
+  /// diagonal, none wholly before the first row's window, none past the
+  /// entry's last real key.
+  void skipInvisibleChunks(Halide::RDom &rc, Halide::Expr firstRow,
+                           int queryBlock, int kvChunk) const {
+    if (spec.causal || spec.window > 0)
+      rc.where(rc * kvChunk <= firstRow + (queryBlock - 1) + diagonal);
+    if (spec.window > 0)
+      rc.where(rc * kvChunk + (kvChunk - 1) >
+               firstRow + diagonal - spec.window);
+    if (spec.keyPadding)
+      rc.where(rc * kvChunk < keyEnd);
+  }
+};
+
 } // namespace attn
 
 #endif // ATTN_SCHEDULES_COMMON_H

@@ -20,6 +20,8 @@ using namespace Halide;
 namespace attn {
 
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
+  if (spec.compute == SdpaCompute::BF16)
+    return buildSdpaBf16Pipeline(spec, target);
   const SdpaSchedule &sched = spec.schedule;
   const int headDim = spec.headDim;
   const int group = spec.queryHeadsPerKvHead();
@@ -60,11 +62,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   Expr keyEnd = kvLen; // entry b's keys end here
   if (spec.keyPadding)
     keyEnd = clamp(keyLengths(b), 0, kvLen);
-  Expr visible = j < keyEnd;
-  if (spec.causal || spec.window > 0)
-    visible = visible && j <= i + diagonal;
-  if (spec.window > 0)
-    visible = visible && j > i + diagonal - spec.window;
+  PrefillMask mask{spec, diagonal, keyEnd};
+  Expr visible = mask.visible(i, j);
   // The mask enters as a bias and a 0/1 factor, not as select(visible,
   // score(...)): Halide narrows a producer's bounds by a select's condition,
   // which gives empty regions for rows that see no key.
@@ -97,16 +96,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // to max(m, m'). Associative, so it is a Tuple update over the chunk RDom.
   RDom rc(0, numChunks, "rc");
   Expr row = qb * queryBlock + ii;
-  // Skip chunks no row of the block sees: past the diagonal, or (sliding
-  // window) entirely before the first row's window.
-  if (spec.causal || spec.window > 0)
-    rc.where(rc * kvChunk <= qb * queryBlock + (queryBlock - 1) + diagonal);
-  if (spec.window > 0)
-    rc.where(rc * kvChunk + (kvChunk - 1) >
-             qb * queryBlock + diagonal - spec.window);
-  // Padded entries: no chunk past the entry's last real key.
-  if (spec.keyPadding)
-    rc.where(rc * kvChunk < keyEnd);
+  mask.skipInvisibleChunks(rc, qb * queryBlock, queryBlock, kvChunk);
   Func state("state");
   state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
   state(d, ii, qb, h, b) =

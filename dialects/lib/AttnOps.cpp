@@ -129,6 +129,21 @@ LogicalResult verifyKernelRefs(
     std::initializer_list<std::pair<StringRef, SymbolRefAttr>> refs);
 } // namespace
 
+/// compute_dtype: f32 or bf16; bf16 products pair up head channels.
+static LogicalResult
+verifyComputeDtype(Operation *op, std::optional<Type> dtype, uint64_t headDim) {
+  if (!dtype)
+    return success();
+  if (!dtype->isF32() && !dtype->isBF16())
+    return op->emitOpError()
+           << "compute_dtype must be f32 or bf16, got " << *dtype;
+  if (dtype->isBF16() && headDim % 2 != 0)
+    return op->emitOpError()
+           << "bf16 compute multiplies head channels in pairs: head_dim ("
+           << headDim << ") must be even; use compute_dtype f32";
+  return success();
+}
+
 LogicalResult AttentionLayerOp::verify() {
   int64_t queryHeads = getNumQueryHeads(), kvHeads = getNumKvHeads();
   if (queryHeads % kvHeads != 0)
@@ -160,6 +175,8 @@ LogicalResult AttentionLayerOp::verify() {
     if (*stack != "encoder" && *stack != "decoder")
       return emitOpError() << "stack must be encoder or decoder, got \""
                            << *stack << "\"";
+  if (failed(verifyComputeDtype(*this, getComputeDtype(), getHeadDim())))
+    return failure();
   return verifyKernelRefs(*this, {{"prefill_kernel", getPrefillKernelAttr()},
                                   {"decode_kernel", getDecodeKernelAttr()},
                                   {"query_kernel", getQueryKernelAttr()},
@@ -187,7 +204,9 @@ LogicalResult KernelOp::verify() {
     if (!dtype->isF32() && !dtype->isF16() && !dtype->isBF16())
       return emitOpError() << "kv_dtype must be f32, f16 or bf16";
   }
-  return success();
+  if (decode && getComputeDtype())
+    return emitOpError() << "compute_dtype applies to prefill kernels only";
+  return verifyComputeDtype(*this, getComputeDtype(), getHeadDim());
 }
 
 //===----------------------------------------------------------------------===//

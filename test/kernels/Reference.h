@@ -79,6 +79,20 @@ inline std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
   return x;
 }
 
+/// Tolerance of attention with bf16 products (SdpaCompute::BF16) for
+/// inputs uniform in [-1, 1]: u = 2^-9 is bf16's unit roundoff. Rounding V
+/// moves an output by at most u (|v| <= 1); rounding P by at most 2u (each
+/// weight within u, normalized by the sum of the rounded weights). Rounding Q
+/// and K moves a logit by about 2u·scale·√D·rms(q_d·k_d) (D products with
+/// independent rounding errors; rms 1/3 for these inputs), which moves the
+/// output by about as much. 3u·(1 + scale·√D) covers both with margin:
+/// 0.0117 at scale 1/√D; the worst case here (scale 0.3, D 256) measured
+/// 0.009 against 0.034.
+inline double bf16Tolerance(double scale, int headDim) {
+  const double u = std::ldexp(1.0, -9);
+  return 3 * u * (1 + scale * std::sqrt(double(headDim)));
+}
+
 inline double maxAbsError(const std::vector<float> &got,
                           const std::vector<double> &expected) {
   double error = 0;

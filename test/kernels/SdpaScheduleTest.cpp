@@ -9,9 +9,12 @@
 // kv_len). Each variant is JIT-compiled from the same pipeline builder attnc
 // uses and compared with the double reference.
 //
+// 60 variants (40 fp32, 20 with bf16 products), five shapes each.
+//
 // Tolerance 1e-5 absolute in fp32, as in SdpaTest.cpp: inputs in [-1, 1],
 // outputs convex combinations of V rows, the exp2 polynomial is within 2e-7
-// relative, and fp32 sums over <= 1100 keys stay near 1e-6.
+// relative, and fp32 sums over <= 1100 keys stay near 1e-6. bf16: see
+// bf16Tolerance in Reference.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,13 +39,17 @@ std::vector<Variant> makeVariants() {
     return *(values.begin() + rng() % values.size());
   };
   std::vector<Variant> variants;
-  for (int n = 0; n < 40; n++) {
+  // 40 fp32 variants, then 20 with bf16 products (even head sizes only).
+  for (int n = 0; n < 60; n++) {
     Variant variant;
     attn::SdpaSpec &spec = variant.spec;
-    spec.functionName = "variant" + std::to_string(n);
+    const bool bf16 = n >= 40;
+    spec.functionName = (bf16 ? "bf16_variant" : "variant") + std::to_string(n);
+    spec.compute = bf16 ? attn::SdpaCompute::BF16 : attn::SdpaCompute::F32;
     spec.numKvHeads = pick({1, 2, 3});
     spec.numQueryHeads = spec.numKvHeads * pick({1, 2, 4});
-    spec.headDim = pick({8, 13, 32, 40, 64, 80, 96, 128, 200, 256});
+    spec.headDim = bf16 ? pick({8, 32, 40, 64, 80, 96, 128, 200, 256})
+                        : pick({8, 13, 32, 40, 64, 80, 96, 128, 200, 256});
     spec.causal = rng() % 2;
     if (n % 4 == 3) // sliding windows, causal by definition
       spec.window = pick({1, 5, 100, 700});
@@ -53,7 +60,7 @@ std::vector<Variant> makeVariants() {
     spec.scale = pick({0, 1}) ? 1.0f / std::sqrt(float(spec.headDim)) : 0.3f;
     spec.schedule.queryBlock = pick({1, 7, 16, 32, 48, 64});
     spec.schedule.kvChunk = pick({16, 64, 100, 256, 512});
-    spec.schedule.qkTileKeys = pick({4, 8, 12});
+    spec.schedule.qkTileKeys = bf16 ? pick({1, 4, 6, 12}) : pick({4, 8, 12});
     spec.schedule.pvTileRows = pick({1, 4, 6});
     // Five shapes per variant: 200 configurations in all. Long sequences
     // only where the double reference stays cheap.
@@ -126,8 +133,69 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
     std::vector<float> got(out.data(), out.data() + out.number_of_elements());
     EXPECT_LE(
         maxAbsError(got, referenceAttention(s, q.data(), k.data(), v.data())),
-        1e-5);
+        variant.spec.compute == attn::SdpaCompute::BF16
+            ? bf16Tolerance(variant.spec.scale, variant.spec.headDim)
+            : 1e-5);
   }
+}
+
+// The bf16 pipeline on targets without AVX512-BF16 (the AVX2 and AVX-512
+// variants of a dispatch library): Halide lowers the pairwise products
+// generically there; same answers.
+TEST(SdpaBf16Test, MatchesWithoutBf16Instructions) {
+  Halide::Target host = Halide::get_jit_target_from_environment();
+  attn::SdpaSpec spec;
+  spec.functionName = "bf16_generic";
+  spec.numQueryHeads = 4;
+  spec.numKvHeads = 2;
+  spec.headDim = 80;
+  spec.causal = true;
+  spec.scale = 1.0f / std::sqrt(80.0f);
+  spec.compute = attn::SdpaCompute::BF16;
+  AttentionShape s{2, 77, 77, 4, 2, 80, true, spec.scale};
+  std::mt19937 rng(5);
+  Halide::Buffer<float> q(80, 4, 77, 2), k(80, 2, 77, 2), v(80, 2, 77, 2),
+      out(80, 4, 77, 2);
+  for (Halide::Buffer<float> *buffer : {&q, &k, &v}) {
+    std::vector<float> values = randomVector(buffer->number_of_elements(), rng);
+    std::copy(values.begin(), values.end(), buffer->data());
+  }
+  std::vector<double> expected =
+      referenceAttention(s, q.data(), k.data(), v.data());
+  for (Halide::Target target :
+       {host.without_feature(Halide::Target::AVX512_SapphireRapids),
+        Halide::Target(host.os, host.arch, host.bits,
+                       {Halide::Target::AVX, Halide::Target::AVX2,
+                        Halide::Target::FMA, Halide::Target::F16C,
+                        Halide::Target::SSE41})}) {
+    if (!host.has_feature(Halide::Target::AVX2))
+      GTEST_SKIP() << "host without AVX2";
+    SCOPED_TRACE(target.to_string());
+    attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, target);
+    kernel.pipeline.compile_jit(target.with_feature(Halide::Target::JIT));
+    Halide::ParamMap params;
+    params.set(kernel.inputs[0], q);
+    params.set(kernel.inputs[1], k);
+    params.set(kernel.inputs[2], v);
+    kernel.pipeline.realize(out, target, params);
+    std::vector<float> got(out.data(), out.data() + out.number_of_elements());
+    EXPECT_LE(maxAbsError(got, expected),
+              bf16Tolerance(spec.scale, spec.headDim));
+  }
+}
+
+// An odd head size has no pairs for the bf16 products: refused, not
+// miscomputed.
+TEST(SdpaBf16Test, RefusesOddHeadDim) {
+  attn::SdpaSpec spec;
+  spec.functionName = "bf16_odd";
+  spec.numQueryHeads = spec.numKvHeads = 1;
+  spec.headDim = 13;
+  spec.scale = 0.25f;
+  spec.compute = attn::SdpaCompute::BF16;
+  EXPECT_THROW(
+      attn::buildSdpaPipeline(spec, Halide::get_jit_target_from_environment()),
+      std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(RandomMatrix, SdpaScheduleTest,

@@ -6,12 +6,14 @@
 // compared with a double-accumulation reference. A key-padding kernel masks
 // each batch entry's keys past its length.
 //
-// Tolerance: 1e-5 absolute in fp32. Inputs are uniform in [-1, 1], so outputs
+// Tolerance: 1e-5 absolute in fp32 (bf16 products: bf16Tolerance in
+// Reference.h). Inputs are uniform in [-1, 1], so outputs
 // are convex combinations of values in [-1, 1]; fp32 accumulation over at most
 // a few hundred terms keeps the error near 1e-6, an order below the bound.
 //
 //===----------------------------------------------------------------------===//
 
+#include "gqa_bf16.h"
 #include "gqa_scaled.h"
 #include "mha_causal.h"
 #include "mqa_causal.h"
@@ -44,6 +46,11 @@ struct Kernel {
   int queryHeads, kvHeads, headDim;
   bool causal;
   double scale;
+  bool bf16 = false; // prefill with bf16 products (compute_dtype bf16)
+
+  double tolerance() const {
+    return bf16 ? bf16Tolerance(scale, headDim) : 1e-5;
+  }
 };
 
 std::ostream &operator<<(std::ostream &os, const Kernel &kernel) {
@@ -59,6 +66,8 @@ const Kernel kKernels[] = {
      32, true, 1.0 / std::sqrt(32.0)},
     {"odd_causal", odd_causal_layer0_prefill, odd_causal_layer0_decode, 5, 5,
      13, true, 1.0 / std::sqrt(13.0)},
+    {"gqa_bf16", gqa_bf16_layer0_prefill, gqa_bf16_layer0_decode, 8, 2, 96,
+     true, 1.0 / std::sqrt(96.0), true},
 };
 
 struct Shape {
@@ -90,7 +99,7 @@ TEST_P(SdpaKernelTest, MatchesDoubleReference) {
                          kn.kvHeads, kn.headDim, kn.causal, kn.scale};
     EXPECT_LE(maxAbsError(
                   out, referenceAttention(shape, q.data(), k.data(), v.data())),
-              1e-5);
+              kn.tolerance());
   }
 }
 
@@ -109,8 +118,8 @@ TEST_P(SdpaKernelTest, RejectsInvalidArguments) {
 
 // Decoding the tokens of a sequence one at a time over the cache gives what
 // prefill over the whole sequence gives for each row (the point of a KV
-// cache), up to fp32 rounding: both are checked against the same reference
-// at 1e-5, so they agree within 2e-5.
+// cache), up to rounding: both are checked against the same reference at
+// the kernel's tolerance (decode is fp32), so they agree within twice that.
 TEST_P(SdpaKernelTest, DecodeStepsMatchPrefill) {
   const Kernel &kn = GetParam();
   const int batch = 2, length = 37, pageSize = 4096;
@@ -152,7 +161,7 @@ TEST_P(SdpaKernelTest, DecodeStepsMatchPrefill) {
                      double(std::fabs(out[b * row + x] -
                                       prefill[(b * length + t) * row + x])));
   }
-  EXPECT_LE(maxDifference, 2e-5);
+  EXPECT_LE(maxDifference, 2 * kn.tolerance());
 }
 
 // Encoder self-attention over a padded batch: entry b has key_lengths[b]

@@ -27,6 +27,7 @@ struct KernelSignature {
   bool keyPadding;  // prefill only
   int64_t pageSize; // decode only, else 0
   Type cacheType;   // decode only, else null
+  bool bf16Compute; // prefill only
 
   std::string name() const {
     std::string text = (family == KernelFamily::Prefill ? "prefill" : "decode");
@@ -42,6 +43,8 @@ struct KernelSignature {
       text += "_alibi";
     if (keyPadding)
       text += "_kpad";
+    if (bf16Compute)
+      text += "_bf16c";
     if (window)
       return text + "_w" + std::to_string(window);
     return text + (causal ? "_causal" : "");
@@ -52,7 +55,8 @@ struct KernelSignature {
            causal == other.causal && window == other.window &&
            scale == other.scale && softcap == other.softcap &&
            alibi == other.alibi && keyPadding == other.keyPadding &&
-           pageSize == other.pageSize && cacheType == other.cacheType;
+           pageSize == other.pageSize && cacheType == other.cacheType &&
+           bf16Compute == other.bf16Compute;
   }
 };
 
@@ -248,6 +252,8 @@ struct SpecializeKernelsPass
           signature.cacheType && !signature.cacheType.isF32()
               ? TypeAttr::get(signature.cacheType)
               : TypeAttr(),
+          signature.bf16Compute ? TypeAttr::get(builder.getBF16Type())
+                                : TypeAttr(),
           ScheduleAttr());
       symbols.insert(kernel); // renames on a clash (same name, other scale)
       kernels.emplace_back(signature, kernel);
@@ -278,13 +284,15 @@ struct SpecializeKernelsPass
           layer.getAlibi(),
           layer.getKeyPadding(),
           0,
-          Type()};
+          Type(),
+          layer.getComputeDtype() && layer.getComputeDtype()->isBF16()};
       layer.setPrefillKernelAttr(
           FlatSymbolRefAttr::get(kernelFor(prefill, layer.getLoc())));
       if (KvCacheAttr cache = layer.getCacheAttr()) {
         KernelSignature decode = prefill;
         decode.family = KernelFamily::Decode;
         decode.keyPadding = false;
+        decode.bf16Compute = false; // decode is bound by reading the cache
         decode.pageSize = cache.getPageSize();
         decode.cacheType = cache.getDtype();
         layer.setDecodeKernelAttr(

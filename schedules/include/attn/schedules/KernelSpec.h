@@ -23,8 +23,20 @@ struct SdpaSchedule {
       0; ///< fp32 lanes per vector op; 0: the target's natural width
   int queryBlock = 128; ///< query rows per task (and per online-softmax state)
   int kvChunk = 256;    ///< keys per online-softmax step
-  int qkTileKeys = 4; ///< keys per Q·Kᵀ register tile (x 2 vectors of rows)
+  /// The Q·Kᵀ register tile's unvectorized extent: keys (x 2 vectors of
+  /// query rows) in fp32; query rows (x min(4, 24 / rows) vectors of keys)
+  /// in bf16, whose tile vectorizes over keys.
+  int qkTileKeys = 4;
   int pvTileRows = 4; ///< query rows per P·V register tile (x 4 vectors of d)
+};
+
+/// The precision of an attention kernel's two matrix products.
+enum class SdpaCompute {
+  F32,  ///< fp32 throughout
+  BF16, ///< Q, K, V and the probabilities P rounded to bf16 for Q·Kᵀ and
+        ///< P·V (fp32 accumulation, AVX512-BF16 dot products where the
+        ///< target has them); softmax, its running state and the output
+        ///< stay fp32. Requires an even head_dim.
 };
 
 /// Scaled dot-product attention, softmax(Q·Kᵀ·scale + mask)·V.
@@ -54,9 +66,10 @@ struct SdpaSpec {
   int window = 0; ///< > 0: sliding window, query i sees only its last `window`
                   ///< keys (causal)
   float scale = 0.0f;
-  float softcap = 0.0f; ///< > 0: logits become softcap·tanh(logit/softcap)
-  bool alibi = false;   ///< add ALiBi biases slope_h·(j - i_absolute)
+  float softcap = 0.0f;    ///< > 0: logits become softcap·tanh(logit/softcap)
+  bool alibi = false;      ///< add ALiBi biases slope_h·(j - i_absolute)
   bool keyPadding = false; ///< a key_lengths input masks padded keys
+  SdpaCompute compute = SdpaCompute::F32;
   SdpaSchedule schedule;
 
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }

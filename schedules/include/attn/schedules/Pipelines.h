@@ -29,6 +29,11 @@ struct KernelPipeline {
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
                                  const Halide::Target &target);
 
+/// The bf16-compute variant buildSdpaPipeline dispatches to (same
+/// arguments; Sdpa.cpp documents the algorithm, SdpaBf16.cpp its schedule).
+KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
+                                     const Halide::Target &target);
+
 /// Builds the split-KV decode pipeline for `spec`. Inputs: query,
 /// key_pages, value_pages, block_table, seq_lens; then the output.
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,

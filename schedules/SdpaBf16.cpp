@@ -1,0 +1,242 @@
+//===- SdpaBf16.cpp - fused attention with bf16 matrix products
+//------------===//
+//
+// The algorithm of Sdpa.cpp (flash-style online softmax over key chunks, the
+// same masks and chunk skipping) with both matrix products on bf16 operands
+// and fp32 accumulators, so that AVX512-BF16's vdpbf16ps (16 lanes x a pair
+// of products each: twice the fp32 FMA's work per instruction) does them.
+// Halide 14 emits vdpbf16ps for a 2-way VectorReduce of
+// f32(bf16 a) * f32(bf16 b) into an fp32 accumulator on targets with
+// avx512_sapphirerapids; elsewhere the same pipeline is correct, just not
+// faster than fp32.
+//
+// vdpbf16ps multiplies pairs: lane l of the accumulator gets
+// a[2l]·b[2l] + a[2l+1]·b[2l+1]. So each product's vectorized operand is
+// packed with its reduction dimension in pairs innermost:
+//   Q·Kᵀ vectorizes over keys: K packed as [pair of d][key][2], Q's pair
+//        (d, d+1) of one row broadcast (Q rows are d-contiguous already);
+//   P·V  vectorizes over d: V packed as [pair of keys][d][2], P's pair
+//        (j, j+1) of one row broadcast (P is stored key-innermost).
+// K and V are packed once per call (O(S·D) against O(S²·D) of work); Q per
+// task. Scores are key-innermost, so the row max and row sum of a chunk are
+// vector reductions (rfactor) finished by one horizontal step per row.
+//
+// Inputs and outputs are fp32, as for the fp32 kernel: callers choose the
+// precision, not the data layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/schedules/Pipelines.h"
+
+#include "Common.h"
+
+#include <cmath>
+#include <stdexcept>
+
+using namespace Halide;
+
+namespace attn {
+
+KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
+                                     const Target &target) {
+  if (spec.headDim % 2 != 0)
+    throw std::invalid_argument("bf16 attention needs an even head_dim, not " +
+                                std::to_string(spec.headDim));
+  const SdpaSchedule &sched = spec.schedule;
+  const int headDim = spec.headDim;
+  const int group = spec.queryHeadsPerKvHead();
+  const int queryBlock = sched.queryBlock;
+  const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
+                                        : target.natural_vector_size<float>();
+  // Chunks are whole vectors of keys (and so whole pairs).
+  const int kvChunk = (std::max(sched.kvChunk, 1) + vec - 1) / vec * vec;
+
+  // ALGORITHM ---------------------------------------------------------------
+  // As in Sdpa.cpp: query(d, h, i, b) is query[b][i][h][d]; rows in blocks
+  // qb of queryBlock (ii within), keys in chunks c of kvChunk.
+  ImageParam query(Float(32), 4, "query");
+  ImageParam key(Float(32), 4, "key");
+  ImageParam value(Float(32), 4, "value");
+  ImageParam keyLengths(Int(32), 1, "key_lengths");
+  Var d("d"), h("h"), i("i"), b("b"), j("j"), ii("ii"), qb("qb"), c("c");
+  Var pair("pair"), lane("lane"), hk("hk");
+  Expr qLen = query.dim(2).extent();
+  Expr kvLen = key.dim(2).extent();
+  Expr diagonal = kvLen - qLen;
+  Expr numChunks = (kvLen + kvChunk - 1) / kvChunk;
+  const Type bf16 = BFloat(16);
+
+  // Operands, rounded to bf16 (round to nearest even). Q pre-scaled into the
+  // log2 domain as in the fp32 kernel; tail rows and keys clamped, then
+  // masked.
+  Func queryB("queryB"); // [b][h][i][d]
+  queryB(d, i, h, b) = cast(bf16, query(d, h, min(i, qLen - 1), b) *
+                                      (spec.scale * float(M_LOG2E)));
+  Func keyB("keyB"); // [b][kv head][pair of d][key][2]
+  keyB(lane, j, pair, hk, b) =
+      cast(bf16, key(2 * pair + lane, hk, min(j, kvLen - 1), b));
+  Func valueB("valueB"); // [b][kv head][pair of keys][d][2]
+  valueB(lane, d, pair, hk, b) =
+      cast(bf16, value(d, hk, min(2 * pair + lane, kvLen - 1), b));
+
+  RDom rd(0, 2, 0, headDim / 2, "rd"); // (lane, pair of d)
+  Func score("score");                 // key-innermost: [b][h][i][j]
+  score(j, i, h, b) = 0.0f;
+  score(j, i, h, b) += cast<float>(keyB(rd.x, j, rd.y, h / group, b)) *
+                       cast<float>(queryB(2 * rd.y + rd.x, i, h, b));
+
+  Expr keyEnd = kvLen;
+  if (spec.keyPadding)
+    keyEnd = clamp(keyLengths(b), 0, kvLen);
+  PrefillMask mask{spec, diagonal, keyEnd};
+  Expr visible = mask.visible(i, j);
+  Func logit("logit");
+  Expr slope;
+  if (spec.alibi)
+    slope = alibiSlopeTable(spec.numQueryHeads)(h);
+  logit(j, i, h, b) =
+      adjustScore(score(j, i, h, b), spec.softcap, slope, j - (i + diagonal)) +
+      select(visible, 0.0f, kMaskedLogit);
+
+  // Per chunk: row max, probabilities (stored bf16: they are P·V's
+  // broadcast operand), their row sum (of the rounded values P·V uses, so
+  // the normalization matches), and P·V.
+  RDom rk(0, kvChunk, "rk");
+  Expr chunkKey = c * kvChunk + rk;
+  Func chunkMax("chunkMax");
+  chunkMax(i, h, b, c) = kMaskedLogit;
+  chunkMax(i, h, b, c) = max(chunkMax(i, h, b, c), logit(chunkKey, i, h, b));
+  Func prob("prob");
+  prob(j, i, h, b) =
+      cast(bf16,
+           exp2Nonpositive(logit(j, i, h, b) - chunkMax(i, h, b, j / kvChunk)) *
+               select(visible, 1.0f, 0.0f));
+  Func chunkSum("chunkSum");
+  chunkSum(i, h, b, c) = 0.0f;
+  chunkSum(i, h, b, c) += cast<float>(prob(chunkKey, i, h, b));
+  RDom rp(0, 2, 0, kvChunk / 2, "rp"); // (lane, pair of keys in the chunk)
+  Func chunkOut("chunkOut");
+  chunkOut(d, i, h, b, c) = 0.0f;
+  chunkOut(d, i, h, b, c) +=
+      cast<float>(valueB(rp.x, d, c * (kvChunk / 2) + rp.y, h / group, b)) *
+      cast<float>(prob(c * kvChunk + 2 * rp.y + rp.x, i, h, b));
+
+  RDom rc(0, numChunks, "rc");
+  Expr row = qb * queryBlock + ii;
+  // The block's first row comes from a (tiny, root) table rather than the
+  // expression qb·queryBlock: solving the skip conditions for qb would let
+  // bounds inference narrow each chunk's row range to a symbolic one, and
+  // Halide 14 then scalarizes the atomic pairwise reductions (measured:
+  // causal as slow as full).
+  Func blockFirstRow("blockFirstRow");
+  blockFirstRow(qb) = qb * queryBlock;
+  mask.skipInvisibleChunks(rc, blockFirstRow(qb), queryBlock, kvChunk);
+  Func state("state");
+  state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
+  state(d, ii, qb, h, b) =
+      combineSoftmaxStates(state(d, ii, qb, h, b), chunkMax(row, h, b, rc),
+                           chunkSum(row, h, b, rc), chunkOut(d, row, h, b, rc));
+
+  Func output("output");
+  Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
+  Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
+  output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
+
+  constrainActivation(query, spec.numQueryHeads, headDim, false);
+  constrainActivation(key, spec.numKvHeads, headDim, false);
+  constrainActivation(value, spec.numKvHeads, headDim, false);
+  constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
+
+  // SCHEDULE ----------------------------------------------------------------
+  // K and V packed up front, one parallel task per (batch, KV head). Then,
+  // as in Sdpa.cpp, one parallel task per (batch, head, query block) that
+  // walks the key chunks. Q·Kᵀ: register tiles of qkRows rows x qkVectors
+  // vectors of keys (a vdpbf16ps per accumulator per pair of d); P·V:
+  // pvTileRows rows x up to 4 vectors of d.
+  // Measured (bench/README.md, 2 Zen 4 cores with AVX512-BF16): see there;
+  // the Q·Kᵀ tile alone reaches 205-228 GFLOP/s on one core (4 x 4 tiles
+  // best), against the fp32 FMA peak of 117.
+  Var io("io"), task("task"), kvTask("kvTask"), si("si"), sj("sj"), so("so"),
+      sjo("sjo"), di("di"), dO("dO"), ri("ri"), ro("ro"), u("u");
+  output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
+      .reorder(d, i, h, io, b)
+      .fuse(h, io, task)
+      .fuse(task, b, task)
+      .parallel(task)
+      .vectorize(d, vec, TailStrategy::GuardWithIf);
+  state.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
+  state.update().reorder(d, ii, rc).vectorize(d, vec,
+                                              TailStrategy::GuardWithIf);
+
+  keyB.compute_root()
+      .bound(lane, 0, 2)
+      .fuse(hk, b, kvTask)
+      .parallel(kvTask)
+      .unroll(lane)
+      .vectorize(j, vec, TailStrategy::GuardWithIf);
+  valueB.compute_root()
+      .bound(lane, 0, 2)
+      .fuse(hk, b, kvTask)
+      .parallel(kvTask)
+      .vectorize(lane)
+      .vectorize(d, vec, TailStrategy::GuardWithIf);
+  blockFirstRow.compute_root();
+  queryB.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
+
+  const int qkRows = std::max(1, sched.qkTileKeys);
+  const int qkVectors = std::max(1, std::min(4, 24 / qkRows));
+  logit.compute_at(state, rc)
+      .split(j, sjo, sj, qkVectors * vec, TailStrategy::RoundUp)
+      .split(i, so, si, qkRows, TailStrategy::RoundUp)
+      .reorder(sj, si, so, sjo)
+      .vectorize(sj, vec)
+      .unroll(sj)
+      .unroll(si);
+  score.compute_at(logit, so).vectorize(j, vec).unroll(j).unroll(i);
+  score.update()
+      .reorder(rd.x, j, i, rd.y)
+      .atomic()
+      .vectorize(rd.x)
+      .vectorize(j, vec)
+      .unroll(j)
+      .unroll(i);
+
+  // Row max and row sum: vec partial results per row over the chunk's
+  // vectors of keys, then one horizontal step.
+  for (Func f : {chunkMax, chunkSum}) {
+    RVar rko("rko"), rki("rki");
+    Func partial = f.update().split(rk, rko, rki, vec).rfactor(rki, u);
+    partial.compute_at(state, rc).vectorize(u);
+    partial.update().vectorize(u);
+    f.compute_at(state, rc);
+    f.update().atomic().vectorize(rki);
+  }
+  prob.compute_at(state, rc).vectorize(j, vec, TailStrategy::GuardWithIf);
+
+  int pvCols = std::min(4 * vec, headDim);
+  if (headDim % vec == 0) {
+    if (headDim / vec <= 5)
+      pvCols = headDim;
+    else
+      while (headDim % pvCols != 0)
+        pvCols -= vec;
+  }
+  const int pvRows = sched.pvTileRows;
+  chunkOut.compute_at(state, rc).vectorize(d, vec, TailStrategy::GuardWithIf);
+  chunkOut.update()
+      .split(d, dO, di, pvCols, TailStrategy::GuardWithIf)
+      .split(i, ro, ri, pvRows, TailStrategy::GuardWithIf)
+      .reorder(rp.x, di, ri, rp.y, dO, ro)
+      .atomic()
+      .vectorize(rp.x)
+      .vectorize(di, vec, TailStrategy::GuardWithIf)
+      .unroll(ri);
+
+  if (spec.keyPadding) {
+    keyLengths.dim(0).set_min(0);
+    return {Pipeline(output), {query, key, value, keyLengths}};
+  }
+  return {Pipeline(output), {query, key, value}};
+}
+
+} // namespace attn
