@@ -216,6 +216,8 @@ std::vector<TunedKernel> readKernels(const json &plan, const Options &o) {
     fill(t.sdpa);
     fill(t.decode);
     t.sdpa.keyPadding = k.value("key_padding", false);
+    if (k.value("compute_dtype", "f32") == "bf16")
+      t.sdpa.compute = attn::SdpaCompute::BF16;
     t.decode.pageSize = intField(k, "page_size", 16);
     std::string dtype = k.value("kv_dtype", "f32");
     t.decode.cacheElement = dtype == "f16"    ? attn::CacheElement::F16
