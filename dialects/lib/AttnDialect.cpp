@@ -14,4 +14,5 @@ void AttnDialect::initialize() {
 #include "attn/AttnOps.cpp.inc"
       >();
   registerAttributes();
+  registerTypes();
 }

@@ -63,6 +63,13 @@ LogicalResult SdpaOp::verify() {
       return emitOpError() << "scale must be positive and finite, got " << s;
   }
 
+  if (getWindow() && !getCausal())
+    return emitOpError() << "a sliding window needs `causal`: it limits how "
+                            "far back a query sees";
+  if (std::optional<APFloat> softcap = getSoftcap())
+    if (!(softcap->convertToFloat() > 0.0f) ||
+        !std::isfinite(softcap->convertToFloat()))
+      return emitOpError() << "softcap must be positive and finite";
   auto query = cast<RankedTensorType>(getQuery().getType());
   auto key = cast<RankedTensorType>(getKey().getType());
   auto value = cast<RankedTensorType>(getValue().getType());
@@ -207,6 +214,67 @@ LogicalResult KernelOp::verify() {
   if (decode && getComputeDtype())
     return emitOpError() << "compute_dtype applies to prefill kernels only";
   return verifyComputeDtype(*this, getComputeDtype(), getHeadDim());
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE and the KV cache at the math level
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto positions = cast<RankedTensorType>(getPositions().getType());
+  int64_t headDim = input.getDimSize(kHeadDim);
+  if (ShapedType::isDynamic(headDim) || headDim % 2 != 0)
+    return emitOpError() << "rotates channel pairs: head_dim must be static "
+                            "and even, got "
+                         << (ShapedType::isDynamic(headDim)
+                                 ? std::string("?")
+                                 : std::to_string(headDim));
+  for (auto [dim, what] :
+       {std::pair{kBatch, "batch"}, std::pair{kSeq, "sequence length"}}) {
+    int64_t a = input.getDimSize(dim), b = positions.getDimSize(dim);
+    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+      return emitOpError() << "input and positions disagree on " << what << " ("
+                           << a << " vs " << b << ")";
+  }
+  float theta = getTheta().convertToFloat();
+  if (!(theta > 0.0f) || !std::isfinite(theta))
+    return emitOpError() << "theta must be positive and finite";
+  return success();
+}
+
+namespace {
+/// Checks a [batch, seq, heads, head_dim] tensor against a cache's heads
+/// and head size.
+LogicalResult checkCacheRows(Operation *op, StringRef name,
+                             RankedTensorType type, CacheType cache) {
+  if (failed(checkExtent(op, name, type, kHeads, "heads", cache.getHeads(),
+                         "the cache's heads")) ||
+      failed(checkExtent(op, name, type, kHeadDim, "channels per head",
+                         cache.getHeadDim(), "the cache's head_dim")))
+    return failure();
+  return success();
+}
+} // namespace
+
+LogicalResult CacheAppendOp::verify() {
+  return checkCacheRows(*this, "key",
+                        cast<RankedTensorType>(getKey().getType()),
+                        getCache().getType());
+}
+
+LogicalResult CacheViewOp::verify() {
+  auto keys = cast<RankedTensorType>(getKeys().getType());
+  CacheType cache = getCache().getType();
+  if (failed(checkCacheRows(*this, "the view", keys, cache)))
+    return failure();
+  int64_t length = keys.getDimSize(kSeq);
+  if (!ShapedType::isDynamic(length) &&
+      length > cache.getConfig().getMaxLength())
+    return emitOpError() << "views " << length
+                         << " tokens of a cache that holds at most "
+                         << cache.getConfig().getMaxLength();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

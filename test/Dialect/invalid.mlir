@@ -67,3 +67,67 @@ func.func @result_shape(%q: tensor<?x?x8x64xf32>, %k: tensor<?x?x2x64xf32>,
       : tensor<?x?x8x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x2x64xf32>
   return %o : tensor<?x?x2x64xf32>
 }
+
+// -----
+
+func.func @rope_odd(%x: tensor<?x?x4x7xf32>, %pos: tensor<?x?xi32>) -> tensor<?x?x4x7xf32> {
+  // expected-error @+1 {{rotates channel pairs: head_dim must be static and even, got 7}}
+  %y = attn.rope %x, %pos {theta = 1.0e4 : f32} : tensor<?x?x4x7xf32>, tensor<?x?xi32>
+  return %y : tensor<?x?x4x7xf32>
+}
+
+// -----
+
+func.func @rope_positions(%x: tensor<2x5x4x8xf32>, %pos: tensor<2x6xi32>) -> tensor<2x5x4x8xf32> {
+  // expected-error @+1 {{input and positions disagree on sequence length (5 vs 6)}}
+  %y = attn.rope %x, %pos {theta = 1.0e4 : f32} : tensor<2x5x4x8xf32>, tensor<2x6xi32>
+  return %y : tensor<2x5x4x8xf32>
+}
+
+// -----
+
+func.func @rope_theta(%x: tensor<?x?x4x8xf32>, %pos: tensor<?x?xi32>) -> tensor<?x?x4x8xf32> {
+  // expected-error @+1 {{theta must be positive and finite}}
+  %y = attn.rope %x, %pos {theta = -1.0 : f32} : tensor<?x?x4x8xf32>, tensor<?x?xi32>
+  return %y : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+func.func @append_heads(%k: tensor<?x?x3x8xf32>) {
+  %c = attn.cache_declare : !attn.cache<heads = 2, head_dim = 8,
+      #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>>
+  // expected-error @+1 {{key has 3 heads but the cache's heads = 2}}
+  %c1 = attn.cache_append %c, %k, %k : !attn.cache<heads = 2, head_dim = 8,
+      #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>>, tensor<?x?x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @view_too_long() {
+  %c = attn.cache_declare : !attn.cache<heads = 2, head_dim = 8,
+      #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>>
+  // expected-error @+1 {{views 65 tokens of a cache that holds at most 64}}
+  %k, %v = attn.cache_view %c : !attn.cache<heads = 2, head_dim = 8,
+      #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>> -> tensor<1x65x2x8xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a cache needs at least one head of at least one channel, got heads = 0, head_dim = 8}}
+func.func @empty_cache(%c: !attn.cache<heads = 0, head_dim = 8,
+    #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>>) {
+  return
+}
+
+// -----
+
+func.func @window_without_causal(%q: tensor<?x?x8x64xf32>, %k: tensor<?x?x2x64xf32>,
+                                 %v: tensor<?x?x2x64xf32>) -> tensor<?x?x8x64xf32> {
+  // expected-error @+1 {{a sliding window needs `causal`}}
+  %o = attn.sdpa %q, %k, %v {head_dim = 64 : i64, num_kv_heads = 2 : i64, num_query_heads = 8 : i64, window = 4 : i64}
+      : tensor<?x?x8x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x8x64xf32>
+  return %o : tensor<?x?x8x64xf32>
+}

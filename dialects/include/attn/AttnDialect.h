@@ -13,4 +13,7 @@
 #define GET_ATTRDEF_CLASSES
 #include "attn/AttnAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "attn/AttnTypes.h.inc"
+
 #endif // ATTN_ATTNDIALECT_H

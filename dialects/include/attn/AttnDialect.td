@@ -22,8 +22,10 @@ def Attn_Dialect : Dialect {
   }];
   let cppNamespace = "::mlir::attn";
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
+    void registerTypes();
   }];
 }
 

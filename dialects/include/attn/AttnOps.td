@@ -5,6 +5,7 @@
 
 include "attn/AttnAttrs.td"
 include "attn/AttnDialect.td"
+include "attn/AttnTypes.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -26,6 +27,9 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     aligned to the end of the key sequence, so the same op describes a prefill
     (`q_len == kv_len`) and a decode step over a cache (`q_len < kv_len`).
     `scale` defaults to `1/sqrt(head_dim)`. A query row that sees no key yields 0.
+    `window` (with `causal`) also requires `j > i + (kv_len - q_len) - window`;
+    `softcap` caps logits to softcap·tanh(logit/softcap); `alibi` adds ALiBi
+    biases slope_h·(j - i - (kv_len - q_len)).
 
     Example (grouped-query attention, 8 query heads sharing 2 KV heads):
 
@@ -45,7 +49,10 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     Attn_PositiveI64:$num_kv_heads,
     Attn_PositiveI64:$head_dim,
     UnitAttr:$causal,
-    OptionalAttr<F32Attr>:$scale
+    OptionalAttr<F32Attr>:$scale,
+    OptionalAttr<Attn_PositiveI64>:$window,
+    OptionalAttr<F32Attr>:$softcap,
+    UnitAttr:$alibi
   );
   let results = (outs Attn_ActivationTensor:$result);
 
@@ -59,6 +66,94 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     float getEffectiveScale();
   }];
 
+  let hasVerifier = 1;
+}
+
+def Attn_PositionsTensor : 2DTensorOf<[I32]>;
+
+def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of each head's channels";
+  let description = [{
+    Rotates each head of `input` (`[batch, seq, heads, head_dim]`) by its
+    token's position (`positions`, `[batch, seq]`), Hugging Face's
+    rotate_half convention: channel `c < head_dim/2` pairs with
+    `c + head_dim/2`, and the pair turns by `position · theta^(-2c/head_dim)`.
+    `scaling` carries a RoPE scaling rule as its source states it. Applied to
+    queries and keys before attention; attnc fuses it into the QKV
+    projection's epilogue.
+
+    ```mlir
+    %qr = attn.rope %q, %pos {theta = 1.000000e+04 : f32}
+        : tensor<?x?x8x64xf32>, tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins Attn_ActivationTensor:$input,
+                       Attn_PositionsTensor:$positions, F32Attr:$theta,
+                       OptionalAttr<DictionaryAttr>:$scaling);
+  let results = (outs Attn_ActivationTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $positions attr-dict `:` type($input) `,` type($positions)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_CacheDeclareOp : Attn_Op<"cache_declare", [Pure]> {
+  let summary = "an empty KV cache";
+  let description = [{
+    A cache of the result's type with no tokens for any sequence.
+
+    ```mlir
+    %c = attn.cache_declare : !attn.cache<heads = 2, head_dim = 64,
+        #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>>
+    ```
+  }];
+  let results = (outs Attn_CacheType:$cache);
+  let assemblyFormat = "attr-dict `:` qualified(type($cache))";
+}
+
+def Attn_CacheAppendOp : Attn_Op<"cache_append",
+                                 [Pure, AllTypesMatch<["cache", "result"]>,
+                                  AllTypesMatch<["key", "value"]>]> {
+  let summary = "the cache with new tokens' keys and values appended";
+  let description = [{
+    Appends `key` and `value` (`[batch, new_tokens, heads, head_dim]`, fp32,
+    converted to the cache's element type) after each sequence's cached
+    tokens. Appending past `max_length` is an error at run time (the
+    runtime refuses it and keeps the cache unchanged).
+
+    ```mlir
+    %c1 = attn.cache_append %c0, %k, %v : !attn.cache<...>, tensor<?x?x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_CacheType:$cache, Attn_ActivationTensor:$key,
+                       Attn_ActivationTensor:$value);
+  let results = (outs Attn_CacheType:$result);
+  let assemblyFormat = [{
+    $cache `,` $key `,` $value attr-dict `:` qualified(type($cache)) `,`
+    type($key)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_CacheViewOp : Attn_Op<"cache_view", [Pure,
+                                              AllTypesMatch<["keys", "values"]>]> {
+  let summary = "every cached key and value, for a decode step";
+  let description = [{
+    The cached keys and values (`[batch, kv_len, heads, head_dim]`, read as
+    fp32 whatever the storage type), the K and V operands of the decode
+    step's `attn.sdpa`. attnc's decode kernels read the pages in place
+    instead of materializing this view.
+
+    ```mlir
+    %keys, %values = attn.cache_view %c1 : !attn.cache<...> -> tensor<?x?x2x64xf32>
+    ```
+  }];
+  let arguments = (ins Attn_CacheType:$cache);
+  let results = (outs Attn_ActivationTensor:$keys,
+                      Attn_ActivationTensor:$values);
+  let assemblyFormat = [{
+    $cache attr-dict `:` qualified(type($cache)) `->` type($keys)
+  }];
   let hasVerifier = 1;
 }
 

@@ -109,4 +109,23 @@ def SelectSchedules : Pass<"attn-select-schedules", "::mlir::attn::ModelOp"> {
   ];
 }
 
+def OutlineDecodeSteps : Pass<"attn-outline-decode-steps", "::mlir::ModuleOp"> {
+  let summary = "Write each cached layer's decode step with math-level ops";
+  let description = [{
+    For every attention layer with a KV cache, adds a function
+    `@<model>_<layer>_decode_step` that states what one decode step of the
+    layer computes, with the tensor-level ops: for self-attention,
+    `attn.rope` on the new queries and keys (with `rope_theta`),
+    `attn.cache_append` of the new keys and values, `attn.cache_view` and
+    `attn.sdpa` with the layer's mask, window, scale, softcap and ALiBi;
+    for cross-attention, `attn.cache_view` of the encoder's keys and values
+    and `attn.sdpa`. Arguments: query, [key, value, positions (with RoPE)],
+    cache; results: the attention output and (self layers) the new cache.
+    This is the reference semantics of the fused kernels attnc generates
+    (projection epilogues, decode over pages in place); it is not lowered
+    further. Runs after --attn-materialize-defaults.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // ATTN_PASSES_TD
