@@ -115,7 +115,11 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
 
   // SCHEDULE ----------------------------------------------------------------
-  // One parallel task per (batch, head, query block). Inside, for each key
+  // One parallel task per (batch, head, query block), query blocks varying
+  // fastest: the two cores then work on blocks of the same head and share
+  // its K and V through the caches (heads fastest left each task to fetch
+  // another head's 2 MiB of K/V at S=2048, D128: MHA 53-61% of peak, now
+  // 72-77%; GQA 58-69% -> 75%, same run). Inside, for each key
   // chunk: S = Q·Kᵀ in (2 vectors of rows) x qkTileKeys register tiles, row
   // max / exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x
   // (4 vectors of d) register tiles, then the online-softmax update.
@@ -128,8 +132,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   Var io("io"), task("task"), si("si"), sj("sj"), so("so"), sjo("sjo");
   Var di("di"), dO("dO"), ri("ri"), ro("ro");
   output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
-      .reorder(d, i, h, io, b)
-      .fuse(h, io, task)
+      .reorder(d, i, io, h, b)
+      .fuse(io, h, task)
       .fuse(task, b, task)
       .parallel(task)
       .vectorize(d, vec, TailStrategy::GuardWithIf);

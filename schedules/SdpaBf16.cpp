@@ -161,8 +161,8 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   Var io("io"), task("task"), kvTask("kvTask"), si("si"), sj("sj"), so("so"),
       sjo("sjo"), di("di"), dO("dO"), ri("ri"), ro("ro"), u("u");
   output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
-      .reorder(d, i, h, io, b)
-      .fuse(h, io, task)
+      .reorder(d, i, io, h, b)
+      .fuse(io, h, task)
       .fuse(task, b, task)
       .parallel(task)
       .vectorize(d, vec, TailStrategy::GuardWithIf);
