@@ -123,10 +123,9 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // chunk: S = Q·Kᵀ in (2 vectors of rows) x qkTileKeys register tiles, row
   // max / exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x
   // (4 vectors of d) register tiles, then the online-softmax update.
-  // Measured (bench/README.md, 2 Zen 4 cores), default 128/256/4/4 tiles on
-  // GQA 32/8: 63-76% of the fp32 FMA peak for full attention at S >= 512
-  // (D128 S=2048: 170-178 GFLOP/s, 73-76%), 36-62% causal (S=512 to 2048);
-  // the earlier 12 x 6 tiles gave 55-63% and 33-47%.
+  // Measured (bench/README.md, 2 Zen 4 cores), default 128/256/4/4 tiles:
+  // 64-77% of the fp32 FMA peak for full attention at S >= 512 (D128
+  // S=2048: MHA 72%, GQA 32/8 77%), 37-62% causal (S=512 to 2048).
   const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
                                         : target.natural_vector_size<float>();
   Var io("io"), task("task"), si("si"), sj("sj"), so("so"), sjo("sjo");

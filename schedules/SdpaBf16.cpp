@@ -154,9 +154,9 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   // vectors of keys (a vdpbf16ps per accumulator per pair of d); P·V:
   // pvTileRows rows x up to 4 vectors of d.
   // Measured (bench/README.md, 2 Zen 4 cores with AVX512-BF16, default
-  // 128/256/4/4): S=2048 full attention at 102-138% of the fp32 FMA peak
-  // (GQA 32/8 D128: 127%, MHA D128: 106%), causal 80-117%, S=512 86-113%
-  // full; 1.4-2.0x the fp32 kernel on every shape. The Q·Kᵀ tile alone
+  // 128/256/4/4): S=2048 full attention at 110-145% of the fp32 FMA peak
+  // (GQA 32/8 D128: 137%, MHA D128: 123%), causal 87-121%, S=512 93-135%
+  // full; 1.4-2.2x the fp32 kernel on every shape. The Q·Kᵀ tile alone
   // reaches 205-228 GFLOP/s on one core against the fp32 FMA peak of 117.
   Var io("io"), task("task"), kvTask("kvTask"), si("si"), sj("sj"), so("so"),
       sjo("sjo"), di("di"), dO("dO"), ri("ri"), ro("ro"), u("u");
