@@ -107,10 +107,13 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   splitOut(d, g, t, hk, b, s) = 0.0f;
   splitOut(d, g, t, hk, b, s) +=
       prob(key, g, t, hk, b) * valueAt(d, hk, key, b);
+  // A split's partial for one row is headDim + 2 floats: o, then m and l
+  // once (a Tuple would store m and l beside every channel: 3x the bytes,
+  // and this buffer is freshly allocated, so page faults, on every call).
   Func partial("partial");
-  partial(d, g, t, hk, b, s) = {splitMax(g, t, hk, b, s),
-                                splitSum(g, t, hk, b, s),
-                                splitOut(d, g, t, hk, b, s)};
+  partial(d, g, t, hk, b, s) =
+      select(d < headDim, splitOut(min(d, headDim - 1), g, t, hk, b, s),
+             d == headDim, splitMax(g, t, hk, b, s), splitSum(g, t, hk, b, s));
 
   RDom rs(0, numSplits, "rs");
   rs.where(rs * splitKeys < length);
@@ -119,8 +122,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Func state("state");
   state(d, g, t, hk, b) = {kMaskedLogit, 0.0f, 0.0f};
   state(d, g, t, hk, b) = combineSoftmaxStates(
-      state(d, g, t, hk, b), partial(d, g, t, hk, b, rs)[0],
-      partial(d, g, t, hk, b, rs)[1], partial(d, g, t, hk, b, rs)[2]);
+      state(d, g, t, hk, b), partial(headDim, g, t, hk, b, rs),
+      partial(headDim + 1, g, t, hk, b, rs), partial(d, g, t, hk, b, rs));
 
   Func output("output");
   Expr l = state(d, h % group, t, h / group, b)[1];
