@@ -148,10 +148,10 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // per key, the group's query rows dot the K row (vectorized along d with
   // horizontal sums), the split's max and exponentials, then P·V vectorized
   // along d; each K and V row is read once. A second parallel pass per
-  // sequence combines the partials. Measured (bench/README.md): 16-17 GB/s
+  // sequence combines the partials. Measured (bench/README.md): 17-21 GB/s
   // of f32 K/V at GQA 32/8 D128 (was 10-13 before the grouped reduction
-  // tree and the key-blocked P·V), about half of STREAM triad; the profile
-  // puts the K pass at ~30 GB/s and the V pass at ~19 GB/s.
+  // tree, the key-blocked P·V and the compact partials), 40-60% of STREAM
+  // triad; the profile puts the K pass at ~30 GB/s and the V pass at ~19.
   const int vec = spec.schedule.vectorWidth > 0
                       ? spec.schedule.vectorWidth
                       : target.natural_vector_size<float>();
