@@ -35,7 +35,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   ImageParam query(Float(32), 4, "query");
   ImageParam key(Float(32), 4, "key");
   ImageParam value(Float(32), 4, "value");
-  Var d("d"), h("h"), i("i"), b("b"), j("j"), ii("ii"), qb("qb"), c("c");
+  Var d("d"), h("h"), i("i"), b("b"), j("j"), c("c");
 
   // key_lengths(b): real keys of entry b (key padding), clamped to kv_len.
   ImageParam keyLengths(Int(32), 1, "key_lengths");
@@ -64,16 +64,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
     keyEnd = clamp(keyLengths(b), 0, kvLen);
   PrefillMask mask{spec, diagonal, keyEnd};
   Expr visible = mask.visible(i, j);
-  // The mask enters as a bias and a 0/1 factor, not as select(visible,
-  // score(...)): Halide narrows a producer's bounds by a select's condition,
-  // which gives empty regions for rows that see no key.
   Func logit("logit");
-  Expr slope;
-  if (spec.alibi)
-    slope = alibiSlopeTable(spec.numQueryHeads)(h);
-  logit(i, j, h, b) =
-      adjustScore(score(i, j, h, b), spec.softcap, slope, j - (i + diagonal)) +
-      select(visible, 0.0f, kMaskedLogit);
+  logit(i, j, h, b) = prefillLogit(spec, mask, score(i, j, h, b), i, j, h);
 
   // Per chunk: row max, exponentials, row sum, and P·V.
   RDom rk(0, kvChunk, "rk");
@@ -92,22 +84,16 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   chunkOut(d, i, h, b, c) +=
       prob(i, chunkKey, h, b) * valueC(d, h, chunkKey, b);
 
-  // Online softmax over chunks: (m, l, o) ⊕ (m', l', o') rescales both sides
-  // to max(m, m'). Associative, so it is a Tuple update over the chunk RDom.
-  RDom rc(0, numChunks, "rc");
-  Expr row = qb * queryBlock + ii;
-  mask.skipInvisibleChunks(rc, qb * queryBlock, queryBlock, kvChunk);
-  Func state("state");
-  state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
-  state(d, ii, qb, h, b) =
-      combineSoftmaxStates(state(d, ii, qb, h, b), chunkMax(row, h, b, rc),
-                           chunkSum(row, h, b, rc), chunkOut(d, row, h, b, rc));
-
-  // A row that sees no key (causal with q_len > kv_len) is defined as 0.
-  Func output("output");
-  Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
-  Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
-  output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
+  // Online softmax over the chunks each query block sees: (m, l, o) ⊕
+  // (m', l', o') rescales both sides to max(m, m'), associative, so a Tuple
+  // update over the chunk RDom; then O / l.
+  const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
+                                        : target.natural_vector_size<float>();
+  PrefillOutput result = buildPrefillOutput(spec, mask, chunkMax, chunkSum,
+                                            chunkOut, numChunks, kvChunk, vec);
+  Func state = result.state, output = result.output;
+  RDom rc = result.chunks;
+  Var task = result.task;
 
   constrainActivation(query, spec.numQueryHeads, headDim, false);
   constrainActivation(key, spec.numKvHeads, headDim, false);
@@ -115,31 +101,16 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
 
   // SCHEDULE ----------------------------------------------------------------
-  // One parallel task per (batch, head, query block), query blocks varying
-  // fastest: the two cores then work on blocks of the same head and share
-  // its K and V through the caches (heads fastest left each task to fetch
-  // another head's 2 MiB of K/V at S=2048, D128: MHA 53-61% of peak, now
-  // 72-77%; GQA 58-69% -> 75%, same run). Inside, for each key
-  // chunk: S = Q·Kᵀ in (2 vectors of rows) x qkTileKeys register tiles, row
-  // max / exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x
-  // (4 vectors of d) register tiles, then the online-softmax update.
+  // Tasks and the online-softmax state as buildPrefillOutput schedules them
+  // (one per batch, head and query block). Inside, for each key chunk:
+  // S = Q·Kᵀ in (2 vectors of rows) x qkTileKeys register tiles, row max /
+  // exp2 / row sum vectorized over rows, O_c = P·V in pvTileRows x (4
+  // vectors of d) register tiles, then the online-softmax update.
   // Measured (bench/README.md, 2 Zen 4 cores), default 128/256/4/4 tiles:
   // 64-77% of the fp32 FMA peak for full attention at S >= 512 (D128
   // S=2048: MHA 72%, GQA 32/8 77%), 37-62% causal (S=512 to 2048).
-  const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
-                                        : target.natural_vector_size<float>();
-  Var io("io"), task("task"), si("si"), sj("sj"), so("so"), sjo("sjo");
+  Var si("si"), sj("sj"), so("so"), sjo("sjo");
   Var di("di"), dO("dO"), ri("ri"), ro("ro");
-  output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
-      .reorder(d, i, io, h, b)
-      .fuse(io, h, task)
-      .fuse(task, b, task)
-      .parallel(task)
-      .vectorize(d, vec, TailStrategy::GuardWithIf);
-
-  state.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
-  state.update().reorder(d, ii, rc).vectorize(d, vec,
-                                              TailStrategy::GuardWithIf);
   queryT.compute_at(output, task).vectorize(i, vec, TailStrategy::GuardWithIf);
 
   // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d.

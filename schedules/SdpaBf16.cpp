@@ -58,7 +58,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   ImageParam key(Float(32), 4, "key");
   ImageParam value(Float(32), 4, "value");
   ImageParam keyLengths(Int(32), 1, "key_lengths");
-  Var d("d"), h("h"), i("i"), b("b"), j("j"), ii("ii"), qb("qb"), c("c");
+  Var d("d"), h("h"), i("i"), b("b"), j("j"), c("c");
   Var pair("pair"), lane("lane"), hk("hk");
   Expr qLen = query.dim(2).extent();
   Expr kvLen = key.dim(2).extent();
@@ -91,12 +91,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   PrefillMask mask{spec, diagonal, keyEnd};
   Expr visible = mask.visible(i, j);
   Func logit("logit");
-  Expr slope;
-  if (spec.alibi)
-    slope = alibiSlopeTable(spec.numQueryHeads)(h);
-  logit(j, i, h, b) =
-      adjustScore(score(j, i, h, b), spec.softcap, slope, j - (i + diagonal)) +
-      select(visible, 0.0f, kMaskedLogit);
+  logit(j, i, h, b) = prefillLogit(spec, mask, score(j, i, h, b), i, j, h);
 
   // Per chunk: row max, probabilities (stored bf16: they are P·V's
   // broadcast operand), their row sum (of the rounded values P·V uses, so
@@ -121,26 +116,12 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
       cast<float>(valueB(rp.x, d, c * (kvChunk / 2) + rp.y, h / group, b)) *
       cast<float>(prob(c * kvChunk + 2 * rp.y + rp.x, i, h, b));
 
-  RDom rc(0, numChunks, "rc");
-  Expr row = qb * queryBlock + ii;
-  // The block's first row comes from a (tiny, root) table rather than the
-  // expression qb·queryBlock: solving the skip conditions for qb would let
-  // bounds inference narrow each chunk's row range to a symbolic one, and
-  // Halide 14 then scalarizes the atomic pairwise reductions (measured:
-  // causal as slow as full).
-  Func blockFirstRow("blockFirstRow");
-  blockFirstRow(qb) = qb * queryBlock;
-  mask.skipInvisibleChunks(rc, blockFirstRow(qb), queryBlock, kvChunk);
-  Func state("state");
-  state(d, ii, qb, h, b) = {kMaskedLogit, 0.0f, 0.0f};
-  state(d, ii, qb, h, b) =
-      combineSoftmaxStates(state(d, ii, qb, h, b), chunkMax(row, h, b, rc),
-                           chunkSum(row, h, b, rc), chunkOut(d, row, h, b, rc));
-
-  Func output("output");
-  Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
-  Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
-  output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
+  // Online softmax over the chunks each query block sees, then O / l.
+  PrefillOutput result = buildPrefillOutput(spec, mask, chunkMax, chunkSum,
+                                            chunkOut, numChunks, kvChunk, vec);
+  Func state = result.state, output = result.output;
+  RDom rc = result.chunks;
+  Var task = result.task;
 
   constrainActivation(query, spec.numQueryHeads, headDim, false);
   constrainActivation(key, spec.numKvHeads, headDim, false);
@@ -158,17 +139,8 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   // (GQA 32/8 D128: 137%, MHA D128: 123%), causal 87-121%, S=512 93-135%
   // full; 1.4-2.2x the fp32 kernel on every shape. The Q·Kᵀ tile alone
   // reaches 205-228 GFLOP/s on one core against the fp32 FMA peak of 117.
-  Var io("io"), task("task"), kvTask("kvTask"), si("si"), sj("sj"), so("so"),
-      sjo("sjo"), di("di"), dO("dO"), ri("ri"), ro("ro"), u("u");
-  output.split(i, io, i, queryBlock, TailStrategy::GuardWithIf)
-      .reorder(d, i, io, h, b)
-      .fuse(io, h, task)
-      .fuse(task, b, task)
-      .parallel(task)
-      .vectorize(d, vec, TailStrategy::GuardWithIf);
-  state.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
-  state.update().reorder(d, ii, rc).vectorize(d, vec,
-                                              TailStrategy::GuardWithIf);
+  Var kvTask("kvTask"), si("si"), sj("sj"), so("so"), sjo("sjo"), di("di"),
+      dO("dO"), ri("ri"), ro("ro"), u("u");
 
   keyB.compute_root()
       .bound(lane, 0, 2)
@@ -182,7 +154,6 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
       .parallel(kvTask)
       .vectorize(lane)
       .vectorize(d, vec, TailStrategy::GuardWithIf);
-  blockFirstRow.compute_root();
   queryB.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
 
   const int qkRows = std::max(1, sched.qkTileKeys);
