@@ -4,6 +4,7 @@
 #define ATTN_SCHEDULES_COMMON_H
 
 #include "attn/schedules/KernelSpec.h"
+#include "attn/schedules/Pipelines.h"
 
 #include "Halide.h"
 
@@ -126,6 +127,43 @@ struct PrefillMask {
                firstRow + diagonal - spec.window);
     if (spec.keyPadding)
       rc.where(rc * kvChunk < keyEnd);
+  }
+};
+
+/// The inputs both prefill pipelines take, in order, and what they derive
+/// from them: query [batch][q_len][Hq][D], key and value
+/// [batch][kv_len][Hkv][D] (free token and batch strides), key_lengths
+/// [batch] with key padding (clamped to [0, kv_len]), and the mask.
+struct PrefillInputs {
+  Halide::ImageParam query, key, value, keyLengths;
+  Halide::Expr qLen, kvLen;
+  PrefillMask mask;
+
+  /// `b` is the pipeline's batch variable (key lengths are per entry).
+  PrefillInputs(const SdpaSpec &spec, Halide::Var b)
+      : query(Halide::Float(32), 4, "query"), key(Halide::Float(32), 4, "key"),
+        value(Halide::Float(32), 4, "value"),
+        keyLengths(Halide::Int(32), 1, "key_lengths"),
+        qLen(query.dim(2).extent()),
+        kvLen(key.dim(2).extent()), mask{spec, kvLen - qLen,
+                                         spec.keyPadding
+                                             ? Halide::clamp(keyLengths(b), 0,
+                                                             kvLen)
+                                             : kvLen} {}
+
+  /// Pins the buffers' inner dimensions and returns the pipeline of
+  /// `output` with its arguments in order.
+  KernelPipeline finish(Halide::Func output) {
+    const SdpaSpec &spec = mask.spec;
+    constrainActivation(query, spec.numQueryHeads, spec.headDim, false);
+    constrainActivation(key, spec.numKvHeads, spec.headDim, false);
+    constrainActivation(value, spec.numKvHeads, spec.headDim, false);
+    constrainActivation(output.output_buffer(), spec.numQueryHeads,
+                        spec.headDim);
+    if (!spec.keyPadding)
+      return {Halide::Pipeline(output), {query, key, value}};
+    keyLengths.dim(0).set_min(0);
+    return {Halide::Pipeline(output), {query, key, value, keyLengths}};
   }
 };
 

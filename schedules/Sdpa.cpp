@@ -32,16 +32,11 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // Halide dimensions run innermost first: query(d, h, i, b) is the C array
   // query[b][i][h][d]. Query rows are split into blocks qb of queryBlock rows
   // (ii within), keys into chunks c of kvChunk keys.
-  ImageParam query(Float(32), 4, "query");
-  ImageParam key(Float(32), 4, "key");
-  ImageParam value(Float(32), 4, "value");
   Var d("d"), h("h"), i("i"), b("b"), j("j"), c("c");
-
-  // key_lengths(b): real keys of entry b (key padding), clamped to kv_len.
-  ImageParam keyLengths(Int(32), 1, "key_lengths");
-  Expr qLen = query.dim(2).extent();
-  Expr kvLen = key.dim(2).extent();
-  Expr diagonal = kvLen - qLen; // query i sees keys j <= i + diagonal
+  PrefillInputs inputs(spec, b);
+  ImageParam query = inputs.query, key = inputs.key, value = inputs.value;
+  Expr qLen = inputs.qLen, kvLen = inputs.kvLen;
+  const PrefillMask &mask = inputs.mask;
   Expr numChunks = (kvLen + kvChunk - 1) / kvChunk;
 
   // Tail blocks and chunks read clamped rows/keys; the mask removes them.
@@ -59,10 +54,6 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   score(i, j, h, b) = 0.0f;
   score(i, j, h, b) += queryT(i, rd, h, b) * keyC(rd, h, j, b);
 
-  Expr keyEnd = kvLen; // entry b's keys end here
-  if (spec.keyPadding)
-    keyEnd = clamp(keyLengths(b), 0, kvLen);
-  PrefillMask mask{spec, diagonal, keyEnd};
   Expr visible = mask.visible(i, j);
   Func logit("logit");
   logit(i, j, h, b) = prefillLogit(spec, mask, score(i, j, h, b), i, j, h);
@@ -94,11 +85,6 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   Func state = result.state, output = result.output;
   RDom rc = result.chunks;
   Var task = result.task;
-
-  constrainActivation(query, spec.numQueryHeads, headDim, false);
-  constrainActivation(key, spec.numKvHeads, headDim, false);
-  constrainActivation(value, spec.numKvHeads, headDim, false);
-  constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
 
   // SCHEDULE ----------------------------------------------------------------
   // Tasks and the online-softmax state as buildPrefillOutput schedules them
@@ -153,11 +139,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
       .vectorize(di, vec, TailStrategy::GuardWithIf)
       .unroll(ri);
 
-  if (spec.keyPadding) {
-    keyLengths.dim(0).set_min(0);
-    return {Pipeline(output), {query, key, value, keyLengths}};
-  }
-  return {Pipeline(output), {query, key, value}};
+  return inputs.finish(output);
 }
 
 } // namespace attn

@@ -54,15 +54,12 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   // ALGORITHM ---------------------------------------------------------------
   // As in Sdpa.cpp: query(d, h, i, b) is query[b][i][h][d]; rows in blocks
   // qb of queryBlock (ii within), keys in chunks c of kvChunk.
-  ImageParam query(Float(32), 4, "query");
-  ImageParam key(Float(32), 4, "key");
-  ImageParam value(Float(32), 4, "value");
-  ImageParam keyLengths(Int(32), 1, "key_lengths");
   Var d("d"), h("h"), i("i"), b("b"), j("j"), c("c");
   Var pair("pair"), lane("lane"), hk("hk");
-  Expr qLen = query.dim(2).extent();
-  Expr kvLen = key.dim(2).extent();
-  Expr diagonal = kvLen - qLen;
+  PrefillInputs inputs(spec, b);
+  ImageParam query = inputs.query, key = inputs.key, value = inputs.value;
+  Expr qLen = inputs.qLen, kvLen = inputs.kvLen;
+  const PrefillMask &mask = inputs.mask;
   Expr numChunks = (kvLen + kvChunk - 1) / kvChunk;
   const Type bf16 = BFloat(16);
 
@@ -85,10 +82,6 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   score(j, i, h, b) += cast<float>(keyB(rd.x, j, rd.y, h / group, b)) *
                        cast<float>(queryB(2 * rd.y + rd.x, i, h, b));
 
-  Expr keyEnd = kvLen;
-  if (spec.keyPadding)
-    keyEnd = clamp(keyLengths(b), 0, kvLen);
-  PrefillMask mask{spec, diagonal, keyEnd};
   Expr visible = mask.visible(i, j);
   Func logit("logit");
   logit(j, i, h, b) = prefillLogit(spec, mask, score(j, i, h, b), i, j, h);
@@ -123,11 +116,6 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   RDom rc = result.chunks;
   Var task = result.task;
 
-  constrainActivation(query, spec.numQueryHeads, headDim, false);
-  constrainActivation(key, spec.numKvHeads, headDim, false);
-  constrainActivation(value, spec.numKvHeads, headDim, false);
-  constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);
-
   // SCHEDULE ----------------------------------------------------------------
   // K and V packed up front, one parallel task per (batch, KV head). Then,
   // as in Sdpa.cpp, one parallel task per (batch, head, query block) that
@@ -142,18 +130,13 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   Var kvTask("kvTask"), si("si"), sj("sj"), so("so"), sjo("sjo"), di("di"),
       dO("dO"), ri("ri"), ro("ro"), u("u");
 
-  keyB.compute_root()
-      .bound(lane, 0, 2)
-      .fuse(hk, b, kvTask)
-      .parallel(kvTask)
-      .unroll(lane)
-      .vectorize(j, vec, TailStrategy::GuardWithIf);
-  valueB.compute_root()
-      .bound(lane, 0, 2)
-      .fuse(hk, b, kvTask)
-      .parallel(kvTask)
-      .vectorize(lane)
-      .vectorize(d, vec, TailStrategy::GuardWithIf);
+  for (Func packed : {keyB, valueB})
+    packed.compute_root()
+        .bound(lane, 0, 2)
+        .fuse(hk, b, kvTask)
+        .parallel(kvTask);
+  keyB.unroll(lane).vectorize(j, vec, TailStrategy::GuardWithIf);
+  valueB.vectorize(lane).vectorize(d, vec, TailStrategy::GuardWithIf);
   queryB.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
 
   const int qkRows = std::max(1, sched.qkTileKeys);
@@ -207,11 +190,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
       .vectorize(di, vec, TailStrategy::GuardWithIf)
       .unroll(ri);
 
-  if (spec.keyPadding) {
-    keyLengths.dim(0).set_min(0);
-    return {Pipeline(output), {query, key, value, keyLengths}};
-  }
-  return {Pipeline(output), {query, key, value}};
+  return inputs.finish(output);
 }
 
 } // namespace attn

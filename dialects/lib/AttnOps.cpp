@@ -41,6 +41,16 @@ LogicalResult checkSameExtent(Operation *op, StringRef lhsName,
   return op->emitOpError() << lhsName << " and " << rhsName << " disagree on "
                            << what << " (" << a << " vs " << b << ")";
 }
+
+/// Checks that an optional float attribute, where present, is positive and
+/// finite (scales, softcaps, RoPE bases).
+LogicalResult checkPositiveFinite(Operation *op, StringRef name,
+                                  std::optional<APFloat> value) {
+  if (value && !(value->convertToFloat() > 0.0f &&
+                 std::isfinite(value->convertToFloat())))
+    return op->emitOpError() << name << " must be positive and finite";
+  return success();
+}
 } // namespace
 
 float SdpaOp::getEffectiveScale() {
@@ -66,10 +76,8 @@ LogicalResult SdpaOp::verify() {
   if (getWindow() && !getCausal())
     return emitOpError() << "a sliding window needs `causal`: it limits how "
                             "far back a query sees";
-  if (std::optional<APFloat> softcap = getSoftcap())
-    if (!(softcap->convertToFloat() > 0.0f) ||
-        !std::isfinite(softcap->convertToFloat()))
-      return emitOpError() << "softcap must be positive and finite";
+  if (failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
+    return failure();
   auto query = cast<RankedTensorType>(getQuery().getType());
   auto key = cast<RankedTensorType>(getKey().getType());
   auto value = cast<RankedTensorType>(getValue().getType());
@@ -175,9 +183,8 @@ LogicalResult AttentionLayerOp::verify() {
   for (auto [name, value] :
        {std::pair{"scale", getScale()}, std::pair{"softcap", getSoftcap()},
         std::pair{"rope_theta", getRopeTheta()}})
-    if (value && !(value->convertToFloat() > 0.0f &&
-                   std::isfinite(value->convertToFloat())))
-      return emitOpError() << name << " must be positive and finite";
+    if (failed(checkPositiveFinite(*this, name, value)))
+      return failure();
   if (std::optional<StringRef> stack = getStack())
     if (*stack != "encoder" && *stack != "decoder")
       return emitOpError() << "stack must be encoder or decoder, got \""
@@ -237,10 +244,7 @@ LogicalResult RopeOp::verify() {
       return emitOpError() << "input and positions disagree on " << what << " ("
                            << a << " vs " << b << ")";
   }
-  float theta = getTheta().convertToFloat();
-  if (!(theta > 0.0f) || !std::isfinite(theta))
-    return emitOpError() << "theta must be positive and finite";
-  return success();
+  return checkPositiveFinite(*this, "theta", getTheta());
 }
 
 namespace {
