@@ -328,7 +328,13 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
       os << "struct halide_buffer_t *positions, ";
     if (spec.residual)
       os << "struct halide_buffer_t *residual, ";
-    os << "struct halide_buffer_t *output);\n";
+    if (spec.cacheAppend.kvHeads > 0)
+      os << "struct halide_buffer_t *cache_slots, ";
+    os << "struct halide_buffer_t *output";
+    if (spec.cacheAppend.kvHeads > 0)
+      os << ", struct halide_buffer_t *key_cache, "
+            "struct halide_buffer_t *value_cache";
+    os << ");\n";
   }
   for (const attn::NormSpec &spec : specs.norm)
     os << "int " << spec.functionName

@@ -24,6 +24,13 @@ static_assert(int(::attn::PositionKind::Learned) ==
 namespace attnc {
 
 namespace {
+/// A verified cache dtype (absent: f32) as the plain enum.
+::attn::CacheElement cacheElement(Type dtype) {
+  return !dtype || dtype.isF32() ? ::attn::CacheElement::F32
+         : dtype.isF16()         ? ::attn::CacheElement::F16
+                                 : ::attn::CacheElement::BF16;
+}
+
 /// What prefill and decode specs share: the attention the kernel computes.
 template <class Spec>
 void fillAttentionFields(Spec &spec, KernelOp kernel, const std::string &name) {
@@ -70,10 +77,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       ::attn::DecodeSpec spec;
       fillAttentionFields(spec, kernel, name);
       spec.pageSize = *kernel.getPageSize();
-      Type dtype = kernel.getKvDtype().value_or(Type());
-      spec.cacheElement = !dtype || dtype.isF32() ? ::attn::CacheElement::F32
-                          : dtype.isF16()         ? ::attn::CacheElement::F16
-                                                  : ::attn::CacheElement::BF16;
+      spec.cacheElement = cacheElement(kernel.getKvDtype().value_or(Type()));
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.splitKeys = schedule->getSplitKeys();
       specs.decode.push_back(spec);
@@ -94,6 +98,11 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.ropeTheta = theta->convertToFloat();
         spec.ropeHeads = *kernel.getRopeHeads();
         spec.ropeHeadDim = *kernel.getRopeHeadDim();
+      }
+      if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {
+        spec.cacheAppend.kvHeads = int(*kvHeads);
+        spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());
+        spec.cacheAppend.element = cacheElement(*kernel.getAppendDtype());
       }
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {

@@ -84,8 +84,8 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       optionalF32(c.ropeTheta), c.ropeScaling,
       c.projectionBias ? builder.getUnitAttr() : UnitAttr(), c.cache,
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
-      FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), FlatSymbolRefAttr(),
-      FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), UnitAttr(),
+      FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr());
   (void)layer;
   return layerCount - 1;
 }

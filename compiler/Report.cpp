@@ -50,6 +50,7 @@ std::string renderPlanJson(ModuleOp module) {
     if (layer.getQueryKernel()) {
       entry["projection_bias"] = layer.getProjectionBias();
       entry["fused_projections"] = layer.getFusedProjections();
+      entry["fused_cache_append"] = layer.getFusedCacheAppend();
       entry["query_kernel"] = prefix + layer.getQueryKernel()->str();
       if (layer.getKeyValueKernel())
         entry["key_value_kernel"] = prefix + layer.getKeyValueKernel()->str();
@@ -197,9 +198,10 @@ llvm::StringMap<std::vector<std::string>> kernelUsers(ModelOp model) {
       StringRef name = layer.getSymName();
       use(layer.getPrefillKernel(), name, "prefill");
       use(layer.getDecodeKernel(), name, "decode");
+      StringRef append = layer.getFusedCacheAppend() ? "+append" : "";
       use(layer.getQueryKernel(), name,
-          layer.getFusedProjections() ? "QKV" : "Q");
-      use(layer.getKeyValueKernel(), name, "KV");
+          layer.getFusedProjections() ? ("QKV" + append).str() : "Q");
+      use(layer.getKeyValueKernel(), name, ("KV" + append).str());
       use(layer.getOutputKernel(), name, "out");
     } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
       use(embedding.getKernel(), embedding.getSymName(), "");
@@ -265,6 +267,8 @@ std::string describeKernel(Operation &op) {
       text += " rope";
     if (linear.getResidual())
       text += " +residual";
+    if (std::optional<Type> dtype = linear.getAppendDtype())
+      text += " +cache append (" + typeName(*dtype) + ")";
     return text;
   }
   if (auto norm = dyn_cast<NormKernelOp>(op))

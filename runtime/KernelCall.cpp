@@ -60,6 +60,10 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args) {
     result = reinterpret_cast<int (*)(B, B, B, B, B, B, B)>(f)(
         b[0], b[1], b[2], b[3], b[4], b[5], b[6]);
     break;
+  case 8:
+    result = reinterpret_cast<int (*)(B, B, B, B, B, B, B, B)>(f)(
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
+    break;
   default:
     return Status(StatusCode::InvalidArgument,
                   "kernel " + kernel.name + " called with " +

@@ -194,34 +194,30 @@ Status KvCache::truncate(SequenceId id, int newLength) {
   return Status::ok();
 }
 
-Status KvCache::write(SequenceId id, int layer, int position, int count,
-                      const float *key, const float *value) {
-  if (Status status = lookup(id, "write"); !status)
-    return status;
-  Sequence &sequence = sequences_[id];
-  if (layer < 0 || layer >= config_.numLayers)
-    return invalid("write: layer " + std::to_string(layer) + " outside [0, " +
-                   std::to_string(config_.numLayers) + ")");
+Status KvCache::reserve(const char *operation, SequenceId id, int position,
+                        int count, int32_t *slots) {
+  const Sequence &sequence = sequences_[id];
   if (position < 0 || count < 0 || position > sequence.length - count)
-    return invalid("write: positions [" + std::to_string(position) + ", " +
+    return invalid(std::string(operation) + ": positions [" +
+                   std::to_string(position) + ", " +
                    std::to_string(int64_t(position) + count) +
                    ") outside the sequence's " +
                    std::to_string(sequence.length) + " tokens");
-  if (count > 0 && (!key || !value))
-    return invalid("write: null key or value");
   // Copy-on-write: every shared page the write touches becomes private. The
   // pages needed are counted first so that a failure changes nothing.
+  std::vector<int32_t> &pages = sequences_[id].pages;
   int first = position / config_.pageSize;
   int last = (position + count - 1) / config_.pageSize;
   int shared = 0;
   for (int p = first; count > 0 && p <= last; p++)
-    shared += refCounts_[sequence.pages[p]] > 1;
+    shared += refCounts_[pages[p]] > 1;
   if (shared > freePages())
     return Status(StatusCode::OutOfMemory,
-                  "write: copy-on-write needs " + std::to_string(shared) +
-                      " pages; " + std::to_string(freePages()) + " are free");
+                  std::string(operation) + ": copy-on-write needs " +
+                      std::to_string(shared) + " pages; " +
+                      std::to_string(freePages()) + " are free");
   for (int p = first; count > 0 && p <= last; p++) {
-    int32_t &page = sequence.pages[p];
+    int32_t &page = pages[p];
     if (refCounts_[page] > 1) {
       int32_t copy = takePage();
       copyPage(page, copy);
@@ -229,11 +225,39 @@ Status KvCache::write(SequenceId id, int layer, int position, int count,
       page = copy;
     }
   }
-  size_t elements = size_t(config_.numKvHeads) * config_.headDim;
   for (int t = 0; t < count; t++) {
     int pos = position + t;
-    size_t offset = sequence.pages[pos / config_.pageSize] * pageBytes() +
-                    (pos % config_.pageSize) * tokenBytes();
+    slots[t] = pages[pos / config_.pageSize] * config_.pageSize +
+               pos % config_.pageSize;
+  }
+  return Status::ok();
+}
+
+Status KvCache::reserveSlots(SequenceId id, int position, int count,
+                             int32_t *slots) {
+  if (Status status = lookup(id, "reserve"); !status)
+    return status;
+  if (count > 0 && !slots)
+    return invalid("reserve: null slots");
+  return reserve("reserve", id, position, count, slots);
+}
+
+Status KvCache::write(SequenceId id, int layer, int position, int count,
+                      const float *key, const float *value) {
+  if (Status status = lookup(id, "write"); !status)
+    return status;
+  if (layer < 0 || layer >= config_.numLayers)
+    return invalid("write: layer " + std::to_string(layer) + " outside [0, " +
+                   std::to_string(config_.numLayers) + ")");
+  if (count > 0 && (!key || !value))
+    return invalid("write: null key or value");
+  std::vector<int32_t> slots(std::max(count, 0));
+  if (Status status = reserve("write", id, position, count, slots.data());
+      !status)
+    return status;
+  size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  for (int t = 0; t < count; t++) {
+    size_t offset = size_t(slots[t]) * tokenBytes();
     encode(config_.dtype, key + t * elements, keys_[layer].data() + offset,
            elements);
     encode(config_.dtype, value + t * elements, values_[layer].data() + offset,

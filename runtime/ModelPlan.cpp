@@ -149,6 +149,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         op.scale = layer["scale"].get<float>();
       op.bias = l.boolean("projection_bias");
       op.fusedProjections = l.boolean("fused_projections");
+      op.fusedCacheAppend = l.boolean("fused_cache_append");
       op.rope = layer.contains("rope_theta");
       op.keyPadding = l.boolean("key_padding");
       resolve(l, "prefill_kernel", op.prefill);
@@ -169,6 +170,9 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         if (!cache.status())
           return cache.status();
       }
+      if (op.fusedCacheAppend && (op.cross || !op.cached))
+        return planError("layer '" + op.name +
+                         "' fuses a cache append but has no self cache");
       if (!l.status())
         return l.status();
     } else {

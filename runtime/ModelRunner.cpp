@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 
 namespace attn::runtime {
@@ -31,7 +32,7 @@ halide_type_t cacheType(DType type) {
   return float32Type();
 }
 
-template <class T> T *grow(std::vector<T> &v, size_t n) {
+template <class Vector> auto *grow(Vector &v, size_t n) {
   if (v.size() < n)
     v.resize(n);
   return v.data();
@@ -41,13 +42,24 @@ Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
 
+/// Where a K/V projection with the cache append fused in stores its K and V
+/// rows: one layer's page pools [poolSlots][kvHeads][headDim] element and
+/// the slot of each token, slots [tokens] (-1: not stored).
+struct CacheAppendArgs {
+  const int32_t *slots;
+  void *keyPool, *valuePool;
+  halide_type_t element;
+  int64_t poolSlots, kvHeads, headDim;
+};
+
 /// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
-/// (+ RoPE by `positions` when the kernel has it).
+/// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache).
 Status linear(const Kernel &kernel, const float *in, int64_t tokens,
               int64_t inF, const std::vector<float> &w,
               const std::vector<float> &b, const int32_t *positions,
               const float *residual, int64_t outF, float *out,
-              bool gatedInput = false) {
+              bool gatedInput = false,
+              const CacheAppendArgs *append = nullptr) {
   // A gated input holds [gate | up] halves of inF each.
   const int64_t width = gatedInput ? 2 * inF : inF;
   BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});
@@ -63,7 +75,25 @@ Status linear(const Kernel &kernel, const float *in, int64_t tokens,
     args.push_back(&position);
   if (residual)
     args.push_back(&res);
+  std::optional<BufferView> slots, keyPool, valuePool;
+  if (append) {
+    const int64_t kv = append->kvHeads * append->headDim;
+    slots.emplace(append->slots, int32Type(),
+                  std::initializer_list<BufferView::Dim>{{tokens, 1}});
+    for (auto [view, pool] : {std::pair{&keyPool, append->keyPool},
+                              std::pair{&valuePool, append->valuePool}})
+      view->emplace(pool, append->element,
+                    std::initializer_list<BufferView::Dim>{
+                        {append->headDim, 1},
+                        {append->kvHeads, append->headDim},
+                        {append->poolSlots, kv}});
+    args.push_back(&*slots);
+  }
   args.push_back(&output);
+  if (append) {
+    args.push_back(&*keyPool);
+    args.push_back(&*valuePool);
+  }
   if (tokens <= 2 && kernel.fewTokens) {
     Kernel gemv{kernel.name + "_gemv", kernel.fewTokens};
     return callKernel(gemv, args);
@@ -201,6 +231,49 @@ public:
   }
 
 private:
+  /// The slots and pools of a fused cache append: the new tokens' positions
+  /// reserved in `cache` (prefill: positions [0, tokens) of the first
+  /// sequence; step: each sequence's position), or, with no cache to fill,
+  /// no slots and a one-slot pool nothing is stored in.
+  static Status cacheAppendArgs(const PlanOp &op, const Inputs &in,
+                                Workspace &ws, KvCache *cache, int layer,
+                                std::optional<CacheAppendArgs> &append) {
+    const int64_t t = in.tokens;
+    int32_t *slots = grow(ws.cacheSlots, t);
+    halide_type_t element = cacheType(op.cacheType);
+    if (!cache) {
+      std::fill(slots, slots + t, -1);
+      float *pool = grow(ws.noCache, size_t(op.kvHeads) * op.headDim);
+      append = CacheAppendArgs{slots, pool,       pool,      element,
+                               1,     op.kvHeads, op.headDim};
+      return Status::ok();
+    }
+    const KvCacheConfig &c = cache->config();
+    if (layer >= c.numLayers || c.numKvHeads != op.kvHeads ||
+        c.headDim != op.headDim || c.dtype != op.cacheType)
+      return invalid("layer " + op.name +
+                     " does not match its KV cache's geometry");
+    if (in.mode == Mode::Prefill) {
+      if (Status s = cache->reserveSlots(in.selfSequences[0], 0, int(t), slots);
+          !s)
+        return s;
+    } else {
+      for (int64_t b = 0; b < t; b++)
+        if (Status s = cache->reserveSlots(in.selfSequences[b], in.positions[b],
+                                           1, slots + b);
+            !s)
+          return s;
+    }
+    append = CacheAppendArgs{slots,
+                             cache->writableKeyPages(layer),
+                             cache->writableValuePages(layer),
+                             cacheType(c.dtype),
+                             int64_t(c.numPages) * c.pageSize,
+                             op.kvHeads,
+                             op.headDim};
+    return Status::ok();
+  }
+
   /// softmax(q·Kᵀ·scale) of every head over the cached keys, averaged
   /// over heads, per sequence.
   static Status traceWeights(const PlanOp &op, const KvCache &cache,
@@ -249,21 +322,36 @@ private:
     const int32_t *ropePositions = op.rope ? in.positions : nullptr;
     float *attention = grow(ws.attention, t * q);
 
+    if (in.mode == Mode::Step &&
+        (!op.cached || !(op.cross ? in.crossCache : in.selfCache)))
+      return invalid("layer " + op.name + " has no KV cache to decode with");
+    // The cache this call appends the new tokens' K/V to, if any.
+    KvCache *appendTo =
+        !op.cross && op.cached && (in.mode == Mode::Step || in.fillCache)
+            ? in.selfCache
+            : nullptr;
+    std::optional<CacheAppendArgs> append;
+    if (op.fusedCacheAppend) {
+      if (Status s = cacheAppendArgs(op, in, ws, appendTo, layer, append); !s)
+        return s;
+    }
+
     // Projections: fused [t][q + 2kv] or query [t][q] and, for self layers,
     // key/value [t][2kv] (cross layers' K/V come from memory or the cache).
     const int64_t width = op.fusedProjections ? q + 2 * kv : q;
     float *projected = grow(ws.projected, t * width);
     if (Status s = linear(op.query, normed, t, dModel, w.query, w.queryBias,
-                          ropePositions, nullptr, width, projected);
+                          ropePositions, nullptr, width, projected, false,
+                          op.fusedProjections && append ? &*append : nullptr);
         !s)
       return s;
     const float *keys = projected + q, *values = projected + q + kv;
     int64_t kvStride = width;
     if (!op.fusedProjections && !op.cross) {
       float *kvRows = grow(ws.key, t * 2 * kv);
-      if (Status s =
-              linear(op.keyValue, normed, t, dModel, w.keyValue, w.keyValueBias,
-                     ropePositions, nullptr, 2 * kv, kvRows);
+      if (Status s = linear(op.keyValue, normed, t, dModel, w.keyValue,
+                            w.keyValueBias, ropePositions, nullptr, 2 * kv,
+                            kvRows, false, append ? &*append : nullptr);
           !s)
         return s;
       keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
@@ -282,7 +370,7 @@ private:
           return s;
         keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
       }
-      if (in.fillCache && op.cached && !op.cross)
+      if (appendTo && !op.fusedCacheAppend)
         for (int64_t token = 0; token < t; token++)
           if (Status s = in.selfCache->write(
                   in.selfSequences[0], layer, int(token), 1,
@@ -305,9 +393,7 @@ private:
     const KvCache *cache = op.cross ? in.crossCache : in.selfCache;
     const SequenceId *sequences =
         op.cross ? in.crossSequences : in.selfSequences;
-    if (!op.cached || !cache)
-      return invalid("layer " + op.name + " has no KV cache to decode with");
-    if (!op.cross)
+    if (appendTo && !op.fusedCacheAppend)
       for (int64_t b = 0; b < t; b++)
         if (Status s =
                 in.selfCache->write(sequences[b], layer, in.positions[b], 1,

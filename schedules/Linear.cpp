@@ -35,6 +35,50 @@ Expr activate(Expr x, Activation activation) {
   return x;
 }
 
+/// The K and V rows of `projection` (its last 2·kvHeads·headDim features),
+/// scattered into two cache pools (c, h, slot) at the rows `slots` names.
+/// The projection is an output computed before them; each token's row is
+/// read back from L1/L2 once, converted and stored, a few hundred bytes per
+/// token against the kilobytes of W the projection streamed for it.
+std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
+                                    int features, ImageParam slots, int vec) {
+  const Type element = append.element == CacheElement::F32   ? Float(32)
+                       : append.element == CacheElement::F16 ? Float(16)
+                                                             : BFloat(16);
+  const int headDim = append.headDim, kvWidth = append.kvHeads * headDim;
+  Expr tokens = projection.output_buffer().dim(1).extent();
+  slots.dim(0).set_min(0).set_stride(1).set_extent(tokens);
+  // Halide 14 reads an output back as if it were its own allocation,
+  // assuming vector alignment; require it, so a misaligned caller gets an
+  // error instead of a fault.
+  projection.output_buffer().set_host_alignment(kAppendOutputAlignment);
+  Var c("c"), h("h"), s("s");
+  auto scatter = [&](const std::string &name, Expr firstFeature) {
+    Func pool(name);
+    pool(c, h, s) = undef(element);
+    RDom r(0, headDim, 0, append.kvHeads, 0, tokens, name + "_r");
+    Expr slot = slots(r.z);
+    r.where(slot >= 0);
+    Expr lastSlot = pool.output_buffer().dim(2).extent() - 1;
+    pool(r.x, r.y, clamp(slot, 0, lastSlot)) =
+        cast(element, projection(firstFeature + r.y * headDim + r.x, r.z));
+    pool.output_buffer().dim(0).set_min(0).set_extent(headDim).set_stride(1);
+    pool.output_buffer()
+        .dim(1)
+        .set_min(0)
+        .set_extent(append.kvHeads)
+        .set_stride(headDim);
+    pool.output_buffer().dim(2).set_min(0).set_stride(kvWidth);
+    // Per token (outermost) and head, one vectorized row of head_dim.
+    pool.update()
+        .reorder(r.x, r.y, r.z)
+        .vectorize(r.x, vec, TailStrategy::GuardWithIf);
+    return pool;
+  };
+  return {scatter("key_cache", features - 2 * kvWidth),
+          scatter("value_cache", features - kvWidth)};
+}
+
 /// `f` followed by `activation`, elementwise (inlined by default).
 Func applyActivation(Func f, Activation activation) {
   if (activation == Activation::None)
@@ -207,7 +251,13 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     inputs.push_back(positions);
   if (spec.residual)
     inputs.push_back(residual);
-  return {Pipeline(output), inputs};
+  if (spec.cacheAppend.kvHeads == 0)
+    return {Pipeline(output), inputs};
+  ImageParam cacheSlots(Int(32), 1, "cache_slots"); // (m)
+  inputs.push_back(cacheSlots);
+  auto [keyCache, valueCache] =
+      appendToCache(spec.cacheAppend, output, out, cacheSlots, vec);
+  return {Pipeline({output, keyCache, valueCache}), inputs};
 }
 
 } // namespace attn

@@ -191,6 +191,9 @@ LogicalResult AttentionLayerOp::verify() {
                            << *stack << "\"";
   if (failed(verifyComputeDtype(*this, getComputeDtype(), getHeadDim())))
     return failure();
+  if (getFusedCacheAppend() && (getKind() != LayerKind::Self || !getCache()))
+    return emitOpError() << "fused_cache_append needs a self-attention layer "
+                            "with a cache";
   return verifyKernelRefs(*this, {{"prefill_kernel", getPrefillKernelAttr()},
                                   {"decode_kernel", getDecodeKernelAttr()},
                                   {"query_kernel", getQueryKernelAttr()},
@@ -350,6 +353,23 @@ LogicalResult LinearKernelOp::verify() {
                            << *getRopeHeads() * headDim
                            << ") exceeds out_features (" << getOutFeatures()
                            << ")";
+  }
+  bool append = getAppendKvHeads().has_value();
+  if (append != getAppendHeadDim().has_value() ||
+      append != getAppendDtype().has_value())
+    return emitOpError() << "append_kv_heads, append_head_dim and "
+                            "append_dtype come together";
+  if (append) {
+    int64_t kvFeatures = 2 * int64_t(*getAppendKvHeads()) * *getAppendHeadDim();
+    if (kvFeatures > int64_t(getOutFeatures()))
+      return emitOpError() << "the appended K and V (2 · append_kv_heads · "
+                              "append_head_dim = "
+                           << kvFeatures << ") exceed out_features ("
+                           << getOutFeatures() << ")";
+    Type dtype = *getAppendDtype();
+    if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
+      return emitOpError() << "append_dtype must be f32, f16 or bf16, got "
+                           << dtype;
   }
   return success();
 }

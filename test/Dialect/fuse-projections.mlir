@@ -1,5 +1,6 @@
 // RUN: attn-opt %s -split-input-file --attn-fuse-projections | FileCheck %s
 // RUN: attn-opt %s -split-input-file --attn-fuse-projections=fuse=false | FileCheck %s --check-prefix=OFF
+// RUN: attn-opt %s -split-input-file --attn-fuse-projections=cache-append=false | FileCheck %s --check-prefix=NOAPPEND
 
 // Self-attention layers of a model of blocks fuse Q, K and V; cross layers
 // cannot (their K and V read the encoder output).
@@ -8,6 +9,7 @@
 // CHECK: attn.attention_layer @cross cross {head_dim
 // OFF-LABEL: attn.model @blocks
 // OFF-NOT: fused_projections
+// NOAPPEND-NOT: fused_cache_append
 attn.model @blocks attributes {d_model = 64 : i64, kind = "encoder-decoder", max_batch = 1 : i64} {
   attn.norm @encoder_final_norm layer_norm {eps = 1.0e-05 : f32, stack = "encoder"}
   attn.norm @n layer_norm {eps = 1.0e-05 : f32}
@@ -22,4 +24,25 @@ attn.model @blocks attributes {d_model = 64 : i64, kind = "encoder-decoder", max
 // CHECK-NOT: fused_projections
 attn.model @attention_only attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   attn.attention_layer @self self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64}
+}
+
+// -----
+
+// Cached self layers also store K and V from their projection (fused or
+// not); cross layers and uncached layers do not.
+// CHECK-LABEL: attn.model @cached
+// CHECK: attn.attention_layer @encoder_self self {fused_projections, head_dim
+// CHECK: attn.attention_layer @self self {cache = {{.*}}, fused_cache_append, fused_projections,
+// CHECK: attn.attention_layer @cross cross {cache = {{.*}}, head_dim
+// OFF-LABEL: attn.model @cached
+// OFF: attn.attention_layer @self self {cache = {{.*}}, fused_cache_append, head_dim
+// OFF-NOT: fused_projections
+// NOAPPEND-LABEL: attn.model @cached
+// NOAPPEND-NOT: fused_cache_append
+attn.model @cached attributes {d_model = 64 : i64, kind = "encoder-decoder", max_batch = 1 : i64} {
+  attn.norm @en layer_norm {eps = 1.0e-05 : f32, stack = "encoder"}
+  attn.attention_layer @encoder_self self {head_dim = 16 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, stack = "encoder"}
+  attn.norm @n layer_norm {eps = 1.0e-05 : f32, stack = "decoder"}
+  attn.attention_layer @self self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, stack = "decoder"}
+  attn.attention_layer @cross cross {cache = #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, stack = "decoder"}
 }

@@ -82,6 +82,34 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{append_kv_heads, append_head_dim and append_dtype come together}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, append_kv_heads = 1 : i64, append_head_dim = 8 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{the appended K and V (2 · append_kv_heads · append_head_dim = 32) exceed out_features (24)}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 24 : i64, append_kv_heads = 2 : i64, append_head_dim = 8 : i64, append_dtype = f16}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{append_dtype must be f32, f16 or bf16, got 'i8'}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, append_kv_heads = 1 : i64, append_head_dim = 8 : i64, append_dtype = i8}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{fused_cache_append needs a self-attention layer with a cache}}
+  attn.attention_layer @l self {fused_cache_append, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   // expected-error @+1 {{kernel @nowhere does not name a kernel of the model}}
   attn.output_head @h {kernel = @nowhere, vocab_size = 10 : i64}
 }

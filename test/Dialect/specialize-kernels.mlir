@@ -112,3 +112,19 @@ attn.model @unfused attributes {d_model = 32 : i64, kind = "encoder", max_batch 
   attn.norm @n0 layer_norm {eps = 1.0e-05 : f32}
   attn.attention_layer @l0 self {head_dim = 8 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, projection_bias}
 }
+
+// -----
+
+// The K/V-producing projection of a layer with fused_cache_append stores
+// K and V in the cache dtype: the fused QKV kernel, or the K/V kernel.
+// CHECK-LABEL: attn.model @append
+// CHECK: attn.attention_layer @fused self {{{.*}}query_kernel = @linear_i64_o128_rope10000_h6_d16_append_kv2_d16_bf16,
+// CHECK: attn.attention_layer @unfused self {{{.*}}key_value_kernel = @linear_i64_o64_append_kv2_d16_f32{{.*}}query_kernel = @linear_i64_o64,
+// CHECK-DAG: attn.linear_kernel @linear_i64_o128_rope10000_h6_d16_append_kv2_d16_bf16 {activation = #attn.activation<none>, append_dtype = bf16, append_head_dim = 16 : i64, append_kv_heads = 2 : i64, in_features = 64 : i64, out_features = 128 : i64, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1.000000e+04 : f32}
+// CHECK-DAG: attn.linear_kernel @linear_i64_o64_append_kv2_d16_f32 {activation = #attn.activation<none>, append_dtype = f32, append_head_dim = 16 : i64, append_kv_heads = 2 : i64, in_features = 64 : i64, out_features = 64 : i64}
+attn.model @append attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.norm @n0 rms_norm {eps = 1.0e-06 : f32}
+  attn.attention_layer @fused self {cache = #attn.kv_cache<paged, page_size = 16, dtype = bf16, max_length = 64>, fused_cache_append, fused_projections, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, rope_theta = 10000.0 : f32}
+  attn.norm @n1 rms_norm {eps = 1.0e-06 : f32}
+  attn.attention_layer @unfused self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 64>, fused_cache_append, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64}
+}

@@ -14,6 +14,8 @@
 #include "attn/runtime/KvCache.h"
 #include "attn/schedules/Pipelines.h"
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 using namespace attn::test;
@@ -222,5 +224,146 @@ INSTANTIATE_TEST_SUITE_P(
                                attn::runtime::DType::F32,
                                1.5f,
                                true}));
+
+// The projection with the cache append fused in writes exactly the bytes
+// KvCache::write would store for its K/V rows (same slots after
+// copy-on-write, same rounding to f16/bf16), and its own output is the
+// plain projection's, bit for bit.
+struct AppendCase {
+  int in, queryHeads, kvHeads, headDim, tokens, pageSize;
+  attn::runtime::DType dtype;
+  bool fused; // Q, K and V in one projection (else K and V only)
+  bool rope;
+  bool gemv = false; // the one-row schedule of decode steps
+};
+
+class CacheAppendTest : public testing::TestWithParam<AppendCase> {};
+
+TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
+  const AppendCase &c = GetParam();
+  const int kvWidth = c.kvHeads * c.headDim;
+  const int out = (c.fused ? c.queryHeads * c.headDim : 0) + 2 * kvWidth;
+  attn::LinearSpec spec;
+  spec.functionName = "qkv";
+  spec.inFeatures = c.in;
+  spec.outFeatures = out;
+  spec.bias = true;
+  if (c.gemv)
+    spec.schedule.tileRows = 1;
+  if (c.rope) {
+    spec.ropeTheta = 10000.0f;
+    spec.ropeHeads = (c.fused ? c.queryHeads : 0) + c.kvHeads;
+    spec.ropeHeadDim = c.headDim;
+  }
+  Halide::Target target = Halide::get_jit_target_from_environment();
+  attn::KernelPipeline plain = attn::buildLinearPipeline(spec, target);
+  spec.cacheAppend = {
+      c.kvHeads, c.headDim,
+      c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
+      : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
+                                              : attn::CacheElement::F32};
+  attn::KernelPipeline fused = attn::buildLinearPipeline(spec, target);
+
+  // Two identical caches; the appended sequence is a fork whose pages are
+  // shared with its parent, so reserving its slots copies pages first.
+  const int prefix = 5, layer = 1;
+  KvCacheConfig config{2, c.kvHeads, c.headDim, c.dtype, c.pageSize, 64, 256};
+  KvCache viaKernel, viaWrite;
+  ASSERT_TRUE(KvCache::create(config, viaKernel));
+  ASSERT_TRUE(KvCache::create(config, viaWrite));
+  SequenceId child = 0;
+  for (KvCache *cache : {&viaKernel, &viaWrite}) {
+    SequenceId parent;
+    ASSERT_TRUE(cache->addSequence(parent));
+    ASSERT_TRUE(cache->extend(parent, prefix + c.tokens));
+    ASSERT_TRUE(cache->fork(parent, child));
+  }
+  std::vector<int32_t> slots(c.tokens);
+  ASSERT_TRUE(viaKernel.reserveSlots(child, prefix, c.tokens, slots.data()));
+  if (c.tokens > 2)
+    slots[1] = -1; // a token the kernel must not store
+
+  std::mt19937 rng(c.in + out + c.tokens);
+  std::vector<float> x = randomVector(size_t(c.tokens) * c.in, rng),
+                     w = randomVector(size_t(c.in) * out, rng),
+                     b = randomVector(out, rng);
+  std::vector<int32_t> pos(c.tokens);
+  for (int m = 0; m < c.tokens; m++)
+    pos[m] = prefix + m;
+  Halide::Buffer<float> input(x.data(), c.in, c.tokens),
+      weight(w.data(), out, c.in), bias(b.data(), out);
+  Halide::Buffer<int32_t> positions(pos.data(), c.tokens),
+      slotBuffer(slots.data(), c.tokens);
+  auto run = [&](attn::KernelPipeline &kernel, Halide::Realization outputs) {
+    kernel.pipeline.compile_jit(target);
+    Halide::ParamMap params;
+    std::vector<Halide::Buffer<>> args = {input, weight, bias};
+    if (c.rope)
+      args.push_back(positions);
+    args.push_back(slotBuffer);
+    for (size_t i = 0; i < kernel.inputs.size(); i++)
+      params.set(kernel.inputs[i], args[i]);
+    kernel.pipeline.realize(outputs, target, params);
+  };
+  Halide::Buffer<float> expected(out, c.tokens), projected(out, c.tokens);
+  run(plain, {expected});
+  Halide::Type element =
+      c.dtype == attn::runtime::DType::F16    ? Halide::Float(16)
+      : c.dtype == attn::runtime::DType::BF16 ? Halide::BFloat(16)
+                                              : Halide::Float(32);
+  const int poolSlots = config.numPages * config.pageSize;
+  Halide::Buffer<> keyPool(element, viaKernel.writableKeyPages(layer),
+                           c.headDim, c.kvHeads, poolSlots);
+  Halide::Buffer<> valuePool(element, viaKernel.writableValuePages(layer),
+                             c.headDim, c.kvHeads, poolSlots);
+  // An output off kAppendOutputAlignment is refused, not read misaligned.
+  std::vector<float> misaligned(size_t(out) * c.tokens + 1);
+  Halide::Buffer<float> misalignedOutput(misaligned.data() + 1, out, c.tokens);
+  EXPECT_THROW(run(fused, {misalignedOutput, keyPool, valuePool}),
+               Halide::RuntimeError);
+  run(fused, {projected, keyPool, valuePool});
+
+  for (int m = 0; m < c.tokens; m++)
+    for (int n = 0; n < out; n++)
+      ASSERT_EQ(projected(n, m), expected(n, m)) << "feature " << n;
+  // The same copies-on-write in the same order, then write's own path.
+  std::vector<int32_t> writeSlots(c.tokens);
+  ASSERT_TRUE(
+      viaWrite.reserveSlots(child, prefix, c.tokens, writeSlots.data()));
+  for (int m = 0; m < c.tokens; m++) {
+    const float *row = &projected(0, m);
+    if (slots[m] >= 0)
+      ASSERT_TRUE(viaWrite.write(child, layer, prefix + m, 1,
+                                 row + out - 2 * kvWidth, row + out - kvWidth));
+  }
+  for (int l = 0; l < config.numLayers; l++) {
+    size_t bytes = viaKernel.poolBytes() / 2 / config.numLayers;
+    EXPECT_EQ(std::memcmp(viaKernel.keyPages(l), viaWrite.keyPages(l), bytes),
+              0)
+        << "K of layer " << l;
+    EXPECT_EQ(
+        std::memcmp(viaKernel.valuePages(l), viaWrite.valuePages(l), bytes), 0)
+        << "V of layer " << l;
+  }
+  EXPECT_EQ(*viaKernel.blockTable(child), *viaWrite.blockTable(child));
+  EXPECT_TRUE(viaKernel.checkInvariants());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CacheAppendTest,
+    testing::Values(
+        // decode step of a Llama-like GQA layer, RoPE, f16 cache
+        AppendCase{64, 8, 2, 32, 1, 16, attn::runtime::DType::F16, true, true},
+        // prefill of 37 tokens over page boundaries, bf16
+        AppendCase{48, 4, 4, 16, 37, 8, attn::runtime::DType::BF16, true, true},
+        // K/V-only projection (unfused), odd head_dim, f32, page size 1
+        AppendCase{33, 6, 3, 10, 7, 1, attn::runtime::DType::F32, false, false},
+        // head_dim 80, no RoPE, two tokens (the gemv-sized case), f16
+        AppendCase{40, 2, 1, 80, 2, 4, attn::runtime::DType::F16, true, false},
+        // MQA with head_dim 8 (under one vector), one-row schedule
+        AppendCase{32, 4, 1, 8, 1, 4, attn::runtime::DType::F32, true, false,
+                   true},
+        AppendCase{32, 4, 1, 8, 2, 4, attn::runtime::DType::BF16, true, true,
+                   true}));
 
 } // namespace

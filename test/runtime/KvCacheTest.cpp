@@ -139,6 +139,13 @@ TEST(KvCache, ForkSharesPagesAndCopiesOnWrite) {
   EXPECT_NE(cache.blockTable(child)->at(1), cache.blockTable(parent)->at(1));
   // And rewrites position 5, which must not reach the parent.
   ASSERT_TRUE(cache.write(child, 0, 5, 1, k2.data(), v2.data()));
+  // The slots a kernel would write: page · pageSize + offset, private pages.
+  int32_t slots[2];
+  ASSERT_TRUE(cache.reserveSlots(child, 5, 2, slots));
+  const std::vector<int32_t> &pages = *cache.blockTable(child);
+  EXPECT_EQ(slots[0], pages[1] * 4 + 1);
+  EXPECT_EQ(slots[1], pages[1] * 4 + 2);
+  EXPECT_EQ(cache.usedPages(), 3); // already private: nothing copied
 
   std::vector<float> got(7 * 6), gotV(7 * 6);
   ASSERT_TRUE(cache.read(parent, 0, 0, 6, got.data(), gotV.data()));
@@ -181,6 +188,15 @@ TEST(KvCache, ErrorsChangeNothing) {
   std::vector<float> k(6, 1.0f);
   EXPECT_EQ(cache.write(c, 0, 0, 1, k.data(), k.data()).code(),
             StatusCode::OutOfMemory);
+  int32_t slots[2] = {-7, -7};
+  EXPECT_EQ(cache.reserveSlots(c, 0, 1, slots).code(), StatusCode::OutOfMemory);
+  EXPECT_EQ(cache.reserveSlots(a, 7, 2, slots).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.reserveSlots(a, 0, 1, nullptr).code(),
+            StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.reserveSlots(42, 0, 1, slots).code(), StatusCode::NotFound);
+  EXPECT_EQ(slots[0], -7);
+  EXPECT_EQ(*cache.blockTable(c), *cache.blockTable(a)); // nothing copied
   // Bad arguments.
   EXPECT_EQ(cache.write(a, 2, 0, 1, k.data(), k.data()).code(),
             StatusCode::InvalidArgument);

@@ -231,6 +231,10 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     (with K and V when fused), `key_value_kernel` K and V when not (from the
     encoder output for cross layers), and `output_kernel` the output
     projection, which also adds the block's residual.
+    `fused_cache_append` (set by `--attn-fuse-projections` on cached
+    self-attention layers) says the projection that computes K and V also
+    stores them into the layer's cache slots, in the cache dtype, so no
+    separate append pass over K and V runs.
 
     ```mlir
     attn.attention_layer @layer0 self {num_query_heads = 8 : i64,
@@ -256,6 +260,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<FlatSymbolRefAttr>:$prefill_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$decode_kernel,
                        UnitAttr:$fused_projections,
+                       UnitAttr:$fused_cache_append,
                        OptionalAttr<FlatSymbolRefAttr>:$query_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$key_value_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$output_kernel);
@@ -360,6 +365,10 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     output features are rotated by their token's position (a fused QKV
     projection's Q and K). With `input_gate`, the input has 2·in_features
     columns, a gate and an up half, and x is input_gate(gate)·up.
+    With `append_kv_heads`, `append_head_dim` and `append_dtype`, the last
+    2·append_kv_heads·append_head_dim output features (K, then V) are also
+    stored into a KV cache's slots in `append_dtype` (the cache append fused
+    into a K/V-producing projection).
 
     ```mlir
     attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
@@ -374,7 +383,10 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<Attn_PositiveI64>:$rope_heads,
                        OptionalAttr<Attn_PositiveI64>:$rope_head_dim,
-                       OptionalAttr<Attn_ActivationAttr>:$input_gate);
+                       OptionalAttr<Attn_ActivationAttr>:$input_gate,
+                       OptionalAttr<Attn_PositiveI64>:$append_kv_heads,
+                       OptionalAttr<Attn_PositiveI64>:$append_head_dim,
+                       OptionalAttr<TypeAttr>:$append_dtype);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -26,10 +26,18 @@ def FuseProjections : Pass<"attn-fuse-projections", "::mlir::attn::ModelOp"> {
     compute Q alone and K with V (cross-attention layers always do: their
     K and V read the encoder output). The runtime concatenates the weights
     at load time. With `fuse=false` nothing is marked.
+
+    Also marks `fused_cache_append` on self-attention layers with a cache:
+    the projection that produces K and V (fused or not) writes them into
+    the layer's cache slots in the cache dtype, instead of the runtime
+    converting and copying them afterwards. `cache-append=false` keeps the
+    separate append.
   }];
   let options = [
     Option<"fuse", "fuse", "bool", /*default=*/"true",
-           "Fuse the projections (false: mark nothing)">
+           "Fuse the projections (false: mark nothing)">,
+    Option<"cacheAppend", "cache-append", "bool", /*default=*/"true",
+           "Fuse the cache append into the K/V projection">
   ];
 }
 

@@ -5,6 +5,9 @@
 // larger, better-shaped matrix product. Every self-attention layer of this
 // IR allows it (its projections share their input and bias setting); cross
 // layers cannot fuse Q, whose input is the decoder's, with K and V.
+// The K/V-producing projection of a cached self layer can also store K and V
+// into the cache itself: one pass over them instead of a second, converting
+// one in the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,11 +22,16 @@ struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
   using FuseProjectionsBase::FuseProjectionsBase;
 
   void runOnOperation() override {
-    if (!fuse || !getOperation().hasBlocks())
+    if (!getOperation().hasBlocks())
       return;
-    for (AttentionLayerOp layer : getOperation().getLayers())
-      if (layer.getKind() == LayerKind::Self)
+    for (AttentionLayerOp layer : getOperation().getLayers()) {
+      if (layer.getKind() != LayerKind::Self)
+        continue;
+      if (fuse)
         layer.setFusedProjections(true);
+      if (cacheAppend && layer.getCache())
+        layer.setFusedCacheAppend(true);
+    }
   }
 };
 } // namespace

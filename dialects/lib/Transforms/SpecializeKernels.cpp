@@ -88,6 +88,9 @@ public:
     float ropeTheta = 0;
     int64_t ropeHeads = 0, ropeHeadDim = 0;
     Activation inputGate = Activation::None;
+    // The cache append (appendKvHeads > 0): K and V into cache slots.
+    int64_t appendKvHeads = 0, appendHeadDim = 0;
+    Type appendDtype;
   };
 
   FlatSymbolRefAttr linear(const Linear &l, Location loc) {
@@ -105,6 +108,15 @@ public:
       name += "_rope" + nameNumber(l.ropeTheta) + "_h" +
               std::to_string(l.ropeHeads) + "_d" +
               std::to_string(l.ropeHeadDim);
+    if (l.appendKvHeads > 0) {
+      std::string dtype;
+      llvm::raw_string_ostream(dtype) << l.appendDtype;
+      name += "_append_kv" + std::to_string(l.appendKvHeads) + "_d" +
+              std::to_string(l.appendHeadDim) + "_" + dtype;
+    }
+    auto positive = [&](int64_t value) {
+      return value > 0 ? builder.getI64IntegerAttr(value) : IntegerAttr();
+    };
     return dedupe(name, [&]() -> Operation * {
       return builder.create<LinearKernelOp>(
           loc, StringRef(name), uint64_t(l.in), uint64_t(l.out), l.bias,
@@ -116,7 +128,9 @@ public:
                           : IntegerAttr(),
           l.inputGate != Activation::None
               ? ActivationAttr::get(builder.getContext(), l.inputGate)
-              : ActivationAttr());
+              : ActivationAttr(),
+          positive(l.appendKvHeads), positive(l.appendHeadDim),
+          l.appendKvHeads > 0 ? TypeAttr::get(l.appendDtype) : TypeAttr());
     });
   }
 
@@ -129,23 +143,33 @@ public:
       const float theta =
           layer.getRopeTheta() ? layer.getRopeTheta()->convertToFloat() : 0;
       Location loc = layer.getLoc();
+      // The K/V-producing projection, with the cache append when fused.
+      auto withAppend = [&](Linear l) {
+        if (layer.getFusedCacheAppend()) {
+          l.appendKvHeads = hkv;
+          l.appendHeadDim = d;
+          l.appendDtype = layer.getCacheAttr().getDtype();
+        }
+        return l;
+      };
       if (layer.getFusedProjections()) {
         if (layer.getKind() != LayerKind::Self)
           return layer.emitOpError()
                  << "only self-attention layers fuse Q with K and V";
         layer.setQueryKernelAttr(
-            linear({dModel, (hq + 2 * hkv) * d, bias, Activation::None, false,
-                    theta, theta > 0 ? hq + hkv : 0, theta > 0 ? d : 0},
+            linear(withAppend({dModel, (hq + 2 * hkv) * d, bias,
+                               Activation::None, false, theta,
+                               theta > 0 ? hq + hkv : 0, theta > 0 ? d : 0}),
                    loc));
       } else {
         layer.setQueryKernelAttr(
             linear({dModel, hq * d, bias, Activation::None, false, theta,
                     theta > 0 ? hq : 0, theta > 0 ? d : 0},
                    loc));
-        layer.setKeyValueKernelAttr(
-            linear({dModel, 2 * hkv * d, bias, Activation::None, false, theta,
-                    theta > 0 ? hkv : 0, theta > 0 ? d : 0},
-                   loc));
+        layer.setKeyValueKernelAttr(linear(
+            withAppend({dModel, 2 * hkv * d, bias, Activation::None, false,
+                        theta, theta > 0 ? hkv : 0, theta > 0 ? d : 0}),
+            loc));
       }
       layer.setOutputKernelAttr(
           linear({hq * d, dModel, bias, Activation::None, true}, loc));

@@ -72,6 +72,13 @@ public:
   ///   key, value: [count][numKvHeads][headDim] float
   Status write(SequenceId id, int layer, int position, int count,
                const float *key, const float *value);
+  /// For kernels that write the cache themselves (a K/V projection with the
+  /// cache append fused in): makes positions [position, position+count) of
+  /// the sequence writable in every layer (shared pages are copied first, as
+  /// in write) and stores each token's slot, page · pageSize + offset (its
+  /// row in writablePages' [numPages·pageSize][numKvHeads][headDim] view),
+  /// in slots [count]. Fails, changing nothing, like write.
+  Status reserveSlots(SequenceId id, int position, int count, int32_t *slots);
   /// Loads K and V of positions [position, position+count) as floats.
   ///   key, value: [count][numKvHeads][headDim] float
   Status read(SequenceId id, int layer, int position, int count, float *key,
@@ -82,6 +89,9 @@ public:
   /// Page pool of one layer: [numPages][pageSize][numKvHeads][headDim] dtype.
   const void *keyPages(int layer) const { return keys_[layer].data(); }
   const void *valuePages(int layer) const { return values_[layer].data(); }
+  /// The same pools for a kernel to write the slots reserveSlots returned.
+  void *writableKeyPages(int layer) { return keys_[layer].data(); }
+  void *writableValuePages(int layer) { return values_[layer].data(); }
 
   // Accounting ---------------------------------------------------------------
   int freePages() const { return int(freeList_.size()); }
@@ -101,6 +111,10 @@ private:
   };
 
   Status lookup(SequenceId id, const char *operation) const;
+  /// reserveSlots after `id` is known good; `operation` names the caller in
+  /// errors.
+  Status reserve(const char *operation, SequenceId id, int position, int count,
+                 int32_t *slots);
   int pagesFor(int tokens) const;
   size_t pageBytes() const;
   size_t tokenBytes() const; ///< one token, one layer, K or V

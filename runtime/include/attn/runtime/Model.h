@@ -21,6 +21,7 @@
 #include "attn/runtime/Safetensors.h"
 
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -53,11 +54,36 @@ struct CrossAttentionTrace {
   std::vector<std::vector<float>> weights; // [batch][encoder tokens]
 };
 
+/// An allocator at 128-byte alignment: a projection with the cache append
+/// fused in reads its output back with aligned vector loads, and refuses an
+/// output that is not (attn::kAppendOutputAlignment in schedules/).
+template <class T> struct KernelAlignedAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t alignment{128};
+  KernelAlignedAllocator() = default;
+  template <class U>
+  KernelAlignedAllocator(const KernelAlignedAllocator<U> &) noexcept {}
+  T *allocate(size_t n) {
+    return static_cast<T *>(::operator new(n * sizeof(T), alignment));
+  }
+  void deallocate(T *p, size_t) noexcept { ::operator delete(p, alignment); }
+  template <class U> bool operator==(const KernelAlignedAllocator<U> &) const {
+    return true;
+  }
+  template <class U> bool operator!=(const KernelAlignedAllocator<U> &) const {
+    return false;
+  }
+};
+
 /// Scratch activations of one thread, grown on demand.
 struct Workspace {
-  std::vector<float> x, residual, normed, projected, attention, hidden, query,
-      key, value;
+  std::vector<float> x, residual, normed, attention, hidden, query, value;
+  /// Outputs of Q/K/V projections (which may append to the cache).
+  std::vector<float, KernelAlignedAllocator<float>> projected, key;
   std::vector<int32_t> tokens, positions, blockTable, lengths;
+  std::vector<int32_t> cacheSlots; ///< [tokens] of a fused cache append
+  std::vector<float> noCache; ///< [kvHeads][headDim]: a pool of one slot for
+                              ///< fused-append kernels that store nothing
 };
 
 class Model {

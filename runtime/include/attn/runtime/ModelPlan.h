@@ -40,9 +40,11 @@ struct PlanOp {
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
   float scale = 0;                              ///< attention: of Q·Kᵀ
   bool fusedProjections = false; ///< attention: one Q|K|V projection
-  bool rope = false;   ///< attention: the Q/K projections rotate by position
+  bool fusedCacheAppend = false; ///< attention: the K/V projection stores K
+                                 ///< and V into cache slots itself
+  bool rope = false; ///< attention: the Q/K projections rotate by position
   bool keyPadding = false; ///< attention: prefill takes per-entry key lengths
-  bool cached = false; ///< attention: has a KV cache (decodes)
+  bool cached = false;     ///< attention: has a KV cache (decodes)
   int pageSize = 0, maxLength = 0; ///< attention cache
   DType cacheType = DType::F32;    ///< attention cache
 

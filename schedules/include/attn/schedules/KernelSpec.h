@@ -151,7 +151,27 @@ enum class Activation {
 /// (a gated FFN's down projection), input is [tokens][2·inFeatures], a
 /// gate half and an up half, and the product reads
 /// inputGate(gate)·up: SwiGLU and friends without a separate kernel.
-/// Inputs in order: input, weight, [bias], [positions], [residual].
+/// With `cacheAppend` (a K/V-producing projection of a cached layer), the
+/// last 2·kvHeads·headDim output features (K, then V, after RoPE) are also
+/// written straight into the layer's KV cache, in the cache's element type
+/// (round to nearest even), at the slots the runtime reserved:
+///   cache_slots [tokens] int32: page·pageSize + offset of each token's row,
+///               or -1 for a token that is not cached
+///   key_cache, value_cache [slots][kvHeads][headDim] cacheElement (the
+///               layer's whole page pool, flattened to slots; outputs after
+///               `output`, only the named slots are written)
+/// Slots are clamped into the pool, so a corrupt slot cannot write outside.
+/// The output must then be kAppendOutputAlignment-byte aligned (the kernel
+/// reads its K/V rows back with aligned vector loads; a misaligned output
+/// is a kernel error).
+/// Inputs in order: input, weight, [bias], [positions], [residual],
+/// [cache_slots]; outputs: output, [key_cache, value_cache].
+constexpr int kAppendOutputAlignment = 128;
+struct CacheAppend {
+  int kvHeads = 0; ///< 0: no append
+  int headDim = 0;
+  CacheElement element = CacheElement::F32;
+};
 struct LinearSpec {
   std::string functionName;
   int inFeatures = 0;
@@ -163,6 +183,7 @@ struct LinearSpec {
   float ropeTheta = 0.0f;
   int ropeHeads = 0;
   int ropeHeadDim = 0;
+  CacheAppend cacheAppend;
   LinearSchedule schedule;
 };
 
