@@ -106,26 +106,31 @@ bool readLayer(const json::Object &object, const JsonPath &path,
 }
 
 /// Norm settings of a block: {"kind": "layer_norm"|"rms_norm", "eps": x,
-/// "placement": "pre"}.
+/// "placement": "pre"|"post"}.
 struct NormSettings {
   NormKind kind = NormKind::LayerNorm;
   float eps = 1e-5f;
+  bool post = false;
 };
 
-bool readNorm(JsonObjectReader &block, const JsonLocator &locator,
-              NormSettings &norm) {
+/// Reads `key` of `parent` (if present) into `norm`; `present` says whether
+/// it was there.
+bool readNorm(JsonObjectReader &parent, const JsonLocator &locator,
+              NormSettings &norm, const char *key = "norm",
+              bool *present = nullptr) {
   JsonPath path;
-  const json::Object *object = block.getObject("norm", false, path);
+  const json::Object *object = parent.getObject(key, false, path);
+  if (present)
+    *present = object != nullptr;
   if (!object)
-    return block.ok();
+    return parent.ok();
   JsonObjectReader reader(*object, path, locator);
   norm.kind = *symbolizeNormKind(
       reader.optionalEnum("kind", {"layer_norm", "rms_norm"}, "layer_norm"));
   if (auto eps = reader.optionalPositiveNumber("eps"))
     norm.eps = float(*eps);
-  // Post-norm blocks need other kernels' epilogues; say so rather than
-  // compile something else.
-  reader.optionalEnum("placement", {"pre"}, "pre");
+  norm.post =
+      reader.optionalEnum("placement", {"pre", "post"}, "pre") == "post";
   return reader.finish();
 }
 
@@ -154,7 +159,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
   const json::Object *embedding =
       stack.getObject("embedding", false, embeddingPath);
   const json::Array *blocks = stack.getArray("blocks", true, blocksPath);
-  bool finalNorm = stack.optionalBool("final_norm").value_or(true);
+  std::optional<bool> finalNorm = stack.optionalBool("final_norm");
   const json::Object *head = stack.getObject("output_head", false, headPath);
   if (!stack.finish() || !blocks)
     return false;
@@ -166,10 +171,28 @@ bool readStack(const json::Object &object, const JsonPath &path,
         "positions", {"none", "sinusoidal", "learned"}, "none"));
     int64_t maxPositions =
         reader.getInt("max_positions", false, 1, 1 << 24, 4096).value_or(1);
-    if (!reader.finish())
+    float scale = float(reader.optionalPositiveNumber("scale").value_or(1.0));
+    int64_t offset =
+        reader.getInt("position_offset", false, 0, 1 << 24, 0).value_or(0);
+    if (offset && positions != PositionKind::Learned) {
+      JsonPath offsetPath = embeddingPath;
+      offsetPath.push_back(std::string("position_offset"));
+      emitError(locator.at(offsetPath))
+          << "position_offset applies to learned positions only";
+      return false;
+    }
+    // An optional norm of the embedded rows (BART's layernorm_embedding).
+    NormSettings embeddingNorm;
+    bool hasNorm = false;
+    bool normOk = readNorm(reader, locator, embeddingNorm, "norm", &hasNorm);
+    if (!reader.finish() || !normOk)
       return false;
     builder.addEmbedding(prefix + "embedding", vocab, positions, maxPositions,
-                         tag, reader.location());
+                         tag, reader.location(), scale, offset);
+    if (hasNorm)
+      builder.addNorm(prefix + "embedding_norm", embeddingNorm.kind,
+                      embeddingNorm.eps, tag, reader.location(),
+                      /*post=*/true);
     if (name == "encoder")
       sourceLength = maxPositions;
   }
@@ -231,7 +254,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
       JsonObjectReader reader(*ffn, ffnPath, locator);
       ffnLoc = reader.location();
       activation = *symbolizeActivation(reader.optionalEnum(
-          "activation", {"gelu_tanh", "relu", "silu"}, "gelu_tanh"));
+          "activation", {"gelu", "gelu_tanh", "relu", "silu"}, "gelu_tanh"));
       ffnSize =
           reader.getInt("intermediate_size", true, 1, 1 << 24).value_or(1);
       ffnBias = reader.optionalBool("bias").value_or(false);
@@ -239,22 +262,33 @@ bool readStack(const json::Object &object, const JsonPath &path,
       if (!reader.finish())
         return false;
     }
+    // Pre-norm: norm, then the sublayer reads it. Post-norm: the sublayer
+    // reads the residual stream, then the norm normalizes the stream.
     for (int64_t r = 0; r < repeat; r++) {
       for (auto &[layer, loc] : layers) {
         std::string normName = "layer" + std::to_string(layerCount) + "_norm";
-        builder.addNorm(normName, norm.kind, norm.eps, tag, loc);
+        if (!norm.post)
+          builder.addNorm(normName, norm.kind, norm.eps, tag, loc);
         layerCount = builder.addLayer(layer, loc) + 1;
+        if (norm.post)
+          builder.addNorm(normName, norm.kind, norm.eps, tag, loc, true);
       }
       if (ffn) {
         std::string block = "block" + std::to_string(blockCount);
-        builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc);
+        if (!norm.post)
+          builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag,
+                          ffnLoc);
         builder.addFfn(block + "_ffn", activation, ffnSize, ffnBias, ffnGated,
                        tag, ffnLoc);
+        if (norm.post)
+          builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc,
+                          true);
       }
       blockCount++;
     }
   }
-  if (finalNorm)
+  // A post-norm stack ends normalized already.
+  if (finalNorm.value_or(!norm.post))
     builder.addNorm(prefix + "final_norm", norm.kind, norm.eps, tag, lastBlock);
   if (head) {
     JsonObjectReader reader(*head, headPath, locator);

@@ -20,6 +20,8 @@ static_assert(int(::attn::Activation::GeluTanh) ==
                   int(mlir::attn::Activation::Silu));
 static_assert(int(::attn::PositionKind::Learned) ==
               int(mlir::attn::PositionKind::Learned));
+static_assert(int(::attn::Activation::Gelu) ==
+              int(mlir::attn::Activation::Gelu));
 
 namespace attnc {
 
@@ -121,6 +123,9 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.dim = kernel.getDim();
       spec.positions = ::attn::PositionKind(int(kernel.getPositions()));
       spec.maxPositions = kernel.getMaxPositions();
+      if (std::optional<APFloat> scale = kernel.getScale())
+        spec.scale = scale->convertToFloat();
+      spec.positionOffset = int(kernel.getPositionOffset().value_or(0));
       specs.embedding.push_back(spec);
     }
   }

@@ -29,21 +29,25 @@ StringAttr optionalString(Builder &builder, llvm::StringRef text) {
 void ModelBuilder::addEmbedding(llvm::StringRef name, int64_t vocabSize,
                                 attn::PositionKind positions,
                                 int64_t maxPositions, llvm::StringRef stack,
-                                Location loc) {
+                                Location loc, float scale,
+                                int64_t positionOffset) {
   builder.create<attn::EmbeddingOp>(
       loc, builder.getStringAttr(name), builder.getI64IntegerAttr(vocabSize),
       attn::PositionKindAttr::get(builder.getContext(), positions),
-      builder.getI64IntegerAttr(maxPositions), optionalString(builder, stack),
-      FlatSymbolRefAttr());
+      builder.getI64IntegerAttr(maxPositions),
+      scale != 1.0f ? builder.getF32FloatAttr(scale) : FloatAttr(),
+      positionOffset ? builder.getI64IntegerAttr(positionOffset)
+                     : IntegerAttr(),
+      optionalString(builder, stack), FlatSymbolRefAttr());
 }
 
 void ModelBuilder::addNorm(llvm::StringRef name, attn::NormKind kind, float eps,
-                           llvm::StringRef stack, Location loc) {
+                           llvm::StringRef stack, Location loc, bool post) {
   builder.create<attn::NormOp>(
       loc, builder.getStringAttr(name),
       attn::NormKindAttr::get(builder.getContext(), kind),
-      builder.getF32FloatAttr(eps), optionalString(builder, stack),
-      FlatSymbolRefAttr());
+      builder.getF32FloatAttr(eps), post ? builder.getUnitAttr() : UnitAttr(),
+      optionalString(builder, stack), FlatSymbolRefAttr());
 }
 
 void ModelBuilder::addFfn(llvm::StringRef name, attn::Activation activation,

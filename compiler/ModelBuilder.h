@@ -40,11 +40,15 @@ public:
   /// Appends attention layer `layer<N>` (N counts layers) and returns N.
   int addLayer(const LayerConfig &config, mlir::Location loc);
   /// The rest of a block, appended in execution order; `stack` may be empty.
+  /// `scale` multiplies the token rows (1: none); learned positions are
+  /// read `positionOffset` rows into their table.
   void addEmbedding(llvm::StringRef name, int64_t vocabSize,
                     mlir::attn::PositionKind positions, int64_t maxPositions,
-                    llvm::StringRef stack, mlir::Location loc);
+                    llvm::StringRef stack, mlir::Location loc,
+                    float scale = 1.0f, int64_t positionOffset = 0);
+  /// `post`: normalizes the residual stream in place (post-norm blocks).
   void addNorm(llvm::StringRef name, mlir::attn::NormKind kind, float eps,
-               llvm::StringRef stack, mlir::Location loc);
+               llvm::StringRef stack, mlir::Location loc, bool post = false);
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
               int64_t intermediateSize, bool bias, bool gated,
               llvm::StringRef stack, mlir::Location loc);

@@ -89,12 +89,17 @@ std::string renderPlanJson(ModuleOp module) {
           {"vocab_size", int64_t(embedding.getVocabSize())},
           {"positions", stringifyPositionKind(embedding.getPositions())},
           {"max_positions", int64_t(embedding.getMaxPositions())},
+          {"position_offset", embedding.getPositionOffset().value_or(0)},
+          {"scale", embedding.getScale()
+                        ? embedding.getScale()->convertToFloat()
+                        : 1.0f},
           {"kernel", kernelName(embedding.getKernel())}};
     } else if (auto norm = dyn_cast<NormOp>(op)) {
       entry = llvm::json::Object{{"op", "norm"},
                                  {"name", norm.getSymName()},
                                  {"kind", stringifyNormKind(norm.getKind())},
                                  {"eps", norm.getEps().convertToFloat()},
+                                 {"post", norm.getPost()},
                                  {"kernel", kernelName(norm.getKernel())}};
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
       entry = llvm::json::Object{

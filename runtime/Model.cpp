@@ -45,11 +45,15 @@ struct Naming {
   std::string positions(const std::string &stack) const {
     return "model." + stack + ".embed_positions";
   }
+  std::string embeddingNorm(const std::string &stack) const {
+    return "model." + stack + ".layernorm_embedding";
+  }
   std::string finalNorm(const std::string &stack) const {
     return kind == WeightNaming::Llama ? "model.norm"
                                        : "model." + stack + ".layer_norm";
   }
-  /// The norm feeding an attention layer (self or cross) or the FFN.
+  /// The norm of an attention layer (self or cross) or the FFN: before it
+  /// (pre-norm) or after it (post-norm).
   std::string norm(const std::string &prefix, const PlanOp &next) const {
     bool llama = kind == WeightNaming::Llama;
     if (next.kind == OpKind::Ffn)
@@ -154,15 +158,25 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       n.add("table", naming.embedding(stack) + ".weight", {op.vocabSize, d});
       if (op.positions == "learned")
         n.add("positions", naming.positions(stack) + ".weight",
-              {op.maxPositions, d});
+              {op.maxPositions + op.positionOffset, d});
       break;
     case OpKind::Norm: {
+      // A pre norm is named after the sublayer it feeds, a post norm after
+      // the one it follows (whose block an FFN has already counted).
       const PlanOp *next = i + 1 < plan.ops.size() ? &plan.ops[i + 1] : nullptr;
-      bool feeds =
-          next && next->stack == op.stack &&
-          (next->kind == OpKind::Attention || next->kind == OpKind::Ffn);
-      std::string base =
-          feeds ? naming.norm(prefix, *next) : naming.finalNorm(stack);
+      const PlanOp *sublayer =
+          op.post ? (i > 0 ? &plan.ops[i - 1] : nullptr) : next;
+      bool named = sublayer && sublayer->stack == op.stack &&
+                   (sublayer->kind == OpKind::Attention ||
+                    sublayer->kind == OpKind::Ffn);
+      std::string base = naming.finalNorm(stack);
+      if (op.post && sublayer && sublayer->kind == OpKind::Embedding)
+        base = naming.embeddingNorm(stack);
+      else if (named && op.post && sublayer->kind == OpKind::Ffn)
+        base = naming.norm(naming.block(stack, blockOfStack[stack] - 1),
+                           *sublayer);
+      else if (named)
+        base = naming.norm(prefix, *sublayer);
       n.add("weight", base + ".weight", {d});
       if (op.layerNorm)
         n.add("bias", base + ".bias", {d});

@@ -117,10 +117,15 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.vocabSize = at.integer("vocab_size");
       op.positions = at.string("positions");
       op.maxPositions = at.integer("max_positions");
+      if (entry.contains("position_offset"))
+        op.positionOffset = at.integer("position_offset");
+      if (op.positionOffset < 0)
+        at.fail("'position_offset' must be >= 0");
       resolve(at, "kernel", op.kernel);
     } else if (kind == "norm") {
       op.kind = OpKind::Norm;
       op.layerNorm = at.string("kind") == "layer_norm";
+      op.post = at.boolean("post");
       resolve(at, "kernel", op.kernel);
     } else if (kind == "ffn") {
       op.kind = OpKind::Ffn;

@@ -147,7 +147,9 @@ public:
     float *residual = grow(ws.residual, t * d);
     float *normed = grow(ws.normed, t * d);
     int selfLayer = 0, crossLayer = 0;
-    bool normedIsOutput = false;
+    // After a pre norm the next sublayer (or the head) reads `normed`;
+    // otherwise it reads the residual stream `x` (post-norm blocks).
+    bool normedIsCurrent = false;
     for (size_t i = 0; i < plan.ops.size(); i++) {
       const PlanOp &op = plan.ops[i];
       bool inStack =
@@ -162,8 +164,9 @@ public:
         BufferView positions(in.positions, int32Type(), {{t, 1}});
         BufferView table(w.table.data(), float32Type(),
                          {{d, 1}, {op.vocabSize, d}});
-        BufferView positionTable(w.positionTable.data(), float32Type(),
-                                 {{d, 1}, {op.maxPositions, d}});
+        BufferView positionTable(
+            w.positionTable.data(), float32Type(),
+            {{d, 1}, {op.maxPositions + op.positionOffset, d}});
         BufferView out(x, float32Type(), {{d, 1}, {t, d}});
         std::vector<BufferView *> args = {&ids, &positions, &table};
         if (!w.positionTable.empty())
@@ -182,10 +185,12 @@ public:
           args.push_back(&bias);
         args.push_back(&out);
         status = callKernel(op.kernel, args);
+        if (status && op.post) // x = norm(x)
+          std::swap(x, normed);
         break;
       }
       case OpKind::Attention:
-        status = attention(op, w, in, ws, normed, d,
+        status = attention(op, w, in, ws, normedIsCurrent ? normed : x, d,
                            op.cross ? crossLayer : selfLayer);
         if (op.cross)
           crossLayer++;
@@ -201,8 +206,8 @@ public:
       case OpKind::Ffn: {
         const int64_t width = (op.gated ? 2 : 1) * op.intermediateSize;
         float *hidden = grow(ws.hidden, t * width);
-        status = linear(op.up, normed, t, d, w.up, w.upBias, nullptr, nullptr,
-                        width, hidden);
+        status = linear(op.up, normedIsCurrent ? normed : x, t, d, w.up,
+                        w.upBias, nullptr, nullptr, width, hidden);
         if (status)
           status = linear(op.down, hidden, t, op.intermediateSize, w.down,
                           w.downBias, nullptr, x, d, residual, op.gated);
@@ -210,23 +215,25 @@ public:
           std::swap(x, residual);
         break;
       }
-      case OpKind::OutputHead:
+      case OpKind::OutputHead: {
+        const float *input = normedIsCurrent ? normed : x;
         if (logits && in.fillCache) // the prompt's next token only
-          status = linear(op.kernel, normed + (t - 1) * d, 1, d, w.head,
+          status = linear(op.kernel, input + (t - 1) * d, 1, d, w.head,
                           w.headBias, nullptr, nullptr, op.vocabSize, logits);
         else if (logits)
-          status = linear(op.kernel, normed, t, d, w.head, w.headBias, nullptr,
+          status = linear(op.kernel, input, t, d, w.head, w.headBias, nullptr,
                           nullptr, op.vocabSize, logits);
         break;
       }
+      }
       if (!status)
         return status;
-      normedIsOutput = op.kind == OpKind::Norm ||
-                       (normedIsOutput && op.kind == OpKind::OutputHead);
+      normedIsCurrent = (op.kind == OpKind::Norm && !op.post) ||
+                        (normedIsCurrent && op.kind == OpKind::OutputHead);
     }
     // `x` may have been swapped with `residual`: hand back the live one.
     if (output)
-      *output = normedIsOutput ? normed : x;
+      *output = normedIsCurrent ? normed : x;
     return Status::ok();
   }
 
@@ -312,10 +319,11 @@ private:
     return Status::ok();
   }
 
-  /// Attention of one layer from `normed`; writes ws.attention
+  /// Attention of one layer reading `input` (the norm before it, or the
+  /// residual stream in post-norm blocks); writes ws.attention
   /// [tokens][Hq·D]. `layer` indexes the layer in its cache.
   static Status attention(const PlanOp &op, const Model::Weights &w,
-                          const Inputs &in, Workspace &ws, const float *normed,
+                          const Inputs &in, Workspace &ws, const float *input,
                           int64_t dModel, int layer) {
     const int64_t t = in.tokens, hq = op.queryHeads, hkv = op.kvHeads,
                   hd = op.headDim, q = hq * hd, kv = hkv * hd;
@@ -340,7 +348,7 @@ private:
     // key/value [t][2kv] (cross layers' K/V come from memory or the cache).
     const int64_t width = op.fusedProjections ? q + 2 * kv : q;
     float *projected = grow(ws.projected, t * width);
-    if (Status s = linear(op.query, normed, t, dModel, w.query, w.queryBias,
+    if (Status s = linear(op.query, input, t, dModel, w.query, w.queryBias,
                           ropePositions, nullptr, width, projected, false,
                           op.fusedProjections && append ? &*append : nullptr);
         !s)
@@ -349,7 +357,7 @@ private:
     int64_t kvStride = width;
     if (!op.fusedProjections && !op.cross) {
       float *kvRows = grow(ws.key, t * 2 * kv);
-      if (Status s = linear(op.keyValue, normed, t, dModel, w.keyValue,
+      if (Status s = linear(op.keyValue, input, t, dModel, w.keyValue,
                             w.keyValueBias, ropePositions, nullptr, 2 * kv,
                             kvRows, false, append ? &*append : nullptr);
           !s)

@@ -27,11 +27,12 @@ KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
   Expr position = positions(t);
   Expr positionTerm = 0.0f;
   if (spec.positions == PositionKind::Learned) {
-    positionTerm = positionTable(c, clamp(position, 0, spec.maxPositions - 1));
+    positionTerm = positionTable(c, clamp(position, 0, spec.maxPositions - 1) +
+                                        spec.positionOffset);
     positionTable.dim(0).set_min(0).set_extent(dim).set_stride(1);
     positionTable.dim(1)
         .set_min(0)
-        .set_extent(spec.maxPositions)
+        .set_extent(spec.maxPositions + spec.positionOffset)
         .set_stride(dim);
   } else if (spec.positions == PositionKind::Sinusoidal) {
     // The reference computes pos / 10000^(2i/dim) in fp32 with a rounded
@@ -43,7 +44,10 @@ KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
     positionTerm = select(c % 2 == 0, sin(angle), cos(angle));
   }
   Func output("output");
-  output(c, t) = table(c, token) + positionTerm;
+  Expr row = table(c, token);
+  if (spec.scale != 1.0f)
+    row *= spec.scale;
+  output(c, t) = row + positionTerm;
 
   tokens.dim(0).set_min(0).set_stride(1);
   positions.dim(0).set_min(0).set_stride(1);

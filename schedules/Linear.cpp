@@ -29,6 +29,9 @@ Expr activate(Expr x, Activation activation) {
     return max(x, 0.0f);
   case Activation::Silu:
     return x * sigmoid(x);
+  case Activation::Gelu:
+    // Halide's erf is accurate to the last three bits of fp32.
+    return 0.5f * x * (1.0f + Halide::erf(x * 0.7071067811865476f));
   case Activation::None:
     break;
   }

@@ -310,6 +310,15 @@ LogicalResult verifyKernelRefs(
 } // namespace
 
 LogicalResult EmbeddingOp::verify() {
+  if (failed(checkPositiveFinite(*this, "scale", getScale())))
+    return failure();
+  if (std::optional<int64_t> offset = getPositionOffset()) {
+    if (*offset < 0)
+      return emitOpError() << "position_offset must be >= 0, got " << *offset;
+    if (getPositions() != PositionKind::Learned)
+      return emitOpError() << "position_offset applies to learned positions "
+                              "only";
+  }
   return failure(
       failed(verifyStack(*this, getStack())) ||
       failed(verifyKernelRefs(*this, {{"kernel", getKernelAttr()}})));
@@ -326,8 +335,8 @@ LogicalResult NormOp::verify() {
 
 LogicalResult FfnOp::verify() {
   if (getActivation() == Activation::None)
-    return emitOpError() << "an FFN needs an activation (gelu_tanh, relu or "
-                            "silu)";
+    return emitOpError() << "an FFN needs an activation (gelu, gelu_tanh, "
+                            "relu or silu)";
   return failure(
       failed(verifyStack(*this, getStack())) ||
       failed(verifyKernelRefs(*this, {{"up_kernel", getUpKernelAttr()},

@@ -47,7 +47,7 @@ attn.attention_layer @orphan self {head_dim = 8 : i64, mask = #attn.mask<none>, 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{an FFN needs an activation (gelu_tanh, relu or silu)}}
+  // expected-error @+1 {{an FFN needs an activation (gelu, gelu_tanh, relu or silu)}}
   attn.ffn @f {activation = #attn.activation<none>, intermediate_size = 32 : i64}
 }
 

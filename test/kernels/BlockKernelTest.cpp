@@ -90,6 +90,8 @@ INSTANTIATE_TEST_SUITE_P(
 struct EmbeddingCase {
   attn::PositionKind positions;
   int vocab, dim, tokens;
+  float scale = 1.0f;
+  int positionOffset = 0; // learned positions: rows before position 0
 };
 
 class EmbeddingTest : public testing::TestWithParam<EmbeddingCase> {};
@@ -103,13 +105,16 @@ TEST_P(EmbeddingTest, MatchesReference) {
   spec.dim = c.dim;
   spec.positions = c.positions;
   spec.maxPositions = maxPositions;
+  spec.scale = c.scale;
+  spec.positionOffset = c.positionOffset;
   attn::KernelPipeline kernel = attn::buildEmbeddingPipeline(spec, jitTarget());
   kernel.pipeline.compile_jit(jitTarget());
 
   std::mt19937 rng(c.vocab + c.dim);
   std::vector<float> table = randomVector(size_t(c.vocab) * c.dim, rng);
+  const int positionRows = maxPositions + c.positionOffset;
   std::vector<float> positionTable =
-      randomVector(size_t(maxPositions) * c.dim, rng);
+      randomVector(size_t(positionRows) * c.dim, rng);
   std::vector<int32_t> ids(c.tokens), pos(c.tokens);
   for (int t = 0; t < c.tokens; t++) {
     ids[t] = (t * 7919) % c.vocab;
@@ -118,7 +123,7 @@ TEST_P(EmbeddingTest, MatchesReference) {
   Halide::Buffer<int32_t> tokens(ids.data(), c.tokens),
       positions(pos.data(), c.tokens);
   Halide::Buffer<float> tableBuffer(table.data(), c.dim, c.vocab),
-      positionBuffer(positionTable.data(), c.dim, maxPositions),
+      positionBuffer(positionTable.data(), c.dim, positionRows),
       output(c.dim, c.tokens);
   Halide::ParamMap params;
   params.set(kernel.inputs[0], tokens);
@@ -131,9 +136,10 @@ TEST_P(EmbeddingTest, MatchesReference) {
   double worst = 0;
   for (int t = 0; t < c.tokens; t++)
     for (int i = 0; i < c.dim; i++) {
-      double expected = table[size_t(ids[t]) * c.dim + i];
+      double expected = double(table[size_t(ids[t]) * c.dim + i]) * c.scale;
       if (c.positions == attn::PositionKind::Learned)
-        expected += positionTable[size_t(pos[t]) * c.dim + i];
+        expected +=
+            positionTable[size_t(pos[t] + c.positionOffset) * c.dim + i];
       if (c.positions == attn::PositionKind::Sinusoidal) {
         float period = float(std::pow(10000.0, 2.0 * (i / 2) / c.dim));
         double angle = double(float(pos[t]) / period);
@@ -146,10 +152,14 @@ TEST_P(EmbeddingTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, EmbeddingTest,
-    testing::Values(EmbeddingCase{attn::PositionKind::Sinusoidal, 19, 128, 15},
-                    EmbeddingCase{attn::PositionKind::Sinusoidal, 1000, 97, 1},
-                    EmbeddingCase{attn::PositionKind::Learned, 50257, 64, 33},
-                    EmbeddingCase{attn::PositionKind::None, 7, 8, 7}));
+    testing::Values(
+        EmbeddingCase{attn::PositionKind::Sinusoidal, 19, 128, 15},
+        EmbeddingCase{attn::PositionKind::Sinusoidal, 1000, 97, 1},
+        EmbeddingCase{attn::PositionKind::Learned, 50257, 64, 33},
+        EmbeddingCase{attn::PositionKind::None, 7, 8, 7},
+        // BART: scaled by √d_model, positions 2 rows in
+        EmbeddingCase{attn::PositionKind::Learned, 101, 48, 9, 6.92820323f, 2},
+        EmbeddingCase{attn::PositionKind::Sinusoidal, 30, 16, 5, 4.0f}));
 
 struct EpilogueCase {
   int in, out, tokens;
@@ -167,6 +177,8 @@ double activate(double y, attn::Activation activation) {
     return std::max(y, 0.0);
   case attn::Activation::Silu:
     return y / (1 + std::exp(-y));
+  case attn::Activation::Gelu:
+    return 0.5 * y * (1 + std::erf(y / std::sqrt(2.0)));
   case attn::Activation::None:
     break;
   }
@@ -236,6 +248,7 @@ INSTANTIATE_TEST_SUITE_P(
         EpilogueCase{100, 37, 7, attn::Activation::Relu, false, true},
         EpilogueCase{64, 176, 33, attn::Activation::Silu, true, false},
         EpilogueCase{33, 65, 2, attn::Activation::GeluTanh, false, true},
+        EpilogueCase{64, 96, 13, attn::Activation::Gelu, true, false},
         // Gated FFN down projections (SwiGLU, GeGLU): act(gate)·up in.
         EpilogueCase{96, 64, 9, attn::Activation::None, false, true,
                      attn::Activation::Silu},

@@ -22,6 +22,7 @@
 #include "decoder_window.h"
 #include "encdec_contiguous.h"
 #include "encdec_paged.h"
+#include "encdec_post.h"
 #include "gpt2_tiny.h"
 #include "llama_tiny.h"
 
@@ -108,6 +109,8 @@ const Generated kPaged{encdec_paged_plan_json, encdec_paged_kernel_table,
 const Generated kContiguous{encdec_contiguous_plan_json,
                             encdec_contiguous_kernel_table,
                             ENCDEC_CONTIGUOUS_KERNEL_TABLE_SIZE};
+const Generated kPost{encdec_post_plan_json, encdec_post_kernel_table,
+                      ENCDEC_POST_KERNEL_TABLE_SIZE};
 const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
                              DECODER_ROPE_KERNEL_TABLE_SIZE};
 const Generated kWindow{decoder_window_plan_json, decoder_window_kernel_table,
@@ -198,6 +201,128 @@ TEST(ModelTest, EncoderDecoderCacheMatchesRecomputation) {
   ASSERT_TRUE(model);
   // Ragged sources (1, 7 and 13 tokens: one, two and four pages of 4),
   // 11 steps (three pages of the self cache).
+  decodeAndCompare(*model, {1, 7, 13}, 11, true);
+}
+
+/// encdec_post's encoder (BART-style: scaled embedding, learned positions 2
+/// rows in, layernorm_embedding, post-norm blocks, exact GELU) in double,
+/// from the weights by name: [tokens][d].
+std::vector<double>
+postNormEncoderReference(const std::map<std::string, std::vector<float>> &w,
+                         const std::vector<int32_t> &tokens) {
+  const int d = 32, heads = 4, hd = 8, f = 48, t = int(tokens.size());
+  auto at = [&](const std::string &name) -> const std::vector<float> & {
+    auto it = w.find(name);
+    EXPECT_NE(it, w.end()) << name;
+    static const std::vector<float> none(4096, 0.0f);
+    return it == w.end() ? none : it->second;
+  };
+  auto layerNorm = [&](std::vector<double> &x, const std::string &name) {
+    const std::vector<float> &g = at(name + ".weight"), &b = at(name + ".bias");
+    for (int i = 0; i < t; i++) {
+      double mean = 0, var = 0;
+      for (int c = 0; c < d; c++)
+        mean += x[i * d + c] / d;
+      for (int c = 0; c < d; c++)
+        var += (x[i * d + c] - mean) * (x[i * d + c] - mean) / d;
+      for (int c = 0; c < d; c++)
+        x[i * d + c] =
+            (x[i * d + c] - mean) / std::sqrt(var + 1e-5) * g[c] + b[c];
+    }
+  };
+  // y [t][out] = x [t][in] · Wᵀ + b, W [out][in] as PyTorch stores it.
+  auto linear = [&](const std::vector<double> &x, int in, int out,
+                    const std::string &name) {
+    const std::vector<float> &wt = at(name + ".weight"),
+                             &b = at(name + ".bias");
+    std::vector<double> y(size_t(t) * out);
+    for (int i = 0; i < t; i++)
+      for (int o = 0; o < out; o++) {
+        double sum = b[o];
+        for (int k = 0; k < in; k++)
+          sum += x[i * in + k] * double(wt[size_t(o) * in + k]);
+        y[i * out + o] = sum;
+      }
+    return y;
+  };
+  std::vector<double> x(size_t(t) * d);
+  const std::vector<float> &table = at("model.encoder.embed_tokens.weight"),
+                           &positions =
+                               at("model.encoder.embed_positions.weight");
+  for (int i = 0; i < t; i++)
+    for (int c = 0; c < d; c++)
+      x[i * d + c] =
+          table[tokens[i] * d + c] * 5.656854249 + positions[(i + 2) * d + c];
+  layerNorm(x, "model.encoder.layernorm_embedding");
+  for (int layer = 0; layer < 2; layer++) {
+    std::string p = "model.encoder.layers." + std::to_string(layer) + ".";
+    std::vector<double> q = linear(x, d, d, p + "self_attn.q_proj"),
+                        k = linear(x, d, d, p + "self_attn.k_proj"),
+                        v = linear(x, d, d, p + "self_attn.v_proj"),
+                        o(size_t(t) * d, 0.0);
+    for (int h = 0; h < heads; h++)
+      for (int i = 0; i < t; i++) {
+        std::vector<double> s(t);
+        double top = -1e300, sum = 0;
+        for (int j = 0; j < t; j++) {
+          double dot = 0;
+          for (int c = 0; c < hd; c++)
+            dot += q[i * d + h * hd + c] * k[j * d + h * hd + c];
+          s[j] = dot / std::sqrt(double(hd));
+          top = std::max(top, s[j]);
+        }
+        for (int j = 0; j < t; j++)
+          sum += s[j] = std::exp(s[j] - top);
+        for (int j = 0; j < t; j++)
+          for (int c = 0; c < hd; c++)
+            o[i * d + h * hd + c] += s[j] / sum * v[j * d + h * hd + c];
+      }
+    std::vector<double> attended = linear(o, d, d, p + "self_attn.out_proj");
+    for (size_t i = 0; i < x.size(); i++)
+      x[i] += attended[i];
+    layerNorm(x, p + "self_attn_layer_norm");
+    std::vector<double> hidden = linear(x, d, f, p + "fc1");
+    for (double &h : hidden)
+      h = 0.5 * h * (1 + std::erf(h / std::sqrt(2.0)));
+    std::vector<double> down = linear(hidden, f, d, p + "fc2");
+    for (size_t i = 0; i < x.size(); i++)
+      x[i] += down[i];
+    layerNorm(x, p + "final_layer_norm");
+  }
+  return x;
+}
+
+TEST(ModelTest, PostNormEncoderMatchesDoubleReference) {
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kPost.plan, entries(kPost.table), kPost.size, plan));
+  auto tensors = randomWeights(plan, 5);
+  std::map<std::string, std::vector<float>> byName;
+  for (const auto &[tensor, values] : tensors)
+    byName[tensor.name] = values;
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::load(kPost.plan, entries(kPost.table), kPost.size,
+                          writeSafetensors("post", tensors), WeightNaming::Bart,
+                          model));
+  Workspace ws;
+  for (int length : {1, 7, 13}) {
+    std::vector<int32_t> source(length);
+    for (int i = 0; i < length; i++)
+      source[i] = (i * 5 + 3) % 11;
+    std::vector<float> memory;
+    ASSERT_TRUE(model->encode(source.data(), length, memory, ws));
+    std::vector<double> expected = postNormEncoderReference(byName, source);
+    ASSERT_EQ(memory.size(), expected.size());
+    double worst = 0;
+    for (size_t i = 0; i < memory.size(); i++)
+      worst = std::max(worst, std::fabs(memory[i] - expected[i]));
+    // fp32 through 2 blocks of O(1) activations (every one normalized).
+    EXPECT_LE(worst, 1e-4) << length << " tokens";
+  }
+}
+
+TEST(ModelTest, PostNormEncoderDecoderCacheMatchesRecomputation) {
+  auto model = loadRandom(kPost, "post-cache");
+  ASSERT_TRUE(model);
   decodeAndCompare(*model, {1, 7, 13}, 11, true);
 }
 

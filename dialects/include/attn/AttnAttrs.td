@@ -50,7 +50,8 @@ def Attn_Activation : I32EnumAttr<"Activation", "elementwise activation", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">,
     I32EnumAttrCase<"Relu", 2, "relu">,
-    I32EnumAttrCase<"Silu", 3, "silu">]> {
+    I32EnumAttrCase<"Silu", 3, "silu">,
+    I32EnumAttrCase<"Gelu", 4, "gelu">]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }

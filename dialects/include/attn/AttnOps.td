@@ -275,10 +275,13 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
 def Attn_EmbeddingOp : Attn_Op<"embedding", [Symbol, HasParent<"ModelOp">]> {
   let summary = "token embedding plus positions, the start of a stack";
   let description = [{
-    Looks up `vocab_size` rows of `d_model` features and adds positions:
-    sinusoidal (computed), learned (a table of `max_positions` rows) or
-    none (RoPE layers rotate Q and K instead). `stack` is `encoder` or
-    `decoder` in encoder-decoder models.
+    Looks up `vocab_size` rows of `d_model` features, multiplies them by
+    `scale` (absent: 1; Marian and BART's `scale_embedding` use
+    √d_model) and adds positions: sinusoidal (computed), learned (a table of
+    `max_positions` rows, read at position + `position_offset`: BART's
+    table starts 2 rows in, so it has max_positions + 2 rows) or none (RoPE
+    layers rotate Q and K instead). `stack` is `encoder` or `decoder` in
+    encoder-decoder models.
 
     ```mlir
     attn.embedding @decoder_embedding {vocab_size = 34 : i64,
@@ -290,6 +293,8 @@ def Attn_EmbeddingOp : Attn_Op<"embedding", [Symbol, HasParent<"ModelOp">]> {
                        Attn_PositiveI64:$vocab_size,
                        Attn_PositionKindAttr:$positions,
                        Attn_PositiveI64:$max_positions,
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<I64Attr>:$position_offset,
                        OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$kernel);
   let assemblyFormat = "$sym_name attr-dict";
@@ -301,14 +306,19 @@ def Attn_NormOp : Attn_Op<"norm", [Symbol, HasParent<"ModelOp">]> {
   let description = [{
     In a pre-norm block, each attention layer and the FFN read the norm
     placed before them and add their output to the residual stream; a
-    stack's final norm follows its last block.
+    stack's final norm follows its last block. A `post` norm normalizes the
+    residual stream itself (x = norm(x)), after the sublayer that added to
+    it (post-norm blocks: Vaswani et al., Marian, BART) or after an
+    embedding (BART's layernorm_embedding); the next sublayer then reads
+    the stream.
 
     ```mlir
     attn.norm @layer0_norm layer_norm {eps = 9.99999974E-6 : f32}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_NormKind:$kind,
-                       F32Attr:$eps, OptionalAttr<StrAttr>:$stack,
+                       F32Attr:$eps, UnitAttr:$post,
+                       OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$kernel);
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
@@ -417,7 +427,9 @@ def Attn_EmbeddingKernelOp : Attn_Op<"embedding_kernel",
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Attn_PositiveI64:$vocab_size, Attn_PositiveI64:$dim,
                        Attn_PositionKindAttr:$positions,
-                       Attn_PositiveI64:$max_positions);
+                       Attn_PositiveI64:$max_positions,
+                       OptionalAttr<F32Attr>:$scale,
+                       OptionalAttr<I64Attr>:$position_offset);
   let assemblyFormat = "$sym_name attr-dict";
 }
 

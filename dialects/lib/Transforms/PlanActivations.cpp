@@ -68,9 +68,14 @@ struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
         residual = define(&op, d);
         if (embedding.getPositions() != PositionKind::None)
           longest = std::max<int64_t>(longest, embedding.getMaxPositions());
-      } else if (isa<NormOp>(op)) {
+      } else if (auto norm = dyn_cast<NormOp>(op)) {
         use(residual);
-        normed = define(&op, d);
+        if (norm.getPost()) { // the stream itself, normalized
+          residual = define(&op, d);
+          normed = -1;
+        } else {
+          normed = define(&op, d);
+        }
       } else if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
         const int64_t hq = layer.getNumQueryHeads(),
                       hkv = layer.getNumKvHeads(), hd = layer.getHeadDim();
@@ -101,7 +106,7 @@ struct PlanActivationsPass : impl::PlanActivationsBase<PlanActivationsPass> {
         residual = define(&op, d);
         use(hidden);
       } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
-        use(normed);
+        use(normed >= 0 ? normed : residual);
         define(&op, head.getVocabSize());
       }
     }

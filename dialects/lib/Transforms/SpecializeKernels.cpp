@@ -216,11 +216,17 @@ public:
           std::to_string(dModel) + "_" + stringifyPositionKind(positions).str();
       if (positions == PositionKind::Learned)
         name += std::to_string(embedding.getMaxPositions());
+      std::optional<int64_t> offset = embedding.getPositionOffset();
+      if (offset && *offset)
+        name += "_offset" + std::to_string(*offset);
+      if (std::optional<APFloat> scale = embedding.getScale())
+        name += "_scale" + nameNumber(scale->convertToFloat());
       embedding.setKernelAttr(dedupe(name, [&]() -> Operation * {
         return builder.create<EmbeddingKernelOp>(
             embedding.getLoc(), StringRef(name),
             uint64_t(embedding.getVocabSize()), uint64_t(dModel), positions,
-            uint64_t(embedding.getMaxPositions()));
+            uint64_t(embedding.getMaxPositions()), embedding.getScaleAttr(),
+            embedding.getPositionOffsetAttr());
       }));
       return success();
     }

@@ -32,7 +32,9 @@ struct PlanOp {
   int vocabSize = 0;        ///< embedding, output head
   std::string positions;    ///< embedding: none, sinusoidal, learned
   int maxPositions = 0;     ///< embedding
+  int positionOffset = 0;   ///< embedding: learned table rows before row 0
   bool layerNorm = true;    ///< norm: layer norm, else RMS norm
+  bool post = false;        ///< norm: normalizes the residual stream in place
   bool bias = false;        ///< FFN, output head; attention projections
   int intermediateSize = 0; ///< FFN
   bool gated = false;       ///< FFN: activation(gate)·up

@@ -128,6 +128,7 @@ enum class Activation {
   GeluTanh, ///< 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), GPT-2's "gelu_new"
   Relu,
   Silu, ///< x·sigmoid(x)
+  Gelu, ///< x·Φ(x) = 0.5·x·(1 + erf(x/√2)), the exact GELU (BART's "gelu")
 };
 
 /// A linear layer, out = act(in · W + bias) + residual, the building block of
@@ -203,13 +204,14 @@ struct NormSpec {
   float eps = 1e-5f;
 };
 
-/// Token embedding plus positions. `Sinusoidal` adds Vaswani et al.'s table
-/// (channel 2i: sin(pos/10000^(2i/dim)), channel 2i+1: the cosine), computed
-/// in the kernel; `Learned` adds rows of a position table. Buffers:
+/// Token embedding (times `scale`) plus positions. `Sinusoidal` adds
+/// Vaswani et al.'s table (channel 2i: sin(pos/10000^(2i/dim)), channel
+/// 2i+1: the cosine), computed in the kernel; `Learned` adds row
+/// position + positionOffset of a position table. Buffers:
 ///   tokens         [tokens] int32, each in [0, vocabSize)
 ///   positions      [tokens] int32, each in [0, maxPositions)
 ///   table          [vocabSize][dim] float
-///   position_table [maxPositions][dim] float (Learned only)
+///   position_table [maxPositions + positionOffset][dim] float (Learned only)
 ///   output         [tokens][dim] float
 /// Ids outside their range are clamped (the runtime rejects them before a
 /// kernel runs; the clamp only keeps a bad id from reading out of bounds).
@@ -220,6 +222,8 @@ struct EmbeddingSpec {
   int dim = 0;
   PositionKind positions = PositionKind::None;
   int maxPositions = 0;
+  float scale = 1.0f;
+  int positionOffset = 0;
 };
 
 /// ALiBi slopes of `heads` heads (Press et al.): 2^(-8k/n), k = 1..n, for
