@@ -11,7 +11,10 @@
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Path.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -153,11 +156,34 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   return builder.finish();
 }
 
-OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
-                                           const JsonLocator &locator,
-                                           MLIRContext &context,
-                                           const ImportOptions &options,
-                                           llvm::StringRef name) {
+/// A Hugging Face activation_function as the dialect's activation.
+std::optional<Activation> readActivation(ConfigReader &config) {
+  llvm::StringRef name = config.optionalEnum(
+      "activation_function",
+      {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "swish", "silu"},
+      "gelu");
+  if (!config.ok())
+    return std::nullopt;
+  return llvm::StringSwitch<Activation>(name)
+      .Case("gelu", Activation::Gelu)
+      .Cases("gelu_new", "gelu_pytorch_tanh", Activation::GeluTanh)
+      .Case("relu", Activation::Relu)
+      .Default(Activation::Silu);
+}
+
+/// Marian and BART: post-norm encoder and decoder stacks (attention, then
+/// its layer norm; FFN, then its layer norm), learned positions (BART's
+/// table starts 2 rows in; Marian's static sinusoid table is the
+/// checkpoint's embed_positions, sin in the first half of the channels),
+/// token rows scaled by √d_model with scale_embedding, BART's
+/// layernorm_embedding, and an output head with a bias (final_logits_bias).
+/// Keys a config leaves out take the config class's defaults, as in
+/// transformers.
+OwningOpRef<ModuleOp>
+importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
+                     const JsonLocator &locator, MLIRContext &context,
+                     const ImportOptions &options, llvm::StringRef name) {
+  const bool bart = type == "bart";
   std::optional<int64_t> dModel = config.getInt("d_model", true, 1, kMaxInt);
   std::optional<int64_t> encoderLayers =
       config.getInt("encoder_layers", true, 1, 4096);
@@ -169,19 +195,62 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
       config.getInt("decoder_attention_heads", true, 1, kMaxInt);
   std::optional<int64_t> positions =
       config.getInt("max_position_embeddings", true, 1, kMaxInt);
+  std::optional<int64_t> vocabulary =
+      config.getInt("vocab_size", true, 1, kMaxInt);
+  std::optional<int64_t> encoderFfn =
+      config.getInt("encoder_ffn_dim", false, 1, kMaxInt, 4096);
+  std::optional<int64_t> decoderFfn =
+      config.getInt("decoder_ffn_dim", false, 1, kMaxInt, 4096);
+  bool scaleEmbedding = config.optionalBool("scale_embedding").value_or(false);
+  std::optional<Activation> activation = readActivation(config);
+  if (!config.ok() || !activation)
+    return nullptr;
+  // Marian may give the decoder its own vocabulary.
+  std::optional<int64_t> decoderVocabulary = vocabulary;
+  if (!bart)
+    decoderVocabulary =
+        config.getInt("decoder_vocab_size", false, 1, kMaxInt, *vocabulary);
   if (!config.ok())
     return nullptr;
   Location loc = locator.at(JsonPath{});
   ModelBuilder builder(context, loc, name, "encoder-decoder", *dModel,
                        options.maxBatch.value_or(1));
+  const float embedScale =
+      scaleEmbedding ? float(std::sqrt(double(*dModel))) : 1.0f;
+  const int64_t positionOffset = bart ? 2 : 0;
+  const float eps = 1e-5f; // nn.LayerNorm's default, which both use
+  auto embedding = [&](llvm::StringRef stack, int64_t vocab) {
+    builder.addEmbedding((stack + "_embedding").str(), vocab,
+                         PositionKind::Learned, *positions, stack, loc,
+                         embedScale, positionOffset);
+    if (bart)
+      builder.addNorm((stack + "_embedding_norm").str(), NormKind::LayerNorm,
+                      eps, stack, loc, /*post=*/true);
+  };
+  int block = 0;
+  auto postNormLayer = [&](const LayerConfig &layer) {
+    int index = builder.addLayer(layer, loc);
+    builder.addNorm("layer" + std::to_string(index) + "_norm",
+                    NormKind::LayerNorm, eps, layer.stack, loc, true);
+  };
+  auto postNormFfn = [&](llvm::StringRef stack, int64_t size) {
+    std::string ffn = "block" + std::to_string(block++) + "_ffn";
+    builder.addFfn(ffn, *activation, size, /*bias=*/true, /*gated=*/false,
+                   stack, loc);
+    builder.addNorm(ffn + "_norm", NormKind::LayerNorm, eps, stack, loc, true);
+  };
+
   LayerConfig encoder;
   encoder.bf16Compute = options.bf16Compute.value_or(false);
   encoder.queryHeads = encoder.kvHeads = *encoderHeads;
   encoder.headDim = *dModel / *encoderHeads;
   encoder.stack = "encoder";
   encoder.projectionBias = true; // Marian and BART projections have biases
-  for (int64_t i = 0; i < *encoderLayers; i++)
-    builder.addLayer(encoder, loc);
+  embedding("encoder", *vocabulary);
+  for (int64_t i = 0; i < *encoderLayers; i++) {
+    postNormLayer(encoder);
+    postNormFfn("encoder", *encoderFfn);
+  }
   // Each decoder layer: masked self-attention over its growing cache, then
   // cross-attention over the encoder output (computed once per input).
   LayerConfig self, cross;
@@ -189,7 +258,7 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
   self.queryHeads = self.kvHeads = *decoderHeads;
   self.headDim = *dModel / *decoderHeads;
   self.mask = MaskKind::Causal;
-  self.stack = cross.stack = "decoder";
+  self.stack = "decoder";
   self.projectionBias = true;
   self.cache =
       makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
@@ -200,10 +269,13 @@ OwningOpRef<ModuleOp> importEncoderDecoder(ConfigReader &config,
                             *positions, options);
   if (!self.cache || !cross.cache)
     return nullptr;
+  embedding("decoder", *decoderVocabulary);
   for (int64_t i = 0; i < *decoderLayers; i++) {
-    builder.addLayer(self, loc);
-    builder.addLayer(cross, loc);
+    postNormLayer(self);
+    postNormLayer(cross);
+    postNormFfn("decoder", *decoderFfn);
   }
+  builder.addOutputHead(*decoderVocabulary, /*bias=*/true, loc);
   return builder.finish();
 }
 
@@ -241,7 +313,7 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
     return importDecoderOnly(config, root, *type, locator, context, options,
                              name);
   if (*type == "marian" || *type == "bart")
-    return importEncoderDecoder(config, locator, context, options, name);
+    return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
       << "' (attnc imports llama, mistral, qwen2, gpt2, marian and bart)";

@@ -18,6 +18,8 @@
 #include "attn/runtime/Model.h"
 #include "attn/runtime/Generator.h"
 
+#include "bart_tiny.h"
+
 #include "decoder_rope.h"
 #include "decoder_window.h"
 #include "encdec_contiguous.h"
@@ -111,6 +113,8 @@ const Generated kContiguous{encdec_contiguous_plan_json,
                             ENCDEC_CONTIGUOUS_KERNEL_TABLE_SIZE};
 const Generated kPost{encdec_post_plan_json, encdec_post_kernel_table,
                       ENCDEC_POST_KERNEL_TABLE_SIZE};
+const Generated kBart{bart_tiny_plan_json, bart_tiny_kernel_table,
+                      BART_TINY_KERNEL_TABLE_SIZE};
 const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
                              DECODER_ROPE_KERNEL_TABLE_SIZE};
 const Generated kWindow{decoder_window_plan_json, decoder_window_kernel_table,
@@ -398,6 +402,33 @@ TEST(ModelTest, Gpt2FromHuggingFaceConfigCacheMatchesRecomputation) {
   auto model = loadRandom(kGpt2, "gpt2", 4, WeightNaming::Gpt2);
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {0, 0, 0}, 21, false);
+}
+
+TEST(ModelTest, BartFromHuggingFaceConfigCacheMatchesRecomputation) {
+  // The whole post-norm model under BART's tensor names: positions 2 rows
+  // in, layernorm_embedding, each sublayer's norm after it.
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kBart.plan, entries(kBart.table), kBart.size, plan));
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const ExpectedTensor &t :
+       Model::requiredTensors(plan, WeightNaming::Bart))
+    EXPECT_TRUE(shapes.emplace(t.name, t.shape).second) << t.name;
+  EXPECT_EQ(shapes["model.encoder.embed_positions.weight"],
+            (std::vector<int64_t>{26, 32}));
+  EXPECT_EQ(shapes["model.decoder.layernorm_embedding.weight"],
+            (std::vector<int64_t>{32}));
+  EXPECT_EQ(shapes["model.decoder.layers.1.encoder_attn_layer_norm.bias"],
+            (std::vector<int64_t>{32}));
+  EXPECT_EQ(shapes["model.decoder.layers.1.final_layer_norm.weight"],
+            (std::vector<int64_t>{32}));
+  EXPECT_EQ(shapes["model.encoder.layers.0.fc1.weight"],
+            (std::vector<int64_t>{40, 32}));
+  EXPECT_EQ(shapes["model.decoder.layers.0.fc2.weight"],
+            (std::vector<int64_t>{32, 56}));
+  EXPECT_EQ(shapes.count("model.encoder.layer_norm.weight"), 0u); // post-norm
+  auto model = loadRandom(kBart, "bart", 6);
+  ASSERT_TRUE(model);
+  decodeAndCompare(*model, {3, 9}, 13, true);
 }
 
 TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {
