@@ -222,11 +222,17 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   const int numPages = pagesPerSequence * s.batch;
   Buffer<float> query(dim, hq, 1, s.batch), output(dim, hq, 1, s.batch);
   const bool f32 = s.element == attn::CacheElement::F32;
+  const bool int8 = s.element == attn::CacheElement::I8;
   Type element = f32                                    ? Float(32)
+                 : int8                                 ? Int(8)
                  : s.element == attn::CacheElement::F16 ? Float(16)
                                                         : BFloat(16);
   Buffer<> keys(element, dim, hkv, s.pageSize, numPages),
       values(element, dim, hkv, s.pageSize, numPages);
+  Buffer<float> keyScales(hkv, s.pageSize, numPages),
+      valueScales(hkv, s.pageSize, numPages);
+  keyScales.fill(1.0f / 127);
+  valueScales.fill(1.0f / 127);
   Buffer<int32_t> table(pagesPerSequence, s.batch), lengths(s.batch);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -235,8 +241,8 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   for (Buffer<> *buffer : {&keys, &values}) {
     auto *bytes = reinterpret_cast<uint16_t *>(buffer->data());
     for (size_t x = 0; x < buffer->size_in_bytes() / 2; x++)
-      bytes[x] =
-          f32 ? uint16_t(rng() & 0x3fff) : uint16_t(0x3000 | (rng() & 0x3ff));
+      bytes[x] = f32 || int8 ? uint16_t(rng() & 0x3fff)
+                             : uint16_t(0x3000 | (rng() & 0x3ff));
   }
   std::vector<int32_t> order(numPages);
   std::iota(order.begin(), order.end(), 0);
@@ -248,12 +254,19 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   }
   ParamMap params;
   params.set(kernel.inputs[0], query);
-  params.set(kernel.inputs[1], keys);
-  params.set(kernel.inputs[2], values);
-  params.set(kernel.inputs[3], table);
-  params.set(kernel.inputs[4], lengths);
+  size_t next = 1;
+  params.set(kernel.inputs[next++], keys);
+  params.set(kernel.inputs[next++], values);
+  if (int8) {
+    params.set(kernel.inputs[next++], keyScales);
+    params.set(kernel.inputs[next++], valueScales);
+  }
+  params.set(kernel.inputs[next++], table);
+  params.set(kernel.inputs[next++], lengths);
   double flops = 4.0 * s.batch * hq * s.kvLength * dim;
-  double kvBytes = 2.0 * s.batch * hkv * double(s.kvLength) * dim * 4;
+  // Bytes the cache holds: elements (plus an i8 row's scale).
+  double rowBytes = dim * element.bytes() + (int8 ? 4 : 0);
+  double kvBytes = 2.0 * s.batch * hkv * double(s.kvLength) * rowBytes;
   timeKernel(state, flops, kvBytes,
              [&] { kernel.pipeline.realize(output, gTarget, params); });
 }
@@ -270,11 +283,14 @@ void registerDecode() {
                                 {16, 32768, 16},
                                 {1, 131072, 16, CacheElement::F16},
                                 {1, 131072, 16, CacheElement::BF16},
-                                {16, 32768, 16, CacheElement::F16}};
+                                {1, 131072, 16, CacheElement::I8},
+                                {16, 32768, 16, CacheElement::F16},
+                                {16, 32768, 16, CacheElement::I8}};
   for (const DecodeShape &s : shapes) {
-    const char *element = s.element == CacheElement::F32   ? "f32"
-                          : s.element == CacheElement::F16 ? "f16"
-                                                           : "bf16";
+    const char *element = s.element == CacheElement::F32    ? "f32"
+                          : s.element == CacheElement::F16  ? "f16"
+                          : s.element == CacheElement::BF16 ? "bf16"
+                                                            : "i8";
     std::string layout = s.pageSize == s.kvLength
                              ? "contiguous"
                              : "page" + std::to_string(s.pageSize);

@@ -150,15 +150,39 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
   bool f32 = spec.cacheElement == attn::CacheElement::F32;
-  const char *element = f32 ? "float"
+  bool int8 = spec.cacheElement == attn::CacheElement::I8;
+  const char *element = f32    ? "float"
+                        : int8 ? "int8_t (symmetric, one float scale per "
+                                 "token and head in key_scales, "
+                                 "value_scales [num_pages][{5}][{3}])"
                         : spec.cacheElement == attn::CacheElement::F16
                             ? "uint16_t (IEEE binary16)"
                             : "uint16_t (bfloat16)";
-  const char *pageType = f32 ? "float" : "uint16_t";
+  const char *pageType = f32 ? "float" : int8 ? "int8_t" : "uint16_t";
   const char *typeCode = spec.cacheElement == attn::CacheElement::BF16
                              ? "halide_type_bfloat"
-                             : "halide_type_float";
-  int bits = f32 ? 32 : 16;
+                         : int8 ? "halide_type_int"
+                                : "halide_type_float";
+  int bits = f32 ? 32 : int8 ? 8 : 16;
+  // I8: two more inputs, the scale pools, described as 3-d float arrays
+  // (a 4-d description with a unit outermost extent, cut to 3 dims).
+  std::string scaleParameters, scaleChecks, scaleBuffers, scaleArguments;
+  if (int8) {
+    scaleParameters = "const float *key_scales, const float *value_scales, ";
+    scaleChecks = " || !key_scales || !value_scales";
+    scaleBuffers = llvm::formatv(
+        R"(  halide_buffer_t ks, vs;
+  halide_dimension_t ksd[4], vsd[4];
+  if (attnc_describe_4d(&ks, ksd, key_scales, halide_type_float, 32, {0},
+                        {1}, num_pages, 1) ||
+      attnc_describe_4d(&vs, vsd, value_scales, halide_type_float, 32, {0},
+                        {1}, num_pages, 1))
+    return ATTNC_INVALID_ARGUMENT;
+  ks.dimensions = vs.dimensions = 3;
+)",
+        hkv, spec.pageSize);
+    scaleArguments = "&ks, &vs, ";
+  }
   os << llvm::formatv(
       R"(
 /* {0}: decode attention over a paged KV cache (a contiguous
@@ -177,14 +201,15 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
 #define {7}_HEAD_DIM {4}
 #define {7}_PAGE_SIZE {5}
 static inline int {0}(const float *query, const {9} *key_pages,
-    const {9} *value_pages, const int32_t *block_table,
+    const {9} *value_pages, {12}const int32_t *block_table,
     const int32_t *seq_lens, float *out, int32_t batch, int32_t q_len,
     int32_t num_pages, int32_t max_pages) {{
   halide_buffer_t q, k, v, t, l, o;
   halide_dimension_t qd[4], kd[4], vd[4], td[2], ld[1], od[4];
   if (!query || !key_pages || !value_pages || !block_table || !seq_lens ||
-      !out || max_pages < 1)
+      !out || max_pages < 1{13})
     return ATTNC_INVALID_ARGUMENT;
+{14}
   if (attnc_describe_f32(&q, qd, query, {4}, {2}, q_len, batch) ||
       attnc_describe_4d(&k, kd, key_pages, {10}, {11}, {4}, {3}, {5},
                         num_pages) ||
@@ -203,7 +228,7 @@ static inline int {0}(const float *query, const {9} *key_pages,
   td[0].min = 0; td[0].extent = max_pages; td[0].stride = 1; td[0].flags = 0;
   td[1].min = 0; td[1].extent = batch; td[1].stride = max_pages; td[1].flags = 0;
   attnc_describe_i32(&l, ld, seq_lens, batch);
-  return {0}_kernel(&q, &k, &v, &t, &l, &o);
+  return {0}_kernel(&q, &k, &v, {15}&t, &l, &o);
 }
 )",
       spec.functionName, llvm::formatv("{0:e}", spec.scale), hq, hkv, d,
@@ -218,7 +243,9 @@ static inline int {0}(const float *query, const {9} *key_pages,
           ? "\n *   Causal: new token t of a sequence of length L sees "
             "keys j <= L - q_len + t."
           : "",
-      macro, element, pageType, typeCode, bits);
+      macro, llvm::formatv(element, 0, 0, 0, hkv, 0, spec.pageSize).str(),
+      pageType, typeCode, bits, scaleParameters, scaleChecks, scaleBuffers,
+      scaleArguments);
 }
 } // namespace
 
@@ -315,9 +342,13 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
   for (const attn::DecodeSpec &spec : specs.decode)
     os << "int " << spec.functionName
        << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
-          "*key_pages, struct halide_buffer_t *value_pages, struct "
-          "halide_buffer_t *block_table, struct halide_buffer_t *seq_lens, "
-          "struct halide_buffer_t *output);\n";
+          "*key_pages, struct halide_buffer_t *value_pages, "
+       << (spec.cacheElement == attn::CacheElement::I8
+               ? "struct halide_buffer_t *key_scales, struct halide_buffer_t "
+                 "*value_scales, "
+               : "")
+       << "struct halide_buffer_t *block_table, struct halide_buffer_t "
+          "*seq_lens, struct halide_buffer_t *output);\n";
   for (const attn::LinearSpec &spec : specs.linearVariants()) {
     os << "int " << spec.functionName
        << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "

@@ -39,7 +39,9 @@ bool readCache(JsonObjectReader &parent, const JsonLocator &locator,
       cache.optionalEnum("layout", {"contiguous", "paged"}, settings.layout)
           .str();
   settings.dtype =
-      cache.optionalEnum("dtype", {"f32", "f16", "bf16"}, settings.dtype).str();
+      cache
+          .optionalEnum("dtype", {"f32", "f16", "bf16", "int8"}, settings.dtype)
+          .str();
   settings.pageSize =
       cache.getInt("page_size", false, 1, 1 << 20, settings.pageSize)
           .value_or(0);

@@ -30,7 +30,8 @@ namespace {
 ::attn::CacheElement cacheElement(Type dtype) {
   return !dtype || dtype.isF32() ? ::attn::CacheElement::F32
          : dtype.isF16()         ? ::attn::CacheElement::F16
-                                 : ::attn::CacheElement::BF16;
+         : dtype.isBF16()        ? ::attn::CacheElement::BF16
+                                 : ::attn::CacheElement::I8;
 }
 
 /// What prefill and decode specs share: the attention the kernel computes.

@@ -120,10 +120,11 @@ attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
                   .Case("f32", builder.getF32Type())
                   .Case("f16", builder.getF16Type())
                   .Case("bf16", builder.getBF16Type())
+                  .Case("int8", builder.getIntegerType(8))
                   .Default(Type());
   if (!type) {
     emitError(loc) << "unknown KV cache dtype '" << dtype
-                   << "' (expected f32, f16 or bf16)";
+                   << "' (expected f32, f16, bf16 or int8)";
     return {};
   }
   if (*cacheLayout == attn::CacheLayout::Contiguous)

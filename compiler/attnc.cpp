@@ -96,7 +96,7 @@ cl::opt<std::string> kvLayout("kv-layout", cl::desc("contiguous or paged"),
                               cl::cat(cacheCategory));
 cl::opt<int> pageSize("page-size", cl::desc("Tokens per page"),
                       cl::cat(cacheCategory));
-cl::opt<std::string> kvDtype("kv-dtype", cl::desc("f32, f16 or bf16"),
+cl::opt<std::string> kvDtype("kv-dtype", cl::desc("f32, f16, bf16 or int8"),
                              cl::cat(cacheCategory));
 cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
                        cl::cat(cacheCategory));

@@ -2,6 +2,7 @@
 
 #include "attn/runtime/DType.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -62,8 +63,33 @@ const char *name(DType type) {
     return "f16";
   case DType::BF16:
     return "bf16";
+  case DType::I8:
+    return "i8";
   }
   return "?";
+}
+
+float quantizeRow(const float *source, int8_t *destination, size_t count) {
+  float largest = 0.0f;
+  for (size_t i = 0; i < count; i++)
+    if (std::isfinite(source[i]))
+      largest = std::max(largest, std::fabs(source[i]));
+  const float scale = largest / 127.0f;
+  // The division by the scale itself (not a multiply by its inverse) keeps
+  // max|x| exactly at ±127. Infinities saturate; NaN (broken weights)
+  // becomes 0 rather than an undefined conversion.
+  for (size_t i = 0; i < count; i++) {
+    float q = scale > 0.0f ? std::nearbyint(source[i] / scale) : 0.0f;
+    destination[i] =
+        std::isnan(q) ? int8_t(0) : int8_t(std::clamp(q, -127.0f, 127.0f));
+  }
+  return scale;
+}
+
+void dequantizeRow(const int8_t *source, float scale, float *destination,
+                   size_t count) {
+  for (size_t i = 0; i < count; i++)
+    destination[i] = float(source[i]) * scale;
 }
 
 void encode(DType type, const float *source, void *destination, size_t count) {

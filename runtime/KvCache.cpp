@@ -31,7 +31,8 @@ KvCacheConfig KvCacheConfig::contiguous(int numLayers, int numKvHeads,
 }
 
 size_t KvCacheConfig::bytesPerToken() const {
-  return 2 * size_t(numLayers) * numKvHeads * headDim * byteSize(dtype);
+  return 2 * size_t(numLayers) * numKvHeads *
+         (headDim * byteSize(dtype) + scaleBytes(dtype));
 }
 
 Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
@@ -50,6 +51,11 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
                      std::vector<uint8_t>(page * config.numPages));
   fresh.values_.assign(config.numLayers,
                        std::vector<uint8_t>(page * config.numPages));
+  if (config.dtype == DType::I8) {
+    size_t rows = size_t(config.numPages) * config.pageSize * config.numKvHeads;
+    fresh.keyScales_.assign(config.numLayers, std::vector<float>(rows));
+    fresh.valueScales_.assign(config.numLayers, std::vector<float>(rows));
+  }
   fresh.refCounts_.assign(config.numPages, 0);
   // Pop order 0, 1, 2...: the stack holds the ids in reverse.
   for (int32_t p = config.numPages - 1; p >= 0; p--)
@@ -63,7 +69,7 @@ size_t KvCache::tokenBytes() const {
 }
 size_t KvCache::pageBytes() const { return tokenBytes() * config_.pageSize; }
 size_t KvCache::poolBytes() const {
-  return 2 * size_t(config_.numLayers) * config_.numPages * pageBytes();
+  return size_t(config_.numPages) * config_.pageSize * config_.bytesPerToken();
 }
 int KvCache::pagesFor(int tokens) const {
   return (tokens + config_.pageSize - 1) / config_.pageSize;
@@ -111,11 +117,58 @@ void KvCache::releasePage(int32_t page) {
 
 void KvCache::copyPage(int32_t from, int32_t to) {
   size_t bytes = pageBytes();
+  size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
   for (int layer = 0; layer < config_.numLayers; layer++) {
     std::memcpy(keys_[layer].data() + to * bytes,
                 keys_[layer].data() + from * bytes, bytes);
     std::memcpy(values_[layer].data() + to * bytes,
                 values_[layer].data() + from * bytes, bytes);
+    for (auto *scales : {&keyScales_, &valueScales_})
+      if (!scales->empty())
+        std::copy_n((*scales)[layer].data() + from * rows, rows,
+                    (*scales)[layer].data() + to * rows);
+  }
+}
+
+void KvCache::store(int layer, int32_t slot, const float *key,
+                    const float *value) {
+  const size_t offset = size_t(slot) * tokenBytes();
+  const size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  if (config_.dtype != DType::I8) {
+    encode(config_.dtype, key, keys_[layer].data() + offset, elements);
+    encode(config_.dtype, value, values_[layer].data() + offset, elements);
+    return;
+  }
+  for (int h = 0; h < config_.numKvHeads; h++) {
+    const size_t row = size_t(slot) * config_.numKvHeads + h;
+    const size_t at = h * size_t(config_.headDim);
+    keyScales_[layer][row] = quantizeRow(
+        key + at, reinterpret_cast<int8_t *>(keys_[layer].data() + offset + at),
+        config_.headDim);
+    valueScales_[layer][row] = quantizeRow(
+        value + at,
+        reinterpret_cast<int8_t *>(values_[layer].data() + offset + at),
+        config_.headDim);
+  }
+}
+
+void KvCache::load(int layer, int32_t slot, float *key, float *value) const {
+  const size_t offset = size_t(slot) * tokenBytes();
+  const size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  if (config_.dtype != DType::I8) {
+    decode(config_.dtype, keys_[layer].data() + offset, key, elements);
+    decode(config_.dtype, values_[layer].data() + offset, value, elements);
+    return;
+  }
+  for (int h = 0; h < config_.numKvHeads; h++) {
+    const size_t row = size_t(slot) * config_.numKvHeads + h;
+    const size_t at = h * size_t(config_.headDim);
+    dequantizeRow(
+        reinterpret_cast<const int8_t *>(keys_[layer].data() + offset + at),
+        keyScales_[layer][row], key + at, config_.headDim);
+    dequantizeRow(
+        reinterpret_cast<const int8_t *>(values_[layer].data() + offset + at),
+        valueScales_[layer][row], value + at, config_.headDim);
   }
 }
 
@@ -256,13 +309,8 @@ Status KvCache::write(SequenceId id, int layer, int position, int count,
       !status)
     return status;
   size_t elements = size_t(config_.numKvHeads) * config_.headDim;
-  for (int t = 0; t < count; t++) {
-    size_t offset = size_t(slots[t]) * tokenBytes();
-    encode(config_.dtype, key + t * elements, keys_[layer].data() + offset,
-           elements);
-    encode(config_.dtype, value + t * elements, values_[layer].data() + offset,
-           elements);
-  }
+  for (int t = 0; t < count; t++)
+    store(layer, slots[t], key + t * elements, value + t * elements);
   return Status::ok();
 }
 
@@ -282,12 +330,9 @@ Status KvCache::read(SequenceId id, int layer, int position, int count,
   size_t elements = size_t(config_.numKvHeads) * config_.headDim;
   for (int t = 0; t < count; t++) {
     int pos = position + t;
-    size_t offset = sequence.pages[pos / config_.pageSize] * pageBytes() +
-                    (pos % config_.pageSize) * tokenBytes();
-    decode(config_.dtype, keys_[layer].data() + offset, key + t * elements,
-           elements);
-    decode(config_.dtype, values_[layer].data() + offset, value + t * elements,
-           elements);
+    int32_t slot = sequence.pages[pos / config_.pageSize] * config_.pageSize +
+                   pos % config_.pageSize;
+    load(layer, slot, key + t * elements, value + t * elements);
   }
   return Status::ok();
 }

@@ -171,6 +171,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         std::string dtype = cache.string("dtype");
         op.cacheType = dtype == "f16"    ? DType::F16
                        : dtype == "bf16" ? DType::BF16
+                       : dtype == "i8"   ? DType::I8
                                          : DType::F32;
         if (!cache.status())
           return cache.status();

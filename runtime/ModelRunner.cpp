@@ -28,6 +28,8 @@ halide_type_t cacheType(DType type) {
     return {halide_type_float, 16, 1};
   case DType::BF16:
     return {halide_type_bfloat, 16, 1};
+  case DType::I8:
+    return {halide_type_int, 8, 1};
   }
   return float32Type();
 }
@@ -444,6 +446,16 @@ private:
     BufferView seqLens(lengths, int32Type(), {{t, 1}});
     BufferView out(attention, float32Type(),
                    {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
+    if (c.dtype == DType::I8) { // and the scale of every row
+      BufferView keyScales(
+          cache->keyScales(layer), float32Type(),
+          {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
+      BufferView valueScales(
+          cache->valueScales(layer), float32Type(),
+          {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
+      return callKernel(op.decode, {&qv, &keyPages, &valuePages, &keyScales,
+                                    &valueScales, &blockTable, &seqLens, &out});
+    }
     return callKernel(
         op.decode, {&qv, &keyPages, &valuePages, &blockTable, &seqLens, &out});
   }

@@ -25,11 +25,16 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
 
   // ALGORITHM ---------------------------------------------------------------
   ImageParam query(Float(32), 4, "query"); // (d, h, t, b)
+  const bool int8 = spec.cacheElement == CacheElement::I8;
   Type element = spec.cacheElement == CacheElement::F16    ? Float(16)
                  : spec.cacheElement == CacheElement::BF16 ? BFloat(16)
+                 : int8                                    ? Int(8)
                                                            : Float(32);
   ImageParam keyPages(element, 4, "key_pages"); // (d, hk, slot, page)
   ImageParam valuePages(element, 4, "value_pages");
+  // I8: the scale of each (hk, slot, page) row.
+  ImageParam keyScales(Float(32), 3, "key_scales");
+  ImageParam valueScales(Float(32), 3, "value_scales");
   ImageParam blockTable(Int(32), 2, "block_table"); // (page slot, b)
   ImageParam seqLens(Int(32), 1, "seq_lens");       // (b)
   Var d("d"), h("h"), t("t"), b("b"), j("j"), g("g"), hk("hk"), s("s");
@@ -46,6 +51,10 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Func keyAt("keyAt"), valueAt("valueAt");
   keyAt(d, hk, j, b) = cast<float>(keyPages(d, hk, j % pageSize, page));
   valueAt(d, hk, j, b) = cast<float>(valuePages(d, hk, j % pageSize, page));
+  if (int8) { // one multiply per element: the kernel stays bandwidth-bound
+    keyAt(d, hk, j, b) *= keyScales(hk, j % pageSize, page);
+    valueAt(d, hk, j, b) *= valueScales(hk, j % pageSize, page);
+  }
 
   // Query row (g, t) of KV head hk is query head hk·group + g, pre-scaled
   // into the log2 domain.
@@ -139,6 +148,12 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                                             headDim);
     pages.dim(3).set_min(0).set_stride(pageSize * spec.numKvHeads * headDim);
   }
+  for (ImageParam scales : {keyScales, valueScales}) {
+    scales.dim(0).set_min(0).set_extent(spec.numKvHeads).set_stride(1);
+    scales.dim(1).set_min(0).set_extent(pageSize).set_stride(spec.numKvHeads);
+    scales.dim(2).set_min(0).set_extent(numPages).set_stride(pageSize *
+                                                             spec.numKvHeads);
+  }
   blockTable.dim(0).set_min(0).set_stride(1);
   blockTable.dim(1).set_min(0).set_extent(query.dim(3).extent());
   seqLens.dim(0).set_min(0).set_extent(query.dim(3).extent());
@@ -203,6 +218,10 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   dotLanes.compute_at(score, j).vectorize(lane);
   dotLanes.update().reorder(lane, g, ro, hk).vectorize(lane).unroll(g);
 
+  if (int8)
+    return {Pipeline(output),
+            {query, keyPages, valuePages, keyScales, valueScales, blockTable,
+             seqLens}};
   return {Pipeline(output), {query, keyPages, valuePages, blockTable, seqLens}};
 }
 

@@ -30,14 +30,19 @@ LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (pageSize < 1)
     return emitError() << "KV cache page_size must be positive, got "
                        << pageSize;
-  if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
-    return emitError() << "KV cache dtype must be f32, f16 or bf16, got "
+  if (!isCacheElementType(dtype))
+    return emitError() << "KV cache dtype must be f32, f16, bf16 or i8, got "
                        << dtype;
   return success();
 }
 
 int64_t KvCacheAttr::getElementBytes() const {
   return getDtype().getIntOrFloatBitWidth() / 8;
+}
+
+int64_t KvCacheAttr::getTokenBytes(int64_t kvHeads, int64_t headDim) const {
+  const int64_t scaleBytes = getDtype().isInteger(8) ? 4 : 0;
+  return 2 * kvHeads * (headDim * getElementBytes() + scaleBytes);
 }
 
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -218,8 +218,8 @@ LogicalResult KernelOp::verify() {
   if (std::optional<Type> dtype = getKvDtype()) {
     if (!decode)
       return emitOpError() << "kv_dtype applies to decode kernels only";
-    if (!dtype->isF32() && !dtype->isF16() && !dtype->isBF16())
-      return emitOpError() << "kv_dtype must be f32, f16 or bf16";
+    if (!isCacheElementType(*dtype))
+      return emitOpError() << "kv_dtype must be f32, f16, bf16 or i8";
   }
   if (decode && getComputeDtype())
     return emitOpError() << "compute_dtype applies to prefill kernels only";

@@ -222,6 +222,7 @@ std::vector<TunedKernel> readKernels(const json &plan, const Options &o) {
     std::string dtype = k.value("kv_dtype", "f32");
     t.decode.cacheElement = dtype == "f16"    ? attn::CacheElement::F16
                             : dtype == "bf16" ? attn::CacheElement::BF16
+                            : dtype == "i8"   ? attn::CacheElement::I8
                                               : attn::CacheElement::F32;
     if (k.contains("schedule"))
       t.current = readSchedule(k["schedule"]);

@@ -100,7 +100,9 @@ double flopsPerCall(const TunedKernel &k) {
 double kvBytesPerCall(const TunedKernel &k) {
   if (k.prefill)
     return 2.0 * k.sdpa.numKvHeads * double(k.length) * k.sdpa.headDim * 4;
-  double element = k.decode.cacheElement == CacheElement::F32 ? 4 : 2;
+  double element = k.decode.cacheElement == CacheElement::F32  ? 4
+                   : k.decode.cacheElement == CacheElement::I8 ? 1
+                                                               : 2;
   double keys =
       k.decode.window > 0 ? std::min(k.decode.window, k.length) : k.length;
   return 2.0 * k.batch * k.decode.numKvHeads * keys * k.decode.headDim *

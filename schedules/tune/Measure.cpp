@@ -20,6 +20,7 @@ struct KernelBench::Buffers {
   // Decode: query [B][1][Hq][D], pages [P][page][Hkv][D], table, lengths.
   Buffer<float> query, key, value, output;
   Buffer<> keyPages, valuePages;
+  Buffer<float> keyScales, valueScales; // I8: [P][page][Hkv]
   Buffer<int32_t> table, lengths;
 };
 
@@ -52,7 +53,9 @@ KernelBench::KernelBench(const TunedKernel &kernel)
   b.output = Buffer<float>(s.headDim, s.numQueryHeads, 1, kernel.batch);
   fill(b.query);
   const bool f32 = s.cacheElement == CacheElement::F32;
+  const bool int8 = s.cacheElement == CacheElement::I8;
   Type element = f32                                   ? Float(32)
+                 : int8                                ? Int(8)
                  : s.cacheElement == CacheElement::F16 ? Float(16)
                                                        : BFloat(16);
   b.keyPages = Buffer<>(element, s.headDim, s.numKvHeads, s.pageSize, numPages);
@@ -62,8 +65,14 @@ KernelBench::KernelBench(const TunedKernel &kernel)
   for (Buffer<> *pages : {&b.keyPages, &b.valuePages}) {
     auto *bits = reinterpret_cast<uint16_t *>(pages->data());
     for (size_t x = 0; x < pages->size_in_bytes() / 2; x++)
-      bits[x] =
-          f32 ? uint16_t(rng() & 0x3fff) : uint16_t(0x3000 | (rng() & 0x3ff));
+      bits[x] = f32 || int8 ? uint16_t(rng() & 0x3fff)
+                            : uint16_t(0x3000 | (rng() & 0x3ff));
+  }
+  if (int8) {
+    b.keyScales = Buffer<float>(s.numKvHeads, s.pageSize, numPages);
+    b.valueScales = Buffer<float>(s.numKvHeads, s.pageSize, numPages);
+    b.keyScales.fill(1.0f / 127);
+    b.valueScales.fill(1.0f / 127);
   }
   b.table = Buffer<int32_t>(pagesPerSequence, kernel.batch);
   b.lengths = Buffer<int32_t>(kernel.batch);
@@ -119,10 +128,15 @@ double KernelBench::secondsPerCall(const Schedule &schedule,
     if (kernel_.sdpa.keyPadding)
       params.set(kernel.inputs[3], b.lengths);
   } else {
-    params.set(kernel.inputs[1], b.keyPages);
-    params.set(kernel.inputs[2], b.valuePages);
-    params.set(kernel.inputs[3], b.table);
-    params.set(kernel.inputs[4], b.lengths);
+    size_t next = 1;
+    params.set(kernel.inputs[next++], b.keyPages);
+    params.set(kernel.inputs[next++], b.valuePages);
+    if (kernel_.decode.cacheElement == CacheElement::I8) {
+      params.set(kernel.inputs[next++], b.keyScales);
+      params.set(kernel.inputs[next++], b.valueScales);
+    }
+    params.set(kernel.inputs[next++], b.table);
+    params.set(kernel.inputs[next++], b.lengths);
   }
   kernel.pipeline.realize(b.output, target, params); // warm-up
   benchmark::RegisterBenchmark("candidate",

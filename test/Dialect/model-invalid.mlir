@@ -21,8 +21,8 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{KV cache dtype must be f32, f16 or bf16, got 'i8'}}
-  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i8, max_length = 64>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+  // expected-error @+1 {{KV cache dtype must be f32, f16, bf16 or i8, got 'ui8'}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = ui8, max_length = 64>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
 }
 
 // -----

@@ -1,7 +1,7 @@
 //===- CacheDecodeTest.cpp - generated decode kernels over KvCache --------===//
 //
-// The path an application takes: attnc generated decode kernels for f16 and
-// bf16 paged caches (descriptions/half_cache.json); libattn_runtime's
+// The path an application takes: attnc generated decode kernels for f16,
+// bf16 and int8 paged caches (descriptions/half_cache.json); libattn_runtime's
 // KvCache stores K and V in those pages; the generated C function reads them
 // through the cache's block tables. Compared with the double reference over
 // the values as stored (1e-5: the kernel computes in fp32 on exactly those).
@@ -16,16 +16,31 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 using namespace attn::test;
 using namespace attn::runtime;
 
 namespace {
 
-using DecodeFn = int (*)(const float *, const uint16_t *, const uint16_t *,
-                         const int32_t *, const int32_t *, float *, int32_t,
-                         int32_t, int32_t, int32_t);
+/// Calls a generated decode wrapper on `cache`'s layer 0: (query, table,
+/// seq_lens, out, batch, q_len, num_pages, max_pages).
+using DecodeCall = std::function<int(const KvCache &, const float *,
+                                     const int32_t *, const int32_t *, float *,
+                                     int32_t, int32_t, int32_t, int32_t)>;
 
-void checkLayer(DType dtype, DecodeFn decode) {
+/// A wrapper taking 16-bit pages.
+template <class Fn> DecodeCall halfCall(Fn decode) {
+  return [decode](const KvCache &cache, const float *q, const int32_t *table,
+                  const int32_t *lengths, float *out, int32_t batch,
+                  int32_t qLen, int32_t pages, int32_t maxPages) {
+    return decode(q, static_cast<const uint16_t *>(cache.keyPages(0)),
+                  static_cast<const uint16_t *>(cache.valuePages(0)), table,
+                  lengths, out, batch, qLen, pages, maxPages);
+  };
+}
+
+void checkLayer(DType dtype, const DecodeCall &decode) {
   const int hq = 8, hkv = 2, dim = 64, pageSize = 16, maxLength = 1024;
   const int qLen = 3;
   const std::vector<int> lengths = {5, 700, 64};
@@ -59,11 +74,8 @@ void checkLayer(DType dtype, DecodeFn decode) {
   const size_t row = size_t(qLen) * hq * dim;
   std::vector<float> query = randomVector(batch * row, rng),
                      out(batch * row, NAN);
-  ASSERT_EQ(decode(query.data(),
-                   static_cast<const uint16_t *>(cache.keyPages(0)),
-                   static_cast<const uint16_t *>(cache.valuePages(0)),
-                   table.data(), seqLens.data(), out.data(), batch, qLen,
-                   config.numPages, maxPages),
+  ASSERT_EQ(decode(cache, query.data(), table.data(), seqLens.data(),
+                   out.data(), batch, qLen, config.numPages, maxPages),
             ATTNC_OK);
   for (int b = 0; b < batch; b++) {
     SCOPED_TRACE(testing::Message() << name(dtype) << " sequence " << b);
@@ -78,11 +90,24 @@ void checkLayer(DType dtype, DecodeFn decode) {
 }
 
 TEST(CacheDecode, F16PagedCache) {
-  checkLayer(DType::F16, half_cache_layer0_decode);
+  checkLayer(DType::F16, halfCall(half_cache_layer0_decode));
 }
 
 TEST(CacheDecode, BF16PagedCache) {
-  checkLayer(DType::BF16, half_cache_layer1_decode);
+  checkLayer(DType::BF16, halfCall(half_cache_layer1_decode));
+}
+
+TEST(CacheDecode, Int8PagedCacheWithScales) {
+  checkLayer(DType::I8,
+             [](const KvCache &cache, const float *q, const int32_t *table,
+                const int32_t *lengths, float *out, int32_t batch, int32_t qLen,
+                int32_t pages, int32_t maxPages) {
+               return half_cache_layer2_decode(
+                   q, static_cast<const int8_t *>(cache.keyPages(0)),
+                   static_cast<const int8_t *>(cache.valuePages(0)),
+                   cache.keyScales(0), cache.valueScales(0), table, lengths,
+                   out, batch, qLen, pages, maxPages);
+             });
 }
 
 } // namespace

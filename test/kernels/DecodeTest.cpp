@@ -53,6 +53,7 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   spec.cacheElement =
       c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
       : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
+      : c.dtype == attn::runtime::DType::I8   ? attn::CacheElement::I8
                                               : attn::CacheElement::F32;
   spec.scale = 1.0f / std::sqrt(float(c.headDim));
   spec.schedule.splitKeys = c.splitKeys;
@@ -66,6 +67,7 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   Halide::Type element =
       c.dtype == attn::runtime::DType::F16    ? Halide::Float(16)
       : c.dtype == attn::runtime::DType::BF16 ? Halide::BFloat(16)
+      : c.dtype == attn::runtime::DType::I8   ? Halide::Int(8)
                                               : Halide::Float(32);
   Halide::Buffer<> keys(element, const_cast<void *>(cache.keyPages(0)),
                         c.headDim, c.kvHeads, config.pageSize, config.numPages);
@@ -83,10 +85,20 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   Halide::Buffer<float> out(c.headDim, c.queryHeads, c.qLen, batch);
   Halide::ParamMap params;
   params.set(kernel.inputs[0], q);
-  params.set(kernel.inputs[1], keys);
-  params.set(kernel.inputs[2], values);
-  params.set(kernel.inputs[3], table);
-  params.set(kernel.inputs[4], lengths);
+  size_t next = 1;
+  params.set(kernel.inputs[next++], keys);
+  params.set(kernel.inputs[next++], values);
+  if (c.dtype == attn::runtime::DType::I8) {
+    Halide::Buffer<float> keyScales(const_cast<float *>(cache.keyScales(0)),
+                                    c.kvHeads, config.pageSize,
+                                    config.numPages),
+        valueScales(const_cast<float *>(cache.valueScales(0)), c.kvHeads,
+                    config.pageSize, config.numPages);
+    params.set(kernel.inputs[next++], keyScales);
+    params.set(kernel.inputs[next++], valueScales);
+  }
+  params.set(kernel.inputs[next++], table);
+  params.set(kernel.inputs[next++], lengths);
   kernel.pipeline.realize(out, target, params);
   return {out.data(), out.data() + out.number_of_elements()};
 }
@@ -223,7 +235,29 @@ INSTANTIATE_TEST_SUITE_P(
                                0,
                                attn::runtime::DType::F32,
                                1.5f,
-                               true}));
+                               true},
+                    // int8 caches: rows with scales, GQA and MHA, odd
+                    // head_dim, a window, odd page size
+                    DecodeCase{8,
+                               2,
+                               128,
+                               16,
+                               256,
+                               true,
+                               {1, 300, 1025},
+                               1,
+                               0,
+                               attn::runtime::DType::I8},
+                    DecodeCase{3,
+                               3,
+                               33,
+                               7,
+                               64,
+                               true,
+                               {50, 129},
+                               4,
+                               20,
+                               attn::runtime::DType::I8}));
 
 // The projection with the cache append fused in writes exactly the bytes
 // KvCache::write would store for its K/V rows (same slots after
@@ -310,6 +344,7 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
   Halide::Type element =
       c.dtype == attn::runtime::DType::F16    ? Halide::Float(16)
       : c.dtype == attn::runtime::DType::BF16 ? Halide::BFloat(16)
+      : c.dtype == attn::runtime::DType::I8   ? Halide::Int(8)
                                               : Halide::Float(32);
   const int poolSlots = config.numPages * config.pageSize;
   Halide::Buffer<> keyPool(element, viaKernel.writableKeyPages(layer),

@@ -64,6 +64,63 @@ TEST(DType, RoundTripsWithinItsPrecision) {
   EXPECT_TRUE(std::isnan(back));
 }
 
+TEST(DType, Int8RowsKeepHalfAStepOfTheirScale) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (float magnitude : {1e-3f, 1.0f, 300.0f}) {
+    std::vector<float> row(37), back(37);
+    for (float &x : row)
+      x = magnitude * uniform(rng);
+    row[5] = -2 * magnitude; // the largest magnitude lands exactly on -127
+    std::vector<int8_t> q(37);
+    float scale = quantizeRow(row.data(), q.data(), row.size());
+    EXPECT_EQ(scale, 2 * magnitude / 127.0f);
+    EXPECT_EQ(q[5], -127);
+    dequantizeRow(q.data(), scale, back.data(), row.size());
+    for (size_t i = 0; i < row.size(); i++)
+      EXPECT_LE(std::fabs(back[i] - row[i]), 0.5001f * scale) << i;
+  }
+  float zeros[4] = {}, bad[3] = {NAN, INFINITY, 1.0f};
+  int8_t q[4];
+  EXPECT_EQ(quantizeRow(zeros, q, 4), 0.0f);
+  EXPECT_EQ(q[0], 0);
+  EXPECT_EQ(quantizeRow(bad, q, 3), 1.0f / 127.0f); // finite values only
+  EXPECT_EQ(q[0], 0);                               // NaN: 0, not UB
+  EXPECT_EQ(q[1], 127);                             // inf saturates
+}
+
+TEST(KvCache, Int8PagesKeepTheirScalesThroughForks) {
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(paged(2, 8, 16, DType::I8), cache));
+  EXPECT_EQ(cache.config().bytesPerToken(), 2u * 2 * 2 * (3 + 4));
+  EXPECT_EQ(cache.poolBytes(), 16 * cache.config().bytesPerToken());
+  SequenceId parent, child;
+  ASSERT_TRUE(cache.addSequence(parent));
+  ASSERT_TRUE(cache.extend(parent, 3));
+  auto k = tokenValues(1, 3, 6, 1), v = tokenValues(1, 3, 6, -1);
+  ASSERT_TRUE(cache.write(parent, 1, 0, 3, k.data(), v.data()));
+  ASSERT_TRUE(cache.fork(parent, child));
+  auto k2 = tokenValues(50, 1, 6, 1);
+  ASSERT_TRUE(cache.write(child, 1, 2, 1, k2.data(), k2.data()));
+  for (auto [id, expected] : {std::pair{parent, k[12]}, {child, k2[0]}}) {
+    std::vector<float> keys(18), values(18);
+    ASSERT_TRUE(cache.read(id, 1, 0, 3, keys.data(), values.data()));
+    // Each head row of 3 values: within half a step of max|row| / 127.
+    for (int i = 0; i < 18; i++) {
+      float truth = i < 12 ? k[i] : (id == parent ? k[i] : k2[i - 12]);
+      float largest = 0;
+      for (int e = i / 3 * 3; e < i / 3 * 3 + 3; e++)
+        largest = std::max(
+            largest, std::fabs(i < 12 || id == parent ? k[e] : k2[e - 12]));
+      EXPECT_LE(std::fabs(keys[i] - truth), 0.5001f * largest / 127) << i;
+    }
+    EXPECT_NEAR(keys[12], expected, 0.5001f * std::fabs(expected) / 100);
+  }
+  ASSERT_NE(cache.keyScales(1), nullptr);
+  EXPECT_EQ(cache.keyScales(0)[0], 0.0f); // layer 0 never written
+  ASSERT_TRUE(cache.checkInvariants());
+}
+
 TEST(KvCache, RejectsBadConfigs) {
   KvCache cache;
   KvCacheConfig config = paged(4, 8, 32);

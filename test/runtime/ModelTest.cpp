@@ -23,6 +23,7 @@
 #include "decoder_rope.h"
 #include "decoder_window.h"
 #include "encdec_contiguous.h"
+#include "encdec_int8.h"
 #include "encdec_paged.h"
 #include "encdec_post.h"
 #include "gpt2_tiny.h"
@@ -111,6 +112,8 @@ const Generated kPaged{encdec_paged_plan_json, encdec_paged_kernel_table,
 const Generated kContiguous{encdec_contiguous_plan_json,
                             encdec_contiguous_kernel_table,
                             ENCDEC_CONTIGUOUS_KERNEL_TABLE_SIZE};
+const Generated kInt8{encdec_int8_plan_json, encdec_int8_kernel_table,
+                      ENCDEC_INT8_KERNEL_TABLE_SIZE};
 const Generated kPost{encdec_post_plan_json, encdec_post_kernel_table,
                       ENCDEC_POST_KERNEL_TABLE_SIZE};
 const Generated kBart{bart_tiny_plan_json, bart_tiny_kernel_table,
@@ -333,7 +336,7 @@ TEST(ModelTest, PostNormEncoderDecoderCacheMatchesRecomputation) {
 TEST(ModelTest, CacheMemoryEqualsTheCompilersPlan) {
   // The runtime's self and cross caches for max_batch sequences take
   // exactly the bytes attnc's --attn-plan-kv-cache reported.
-  for (const Generated *g : {&kPaged, &kContiguous, &kLlama}) {
+  for (const Generated *g : {&kPaged, &kContiguous, &kLlama, &kInt8}) {
     auto model =
         loadRandom(*g, "accounting", 7,
                    g == &kLlama ? WeightNaming::Llama : WeightNaming::Bart);
@@ -352,6 +355,53 @@ TEST(ModelTest, CacheMemoryEqualsTheCompilersPlan) {
     EXPECT_GT(plan.kvBytes, 0);
     EXPECT_EQ(int64_t(bytes), plan.kvBytes) << plan.name;
   }
+}
+
+TEST(ModelTest, Int8CacheStaysCloseToTheF32Cache) {
+  // The same model and weights with an int8 cache (a scale per token and
+  // head row) and with an f32 cache: every decoded K/V element is within
+  // half a step (max|row| / 254) of the f32 one, so the logits move by
+  // quantization noise, far below the O(1) logits; a lost scale (x127)
+  // or a wrong row would not be.
+  auto int8 = loadRandom(kInt8, "int8", 9);
+  auto f32 = loadRandom(kPaged, "int8-f32", 9);
+  ASSERT_TRUE(int8 && f32);
+  EXPECT_EQ(int8->plan().ops.size(), f32->plan().ops.size());
+  for (auto *model : {int8.get(), f32.get()}) {
+    KvCacheConfig config;
+    ASSERT_TRUE(model->selfCacheConfig(1, config));
+    EXPECT_EQ(config.dtype, model == int8.get() ? DType::I8 : DType::F32);
+  }
+  Workspace ws;
+  std::vector<float> logits[2];
+  for (int m = 0; m < 2; m++) {
+    Model &model = m == 0 ? *int8 : *f32;
+    KvCacheConfig selfConfig, crossConfig;
+    ASSERT_TRUE(model.selfCacheConfig(1, selfConfig));
+    ASSERT_TRUE(model.crossCacheConfig(1, crossConfig));
+    KvCache self, cross;
+    ASSERT_TRUE(KvCache::create(selfConfig, self));
+    ASSERT_TRUE(KvCache::create(crossConfig, cross));
+    std::vector<int32_t> source = {1, 4, 2, 8, 5, 7};
+    std::vector<float> memory;
+    ASSERT_TRUE(model.encode(source.data(), 6, memory, ws));
+    SequenceId selfId, crossId;
+    ASSERT_TRUE(self.addSequence(selfId));
+    ASSERT_TRUE(cross.addSequence(crossId));
+    ASSERT_TRUE(
+        model.storeCrossKeyValues(memory.data(), 6, cross, crossId, ws));
+    std::vector<float> step(model.plan().ops.back().vocabSize);
+    for (int t = 0; t < 9; t++) {
+      int32_t token = (t * 5 + 1) % 13;
+      ASSERT_TRUE(model.decodeStep(&selfId, &crossId, &token, 1, self, &cross,
+                                   step.data(), ws));
+      logits[m].insert(logits[m].end(), step.begin(), step.end());
+    }
+  }
+  double worst =
+      maxAbsDifference(logits[0].data(), logits[1].data(), logits[0].size());
+  EXPECT_GT(worst, 0.0);  // the caches differ...
+  EXPECT_LE(worst, 0.05); // ...by quantization noise (observed 0.006)
 }
 
 TEST(ModelTest, PagedAndContiguousCachesGiveIdenticalLogits) {

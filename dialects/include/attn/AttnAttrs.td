@@ -83,7 +83,8 @@ def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
   let description = [{
     `layout` is `contiguous` (one region of `max_length` tokens per sequence)
     or `paged` (pages of `page_size` tokens from a shared pool). `dtype` is
-    the storage element type: f32, f16 or bf16.
+    the storage element type: f32, f16, bf16 or i8 (symmetric int8 with one
+    f32 scale per token and head: max|row| / 127).
 
     ```mlir
     #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 4096>
@@ -100,6 +101,9 @@ def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
   let extraClassDeclaration = [{
     /// Bytes of one element in the cache.
     int64_t getElementBytes() const;
+    /// Bytes of K and V per token: 2 · kvHeads · (headDim · element bytes
+    /// + the scale of an i8 row).
+    int64_t getTokenBytes(int64_t kvHeads, int64_t headDim) const;
   }];
 }
 

@@ -29,7 +29,10 @@ struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
         continue;
       if (fuse)
         layer.setFusedProjections(true);
-      if (cacheAppend && layer.getCache())
+      // An i8 cache stores a scale per row, the row's largest magnitude:
+      // the runtime quantizes those rows (no fused append).
+      if (cacheAppend && layer.getCache() &&
+          !layer.getCacheAttr().getDtype().isInteger(8))
         layer.setFusedCacheAppend(true);
     }
   }

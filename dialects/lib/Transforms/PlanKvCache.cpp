@@ -24,10 +24,10 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
       KvCacheAttr cache = layer.getCacheAttr();
       if (!cache) // never decodes: no cache
         continue;
-      // K and V: 2 · KV heads · head size · element bytes per token.
-      int64_t tokenBytes = 2 * int64_t(layer.getNumKvHeads()) *
-                           int64_t(layer.getHeadDim()) *
-                           cache.getElementBytes();
+      // K and V: 2 · KV heads · head size · element bytes per token (plus
+      // a scale per head row for i8).
+      int64_t tokenBytes =
+          cache.getTokenBytes(layer.getNumKvHeads(), layer.getHeadDim());
       int64_t pages = (cache.getMaxLength() + cache.getPageSize() - 1) /
                       cache.getPageSize();
       int64_t sequenceBytes = tokenBytes * pages * cache.getPageSize();

@@ -36,7 +36,7 @@ struct KernelSignature {
     if (pageSize)
       text += "_p" + std::to_string(pageSize);
     if (cacheType && !cacheType.isF32())
-      text += cacheType.isF16() ? "_f16" : "_bf16";
+      text += cacheType.isF16() ? "_f16" : cacheType.isBF16() ? "_bf16" : "_i8";
     if (softcap > 0)
       text += "_cap" + std::to_string(int(softcap));
     if (alibi)

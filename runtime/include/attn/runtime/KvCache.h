@@ -89,6 +89,14 @@ public:
   /// Page pool of one layer: [numPages][pageSize][numKvHeads][headDim] dtype.
   const void *keyPages(int layer) const { return keys_[layer].data(); }
   const void *valuePages(int layer) const { return values_[layer].data(); }
+  /// I8 caches: the scale of each (token, head) row of a layer's pools,
+  /// [numPages][pageSize][numKvHeads] float (nullptr for other dtypes).
+  const float *keyScales(int layer) const {
+    return keyScales_.empty() ? nullptr : keyScales_[layer].data();
+  }
+  const float *valueScales(int layer) const {
+    return valueScales_.empty() ? nullptr : valueScales_[layer].data();
+  }
   /// The same pools for a kernel to write the slots reserveSlots returned.
   void *writableKeyPages(int layer) { return keys_[layer].data(); }
   void *writableValuePages(int layer) { return values_[layer].data(); }
@@ -121,9 +129,14 @@ private:
   int32_t takePage();
   void releasePage(int32_t page);
   void copyPage(int32_t from, int32_t to);
+  /// One token's K and V rows [numKvHeads][headDim] float into / out of
+  /// `slot` of `layer`, converted (I8: quantized per head, with scales).
+  void store(int layer, int32_t slot, const float *key, const float *value);
+  void load(int layer, int32_t slot, float *key, float *value) const;
 
   KvCacheConfig config_;
   std::vector<std::vector<uint8_t>> keys_, values_; // per layer pools
+  std::vector<std::vector<float>> keyScales_, valueScales_; // per layer, I8
   std::vector<int32_t> refCounts_;                  // per page
   std::vector<int32_t> freeList_;                   // a stack of page ids
   std::vector<Sequence> sequences_;                 // indexed by SequenceId

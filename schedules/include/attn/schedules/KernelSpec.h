@@ -75,8 +75,10 @@ struct SdpaSpec {
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
-/// How a KV cache stores its elements; kernels accumulate in fp32.
-enum class CacheElement { F32, F16, BF16 };
+/// How a KV cache stores its elements; kernels accumulate in fp32. I8:
+/// symmetric int8, each (token, head) row with an fp32 scale (value =
+/// q · scale), the scales in pools of their own.
+enum class CacheElement { F32, F16, BF16, I8 };
 
 /// Tunable schedule parameters of the decode kernel.
 struct DecodeSchedule {
@@ -91,6 +93,8 @@ struct DecodeSchedule {
 ///   query       [batch][q_len][numQueryHeads][headDim] float
 ///   key_pages   [numPages][pageSize][numKvHeads][headDim] cacheElement
 ///   value_pages [numPages][pageSize][numKvHeads][headDim] cacheElement
+///   key_scales, value_scales [numPages][pageSize][numKvHeads] float (I8
+///               only: element (p, s, h, d) is q · scale(p, s, h))
 ///   block_table [batch][maxPagesPerSequence] int32: page of each page slot
 ///   seq_lens    [batch] int32: cached tokens per sequence
 ///   output      [batch][q_len][numQueryHeads][headDim] float

@@ -35,7 +35,8 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
                                      const Halide::Target &target);
 
 /// Builds the split-KV decode pipeline for `spec`. Inputs: query,
-/// key_pages, value_pages, block_table, seq_lens; then the output.
+/// key_pages, value_pages, (I8: key_scales, value_scales,) block_table,
+/// seq_lens; then the output.
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Halide::Target &target);
 
