@@ -197,7 +197,7 @@ inline PrefillOutput
 buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
                    Halide::Func chunkMax, Halide::Func chunkSum,
                    Halide::Func chunkOut, Halide::Expr numChunks, int kvChunk,
-                   int vec) {
+                   int vec, bool gpu = false) {
   using namespace Halide;
   const int queryBlock = spec.schedule.queryBlock;
   Var d("d"), h("h"), i("i"), b("b"), ii("ii"), qb("qb"), io("io");
@@ -222,6 +222,8 @@ buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
   Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
   Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
   out.output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
+  if (gpu) // the caller schedules for the device
+    return out;
 
   // Query blocks vary fastest across tasks: the two cores then work on
   // blocks of the same head and share its K and V through the caches

@@ -18,6 +18,46 @@ using namespace Halide;
 
 namespace attn {
 
+namespace {
+/// The CUDA schedule: one thread block per (new token, KV head, split,
+/// sequence), so every block-level intermediate has constant extents (its
+/// keys x the GQA group) and lives in shared memory; threads over the
+/// split's keys for the dot products and exponentials (each thread one key,
+/// its K row read once per block), threads over d for P·V and the partial;
+/// the split's max and sum are serial loops of one thread over shared
+/// memory. The combine runs one block per (query head, sequence), threads
+/// over d. Unmeasured: no GPU was at hand when it was written (PTX checked
+/// by ptxas for sm_80 and sm_90; see test/kernels/GpuPtxTest.cpp).
+void scheduleDecodeForGpu(const DecodeSpec &spec, Func output, Func state,
+                          Func partial, Func score, Func dotLanes, Func prob,
+                          Func splitMax, Func splitSum, Func splitOut) {
+  Var d = output.args()[0], h = output.args()[1], b = output.args()[3];
+  output.gpu_blocks(h, b).gpu_threads(d);
+  state.compute_at(output, h).gpu_threads(state.args()[0]);
+  state.update().gpu_threads(state.args()[0]);
+
+  // partial(d, g, t, hk, b, s)
+  std::vector<Var> p = partial.args();
+  Var pd = p[0], pg = p[1], pt = p[2], phk = p[3], pb = p[4], ps = p[5];
+  Var row("row"), task("task");
+  partial.compute_root()
+      .reorder(pg, pd, pt, phk, ps, pb)
+      .fuse(pt, phk, row)
+      .fuse(ps, pb, task)
+      .gpu_blocks(row, task)
+      .gpu_threads(pd);
+  Var j = score.args()[0];
+  score.compute_at(partial, row).gpu_threads(j);
+  score.update().gpu_threads(j);
+  dotLanes.compute_at(score, j);
+  prob.compute_at(partial, row).gpu_threads(prob.args()[0]);
+  for (Func f : {splitMax, splitSum})
+    f.compute_at(partial, row);
+  splitOut.compute_at(partial, row).gpu_threads(splitOut.args()[0]);
+  splitOut.update().gpu_threads(splitOut.args()[0]);
+}
+} // namespace
+
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Target &target) {
   const int headDim = spec.headDim, group = spec.queryHeadsPerKvHead();
@@ -48,9 +88,18 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // Key j of sequence b lives in page blockTable(j / pageSize, b).
   Expr page =
       clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0, numPages - 1);
+  // bf16 -> f32 is a shift of the bits; written as one for CUDA, where
+  // Halide 14's LLVM cannot select a bf16 conversion ("Copy one register
+  // into another with a different width").
+  auto toFloat = [&](Expr stored) {
+    if (element.is_bfloat() && target.has_gpu_feature())
+      return reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored))
+                                << 16);
+    return cast<float>(stored);
+  };
   Func keyAt("keyAt"), valueAt("valueAt");
-  keyAt(d, hk, j, b) = cast<float>(keyPages(d, hk, j % pageSize, page));
-  valueAt(d, hk, j, b) = cast<float>(valuePages(d, hk, j % pageSize, page));
+  keyAt(d, hk, j, b) = toFloat(keyPages(d, hk, j % pageSize, page));
+  valueAt(d, hk, j, b) = toFloat(valuePages(d, hk, j % pageSize, page));
   if (int8) { // one multiply per element: the kernel stays bandwidth-bound
     keyAt(d, hk, j, b) *= keyScales(hk, j % pageSize, page);
     valueAt(d, hk, j, b) *= valueScales(hk, j % pageSize, page);
@@ -159,6 +208,16 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   seqLens.dim(0).set_min(0).set_extent(query.dim(3).extent());
 
   // SCHEDULE ----------------------------------------------------------------
+  if (target.has_gpu_feature()) {
+    scheduleDecodeForGpu(spec, output, state, partial, score, dotLanes, prob,
+                         splitMax, splitSum, splitOut);
+    if (int8)
+      return {Pipeline(output),
+              {query, keyPages, valuePages, keyScales, valueScales, blockTable,
+               seqLens}};
+    return {Pipeline(output),
+            {query, keyPages, valuePages, blockTable, seqLens}};
+  }
   // One parallel task per (split, sequence) computes its partials:
   // per key, the group's query rows dot the K row (vectorized along d with
   // horizontal sums), the split's max and exponentials, then P·V vectorized

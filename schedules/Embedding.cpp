@@ -60,11 +60,19 @@ KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
 
   // SCHEDULE ----------------------------------------------------------------
   // Tasks of 16 tokens, rows vectorized. Measured: memory-bound like a copy.
-  const int vec = target.natural_vector_size<float>();
+  // CUDA: a block per token, a thread per feature of a 256-wide slice.
   Var to("to"), ti("ti");
-  output.split(t, to, ti, 16, TailStrategy::GuardWithIf)
-      .parallel(to)
-      .vectorize(c, vec, TailStrategy::GuardWithIf);
+  if (target.has_gpu_feature()) {
+    output.split(c, to, ti, 256, TailStrategy::GuardWithIf)
+        .reorder(ti, to, t)
+        .gpu_blocks(t)
+        .gpu_threads(ti);
+  } else {
+    const int vec = target.natural_vector_size<float>();
+    output.split(t, to, ti, 16, TailStrategy::GuardWithIf)
+        .parallel(to)
+        .vectorize(c, vec, TailStrategy::GuardWithIf);
+  }
 
   std::vector<ImageParam> inputs = {tokens, positions, table};
   if (spec.positions == PositionKind::Learned)

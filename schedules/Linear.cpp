@@ -44,10 +44,24 @@ Expr activate(Expr x, Activation activation) {
 /// read back from L1/L2 once, converted and stored, a few hundred bytes per
 /// token against the kilobytes of W the projection streamed for it.
 std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
-                                    int features, ImageParam slots, int vec) {
+                                    int features, ImageParam slots, int vec,
+                                    bool gpu) {
+  // Halide 14's LLVM emits invalid PTX for bf16 stores ("Arguments
+  // mismatch for instruction 'st'", test/kernels/GpuPtxTest.cpp): on CUDA
+  // a bf16 pool is written as its uint16 bit patterns, rounded to nearest
+  // even here, as the runtime rounds (NaN kept a quiet NaN).
+  const bool bf16Bits = gpu && append.element == CacheElement::BF16;
   const Type element = append.element == CacheElement::F32   ? Float(32)
                        : append.element == CacheElement::F16 ? Float(16)
+                       : bf16Bits                            ? UInt(16)
                                                              : BFloat(16);
+  auto convert = [&](Expr x) {
+    if (!bf16Bits)
+      return cast(element, x);
+    Expr bits = reinterpret<uint32_t>(x);
+    Expr rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+    return cast<uint16_t>(select(is_nan(x), (bits >> 16) | 0x40, rounded));
+  };
   const int headDim = append.headDim, kvWidth = append.kvHeads * headDim;
   Expr tokens = projection.output_buffer().dim(1).extent();
   slots.dim(0).set_min(0).set_stride(1).set_extent(tokens);
@@ -64,7 +78,7 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
     r.where(slot >= 0);
     Expr lastSlot = pool.output_buffer().dim(2).extent() - 1;
     pool(r.x, r.y, clamp(slot, 0, lastSlot)) =
-        cast(element, projection(firstFeature + r.y * headDim + r.x, r.z));
+        convert(projection(firstFeature + r.y * headDim + r.x, r.z));
     pool.output_buffer().dim(0).set_min(0).set_extent(headDim).set_stride(1);
     pool.output_buffer()
         .dim(1)
@@ -72,10 +86,19 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
         .set_extent(append.kvHeads)
         .set_stride(headDim);
     pool.output_buffer().dim(2).set_min(0).set_stride(kvWidth);
-    // Per token (outermost) and head, one vectorized row of head_dim.
-    pool.update()
-        .reorder(r.x, r.y, r.z)
-        .vectorize(r.x, vec, TailStrategy::GuardWithIf);
+    // Per token (outermost) and head, one vectorized row of head_dim. The
+    // slots of one call are distinct (the runtime reserved them), so tokens
+    // may run in parallel on a GPU: one block per token, a thread per d.
+    if (gpu)
+      pool.update()
+          .reorder(r.x, r.y, r.z)
+          .allow_race_conditions()
+          .gpu_blocks(r.z)
+          .gpu_threads(r.x);
+    else
+      pool.update()
+          .reorder(r.x, r.y, r.z)
+          .vectorize(r.x, vec, TailStrategy::GuardWithIf);
     return pool;
   };
   return {scatter("key_cache", features - 2 * kvWidth),
@@ -130,7 +153,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // partial sums of all the task's tokens kept in L2 between blocks.
   // (Matrix-vector variants read W once anyway.)
   int kBlock = 0;
-  if (s.tileRows > 1 && int64_t(in) * tileN * 4 > (int64_t(1) << 20))
+  const bool gpu = target.has_gpu_feature();
+  if (!gpu && s.tileRows > 1 && int64_t(in) * tileN * 4 > (int64_t(1) << 20))
     for (int b = 2048; b >= 256 && !kBlock; b--)
       if (in % b == 0)
         kBlock = b;
@@ -194,7 +218,40 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(out);
 
+  // The pipeline's arguments in order, and the cache append's outputs.
+  auto finish = [&]() -> KernelPipeline {
+    std::vector<ImageParam> inputs = {input, weight};
+    if (spec.bias)
+      inputs.push_back(bias);
+    if (rope)
+      inputs.push_back(positions);
+    if (spec.residual)
+      inputs.push_back(residual);
+    if (spec.cacheAppend.kvHeads == 0)
+      return {Pipeline(output), inputs};
+    ImageParam cacheSlots(Int(32), 1, "cache_slots"); // (m)
+    inputs.push_back(cacheSlots);
+    auto [keyCache, valueCache] =
+        appendToCache(spec.cacheAppend, output, out, cacheSlots, vec, gpu);
+    return {Pipeline({output, keyCache, valueCache}), inputs};
+  };
+
   // SCHEDULE ----------------------------------------------------------------
+  if (gpu) {
+    // CUDA: one thread per (output feature, token) in blocks of 64 features
+    // x 4 tokens, each summing over the input features in registers (W
+    // reads coalesce along the features). Unmeasured (no GPU at hand; PTX
+    // checked by ptxas, test/kernels/GpuPtxTest.cpp): a start, not tiled
+    // through shared memory; large-token products belong on tensor cores
+    // (docs/cuda-tensor-cores.md).
+    Var no("no"), ni("ni"), mo("mo"), mi("mi");
+    output.gpu_tile(n, m, no, mo, ni, mi, 64, 4, TailStrategy::GuardWithIf);
+    accumulate.compute_at(output, ni);
+    if (gated)
+      gatedInput.compute_root().gpu_tile(k, m, no, mo, ni, mi, 64, 4,
+                                         TailStrategy::GuardWithIf);
+    return finish();
+  }
   // The activation and residual stages, when there are any, are inlined into
   // the store of each register tile.
   // Register tiles of tileVectors vectors of output features x tileRows
@@ -247,20 +304,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         .parallel(m, 8, TailStrategy::GuardWithIf)
         .vectorize(k, vec, guard);
 
-  std::vector<ImageParam> inputs = {input, weight};
-  if (spec.bias)
-    inputs.push_back(bias);
-  if (rope)
-    inputs.push_back(positions);
-  if (spec.residual)
-    inputs.push_back(residual);
-  if (spec.cacheAppend.kvHeads == 0)
-    return {Pipeline(output), inputs};
-  ImageParam cacheSlots(Int(32), 1, "cache_slots"); // (m)
-  inputs.push_back(cacheSlots);
-  auto [keyCache, valueCache] =
-      appendToCache(spec.cacheAppend, output, out, cacheSlots, vec);
-  return {Pipeline({output, keyCache, valueCache}), inputs};
+  return finish();
 }
 
 } // namespace attn

@@ -47,6 +47,33 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
   output.output_buffer().dim(1).set_min(0).set_stride(dim);
 
   // SCHEDULE ----------------------------------------------------------------
+  std::vector<ImageParam> inputs = {input, weight};
+  if (layerNorm)
+    inputs.push_back(bias);
+  if (target.has_gpu_feature()) {
+    // CUDA: one block per token; its statistics summed by 32 threads over
+    // strided slices (rfactor) then combined, the output with a thread per
+    // feature of a 256-wide slice. Unmeasured (no GPU at hand; PTX checked
+    // by ptxas, test/kernels/GpuPtxTest.cpp).
+    Var co("co"), ci("ci");
+    output.split(c, co, ci, 256, TailStrategy::GuardWithIf)
+        .reorder(ci, co, t)
+        .gpu_blocks(t)
+        .gpu_threads(ci);
+    std::vector<Func> reductions = {meanSquare};
+    if (layerNorm)
+      reductions.insert(reductions.begin(), mean);
+    for (Func reduction : reductions) {
+      reduction.compute_at(output, t);
+      if (dim % 32 == 0) {
+        RVar ro("ro"), ri("ri");
+        Func lanes = reduction.update().split(r, ro, ri, 32).rfactor(ri, lane);
+        lanes.compute_at(output, t).gpu_threads(lane);
+        lanes.update().gpu_threads(lane);
+      }
+    }
+    return {Pipeline(output), inputs};
+  }
   // Tasks of 8 tokens; per token, the reductions run as `vec` independent
   // lanes (rfactor) summed at the end, and the output is vectorized.
   // Measured (bench/README.md, norm rows): memory-bound like a copy.
@@ -68,9 +95,6 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
     }
   }
 
-  std::vector<ImageParam> inputs = {input, weight};
-  if (layerNorm)
-    inputs.push_back(bias);
   return {Pipeline(output), inputs};
 }
 

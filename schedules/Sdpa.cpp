@@ -19,9 +19,84 @@ using namespace Halide;
 
 namespace attn {
 
-KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
-  if (spec.compute == SdpaCompute::BF16)
-    return buildSdpaBf16Pipeline(spec, target);
+namespace {
+/// The CUDA schedule's tile: 32 query rows x 32 keys per chunk, so the
+/// block's threads cover a 32 x 32 tile of scores (1024 threads) and 32
+/// rows x 32 channels of P·V and of the state.
+constexpr int kGpuTile = 32;
+
+/// The CUDA schedule: one thread block per (query block, head, batch
+/// entry); per chunk of keys, the chunk's K and V staged in shared memory by
+/// all threads, scores with one thread per (row, key), row max and sum with
+/// one thread per row, P·V and the online-softmax state with one thread per
+/// (row, 32-channel slice) looping over the slices. Unmeasured: no GPU was
+/// at hand when it was written (PTX checked by ptxas for sm_80 and sm_90;
+/// see test/kernels/GpuPtxTest.cpp); FMA-bound, the tensor-core path is
+/// docs/cuda-tensor-cores.md.
+void scheduleSdpaForGpu(Func output, Func state, Func queryT, Func keyC,
+                        Func valueC, Func score, Func logit, Func chunkMax,
+                        Func prob, Func chunkSum, Func chunkOut, RDom rc,
+                        RDom rk) {
+  const TailStrategy guard = TailStrategy::GuardWithIf;
+  std::vector<Var> o = output.args(); // (d, h, i, b)
+  Var d = o[0], h = o[1], i = o[2], b = o[3], io("io"), ii("ii"), dO("dO"),
+      di("di");
+  output.split(i, io, ii, kGpuTile, guard)
+      .split(d, dO, di, kGpuTile, guard)
+      .reorder(dO, di, ii, io, h, b)
+      .gpu_blocks(io, h, b)
+      .gpu_threads(di, ii);
+  std::vector<Var> s = state.args(); // (d, ii, qb, h, b)
+  Var sd = s[0], sii = s[1], sdO("sdO"), sdi("sdi");
+  state.compute_at(output, io)
+      .split(sd, sdO, sdi, kGpuTile, guard)
+      .reorder(sdO, sdi, sii)
+      .gpu_threads(sdi, sii);
+  state.update()
+      .split(sd, sdO, sdi, kGpuTile, guard)
+      .reorder(sdO, sdi, sii, rc)
+      .gpu_threads(sdi, sii);
+  // Per chunk, in shared memory: the block's Q rows, the chunk's K and V.
+  std::vector<Var> q = queryT.args(); // (i, d, h, b)
+  queryT.compute_at(output, io).gpu_threads(q[0]);
+  for (Func kv : {keyC, valueC}) { // (d, h, j, b)
+    std::vector<Var> a = kv.args();
+    Var kdO("kdO"), kdi("kdi");
+    kv.compute_at(state, rc)
+        .split(a[0], kdO, kdi, kGpuTile, guard)
+        .reorder(kdO, kdi, a[2])
+        .gpu_threads(kdi, a[2]);
+  }
+  std::vector<Var> l = logit.args(); // (i, j, h, b)
+  logit.compute_at(state, rc).gpu_threads(l[0], l[1]);
+  score.compute_at(logit, l[0]);
+  prob.compute_at(state, rc).gpu_threads(prob.args()[0], prob.args()[1]);
+  chunkMax.compute_at(state, rc).gpu_threads(chunkMax.args()[0]);
+  chunkSum.compute_at(state, rc).gpu_threads(chunkSum.args()[0]);
+  chunkSum.update().gpu_threads(chunkSum.args()[0]);
+  std::vector<Var> c = chunkOut.args(); // (d, i, h, b, c)
+  Var cdO("cdO"), cdi("cdi");
+  chunkOut.compute_at(state, rc)
+      .split(c[0], cdO, cdi, kGpuTile, guard)
+      .reorder(cdO, cdi, c[1])
+      .gpu_threads(cdi, c[1]);
+  chunkOut.update()
+      .split(c[0], cdO, cdi, kGpuTile, guard)
+      .reorder(rk, cdO, cdi, c[1])
+      .gpu_threads(cdi, c[1]);
+}
+} // namespace
+
+KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
+                                 const Target &target) {
+  const bool gpu = target.has_gpu_feature();
+  // bf16 products are the CPU's AVX512-BF16 path; on a GPU the kernel stays
+  // fp32 (tensor cores are docs/cuda-tensor-cores.md).
+  if (requested.compute == SdpaCompute::BF16 && !gpu)
+    return buildSdpaBf16Pipeline(requested, target);
+  SdpaSpec spec = requested;
+  if (gpu)
+    spec.schedule.queryBlock = spec.schedule.kvChunk = kGpuTile;
   const SdpaSchedule &sched = spec.schedule;
   const int headDim = spec.headDim;
   const int group = spec.queryHeadsPerKvHead();
@@ -80,11 +155,16 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec, const Target &target) {
   // update over the chunk RDom; then O / l.
   const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
                                         : target.natural_vector_size<float>();
-  PrefillOutput result = buildPrefillOutput(spec, mask, chunkMax, chunkSum,
-                                            chunkOut, numChunks, kvChunk, vec);
+  PrefillOutput result = buildPrefillOutput(
+      spec, mask, chunkMax, chunkSum, chunkOut, numChunks, kvChunk, vec, gpu);
   Func state = result.state, output = result.output;
   RDom rc = result.chunks;
   Var task = result.task;
+  if (gpu) {
+    scheduleSdpaForGpu(output, state, queryT, keyC, valueC, score, logit,
+                       chunkMax, prob, chunkSum, chunkOut, rc, rk);
+    return inputs.finish(output);
+  }
 
   // SCHEDULE ----------------------------------------------------------------
   // Tasks and the online-softmax state as buildPrefillOutput schedules them

@@ -166,6 +166,7 @@ enum class Activation {
 ///               layer's whole page pool, flattened to slots; outputs after
 ///               `output`, only the named slots are written)
 /// Slots are clamped into the pool, so a corrupt slot cannot write outside.
+/// (CUDA targets: a bf16 pool is typed uint16, the same bits.)
 /// The output must then be kAppendOutputAlignment-byte aligned (the kernel
 /// reads its K/V rows back with aligned vector loads; a misaligned output
 /// is a kernel error).
