@@ -251,6 +251,57 @@ LogicalResult RopeOp::verify() {
 }
 
 namespace {
+/// Features per token of a [batch, seq, features] or [batch, seq, heads,
+/// head_dim] tensor (dynamic if any of them is); failure for other ranks.
+FailureOr<int64_t> tokenFeatures(Operation *op, StringRef name,
+                                 RankedTensorType type) {
+  if (type.getRank() == 3)
+    return type.getDimSize(2);
+  if (type.getRank() == 4)
+    return type.isDynamicDim(2) || type.isDynamicDim(3)
+               ? ShapedType::kDynamic
+               : type.getDimSize(2) * type.getDimSize(3);
+  return op->emitOpError() << name
+                           << " must be [batch, seq, features] or [batch, "
+                              "seq, heads, head_dim], got rank "
+                           << type.getRank();
+}
+} // namespace
+
+LogicalResult ProjectOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto weight = cast<RankedTensorType>(getWeight().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  FailureOr<int64_t> in = tokenFeatures(*this, "input", input);
+  FailureOr<int64_t> out = tokenFeatures(*this, "result", result);
+  if (failed(in) || failed(out))
+    return failure();
+  auto agree = [&](int64_t a, int64_t b, StringRef what) -> LogicalResult {
+    if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b)
+      return success();
+    return emitOpError() << what << " (" << a << " vs " << b << ")";
+  };
+  if (failed(agree(*in, weight.getDimSize(0),
+                   "input features and weight rows disagree")) ||
+      failed(agree(*out, weight.getDimSize(1),
+                   "result features and weight columns disagree")) ||
+      failed(agree(input.getDimSize(0), result.getDimSize(0),
+                   "input and result disagree on batch")) ||
+      failed(agree(input.getDimSize(1), result.getDimSize(1),
+                   "input and result disagree on sequence length")))
+    return failure();
+  if (Value bias = getBias())
+    if (failed(agree(cast<RankedTensorType>(bias.getType()).getDimSize(0),
+                     weight.getDimSize(1), "bias and weight columns disagree")))
+      return failure();
+  if (Value residual = getResidual())
+    if (residual.getType() != Type(result))
+      return emitOpError() << "residual must have the result's type " << result
+                           << ", got " << residual.getType();
+  return success();
+}
+
+namespace {
 /// Checks a [batch, seq, heads, head_dim] tensor against a cache's heads
 /// and head size.
 LogicalResult checkCacheRows(Operation *op, StringRef name,

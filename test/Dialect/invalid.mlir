@@ -131,3 +131,43 @@ func.func @window_without_causal(%q: tensor<?x?x8x64xf32>, %k: tensor<?x?x2x64xf
       : tensor<?x?x8x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x8x64xf32>
   return %o : tensor<?x?x8x64xf32>
 }
+
+// -----
+
+func.func @project_rows(%x: tensor<?x?x512xf32>, %w: tensor<256x512xf32>) -> tensor<?x?x512xf32> {
+  // expected-error @+1 {{input features and weight rows disagree (512 vs 256)}}
+  %y = attn.project %x, %w : (tensor<?x?x512xf32>, tensor<256x512xf32>) -> tensor<?x?x512xf32>
+  return %y : tensor<?x?x512xf32>
+}
+
+// -----
+
+func.func @project_heads(%x: tensor<?x?x512xf32>, %w: tensor<512x512xf32>) -> tensor<?x?x8x32xf32> {
+  // expected-error @+1 {{result features and weight columns disagree (256 vs 512)}}
+  %y = attn.project %x, %w : (tensor<?x?x512xf32>, tensor<512x512xf32>) -> tensor<?x?x8x32xf32>
+  return %y : tensor<?x?x8x32xf32>
+}
+
+// -----
+
+func.func @project_bias(%x: tensor<?x?x64xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{bias and weight columns disagree (64 vs 32)}}
+  %y = attn.project %x, %w bias(%b) : (tensor<?x?x64xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @project_residual(%x: tensor<?x?x64xf32>, %w: tensor<64x32xf32>, %r: tensor<?x?x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{residual must have the result's type 'tensor<?x?x32xf32>', got 'tensor<?x?x64xf32>'}}
+  %y = attn.project %x, %w residual(%r) : (tensor<?x?x64xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @project_rank(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{input must be [batch, seq, features] or [batch, seq, heads, head_dim], got rank 2}}
+  %y = attn.project %x, %w : (tensor<?x64xf32>, tensor<64x32xf32>) -> tensor<?x?x32xf32>
+  return %y : tensor<?x?x32xf32>
+}

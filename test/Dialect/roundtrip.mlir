@@ -53,3 +53,17 @@ func.func @decode_step(%q: tensor<?x?x8x64xf32>, %k: tensor<?x?x2x64xf32>,
       : tensor<?x?x8x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x8x64xf32>
   return %o : tensor<?x?x8x64xf32>
 }
+
+// Projections into heads and back, with a bias and the residual stream.
+// CHECK-LABEL: func.func @projections
+// CHECK: %[[Q:.*]] = attn.project %{{.*}}, %{{.*}} bias(%{{.*}}) : (tensor<?x?x512xf32>, tensor<512x512xf32>, tensor<512xf32>) -> tensor<?x?x8x64xf32>
+// CHECK: attn.project %[[Q]], %{{.*}} residual(%{{.*}}) : (tensor<?x?x8x64xf32>, tensor<512x512xf32>, tensor<?x?x512xf32>) -> tensor<?x?x512xf32>
+func.func @projections(%x: tensor<?x?x512xf32>, %wq: tensor<512x512xf32>,
+                       %bq: tensor<512xf32>, %wo: tensor<512x512xf32>)
+    -> tensor<?x?x512xf32> {
+  %q = attn.project %x, %wq bias(%bq)
+      : (tensor<?x?x512xf32>, tensor<512x512xf32>, tensor<512xf32>) -> tensor<?x?x8x64xf32>
+  %y = attn.project %q, %wo residual(%x)
+      : (tensor<?x?x8x64xf32>, tensor<512x512xf32>, tensor<?x?x512xf32>) -> tensor<?x?x512xf32>
+  return %y : tensor<?x?x512xf32>
+}

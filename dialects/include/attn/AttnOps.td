@@ -97,6 +97,36 @@ def Attn_RopeOp : Attn_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
   let hasVerifier = 1;
 }
 
+def Attn_ProjectOp : Attn_Op<"project", [Pure, AttrSizedOperandSegments]> {
+  let summary = "a projection of token rows: input · weight (+ bias) (+ residual)";
+  let description = [{
+    Multiplies each token's features by `weight` (`[in, out]`, stored as
+    the kernels read it), adds `bias` (`[out]`) and then `residual` (the
+    result's type: an output projection finishing its block's residual
+    connection). `input` is `[batch, seq, in]` or, heads flattened,
+    `[batch, seq, heads, head_dim]` with heads · head_dim = in; the result
+    likewise `[batch, seq, out]` or split into heads. attnc computes the
+    Q/K/V projections of a layer as one (with RoPE and the cache append in
+    its epilogue) and the output projection with its residual.
+
+    ```mlir
+    %q = attn.project %x, %wq bias(%bq)
+        : (tensor<?x?x512xf32>, tensor<512x512xf32>, tensor<512xf32>)
+          -> tensor<?x?x8x64xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input,
+                       2DTensorOf<[F32]>:$weight,
+                       Optional<1DTensorOf<[F32]>>:$bias,
+                       Optional<RankedTensorOf<[F32]>>:$residual);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `)`)? (`residual` `(` $residual^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_CacheDeclareOp : Attn_Op<"cache_declare", [Pure]> {
   let summary = "an empty KV cache";
   let description = [{

@@ -129,6 +129,12 @@ def OutlineDecodeSteps : Pass<"attn-outline-decode-steps", "::mlir::ModuleOp"> {
     for cross-attention, `attn.cache_view` of the encoder's keys and values
     and `attn.sdpa`. Arguments: query, [key, value, positions (with RoPE)],
     cache; results: the attention output and (self layers) the new cache.
+    In a model of whole blocks the step starts from the layer's input
+    instead: `attn.project` computes Q (and K, V) from it, and the output
+    projection adds the residual stream. Arguments: input [batch, new,
+    d_model], the residual stream, [positions], cache, then the weights
+    (wq, [bq], [wk, [bk], wv, [bv]], wo, [bo]); results: the new stream and
+    (self layers) the new cache.
     This is the reference semantics of the fused kernels attnc generates
     (projection epilogues, decode over pages in place); it is not lowered
     further. Runs after --attn-materialize-defaults.

@@ -50,13 +50,42 @@ struct OutlineDecodeStepsPass
     const bool self = layer.getKind() == LayerKind::Self;
     const bool rope = self && layer.getRopeTheta().has_value();
 
-    SmallVector<Type> inputs = {rows(queryHeads)};
-    if (self)
+    // A model of whole blocks: the step starts from the layer's input and
+    // ends with the residual stream (the projections included).
+    const bool blocks = model.hasBlocks();
+    const int64_t dModel = model.getDModel();
+    const bool bias = layer.getProjectionBias();
+    auto stream = RankedTensorType::get({dyn, dyn, dModel}, f32);
+    auto matrix = [&](int64_t in, int64_t out) {
+      return RankedTensorType::get({in, out}, f32);
+    };
+    auto vector = [&](int64_t n) { return RankedTensorType::get({n}, f32); };
+    SmallVector<Type> inputs;
+    if (blocks)
+      inputs = {stream, stream};
+    else
+      inputs = {rows(queryHeads)};
+    if (self && !blocks)
       inputs.append({rows(kvHeads), rows(kvHeads)});
     if (rope)
       inputs.push_back(positionsType);
     inputs.push_back(cacheType);
-    SmallVector<Type> results = {rows(queryHeads)};
+    const unsigned firstWeight = inputs.size();
+    if (blocks) {
+      // wq, [bq], (self) wk, [bk], wv, [bv], then wo, [bo].
+      SmallVector<int64_t> widths = {queryHeads * headDim};
+      if (self)
+        widths.append({kvHeads * headDim, kvHeads * headDim});
+      for (int64_t width : widths) {
+        inputs.push_back(matrix(dModel, width));
+        if (bias)
+          inputs.push_back(vector(width));
+      }
+      inputs.push_back(matrix(queryHeads * headDim, dModel));
+      if (bias)
+        inputs.push_back(vector(dModel));
+    }
+    SmallVector<Type> results = {blocks ? Type(stream) : rows(queryHeads)};
     if (self)
       results.push_back(cacheType);
 
@@ -67,11 +96,32 @@ struct OutlineDecodeStepsPass
     symbols.insert(func); // unique, should the name be taken
     Block *body = func.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(body);
-    Value query = body->getArgument(0), cache = body->getArguments().back();
+    Value cache = body->getArgument(firstWeight - 1);
+    Value query, key, value;
+    unsigned weight = firstWeight;
+    // input · W (+ b) (+ residual), split into `heads` when heads > 0.
+    auto project = [&](Value input, int64_t heads, Value residual) {
+      Value w = body->getArgument(weight++);
+      Value offset = bias ? body->getArgument(weight++) : Value();
+      Type type = heads ? Type(rows(heads)) : Type(stream);
+      return b.create<ProjectOp>(loc, type, input, w, offset, residual)
+          .getResult();
+    };
+    if (blocks) {
+      Value input = body->getArgument(0);
+      query = project(input, queryHeads, Value());
+      if (self) {
+        key = project(input, kvHeads, Value());
+        value = project(input, kvHeads, Value());
+      }
+    } else {
+      query = body->getArgument(0);
+      if (self)
+        key = body->getArgument(1), value = body->getArgument(2);
+    }
     if (self) {
-      Value key = body->getArgument(1), value = body->getArgument(2);
       if (rope) {
-        Value positions = body->getArgument(3);
+        Value positions = body->getArgument(blocks ? 2 : 3);
         FloatAttr theta = layer.getRopeThetaAttr();
         query = b.create<RopeOp>(loc, query.getType(), query, positions, theta,
                                  layer.getRopeScalingAttr());
@@ -88,7 +138,10 @@ struct OutlineDecodeStepsPass
         b.getI64IntegerAttr(headDim), causal ? b.getUnitAttr() : UnitAttr(),
         layer.getScaleAttr(), layer.getWindowAttr(), layer.getSoftcapAttr(),
         layer.getAlibi() ? b.getUnitAttr() : UnitAttr());
-    SmallVector<Value> returned = {sdpa.getResult()};
+    Value attended = sdpa.getResult();
+    if (blocks) // the output projection adds the residual stream
+      attended = project(attended, 0, body->getArgument(1));
+    SmallVector<Value> returned = {attended};
     if (self)
       returned.push_back(cache);
     b.create<func::ReturnOp>(loc, returned);
