@@ -20,6 +20,7 @@
 
 #include "Roofline.h"
 
+#include "attn/runtime/PoolAllocator.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <benchmark/benchmark.h>
@@ -28,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -227,8 +229,18 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
                  : int8                                 ? Int(8)
                  : s.element == attn::CacheElement::F16 ? Float(16)
                                                         : BFloat(16);
-  Buffer<> keys(element, dim, hkv, s.pageSize, numPages),
-      values(element, dim, hkv, s.pageSize, numPages);
+  // Pools as the runtime's KvCache allocates them: on transparent huge
+  // pages (runtime/include/attn/runtime/PoolAllocator.h).
+  const size_t poolBytes =
+      size_t(dim) * hkv * s.pageSize * numPages * element.bytes();
+  attn::runtime::PoolAllocator<uint8_t> allocator;
+  std::unique_ptr<uint8_t, std::function<void(uint8_t *)>> keyPool(
+      allocator.allocate(poolBytes),
+      [&](uint8_t *p) { allocator.deallocate(p, poolBytes); }),
+      valuePool(allocator.allocate(poolBytes),
+                [&](uint8_t *p) { allocator.deallocate(p, poolBytes); });
+  Buffer<> keys(element, keyPool.get(), dim, hkv, s.pageSize, numPages),
+      values(element, valuePool.get(), dim, hkv, s.pageSize, numPages);
   Buffer<float> keyScales(hkv, s.pageSize, numPages),
       valueScales(hkv, s.pageSize, numPages);
   keyScales.fill(1.0f / 127);

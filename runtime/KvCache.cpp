@@ -47,10 +47,8 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
     return invalid("KV cache: pool size overflows");
   KvCache fresh;
   fresh.config_ = config;
-  fresh.keys_.assign(config.numLayers,
-                     std::vector<uint8_t>(page * config.numPages));
-  fresh.values_.assign(config.numLayers,
-                       std::vector<uint8_t>(page * config.numPages));
+  fresh.keys_.assign(config.numLayers, Pool(page * config.numPages));
+  fresh.values_.assign(config.numLayers, Pool(page * config.numPages));
   if (config.dtype == DType::I8) {
     size_t rows = size_t(config.numPages) * config.pageSize * config.numKvHeads;
     fresh.keyScales_.assign(config.numLayers, std::vector<float>(rows));

@@ -222,10 +222,12 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // per key, the group's query rows dot the K row (vectorized along d with
   // horizontal sums), the split's max and exponentials, then P·V vectorized
   // along d; each K and V row is read once. A second parallel pass per
-  // sequence combines the partials. Measured (bench/README.md): 17-21 GB/s
-  // of f32 K/V at GQA 32/8 D128 (was 10-13 before the grouped reduction
-  // tree, the key-blocked P·V and the compact partials), 40-60% of STREAM
-  // triad; the profile puts the K pass at ~30 GB/s and the V pass at ~19.
+  // sequence combines the partials. Measured (bench/README.md): 20-24 GB/s
+  // of f32 K/V at GQA 32/8 D128 over pools on huge pages (was 10-13 before
+  // the grouped reduction tree, the key-blocked P·V and the compact
+  // partials, 17-21 on 4 KiB pages), 58-68% of STREAM triad. Time hardly
+  // depends on the element size (bf16 41-43 ms, f32 53 ms, i8 61-63 ms at
+  // B1 x 128K): the passes are bound by instructions and latency, not DRAM.
   const int vec = spec.schedule.vectorWidth > 0
                       ? spec.schedule.vectorWidth
                       : target.natural_vector_size<float>();

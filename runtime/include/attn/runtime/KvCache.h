@@ -16,6 +16,7 @@
 #define ATTN_RUNTIME_KVCACHE_H
 
 #include "attn/runtime/DType.h"
+#include "attn/runtime/PoolAllocator.h"
 #include "attn/runtime/Status.h"
 
 #include <cstdint>
@@ -135,11 +136,12 @@ private:
   void load(int layer, int32_t slot, float *key, float *value) const;
 
   KvCacheConfig config_;
-  std::vector<std::vector<uint8_t>> keys_, values_; // per layer pools
+  using Pool = std::vector<uint8_t, PoolAllocator<uint8_t>>;
+  std::vector<Pool> keys_, values_;                         // per layer pools
   std::vector<std::vector<float>> keyScales_, valueScales_; // per layer, I8
-  std::vector<int32_t> refCounts_;                  // per page
-  std::vector<int32_t> freeList_;                   // a stack of page ids
-  std::vector<Sequence> sequences_;                 // indexed by SequenceId
+  std::vector<int32_t> refCounts_;                          // per page
+  std::vector<int32_t> freeList_;   // a stack of page ids
+  std::vector<Sequence> sequences_; // indexed by SequenceId
 };
 
 } // namespace attn::runtime
