@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/schedules/CudaDevice.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <benchmark/benchmark.h>
@@ -59,18 +60,11 @@ double fmaPeakFromDriver(void *driver, std::string &name) {
 
 /// Why there is nothing to measure; empty when a device is usable.
 std::string openDevice() {
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (!driver)
-    return "no CUDA driver (libcuda.so.1 not found)";
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int *);
-  auto init = reinterpret_cast<InitFn>(dlsym(driver, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(driver, "cuDeviceGetCount"));
-  int devices = 0;
-  if (!init || !count || init(0) != 0 || count(&devices) != 0 || devices < 1)
-    return "no CUDA device";
-  gDevice.fmaGflops = fmaPeakFromDriver(driver, gDevice.name);
-  return "";
+  void *driver = nullptr;
+  std::string reason = attn::whyNoCudaDevice(&driver);
+  if (reason.empty())
+    gDevice.fmaGflops = fmaPeakFromDriver(driver, gDevice.name);
+  return reason;
 }
 
 /// Seconds of one call of `body`, which must leave its output on the
@@ -208,10 +202,7 @@ int main(int argc, char **argv) {
     std::printf("attn-gpu-bench: nothing to measure: %s\n", reason.c_str());
     return 0;
   }
-  setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
-  gTarget = get_host_target()
-                .with_feature(Target::CUDA)
-                .with_feature(Target::CUDACapability80);
+  gTarget = attn::cudaJitTarget();
   gDevice.triadGBps = measureTriad();
   std::printf("device: %s, fp32 FMA peak %.0f GFLOP/s, triad %.0f GB/s; "
               "Halide target %s\n",

@@ -10,54 +10,25 @@
 // no device: CI and most development machines. tools/gpu-check.sh runs it
 // where a GPU is at hand.
 //
-// Halide 14's CUDA runtime dlopens "libcuda.so", which driver-only
-// installs lack; loading libcuda.so.1 with RTLD_GLOBAL first lets the
-// runtime find the driver's symbols in the process (DESIGN.md).
-//
 //===----------------------------------------------------------------------===//
 
 #include "Reference.h"
 
+#include "attn/schedules/CudaDevice.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdlib>
-#include <dlfcn.h>
 
 using namespace attn::test;
 
 namespace {
 
-/// Why the CUDA tests cannot run here; empty when a device is usable.
-std::string whyNoDevice() {
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (!driver)
-    return "no CUDA driver (libcuda.so.1 not found)";
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int *);
-  auto init = reinterpret_cast<InitFn>(dlsym(driver, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(driver, "cuDeviceGetCount"));
-  int devices = 0;
-  if (!init || !count || init(0) != 0 || count(&devices) != 0)
-    return "the CUDA driver did not initialize";
-  if (devices < 1)
-    return "no CUDA device";
-  return "";
-}
-
-Halide::Target deviceTarget() {
-  // Kernels use more than Halide's default cap of 64 registers.
-  setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
-  return Halide::get_host_target()
-      .with_feature(Halide::Target::CUDA)
-      .with_feature(Halide::Target::CUDACapability80);
-}
+Halide::Target deviceTarget() { return attn::cudaJitTarget(); }
 
 class GpuNumerics : public testing::Test {
 protected:
   void SetUp() override {
-    static const std::string reason = whyNoDevice();
+    static const std::string reason = attn::whyNoCudaDevice();
     if (!reason.empty())
       GTEST_SKIP() << reason;
   }
