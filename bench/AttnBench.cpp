@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CallTimer.h"
 #include "Roofline.h"
 
 #include "attn/runtime/PoolAllocator.h"
@@ -64,28 +65,13 @@ struct Tensors {
   }
 };
 
-/// Runs `body` for the benchmark's iterations and sets the rate counters from
-/// the measured wall time.
+/// Runs `body` for the benchmark's iterations and sets the rate counters
+/// against the machine's roofline.
 template <class Body>
 void timeKernel(benchmark::State &state, double flops, double kvBytes,
                 Body body) {
-  body(); // warm-up: page faults, Halide thread pool start-up
-  double total = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    state.SetIterationTime(elapsed);
-    total += elapsed;
-  }
-  double perSecond = double(state.iterations()) / total;
-  double gflops = flops * perSecond / 1e9, gbps = kvBytes * perSecond / 1e9;
-  state.counters["GFLOPS"] = gflops;
-  state.counters["GBps"] = gbps;
-  state.counters["peak_pct"] = 100.0 * gflops / gRoofline.fmaGflops;
-  state.counters["bw_pct"] = 100.0 * gbps / gRoofline.triadGBps;
+  attn::bench::timeCalls(state, flops, kvBytes,
+                         {gRoofline.fmaGflops, gRoofline.triadGBps}, body);
 }
 
 double attentionFlops(const PrefillShape &s, double qLen, double kvLen) {

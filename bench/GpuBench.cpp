@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CallTimer.h"
+
 #include "attn/schedules/CudaDevice.h"
 #include "attn/schedules/Pipelines.h"
 
@@ -65,32 +67,6 @@ std::string openDevice() {
   if (reason.empty())
     gDevice.fmaGflops = fmaPeakFromDriver(driver, gDevice.name);
   return reason;
-}
-
-/// Seconds of one call of `body`, which must leave its output on the
-/// device and be synchronized by `sync`.
-template <class Body, class Sync>
-void timeOnDevice(benchmark::State &state, double flops, double bytes,
-                  Body body, Sync sync) {
-  body(); // warm-up: module load, first allocations
-  sync();
-  double total = 0;
-  for (auto _ : state) {
-    auto start = std::chrono::steady_clock::now();
-    body();
-    sync();
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    state.SetIterationTime(elapsed);
-    total += elapsed;
-  }
-  double perSecond = double(state.iterations()) / total;
-  double gflops = flops * perSecond / 1e9, gbps = bytes * perSecond / 1e9;
-  state.counters["GFLOPS"] = gflops;
-  state.counters["GBps"] = gbps;
-  state.counters["peak_pct"] = 100.0 * gflops / gDevice.fmaGflops;
-  state.counters["bw_pct"] = 100.0 * gbps / gDevice.triadGBps;
 }
 
 Buffer<float> deviceRandom(std::vector<int> sizes, std::mt19937 &rng) {
@@ -150,10 +126,11 @@ void prefill(benchmark::State &state, int hkv, int seq, bool causal) {
   params.set(kernel.inputs[1], k);
   params.set(kernel.inputs[2], v);
   double flops = 4.0 * hq * double(seq) * seq * d / (causal ? 2 : 1);
-  timeOnDevice(
-      state, flops, 2.0 * hkv * double(seq) * d * 4,
-      [&] { kernel.pipeline.realize(out, gTarget, params); },
-      [&] { out.device_sync(); });
+  attn::bench::timeCalls(state, flops, 2.0 * hkv * double(seq) * d * 4,
+                         {gDevice.fmaGflops, gDevice.triadGBps}, [&] {
+                           kernel.pipeline.realize(out, gTarget, params);
+                           out.device_sync();
+                         });
 }
 
 void decode(benchmark::State &state, int batch, int kvLength) {
@@ -186,11 +163,12 @@ void decode(benchmark::State &state, int batch, int kvLength) {
   params.set(kernel.inputs[2], v);
   params.set(kernel.inputs[3], table);
   params.set(kernel.inputs[4], lengths);
-  timeOnDevice(
-      state, 4.0 * batch * hq * double(kvLength) * d,
-      2.0 * batch * hkv * double(kvLength) * d * 4,
-      [&] { kernel.pipeline.realize(out, gTarget, params); },
-      [&] { out.device_sync(); });
+  attn::bench::timeCalls(state, 4.0 * batch * hq * double(kvLength) * d,
+                         2.0 * batch * hkv * double(kvLength) * d * 4,
+                         {gDevice.fmaGflops, gDevice.triadGBps}, [&] {
+                           kernel.pipeline.realize(out, gTarget, params);
+                           out.device_sync();
+                         });
 }
 
 } // namespace

@@ -151,13 +151,15 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
   bool f32 = spec.cacheElement == attn::CacheElement::F32;
   bool int8 = spec.cacheElement == attn::CacheElement::I8;
-  const char *element = f32    ? "float"
-                        : int8 ? "int8_t (symmetric, one float scale per "
-                                 "token and head in key_scales, "
-                                 "value_scales [num_pages][{5}][{3}])"
-                        : spec.cacheElement == attn::CacheElement::F16
-                            ? "uint16_t (IEEE binary16)"
-                            : "uint16_t (bfloat16)";
+  std::string element =
+      f32    ? "float"
+      : int8 ? "int8_t (symmetric, one float scale per token and head in "
+               "key_scales, value_scales [num_pages][" +
+                   std::to_string(spec.pageSize) + "][" + std::to_string(hkv) +
+                   "])"
+      : spec.cacheElement == attn::CacheElement::F16
+          ? "uint16_t (IEEE binary16)"
+          : "uint16_t (bfloat16)";
   const char *pageType = f32 ? "float" : int8 ? "int8_t" : "uint16_t";
   const char *typeCode = spec.cacheElement == attn::CacheElement::BF16
                              ? "halide_type_bfloat"
@@ -243,9 +245,8 @@ static inline int {0}(const float *query, const {9} *key_pages,
           ? "\n *   Causal: new token t of a sequence of length L sees "
             "keys j <= L - q_len + t."
           : "",
-      macro, llvm::formatv(element, 0, 0, 0, hkv, 0, spec.pageSize).str(),
-      pageType, typeCode, bits, scaleParameters, scaleChecks, scaleBuffers,
-      scaleArguments);
+      macro, element, pageType, typeCode, bits, scaleParameters, scaleChecks,
+      scaleBuffers, scaleArguments);
 }
 } // namespace
 

@@ -841,4 +841,32 @@ TEST(ModelTest, PlanAndKernelTableMustAgree) {
       parsePlan("{not json", entries(kPaged.table), kPaged.size, plan));
 }
 
+TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
+  // A plan is generated, but a hand-edited one must not reach a kernel:
+  // a fused cache append on a layer without a self cache (the encoder's
+  // first layer), a negative learned-position offset.
+  auto edited = [](const std::string &from, const std::string &to) {
+    std::string plan = kPaged.plan;
+    size_t at = plan.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? plan : plan.replace(at, from.size(), to);
+  };
+  ModelPlan plan;
+  Status s = parsePlan(
+      edited("\"fused_cache_append\": false", "\"fused_cache_append\": true")
+          .c_str(),
+      entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("fuses a cache append but has no self cache"),
+            std::string::npos)
+      << s.message();
+  s = parsePlan(
+      edited("\"position_offset\": 0", "\"position_offset\": -1").c_str(),
+      entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("'position_offset' must be >= 0"),
+            std::string::npos)
+      << s.message();
+}
+
 } // namespace
