@@ -285,22 +285,16 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   os << "\n#ifndef ATTNC_KERNEL_ENTRY_DEFINED\n#define "
         "ATTNC_KERNEL_ENTRY_DEFINED\n"
      << "typedef struct attnc_kernel_entry {\n  const char *name;\n"
-     << "  void (*function)(void);\n} attnc_kernel_entry;\n#endif\n\n"
+     << "  void (*function)(void);\n"
+     << "  const struct halide_filter_metadata_t *(*metadata)(void);\n"
+     << "} attnc_kernel_entry;\n#endif\n\n"
      << "static const attnc_kernel_entry " << name << "_kernel_table[] = {\n";
   auto entry = [&](const std::string &function) {
     os << "    {\"" << function << "\", (void (*)(void))" << function
-       << "_kernel},\n";
+       << "_kernel, " << function << "_kernel_metadata},\n";
   };
-  for (const attn::SdpaSpec &spec : specs.prefill)
-    entry(spec.functionName);
-  for (const attn::DecodeSpec &spec : specs.decode)
-    entry(spec.functionName);
-  for (const attn::LinearSpec &spec : specs.linearVariants())
-    entry(spec.functionName);
-  for (const attn::NormSpec &spec : specs.norm)
-    entry(spec.functionName);
-  for (const attn::EmbeddingSpec &spec : specs.embedding)
-    entry(spec.functionName);
+  for (const std::string &function : specs.functionNames())
+    entry(function);
   os << "};\n#define " << name.upper() << "_KERNEL_TABLE_SIZE (sizeof " << name
      << "_kernel_table / sizeof " << name << "_kernel_table[0])\n\n";
   os << "/* The plan (also written as " << name << "_plan.json). */\n"
@@ -366,6 +360,8 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
     if (spec.cacheAppend.kvHeads > 0)
       os << ", struct halide_buffer_t *key_cache, "
             "struct halide_buffer_t *value_cache";
+    if (spec.argmax)
+      os << ", struct halide_buffer_t *best_token";
     os << ");\n";
   }
   for (const attn::NormSpec &spec : specs.norm)
@@ -384,6 +380,12 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
                ? "struct halide_buffer_t *position_table, "
                : "")
        << "struct halide_buffer_t *output);\n";
+  // What each kernel takes, as Halide describes it: the runtime checks its
+  // calls against it.
+  os << "\n";
+  for (const std::string &function : specs.functionNames())
+    os << "const struct halide_filter_metadata_t *" << function
+       << "_kernel_metadata(void);\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }

@@ -107,6 +107,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());
         spec.cacheAppend.element = cacheElement(*kernel.getAppendDtype());
       }
+      spec.argmax = kernel.getArgmax();
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {
       ::attn::NormSpec spec;

@@ -32,6 +32,21 @@ struct ModelSpecs {
   }
   std::vector<attn::NormSpec> norm;
   std::vector<attn::EmbeddingSpec> embedding;
+  /// The C name (without `_kernel`) of every kernel, families in order.
+  std::vector<std::string> functionNames() const {
+    std::vector<std::string> names;
+    for (const attn::SdpaSpec &spec : prefill)
+      names.push_back(spec.functionName);
+    for (const attn::DecodeSpec &spec : decode)
+      names.push_back(spec.functionName);
+    for (const attn::LinearSpec &spec : linearVariants())
+      names.push_back(spec.functionName);
+    for (const attn::NormSpec &spec : norm)
+      names.push_back(spec.functionName);
+    for (const attn::EmbeddingSpec &spec : embedding)
+      names.push_back(spec.functionName);
+    return names;
+  }
   /// Per layer, in execution order: its symbol and the C names of its
   /// kernels (decode empty when the layer never decodes).
   struct Layer {

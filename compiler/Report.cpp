@@ -112,10 +112,16 @@ std::string renderPlanJson(ModuleOp module) {
           {"up_kernel", kernelName(ffn.getUpKernel())},
           {"down_kernel", kernelName(ffn.getDownKernel())}};
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      // Whether the kernel also writes each token's greedy choice.
+      auto kernel = head.getKernelAttr()
+                        ? SymbolTable::lookupNearestSymbolFrom<LinearKernelOp>(
+                              head, head.getKernelAttr())
+                        : LinearKernelOp();
       entry = llvm::json::Object{{"op", "output_head"},
                                  {"name", head.getSymName()},
                                  {"vocab_size", int64_t(head.getVocabSize())},
                                  {"bias", head.getBias()},
+                                 {"argmax", kernel && kernel.getArgmax()},
                                  {"kernel", kernelName(head.getKernel())}};
     } else {
       continue; // kernels
@@ -274,6 +280,8 @@ std::string describeKernel(Operation &op) {
       text += " +residual";
     if (std::optional<Type> dtype = linear.getAppendDtype())
       text += " +cache append (" + typeName(*dtype) + ")";
+    if (linear.getArgmax())
+      text += " +argmax";
     return text;
   }
   if (auto norm = dyn_cast<NormKernelOp>(op))

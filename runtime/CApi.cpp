@@ -38,8 +38,8 @@ static_assert(int(WeightNaming::Bart) == ATTN_NAMING_BART &&
 static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
                   int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,
               "attn_finish_reason mirrors FinishReason");
-static_assert(sizeof(KernelEntry) == 2 * sizeof(void *),
-              "a kernel table entry is a name and a function");
+static_assert(sizeof(KernelEntry) == 3 * sizeof(void *),
+              "a kernel table entry is a name, a function and its metadata");
 
 namespace {
 thread_local std::string lastError;

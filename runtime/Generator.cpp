@@ -101,12 +101,12 @@ Status Generator::submit(GenerationRequest request, int &id) {
   }
   const int vocabulary = model_.targetVocabulary();
   logits_.resize(vocabulary);
-  int32_t token = 0;
+  int32_t token = 0, greedy = -1;
   if (Status s = model_.prefill(prompt.data(), int(prompt.size()), cache_,
-                                r.sequence, logits_.data(), ws_);
+                                r.sequence, logits_.data(), ws_, &greedy);
       !s)
     return fail(s);
-  if (Status s = r.sampler.sample(logits_.data(), vocabulary, token); !s)
+  if (Status s = choose(r, logits_.data(), greedy, token); !s)
     return fail(s);
   r.promptFed = prompt.size();
   requests_.push_back(std::move(r));
@@ -136,12 +136,13 @@ Status Generator::step() {
     return Status::ok();
   const int vocabulary = model_.targetVocabulary();
   logits_.resize(batch.size() * size_t(vocabulary));
+  greedy_.resize(batch.size());
   CrossAttentionTrace trace;
   if (Status s = model_.decodeStep(
           sequences.data(), crossAttends() ? crossSequences.data() : nullptr,
           tokens.data(), int(batch.size()), cache_,
           crossAttends() ? &crossCache_ : nullptr, logits_.data(), ws_,
-          traced ? &trace : nullptr);
+          traced ? &trace : nullptr, greedy_.data());
       !s)
     return s;
   for (size_t b = 0; b < batch.size(); b++) {
@@ -151,15 +152,24 @@ Status Generator::step() {
         ++r.promptFed < r.request.prompt.size())
       continue;
     int32_t token;
-    if (Status s =
-            r.sampler.sample(&logits_[b * vocabulary], vocabulary, token);
-        !s)
+    if (Status s = choose(r, &logits_[b * vocabulary], greedy_[b], token); !s)
       return s;
     if (r.request.crossAttention)
       r.request.crossAttention->push_back(std::move(trace.weights[b]));
     accept(r, token);
   }
   return Status::ok();
+}
+
+Status Generator::choose(Request &r, const float *logits, int32_t greedy,
+                         int32_t &token) {
+  // Greedy requests take the head kernel's argmax; -1 (a NaN logit) goes to
+  // the sampler, which names the NaN in its error.
+  if (r.request.sampling.temperature == 0.0f && greedy >= 0) {
+    token = greedy;
+    return Status::ok();
+  }
+  return r.sampler.sample(logits, model_.targetVocabulary(), token);
 }
 
 Status Generator::run() {

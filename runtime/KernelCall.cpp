@@ -28,7 +28,56 @@ BufferView::BufferView(const void *data, halide_type_t type,
   buffer_.dim = dims_;
 }
 
+namespace {
+std::string describe(const halide_type_t &type, int dimensions) {
+  const char *code = type.code == halide_type_int      ? "int"
+                     : type.code == halide_type_uint   ? "uint"
+                     : type.code == halide_type_float  ? "float"
+                     : type.code == halide_type_bfloat ? "bfloat"
+                                                       : "handle";
+  return std::to_string(dimensions) + "-D " + code + std::to_string(type.bits);
+}
+
+/// Whether `args` are what `kernel` was generated to take (its metadata):
+/// as many buffers, each of the element type and dimensions it expects.
+/// A kernel called through a type-erased pointer with other arguments
+/// would read garbage; a plan edited by hand, or a header and a library
+/// from different attnc runs, is an error here instead.
+Status checkArguments(const Kernel &kernel,
+                      const std::vector<BufferView *> &args) {
+  const halide_filter_metadata_t *metadata = kernel.metadata();
+  if (!metadata)
+    return Status::ok();
+  if (metadata->num_arguments != int(args.size()))
+    return Status(StatusCode::InvalidArgument,
+                  "kernel " + kernel.name + " takes " +
+                      std::to_string(metadata->num_arguments) +
+                      " buffers; the plan gives it " +
+                      std::to_string(args.size()) +
+                      " (plan and kernels disagree)");
+  for (size_t i = 0; i < args.size(); i++) {
+    const halide_filter_argument_t &expected = metadata->arguments[i];
+    const halide_buffer_t &given = *args[i]->get();
+    if (expected.kind == halide_argument_kind_input_scalar ||
+        expected.dimensions != given.dimensions ||
+        expected.type.code != given.type.code ||
+        expected.type.bits != given.type.bits)
+      return Status(StatusCode::InvalidArgument,
+                    "kernel " + kernel.name + " argument '" + expected.name +
+                        "' is a " +
+                        describe(expected.type, expected.dimensions) +
+                        " buffer; the plan gives it a " +
+                        describe(given.type, given.dimensions) +
+                        " one (plan and kernels disagree)");
+  }
+  return Status::ok();
+}
+} // namespace
+
 Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args) {
+  if (kernel.metadata)
+    if (Status s = checkArguments(kernel, args); !s)
+      return s;
   std::vector<halide_buffer_t *> b;
   for (BufferView *arg : args) {
     if (!arg->valid())

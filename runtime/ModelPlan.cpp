@@ -66,10 +66,10 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object())
     return planError("not a JSON object");
-  std::map<std::string, void (*)(void)> kernels;
+  std::map<std::string, const KernelEntry *> kernels;
   for (size_t i = 0; i < tableSize; i++)
     if (table[i].name && table[i].function)
-      kernels[table[i].name] = table[i].function;
+      kernels[table[i].name] = &table[i];
 
   ModelPlan result;
   Fields model(root, "model");
@@ -108,9 +108,15 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                   "' is not in the kernel table (header and library from "
                   "different attnc runs?)");
       kernel.name = name;
-      kernel.function = it == kernels.end() ? nullptr : it->second;
+      if (it != kernels.end()) {
+        kernel.function = it->second->function;
+        kernel.metadata = it->second->metadata;
+      }
       auto gemv = kernels.find(name + "_gemv");
-      kernel.fewTokens = gemv == kernels.end() ? nullptr : gemv->second;
+      if (gemv != kernels.end()) {
+        kernel.fewTokens = gemv->second->function;
+        kernel.fewTokensMetadata = gemv->second->metadata;
+      }
     };
     if (kind == "embedding") {
       op.kind = OpKind::Embedding;
@@ -138,6 +144,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.kind = OpKind::OutputHead;
       op.vocabSize = at.integer("vocab_size");
       op.bias = at.boolean("bias");
+      op.argmax = at.boolean("argmax");
       resolve(at, "kernel", op.kernel);
     } else if (kind == "attention") {
       op.kind = OpKind::Attention;

@@ -55,13 +55,14 @@ struct CacheAppendArgs {
 };
 
 /// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
-/// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache).
+/// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache)
+/// (+ best [tokens], each row's argmax, for a kernel with the argmax).
 Status linear(const Kernel &kernel, const float *in, int64_t tokens,
               int64_t inF, const std::vector<float> &w,
               const std::vector<float> &b, const int32_t *positions,
               const float *residual, int64_t outF, float *out,
-              bool gatedInput = false,
-              const CacheAppendArgs *append = nullptr) {
+              bool gatedInput = false, const CacheAppendArgs *append = nullptr,
+              int32_t *best = nullptr) {
   // A gated input holds [gate | up] halves of inF each.
   const int64_t width = gatedInput ? 2 * inF : inF;
   BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});
@@ -96,11 +97,24 @@ Status linear(const Kernel &kernel, const float *in, int64_t tokens,
     args.push_back(&*keyPool);
     args.push_back(&*valuePool);
   }
+  BufferView bestView(best, int32Type(), {{tokens, 1}});
+  if (best)
+    args.push_back(&bestView);
   if (tokens <= 2 && kernel.fewTokens) {
-    Kernel gemv{kernel.name + "_gemv", kernel.fewTokens};
+    Kernel gemv{kernel.name + "_gemv", kernel.fewTokens,
+                kernel.fewTokensMetadata};
     return callKernel(gemv, args);
   }
   return callKernel(kernel, args);
+}
+
+/// The lowest index of the largest of `logits` [vocabulary], -1 if one is
+/// NaN: what a head kernel's fused argmax computes.
+int32_t firstLargest(const float *logits, int vocabulary) {
+  for (int i = 0; i < vocabulary; i++)
+    if (std::isnan(logits[i]))
+      return -1;
+  return int32_t(std::max_element(logits, logits + vocabulary) - logits);
 }
 
 /// A [tokens][heads][D] view with rows `rowStride` floats apart.
@@ -136,6 +150,8 @@ public:
     // selfSequences[0] of selfCache, and only the last token's logits are
     // computed.
     bool fillCache = false;
+    // With a head: each logits row's greedy token [rows] (-1: a NaN logit).
+    int32_t *greedy = nullptr;
   };
 
   /// Runs the ops of `stack` (and the output head for the decoder). On
@@ -218,13 +234,22 @@ public:
         break;
       }
       case OpKind::OutputHead: {
+        if (!logits)
+          break;
         const float *input = normedIsCurrent ? normed : x;
-        if (logits && in.fillCache) // the prompt's next token only
-          status = linear(op.kernel, input + (t - 1) * d, 1, d, w.head,
-                          w.headBias, nullptr, nullptr, op.vocabSize, logits);
-        else if (logits)
-          status = linear(op.kernel, input, t, d, w.head, w.headBias, nullptr,
-                          nullptr, op.vocabSize, logits);
+        const int64_t rows = in.fillCache ? 1 : t; // prompt: the next token
+        if (in.fillCache)
+          input += (t - 1) * d;
+        // A kernel with the argmax writes it whether or not it is wanted.
+        int32_t *best = !op.argmax  ? nullptr
+                        : in.greedy ? in.greedy
+                                    : grow(ws.greedy, size_t(rows));
+        status = linear(op.kernel, input, rows, d, w.head, w.headBias, nullptr,
+                        nullptr, op.vocabSize, logits, false, nullptr, best);
+        if (status && in.greedy && !op.argmax) // a plan without it
+          for (int64_t r = 0; r < rows; r++)
+            in.greedy[r] =
+                firstLargest(logits + r * op.vocabSize, op.vocabSize);
         break;
       }
       }
@@ -541,7 +566,8 @@ Status Model::decodeStep(const SequenceId *selfSequences,
                          const SequenceId *crossSequences,
                          const int32_t *tokens, int batch, KvCache &selfCache,
                          const KvCache *crossCache, float *logits,
-                         Workspace &ws, CrossAttentionTrace *trace) const {
+                         Workspace &ws, CrossAttentionTrace *trace,
+                         int32_t *greedyTokens) const {
   if (batch < 1 || !selfSequences || !logits)
     return invalid("decodeStep: empty batch");
   if (Status s = checkTokens(tokens, batch, targetVocabulary(), "decodeStep");
@@ -592,6 +618,7 @@ Status Model::decodeStep(const SequenceId *selfSequences,
   in.selfSequences = selfSequences;
   in.crossSequences = crossSequences;
   in.trace = trace;
+  in.greedy = greedyTokens;
   in.lastCrossLayer = crossConfig.numLayers - 1;
   Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
   if (!s)
@@ -600,7 +627,8 @@ Status Model::decodeStep(const SequenceId *selfSequences,
 }
 
 Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
-                      SequenceId sequence, float *logits, Workspace &ws) const {
+                      SequenceId sequence, float *logits, Workspace &ws,
+                      int32_t *greedyToken) const {
   if (!logits)
     return invalid("prefill: no logits buffer");
   if (Status s = checkTokens(tokens, length, targetVocabulary(), "prefill"); !s)
@@ -625,6 +653,7 @@ Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
   in.selfCache = &selfCache;
   in.selfSequences = &sequence;
   in.fillCache = true;
+  in.greedy = greedyToken;
   Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
   if (!s)
     (void)selfCache.truncate(sequence, 0);

@@ -11,6 +11,7 @@
 #include "attn/schedules/Pipelines.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace Halide;
 
@@ -103,6 +104,35 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
   };
   return {scatter("key_cache", features - 2 * kvWidth),
           scatter("value_cache", features - kvWidth)};
+}
+
+/// Each token's greedy choice among the `features` outputs of `logits`: the
+/// lowest index of the largest, or -1 if any is NaN. It runs after the
+/// product, reading the token's row back from L2 (a vocabulary of 32K floats
+/// is 128 KiB): a scan of microseconds against the milliseconds the head
+/// spends streaming its weights, and no logits pass through the caller's
+/// sampler for greedy decoding.
+Func greedyToken(Func logits, int features, bool gpu) {
+  Var m("m");
+  RDom r(0, features, "r");
+  // (index of the maximum so far, the maximum, seen a NaN); strict > keeps
+  // the first of equal maxima.
+  Func best("best");
+  best(m) = {0, Expr(-std::numeric_limits<float>::infinity()), cast<bool>(0)};
+  Expr value = logits(r, m);
+  best(m) = {select(value > best(m)[1], r, best(m)[0]), max(value, best(m)[1]),
+             best(m)[2] || is_nan(value)};
+  Func token("best_token");
+  token(m) = select(best(m)[2], -1, best(m)[0]);
+  token.output_buffer().dim(0).set_min(0).set_stride(1);
+  if (gpu) { // a thread per token; heads run few tokens at a time
+    Var mo("mo"), mi("mi");
+    token.gpu_tile(m, mo, mi, 32, TailStrategy::GuardWithIf);
+    best.compute_at(token, mi);
+  } else {
+    best.compute_at(token, m);
+  }
+  return token;
 }
 
 /// `f` followed by `activation`, elementwise (inlined by default).
@@ -227,6 +257,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       inputs.push_back(positions);
     if (spec.residual)
       inputs.push_back(residual);
+    if (spec.argmax)
+      return {Pipeline({output, greedyToken(output, out, gpu)}), inputs};
     if (spec.cacheAppend.kvHeads == 0)
       return {Pipeline(output), inputs};
     ImageParam cacheSlots(Int(32), 1, "cache_slots"); // (m)

@@ -431,5 +431,10 @@ LogicalResult LinearKernelOp::verify() {
       return emitOpError() << "append_dtype must be f32, f16 or bf16, got "
                            << dtype;
   }
+  // The argmax belongs to an output head, which stores no K/V; one extra
+  // output per kernel keeps the calling conventions few.
+  if (getArgmax() && append)
+    return emitOpError() << "argmax (an output head's) and the cache append "
+                            "do not combine";
   return success();
 }

@@ -103,6 +103,13 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{argmax (an output head's) and the cache append do not combine}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, append_kv_heads = 1 : i64, append_head_dim = 8 : i64, append_dtype = f32, argmax}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   // expected-error @+1 {{fused_cache_append needs a self-attention layer with a cache}}
   attn.attention_layer @l self {fused_cache_append, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
 }

@@ -79,14 +79,14 @@ attn.model @capped attributes {d_model = 256 : i64, kind = "decoder-only", max_b
 // CHECK: attn.attention_layer @l0 self {{{.*}}output_kernel = @linear_i64_o64_res, prefill_kernel = @prefill_h4_kv2_d16_causal, query_kernel = @linear_i64_o128_rope10000_h6_d16,
 // CHECK: attn.ffn @f0 {{{.*}}down_kernel = @linear_i96_o64_res{{.*}}up_kernel = @linear_i64_o96_silu}
 // CHECK: attn.attention_layer @l1 self {{{.*}}output_kernel = @linear_i64_o64_res, prefill_kernel = @prefill_h4_kv2_d16_causal, query_kernel = @linear_i64_o128_rope10000_h6_d16,
-// CHECK: attn.output_head @output_head {kernel = @linear_i64_o100, vocab_size = 100 : i64}
+// CHECK: attn.output_head @output_head {kernel = @linear_i64_o100_argmax, vocab_size = 100 : i64}
 // CHECK-DAG: attn.embedding_kernel @embedding_v100_d64_none {dim = 64 : i64, max_positions = 4096 : i64, positions = #attn.positions<none>, vocab_size = 100 : i64}
 // CHECK-DAG: attn.norm_kernel @rms_norm_d64 rms_norm {dim = 64 : i64, eps = {{.*}} : f32}
 // CHECK-DAG: attn.linear_kernel @linear_i64_o128_rope10000_h6_d16 {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 128 : i64, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1.000000e+04 : f32}
 // CHECK-DAG: attn.linear_kernel @linear_i64_o64_res {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 64 : i64, residual}
 // CHECK-DAG: attn.linear_kernel @linear_i64_o96_silu {activation = #attn.activation<silu>, in_features = 64 : i64, out_features = 96 : i64}
 // CHECK-DAG: attn.linear_kernel @linear_i96_o64_res {activation = #attn.activation<none>, in_features = 96 : i64, out_features = 64 : i64, residual}
-// CHECK-DAG: attn.linear_kernel @linear_i64_o100 {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 100 : i64}
+// CHECK-DAG: attn.linear_kernel @linear_i64_o100_argmax {activation = #attn.activation<none>, argmax, in_features = 64 : i64, out_features = 100 : i64}
 // CHECK-NOT: attn.norm_kernel
 // CHECK: attn.kernel @prefill_h4_kv2_d16_causal prefill
 attn.model @blocks attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {

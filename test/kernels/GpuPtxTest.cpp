@@ -198,6 +198,12 @@ std::vector<GpuCase> cases() {
     spec.residual = true;
     return attn::buildLinearPipeline(spec, t);
   });
+  add("output_head_argmax", [](const Halide::Target &t) {
+    attn::LinearSpec spec = linear(512, 32003);
+    spec.bias = true;
+    spec.argmax = true;
+    return attn::buildLinearPipeline(spec, t);
+  });
   add("layer_norm", [](const Halide::Target &t) {
     attn::NormSpec spec;
     spec.functionName = "norm";

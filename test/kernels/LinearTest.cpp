@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace attn::test;
 
 namespace {
@@ -116,5 +118,83 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{4608, 200, 7, false, {}},
                     LinearCase{4352, 3 * 128, 5, true, {}, 2, 128, 10000.0f},
                     LinearCase{4099, 64, 9, true, {}}));
+
+// The output head's fused argmax (LinearSpec::argmax): each token's
+// best_token is the first maximum of the kernel's own output row (exact: the
+// same floats, so no tolerance), -1 for a row with a NaN. Rows are planted
+// with a tie of the maximum (the lower index must win), an all -inf row
+// (index 0, as std::max_element) and a NaN input.
+struct ArgmaxCase {
+  int in, vocabulary, tokens;
+  attn::LinearSchedule schedule;
+};
+
+class ArgmaxTest : public testing::TestWithParam<ArgmaxCase> {};
+
+TEST_P(ArgmaxTest, PicksTheFirstMaximumAndRefusesNaN) {
+  const ArgmaxCase &c = GetParam();
+  attn::LinearSpec spec;
+  spec.functionName = "head";
+  spec.inFeatures = c.in;
+  spec.outFeatures = c.vocabulary;
+  spec.bias = true;
+  spec.argmax = true;
+  spec.schedule = c.schedule;
+  Halide::Target target = Halide::get_jit_target_from_environment();
+  attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
+  kernel.pipeline.compile_jit(target);
+
+  std::mt19937 rng(c.in * 7 + c.vocabulary);
+  std::vector<float> x = randomVector(size_t(c.tokens) * c.in, rng),
+                     w = randomVector(size_t(c.in) * c.vocabulary, rng),
+                     b = randomVector(c.vocabulary, rng);
+  // Features `high` and `low` < `high` share a column and a large bias:
+  // equal, largest outputs in every row.
+  const int low = c.vocabulary / 3, high = c.vocabulary - 2;
+  for (int k = 0; k < c.in; k++)
+    w[size_t(k) * c.vocabulary + low] = w[size_t(k) * c.vocabulary + high];
+  b[low] = b[high] = 1000.0f;
+  // Token 1 reads a NaN: every output of its row is NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  if (c.tokens > 2)
+    x[size_t(1) * c.in + c.in / 2] = std::nanf("");
+  Halide::Buffer<float> input(x.data(), c.in, c.tokens),
+      weight(w.data(), c.vocabulary, c.in), bias(b.data(), c.vocabulary),
+      output(c.vocabulary, c.tokens);
+  Halide::Buffer<int32_t> best(c.tokens);
+  Halide::ParamMap params;
+  params.set(kernel.inputs[0], input);
+  params.set(kernel.inputs[1], weight);
+  params.set(kernel.inputs[2], bias);
+  kernel.pipeline.realize({output, best}, target, params);
+  for (int m = 0; m < c.tokens; m++) {
+    const float *row = &output(0, m);
+    bool nan = std::any_of(row, row + c.vocabulary,
+                           [](float v) { return std::isnan(v); });
+    int32_t expected =
+        nan ? -1 : int32_t(std::max_element(row, row + c.vocabulary) - row);
+    EXPECT_EQ(best(m), expected) << "token " << m;
+    if (c.tokens > 2 && m == 1)
+      EXPECT_EQ(best(m), -1);
+    else
+      EXPECT_EQ(best(m), low) << "token " << m; // the planted tie
+  }
+
+  // Every output -inf: index 0, as std::max_element.
+  std::fill(b.begin(), b.end(), -inf);
+  std::fill(x.begin(), x.end(), 0.0f);
+  kernel.pipeline.realize({output, best}, target, params);
+  for (int m = 0; m < c.tokens; m++)
+    EXPECT_EQ(best(m), 0) << "token " << m;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ArgmaxTest,
+    testing::Values(ArgmaxCase{64, 1000, 1, {0, 4, 1}}, // decode (gemv)
+                    ArgmaxCase{64, 1000, 3, {0, 4, 1}},
+                    ArgmaxCase{100, 37, 7, {}},   // odd vocabulary
+                    ArgmaxCase{32, 32003, 5, {}}, // Llama-sized, odd
+                    ArgmaxCase{5000, 129, 4, {}}, // K-blocked reduction
+                    ArgmaxCase{16, 5, 1, {}}));   // tiny
 
 } // namespace

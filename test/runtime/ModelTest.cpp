@@ -127,6 +127,14 @@ const Generated kGpt2{gpt2_tiny_plan_json, gpt2_tiny_kernel_table,
 const Generated kLlama{llama_tiny_plan_json, llama_tiny_kernel_table,
                        LLAMA_TINY_KERNEL_TABLE_SIZE};
 
+/// The lowest index of the largest of `logits`, -1 if one is NaN.
+int32_t firstLargest(const float *logits, int vocabulary) {
+  for (int i = 0; i < vocabulary; i++)
+    if (std::isnan(logits[i]))
+      return -1;
+  return int32_t(std::max_element(logits, logits + vocabulary) - logits);
+}
+
 double maxAbsDifference(const float *a, const float *b, size_t n) {
   double worst = 0;
   for (size_t i = 0; i < n; i++)
@@ -179,10 +187,17 @@ std::vector<float> decodeAndCompare(const Model &model,
       tokens[b] = (step * 5 + b * 11 + 1) % vocabulary;
       prefixes[b].push_back(tokens[b]);
     }
-    Status s = model.decodeStep(
-        selfIds.data(), crossIds.data(), tokens.data(), batch, selfCache,
-        encoderDecoder ? &crossCache : nullptr, logits.data(), ws);
+    std::vector<int32_t> greedy(batch, -2);
+    Status s =
+        model.decodeStep(selfIds.data(), crossIds.data(), tokens.data(), batch,
+                         selfCache, encoderDecoder ? &crossCache : nullptr,
+                         logits.data(), ws, nullptr, greedy.data());
     EXPECT_TRUE(s) << s.message();
+    // The head kernel's argmax is the argmax of the logits it wrote.
+    for (int b = 0; b < batch; b++)
+      EXPECT_EQ(greedy[b],
+                firstLargest(&logits[size_t(b) * vocabulary], vocabulary))
+          << "step " << step << ", sequence " << b;
     all.insert(all.end(), logits.begin(), logits.end());
     for (int b = 0; b < batch; b++) {
       reference.resize(prefixes[b].size() * vocabulary);
@@ -523,9 +538,11 @@ TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
   ASSERT_TRUE(cache.addSequence(sequence));
   std::vector<int32_t> tokens = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5}; // 11
   std::vector<float> logits(vocabulary), reference;
+  int32_t greedy = -2;
   Status s = model->prefill(tokens.data(), int(tokens.size()), cache, sequence,
-                            logits.data(), ws);
+                            logits.data(), ws, &greedy);
   ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(greedy, firstLargest(logits.data(), vocabulary));
   EXPECT_EQ(cache.length(sequence), 11);
   EXPECT_FALSE(model->prefill(tokens.data(), 3, cache, sequence, logits.data(),
                               ws)); // not empty any more
@@ -867,6 +884,72 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   EXPECT_NE(s.message().find("'position_offset' must be >= 0"),
             std::string::npos)
       << s.message();
+
+  // A plan that says its head has no argmax while the kernel writes one
+  // parses (the flags agree with each other), but its calls would pass one
+  // buffer too few: the kernel's metadata refuses them before the call,
+  // and the step grows nothing.
+  std::string noArgmax = edited("\"argmax\": true", "\"argmax\": false");
+  ASSERT_TRUE(parsePlan(noArgmax, entries(kPaged.table), kPaged.size, plan));
+  std::string path = writeSafetensors("no_argmax", randomWeights(plan, 3));
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::load(noArgmax, entries(kPaged.table), kPaged.size, path,
+                          WeightNaming::Bart, model));
+  Workspace ws;
+  KvCacheConfig selfConfig, crossConfig;
+  ASSERT_TRUE(model->selfCacheConfig(1, selfConfig));
+  ASSERT_TRUE(model->crossCacheConfig(1, crossConfig));
+  KvCache selfCache, crossCache;
+  ASSERT_TRUE(KvCache::create(selfConfig, selfCache));
+  ASSERT_TRUE(KvCache::create(crossConfig, crossCache));
+  SequenceId self, cross;
+  ASSERT_TRUE(selfCache.addSequence(self));
+  ASSERT_TRUE(crossCache.addSequence(cross));
+  std::vector<int32_t> source = {1, 2, 3};
+  std::vector<float> memory, logits(model->targetVocabulary());
+  ASSERT_TRUE(model->encode(source.data(), 3, memory, ws));
+  ASSERT_TRUE(
+      model->storeCrossKeyValues(memory.data(), 3, crossCache, cross, ws));
+  int32_t token = 1;
+  s = model->decodeStep(&self, &cross, &token, 1, selfCache, &crossCache,
+                        logits.data(), ws);
+  ASSERT_FALSE(s);
+  EXPECT_NE(
+      s.message().find("_argmax_gemv takes 5 buffers; the plan gives it 4 "
+                       "(plan and kernels disagree)"),
+      std::string::npos)
+      << s.message();
+  EXPECT_EQ(selfCache.length(self), 0);
+}
+
+TEST(KernelCallTest, CallsAreCheckedAgainstTheKernelsMetadata) {
+  // The layer norm kernel takes input [t][32], weight, bias, output (f32).
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kPaged.plan, entries(kPaged.table), kPaged.size, plan));
+  auto norm = std::find_if(plan.ops.begin(), plan.ops.end(),
+                           [](auto &op) { return op.kind == OpKind::Norm; });
+  ASSERT_NE(norm, plan.ops.end());
+  ASSERT_TRUE(norm->kernel.metadata);
+  std::vector<float> x(4 * 32, 0.5f), weight(32, 1.0f), bias(32, 0.0f),
+      out(4 * 32);
+  std::vector<uint16_t> halves(4 * 32);
+  BufferView input(x.data(), float32Type(), {{32, 1}, {4, 32}});
+  BufferView halfInput(halves.data(), {halide_type_float, 16, 1},
+                       {{32, 1}, {4, 32}});
+  BufferView flatInput(x.data(), float32Type(), {{128, 1}});
+  BufferView w(weight.data(), float32Type(), {{32, 1}});
+  BufferView b(bias.data(), float32Type(), {{32, 1}});
+  BufferView o(out.data(), float32Type(), {{32, 1}, {4, 32}});
+  EXPECT_TRUE(callKernel(norm->kernel, {&input, &w, &b, &o}));
+  auto refused = [&](std::vector<BufferView *> args, const std::string &why) {
+    Status s = callKernel(norm->kernel, args);
+    EXPECT_FALSE(s);
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  };
+  refused({&input, &w, &o}, "takes 4 buffers; the plan gives it 3");
+  refused({&halfInput, &w, &b, &o}, "argument 'input' is a 2-D float32 "
+                                    "buffer; the plan gives it a 2-D float16");
+  refused({&flatInput, &w, &b, &o}, "the plan gives it a 1-D float32 one");
 }
 
 } // namespace

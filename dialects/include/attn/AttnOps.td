@@ -408,7 +408,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     With `append_kv_heads`, `append_head_dim` and `append_dtype`, the last
     2·append_kv_heads·append_head_dim output features (K, then V) are also
     stored into a KV cache's slots in `append_dtype` (the cache append fused
-    into a K/V-producing projection).
+    into a K/V-producing projection). With `argmax` (an output head's
+    kernel), a second output holds each token's greedy choice: the lowest
+    index of its largest output, -1 when one of them is NaN.
 
     ```mlir
     attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
@@ -426,7 +428,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<Attn_ActivationAttr>:$input_gate,
                        OptionalAttr<Attn_PositiveI64>:$append_kv_heads,
                        OptionalAttr<Attn_PositiveI64>:$append_head_dim,
-                       OptionalAttr<TypeAttr>:$append_dtype);
+                       OptionalAttr<TypeAttr>:$append_dtype,
+                       UnitAttr:$argmax);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -91,6 +91,7 @@ public:
     // The cache append (appendKvHeads > 0): K and V into cache slots.
     int64_t appendKvHeads = 0, appendHeadDim = 0;
     Type appendDtype;
+    bool argmax = false; // an output head's greedy token
   };
 
   FlatSymbolRefAttr linear(const Linear &l, Location loc) {
@@ -114,6 +115,8 @@ public:
       name += "_append_kv" + std::to_string(l.appendKvHeads) + "_d" +
               std::to_string(l.appendHeadDim) + "_" + dtype;
     }
+    if (l.argmax)
+      name += "_argmax";
     auto positive = [&](int64_t value) {
       return value > 0 ? builder.getI64IntegerAttr(value) : IntegerAttr();
     };
@@ -130,7 +133,8 @@ public:
               ? ActivationAttr::get(builder.getContext(), l.inputGate)
               : ActivationAttr(),
           positive(l.appendKvHeads), positive(l.appendHeadDim),
-          l.appendKvHeads > 0 ? TypeAttr::get(l.appendDtype) : TypeAttr());
+          l.appendKvHeads > 0 ? TypeAttr::get(l.appendDtype) : TypeAttr(),
+          l.argmax);
     });
   }
 
@@ -192,9 +196,11 @@ public:
       return success();
     }
     if (auto head = dyn_cast<OutputHeadOp>(op)) {
-      head.setKernelAttr(
-          linear({dModel, int64_t(head.getVocabSize()), head.getBias()},
-                 head.getLoc()));
+      // With the greedy token fused in: the runtime's greedy decoding reads
+      // one int per sequence instead of scanning the logits.
+      Linear l{dModel, int64_t(head.getVocabSize()), head.getBias()};
+      l.argmax = true;
+      head.setKernelAttr(linear(l, head.getLoc()));
       return success();
     }
     if (auto norm = dyn_cast<NormOp>(op)) {

@@ -103,6 +103,10 @@ private:
   };
   Generator(const Model &model, int capacity)
       : model_(model), capacity_(capacity) {}
+  /// The next token of `r` from its `logits` [vocabulary], whose greedy
+  /// choice (the head's argmax, -1 for a NaN logit) is `greedy`.
+  Status choose(Request &r, const float *logits, int32_t greedy,
+                int32_t &token);
   /// Records `token` for `r`; ends the request if it should.
   void accept(Request &r, int32_t token);
   /// Ends `r` for `reason`, releasing its cache sequences.
@@ -116,7 +120,8 @@ private:
   Workspace ws_;
   std::vector<Request> requests_;
   std::vector<float> logits_;
-  std::vector<float> memory_; ///< encoder output [source tokens][dModel]
+  std::vector<int32_t> greedy_; ///< [batch]: each row's argmax
+  std::vector<float> memory_;   ///< encoder output [source tokens][dModel]
 };
 
 } // namespace attn::runtime

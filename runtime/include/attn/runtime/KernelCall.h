@@ -22,20 +22,28 @@
 
 namespace attn::runtime {
 
+/// Halide's description of a generated function's arguments
+/// (`<function>_metadata`).
+using KernelMetadata = const halide_filter_metadata_t *(*)(void);
+
 /// One entry of a generated `<model>_kernel_table` (the layout of
-/// attnc_kernel_entry): the kernel's name and its function, type-erased.
+/// attnc_kernel_entry): the kernel's name, its function, type-erased, and
+/// its metadata.
 struct KernelEntry {
   const char *name;
   void (*function)(void);
+  KernelMetadata metadata; ///< null: calls are not checked against it
 };
 
 /// A kernel resolved from a table.
 struct Kernel {
   std::string name;
   void (*function)(void) = nullptr;
+  KernelMetadata metadata = nullptr;
   /// Linear kernels: the variant for one or two tokens (`<name>_gemv`),
   /// null when the table has none.
   void (*fewTokens)(void) = nullptr;
+  KernelMetadata fewTokensMetadata = nullptr;
   explicit operator bool() const { return function != nullptr; }
 };
 

@@ -82,6 +82,7 @@ struct Workspace {
   std::vector<float, KernelAlignedAllocator<float>> projected, key;
   std::vector<int32_t> tokens, positions, blockTable, lengths;
   std::vector<int32_t> cacheSlots; ///< [tokens] of a fused cache append
+  std::vector<int32_t> greedy;     ///< [tokens]: the head's argmax output
   std::vector<float> noCache; ///< [kvHeads][headDim]: a pool of one slot for
                               ///< fused-append kernels that store nothing
 };
@@ -136,21 +137,27 @@ public:
   /// there, and, through cross-attention, to `crossSequences[b]` of
   /// `crossCache` (null for decoder-only models).
   ///   logits [batch][targetVocabulary]
+  ///   greedyTokens [batch] (optional): each sequence's greedy token, the
+  ///     lowest id of its largest logit, or -1 where a logit is NaN; from
+  ///     the head kernel's fused argmax when the plan has one
   /// On failure no sequence has grown.
   /// With `trace`, also records the last cross-attention layer's weights.
   Status decodeStep(const SequenceId *selfSequences,
                     const SequenceId *crossSequences, const int32_t *tokens,
                     int batch, KvCache &selfCache, const KvCache *crossCache,
                     float *logits, Workspace &ws,
-                    CrossAttentionTrace *trace = nullptr) const;
+                    CrossAttentionTrace *trace = nullptr,
+                    int32_t *greedyTokens = nullptr) const;
 
   /// Prompt processing of a decoder-only model: the prefill kernels over
   /// `tokens` [length], storing every cached layer's K/V as the tokens of
   /// `sequence` (which must be empty) in `selfCache`.
   ///   logits [targetVocabulary]: the next token's, after the last one
+  ///   greedyToken (optional): its greedy choice, as decodeStep's
   /// On failure the sequence stays empty.
   Status prefill(const int32_t *tokens, int length, KvCache &selfCache,
-                 SequenceId sequence, float *logits, Workspace &ws) const;
+                 SequenceId sequence, float *logits, Workspace &ws,
+                 int32_t *greedyToken = nullptr) const;
 
   /// The decoder over a whole prefix `tokens` [length] with no cache
   /// (prefill kernels, causal), cross-attending to `memory`

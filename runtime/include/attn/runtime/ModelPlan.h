@@ -38,7 +38,9 @@ struct PlanOp {
   bool bias = false;        ///< FFN, output head; attention projections
   int intermediateSize = 0; ///< FFN
   bool gated = false;       ///< FFN: activation(gate)·up
-  bool cross = false;       ///< attention: cross (else self)
+  bool argmax = false; ///< output head: its kernel also writes each token's
+                       ///< greedy choice (best_token [tokens] int32)
+  bool cross = false;  ///< attention: cross (else self)
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
   float scale = 0;                              ///< attention: of Q·Kᵀ
   bool fusedProjections = false; ///< attention: one Q|K|V projection

@@ -170,8 +170,13 @@ enum class Activation {
 /// The output must then be kAppendOutputAlignment-byte aligned (the kernel
 /// reads its K/V rows back with aligned vector loads; a misaligned output
 /// is a kernel error).
+/// With `argmax` (an output head), a second output holds each token's
+/// greedy choice:
+///   best_token [tokens] int32: the lowest index of the token's largest
+///              output (what std::max_element picks), or -1 when any of
+///              its outputs is NaN (the caller reports it; no token wins).
 /// Inputs in order: input, weight, [bias], [positions], [residual],
-/// [cache_slots]; outputs: output, [key_cache, value_cache].
+/// [cache_slots]; outputs: output, [key_cache, value_cache], [best_token].
 constexpr int kAppendOutputAlignment = 128;
 struct CacheAppend {
   int kvHeads = 0; ///< 0: no append
@@ -190,6 +195,7 @@ struct LinearSpec {
   int ropeHeads = 0;
   int ropeHeadDim = 0;
   CacheAppend cacheAppend;
+  bool argmax = false;
   LinearSchedule schedule;
 };
 
