@@ -303,7 +303,9 @@ void registerDecode() {
 
 struct LinearShape {
   int tokens, in, out;
-  const char *variant = "bias"; ///< bias, gelu, swiglu_down, qkv_rope
+  /// bias, gelu, swiglu_down, qkv_rope; head_argmax: an output head with
+  /// its greedy token (against `bias` of the same shape: the argmax's cost)
+  const char *variant = "bias";
 };
 
 /// A projection with one of the epilogues attnc fuses: GFLOPS =
@@ -327,13 +329,14 @@ void linear(benchmark::State &state, LinearShape s) {
     spec.ropeHeadDim = 128;
     spec.ropeHeads = (s.out - s.out / 6) / 128; // Q (4/6) and K (1/6)
   }
+  spec.argmax = variant == "head_argmax";
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
   kernel.pipeline.compile_jit(gTarget);
   const int inColumns =
       spec.inputGate != attn::Activation::None ? 2 * s.in : s.in;
   Buffer<float> input(inColumns, s.tokens), weight(s.out, s.in), bias(s.out),
       residual(s.out, s.tokens), output(s.out, s.tokens);
-  Buffer<int32_t> positions(s.tokens);
+  Buffer<int32_t> positions(s.tokens), best(s.tokens);
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Buffer<float> *buffer : {&input, &weight, &bias, &residual})
@@ -349,8 +352,10 @@ void linear(benchmark::State &state, LinearShape s) {
     params.set(kernel.inputs[next++], positions);
   if (spec.residual)
     params.set(kernel.inputs[next++], residual);
+  Realization outputs = spec.argmax ? Realization({output, best})
+                                    : Realization({output});
   timeKernel(state, 2.0 * s.tokens * s.in * s.out, 4.0 * s.in * s.out,
-             [&] { kernel.pipeline.realize(output, gTarget, params); });
+             [&] { kernel.pipeline.realize(outputs, gTarget, params); });
 }
 
 void registerLinear() {
@@ -364,7 +369,11 @@ void registerLinear() {
                                 {512, 4096, 11008, "gelu"},
                                 {512, 11008, 4096},
                                 {512, 11008, 4096, "swiglu_down"},
-                                {1, 11008, 4096, "swiglu_down"}};
+                                {1, 11008, 4096, "swiglu_down"},
+                                {1, 2048, 32000},
+                                {1, 2048, 32000, "head_argmax"},
+                                {16, 2048, 32000},
+                                {16, 2048, 32000, "head_argmax"}};
   for (const LinearShape &s : shapes) {
     char name[128];
     std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s", s.tokens, s.in,
