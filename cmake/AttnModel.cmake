@@ -1,7 +1,9 @@
-# attn_add_model(NAME <name> DESCRIPTION <file.json|file.mlir> [ATTNC_ARGS ...])
+# attn_add_model(NAME <name> DESCRIPTION <file.json|file.mlir>
+#                [TARGETS <attnc --target list>] [ATTNC_ARGS ...])
 #
-# Kernels are compiled for ${ATTN_TARGETS} (one variant per target, picked at
-# run time by the CPU's features).
+# Kernels are compiled for TARGETS, by default ${ATTN_TARGETS} (one variant
+# per CPU target, picked at run time by the CPU's features; a `cuda` target
+# adds <kernel>_cuda twins).
 #
 # Runs attnc at build time on DESCRIPTION and defines the target attn::<name>:
 # link it to get the generated kernels (<name>.a) and include <name>.h; the
@@ -22,7 +24,10 @@ if(NOT DEFINED ATTN_SCHEDULE_DB)
 endif()
 
 function(attn_add_model)
-  cmake_parse_arguments(ARG "" "NAME;DESCRIPTION" "ATTNC_ARGS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;DESCRIPTION;TARGETS" "ATTNC_ARGS" ${ARGN})
+  if(NOT ARG_TARGETS)
+    set(ARG_TARGETS ${ATTN_TARGETS})
+  endif()
   if(NOT ARG_NAME OR NOT ARG_DESCRIPTION)
     message(FATAL_ERROR "attn_add_model: NAME and DESCRIPTION are required")
   endif()
@@ -46,7 +51,7 @@ function(attn_add_model)
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND ${attnc_command} ${description} --name=${ARG_NAME} -o ${out_dir}
-            --target=${ATTN_TARGETS} ${schedule_args} ${ARG_ATTNC_ARGS}
+            --target=${ARG_TARGETS} ${schedule_args} ${ARG_ATTNC_ARGS}
     DEPENDS ${attnc_dependency} ${description} ${schedule_dependency}
     COMMENT "attnc: generating kernels for ${ARG_NAME}"
     VERBATIM)

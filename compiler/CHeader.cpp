@@ -76,10 +76,73 @@ static inline void attnc_describe_i32(halide_buffer_t *buffer,
   dim->stride = 1;
   dim->flags = 0;
 }
+
 #endif
 )";
 
-void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec) {
+// What the wrappers of CUDA kernels share (emitted with them only).
+constexpr const char *kCudaDefinitions = R"(#ifndef ATTNC_CUDA_DEFINED
+#define ATTNC_CUDA_DEFINED
+#include <dlfcn.h>
+extern int setenv(const char *name, const char *value, int overwrite);
+
+/* A CUDA wrapper's status when the CUDA driver cannot be loaded. */
+#define ATTNC_NO_CUDA_DRIVER 2
+
+/* Loads the CUDA driver once per translation unit: libcuda.so.1 with
+   global symbols, where Halide's runtime finds them (it asks for
+   "libcuda.so", which driver-only installs lack), and raises Halide's cap
+   of 64 registers per thread for the kernels it JIT-compiles from PTX (the
+   decode kernel needs more; an HL_CUDA_JIT_MAX_REGISTERS already set
+   wins). ATTNC_OK or ATTNC_NO_CUDA_DRIVER. */
+static inline int attnc_cuda_load_driver(void) {
+  static void *driver;
+  if (!driver) {
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
+    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  }
+  return driver ? ATTNC_OK : ATTNC_NO_CUDA_DRIVER;
+}
+
+/* After a CUDA kernel: `out` back to host memory, then every device
+   allocation the call made freed (the wrappers take host arrays; nothing
+   stays on the device between calls). */
+static inline int attnc_cuda_finish(int result, halide_buffer_t *out,
+                                    halide_buffer_t **buffers, int count) {
+  int i;
+  if (result == 0)
+    result = halide_copy_to_host(NULL, out);
+  for (i = 0; i < count; i++)
+    if (buffers[i]->device)
+      halide_device_free(NULL, buffers[i]);
+  return result;
+}
+#endif
+)";
+
+/// The statement that ends a wrapper: the kernel `function` (with its
+/// device suffix) on `arguments`; a CUDA kernel's output comes back to the
+/// host and its device allocations are freed.
+std::string kernelCall(const std::string &function, llvm::StringRef suffix,
+                       const std::string &arguments) {
+  if (suffix.empty())
+    return "return " + function + "_kernel(" + arguments + ");";
+  return "{\n    halide_buffer_t *all[] = {" + arguments + "};\n" +
+         "    if (attnc_cuda_load_driver() != ATTNC_OK)\n" +
+         "      return ATTNC_NO_CUDA_DRIVER;\n" +
+         "    return attnc_cuda_finish(" + function + "_kernel(" + arguments +
+         "), &o, all,\n                             (int)(sizeof all / "
+         "sizeof all[0]));\n  }";
+}
+
+/// A line for a CUDA wrapper's comment.
+const char *kCudaWrapperNote =
+    "\n *   CUDA: the arrays are host memory, copied to the device and `out` "
+    "back\n *   on every call; ATTNC_NO_CUDA_DRIVER without a CUDA driver.";
+
+void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec,
+                   llvm::StringRef suffix) {
+  const std::string function = spec.functionName + suffix.str();
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
   // Key padding: one more input, the real keys of each batch entry.
@@ -103,7 +166,7 @@ void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec) {
 /* {0}: out = softmax(query · keyᵀ · {1} {2}) · value
  *   {3} query heads over {4} KV heads, head_dim {5}; float, C order:
  *   query [batch][q_len][{3}][{5}], key and value [batch][kv_len][{4}][{5}],
- *   out [batch][q_len][{3}][{5}].{6}{9}{14}
+ *   out [batch][q_len][{3}][{5}].{6}{9}{14}{17}
  *   Returns ATTNC_OK, ATTNC_INVALID_ARGUMENT, or a halide_error_code_t. */
 #define {7}_NUM_QUERY_HEADS {3}
 #define {7}_NUM_KV_HEADS {4}
@@ -123,10 +186,10 @@ static inline int {0}(const float *query, const float *key,
       attnc_describe_f32(&v, vd, value, {5}, {4}, kv_len, batch) ||
       attnc_describe_f32(&o, od, out, {5}, {3}, q_len, batch))
     return ATTNC_INVALID_ARGUMENT;
-  return {0}_kernel(&q, &k, &v, {13}&o);
+  {16}
 }
 )",
-      spec.functionName, llvm::formatv("{0:e}", spec.scale),
+      function, llvm::formatv("{0:e}", spec.scale),
       spec.causal ? "+ causal mask" : "", hq, hkv, d,
       spec.window
           ? llvm::formatv("\n *   Sliding window: query i sees keys j with "
@@ -143,10 +206,15 @@ static inline int {0}(const float *query, const float *key,
              "rounded to bf16\n *   for Q·Kᵀ and P·V (fp32 accumulation "
              "and softmax)."
            : "",
-      bf16 ? 1 : 0);
+      bf16 ? 1 : 0,
+      kernelCall(function, suffix,
+                 std::string("&q, &k, &v, ") + (padded ? "&n, " : "") + "&o"),
+      suffix.empty() ? "" : kCudaWrapperNote);
 }
 
-void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
+void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
+                  llvm::StringRef suffix) {
+  const std::string function = spec.functionName + suffix.str();
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
   bool f32 = spec.cacheElement == attn::CacheElement::F32;
@@ -194,7 +262,7 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec) {
  *   key_pages, value_pages [num_pages][{5}][{3}][{4}] {8},
  *   block_table [batch][max_pages]: page ids of each sequence in order,
  *   seq_lens [batch]: cached tokens per sequence, the new ones included,
- *   out [batch][q_len][{2}][{4}].{6}
+ *   out [batch][q_len][{2}][{4}].{6}{17}
  *   Page ids and lengths are clamped to the buffers: a corrupt table cannot
  *   read out of bounds. Returns ATTNC_OK, ATTNC_INVALID_ARGUMENT, or a
  *   halide_error_code_t. */
@@ -230,11 +298,10 @@ static inline int {0}(const float *query, const {9} *key_pages,
   td[0].min = 0; td[0].extent = max_pages; td[0].stride = 1; td[0].flags = 0;
   td[1].min = 0; td[1].extent = batch; td[1].stride = max_pages; td[1].flags = 0;
   attnc_describe_i32(&l, ld, seq_lens, batch);
-  return {0}_kernel(&q, &k, &v, {15}&t, &l, &o);
+  {16}
 }
 )",
-      spec.functionName, llvm::formatv("{0:e}", spec.scale), hq, hkv, d,
-      spec.pageSize,
+      function, llvm::formatv("{0:e}", spec.scale), hq, hkv, d, spec.pageSize,
       spec.window
           ? llvm::formatv("\n *   Sliding window: new token t of a sequence of "
                           "length L sees keys L - q_len + t - {0} < j <= "
@@ -246,7 +313,10 @@ static inline int {0}(const float *query, const {9} *key_pages,
             "keys j <= L - q_len + t."
           : "",
       macro, element, pageType, typeCode, bits, scaleParameters, scaleChecks,
-      scaleBuffers, scaleArguments);
+      scaleBuffers, scaleArguments,
+      kernelCall(function, suffix,
+                 "&q, &k, &v, " + scaleArguments + "&t, &l, &o"),
+      suffix.empty() ? "" : kCudaWrapperNote);
 }
 } // namespace
 
@@ -263,20 +333,29 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
      << "#include \"HalideRuntime.h\"\n"
      << "#include \"" << name << "_kernels.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-     << kCommonDefinitions;
-  for (const attn::SdpaSpec &spec : specs.prefill)
-    renderPrefill(os, spec);
-  for (const attn::DecodeSpec &spec : specs.decode)
-    renderDecode(os, spec);
+     << kCommonDefinitions << (specs.cudaKernels ? kCudaDefinitions : "");
+  // Plain-array wrappers of each kernel set: `<name>` calls the CPU kernel,
+  // `<name>_cuda` the CUDA one.
+  for (const std::string &suffix : specs.deviceSuffixes()) {
+    for (const attn::SdpaSpec &spec : specs.prefill)
+      renderPrefill(os, spec, suffix);
+    for (const attn::DecodeSpec &spec : specs.decode)
+      renderDecode(os, spec, suffix);
+  }
   os << "\n/* Layers in execution order and the kernels they run. */\n"
      << "#define " << name.upper() << "_NUM_LAYERS " << specs.layers.size()
      << "\n";
-  for (const ModelSpecs::Layer &layer : specs.layers) {
-    os << "#define " << name << "_" << layer.symbol << "_prefill "
-       << layer.prefill << "\n";
-    if (!layer.decode.empty())
-      os << "#define " << name << "_" << layer.symbol << "_decode "
-         << layer.decode << "\n";
+  // `<layer>_prefill` names the CPU wrapper (the CUDA one in a CUDA-only
+  // library); `<layer>_prefill_cuda` the CUDA one beside CPU kernels.
+  for (const std::string &suffix : specs.deviceSuffixes()) {
+    std::string macroSuffix = specs.cpuKernels ? suffix : "";
+    for (const ModelSpecs::Layer &layer : specs.layers) {
+      os << "#define " << name << "_" << layer.symbol << "_prefill"
+         << macroSuffix << " " << layer.prefill << suffix << "\n";
+      if (!layer.decode.empty())
+        os << "#define " << name << "_" << layer.symbol << "_decode"
+           << macroSuffix << " " << layer.decode << suffix << "\n";
+    }
   }
 
   // The runtime's view: the plan and every kernel by name. The table stores
@@ -293,8 +372,9 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
     os << "    {\"" << function << "\", (void (*)(void))" << function
        << "_kernel, " << function << "_kernel_metadata},\n";
   };
-  for (const std::string &function : specs.functionNames())
-    entry(function);
+  for (const std::string &suffix : specs.deviceSuffixes())
+    for (const std::string &function : specs.functionNames())
+      entry(function + suffix);
   os << "};\n#define " << name.upper() << "_KERNEL_TABLE_SIZE (sizeof " << name
      << "_kernel_table / sizeof " << name << "_kernel_table[0])\n\n";
   os << "/* The plan (also written as " << name << "_plan.json). */\n"
@@ -328,64 +408,68 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include \"HalideRuntime.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  for (const attn::SdpaSpec &spec : specs.prefill)
-    os << "int " << spec.functionName
-       << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
-          "*key, struct halide_buffer_t *value, "
-       << (spec.keyPadding ? "struct halide_buffer_t *key_lengths, " : "")
-       << "struct halide_buffer_t *output);\n";
-  for (const attn::DecodeSpec &spec : specs.decode)
-    os << "int " << spec.functionName
-       << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
-          "*key_pages, struct halide_buffer_t *value_pages, "
-       << (spec.cacheElement == attn::CacheElement::I8
-               ? "struct halide_buffer_t *key_scales, struct halide_buffer_t "
-                 "*value_scales, "
-               : "")
-       << "struct halide_buffer_t *block_table, struct halide_buffer_t "
-          "*seq_lens, struct halide_buffer_t *output);\n";
-  for (const attn::LinearSpec &spec : specs.linearVariants()) {
-    os << "int " << spec.functionName
-       << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
-          "*weight, ";
-    if (spec.bias)
-      os << "struct halide_buffer_t *bias, ";
-    if (spec.ropeTheta > 0)
-      os << "struct halide_buffer_t *positions, ";
-    if (spec.residual)
-      os << "struct halide_buffer_t *residual, ";
-    if (spec.cacheAppend.kvHeads > 0)
-      os << "struct halide_buffer_t *cache_slots, ";
-    os << "struct halide_buffer_t *output";
-    if (spec.cacheAppend.kvHeads > 0)
-      os << ", struct halide_buffer_t *key_cache, "
-            "struct halide_buffer_t *value_cache";
-    if (spec.argmax)
-      os << ", struct halide_buffer_t *best_token";
-    os << ");\n";
+  // CPU kernels, then their CUDA twins (`_cuda`): the same arguments.
+  for (const std::string &suffix : specs.deviceSuffixes()) {
+    for (const attn::SdpaSpec &spec : specs.prefill)
+      os << "int " << spec.functionName << suffix
+         << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
+            "*key, struct halide_buffer_t *value, "
+         << (spec.keyPadding ? "struct halide_buffer_t *key_lengths, " : "")
+         << "struct halide_buffer_t *output);\n";
+    for (const attn::DecodeSpec &spec : specs.decode)
+      os << "int " << spec.functionName << suffix
+         << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
+            "*key_pages, struct halide_buffer_t *value_pages, "
+         << (spec.cacheElement == attn::CacheElement::I8
+                 ? "struct halide_buffer_t *key_scales, struct halide_buffer_t "
+                   "*value_scales, "
+                 : "")
+         << "struct halide_buffer_t *block_table, struct halide_buffer_t "
+            "*seq_lens, struct halide_buffer_t *output);\n";
+    for (const attn::LinearSpec &spec : specs.linearVariants()) {
+      os << "int " << spec.functionName << suffix
+         << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
+            "*weight, ";
+      if (spec.bias)
+        os << "struct halide_buffer_t *bias, ";
+      if (spec.ropeTheta > 0)
+        os << "struct halide_buffer_t *positions, ";
+      if (spec.residual)
+        os << "struct halide_buffer_t *residual, ";
+      if (spec.cacheAppend.kvHeads > 0)
+        os << "struct halide_buffer_t *cache_slots, ";
+      os << "struct halide_buffer_t *output";
+      if (spec.cacheAppend.kvHeads > 0)
+        os << ", struct halide_buffer_t *key_cache, "
+              "struct halide_buffer_t *value_cache";
+      if (spec.argmax)
+        os << ", struct halide_buffer_t *best_token";
+      os << ");\n";
+    }
+    for (const attn::NormSpec &spec : specs.norm)
+      os << "int " << spec.functionName << suffix
+         << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
+            "*weight, "
+         << (spec.kind == attn::NormKind::LayerNorm
+                 ? "struct halide_buffer_t *bias, "
+                 : "")
+         << "struct halide_buffer_t *output);\n";
+    for (const attn::EmbeddingSpec &spec : specs.embedding)
+      os << "int " << spec.functionName << suffix
+         << "_kernel(struct halide_buffer_t *tokens, struct halide_buffer_t "
+            "*positions, struct halide_buffer_t *table, "
+         << (spec.positions == attn::PositionKind::Learned
+                 ? "struct halide_buffer_t *position_table, "
+                 : "")
+         << "struct halide_buffer_t *output);\n";
   }
-  for (const attn::NormSpec &spec : specs.norm)
-    os << "int " << spec.functionName
-       << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
-          "*weight, "
-       << (spec.kind == attn::NormKind::LayerNorm
-               ? "struct halide_buffer_t *bias, "
-               : "")
-       << "struct halide_buffer_t *output);\n";
-  for (const attn::EmbeddingSpec &spec : specs.embedding)
-    os << "int " << spec.functionName
-       << "_kernel(struct halide_buffer_t *tokens, struct halide_buffer_t "
-          "*positions, struct halide_buffer_t *table, "
-       << (spec.positions == attn::PositionKind::Learned
-               ? "struct halide_buffer_t *position_table, "
-               : "")
-       << "struct halide_buffer_t *output);\n";
   // What each kernel takes, as Halide describes it: the runtime checks its
   // calls against it.
   os << "\n";
-  for (const std::string &function : specs.functionNames())
-    os << "const struct halide_filter_metadata_t *" << function
-       << "_kernel_metadata(void);\n";
+  for (const std::string &suffix : specs.deviceSuffixes())
+    for (const std::string &function : specs.functionNames())
+      os << "const struct halide_filter_metadata_t *" << function << suffix
+         << "_kernel_metadata(void);\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }

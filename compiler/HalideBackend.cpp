@@ -4,8 +4,9 @@
 // schedules/, compiled ahead of time. With several targets (comma-separated,
 // most specific first, the last one the baseline every machine of that
 // architecture runs), each kernel is compiled once per target behind a
-// wrapper that picks the best one the CPU supports at run time. All kernels
-// share one standalone copy of the Halide runtime.
+// wrapper that picks the best one the CPU supports at run time. A CUDA
+// target compiles every kernel once more, as `<name>_cuda_kernel`. All
+// kernels share one standalone copy of the Halide runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,12 @@
 #include "attn/schedules/Pipelines.h"
 
 #include "llvm/ADT/StringExtras.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include <functional>
+#include <optional>
 
 namespace attnc {
 
@@ -28,28 +32,46 @@ llvm::Error error(const llvm::Twine &message) {
 } // namespace
 
 llvm::Error emitKernelLibrary(const ModelSpecs &specs,
-                              llvm::StringRef targetString,
+                              const LibraryTargets &targetNames,
                               llvm::StringRef outDir) {
-  llvm::SmallVector<llvm::StringRef, 4> targetNames;
-  targetString.split(targetNames, ',', -1, /*KeepEmpty=*/false);
-  if (targetNames.empty())
-    return error("no Halide target given");
-  std::vector<Halide::Target> targets;
-  for (llvm::StringRef name : targetNames) {
-    if (!Halide::Target::validate_target_string(name.str()))
+  auto parse = [](const std::string &name) -> llvm::Expected<Halide::Target> {
+    if (!Halide::Target::validate_target_string(name))
       return error("unknown Halide target '" + name +
                    "' (examples: host, x86-64-linux-avx2-fma, arm-64-linux)");
     // Kernels keep their asserts: they are what turns a bad buffer into an
     // error code instead of an out-of-bounds access.
-    targets.push_back(
-        Halide::Target(name.str()).with_feature(Halide::Target::NoRuntime));
+    return Halide::Target(name).with_feature(Halide::Target::NoRuntime);
+  };
+  std::vector<Halide::Target> cpuTargets;
+  for (const std::string &name : targetNames.cpu) {
+    llvm::Expected<Halide::Target> target = parse(name);
+    if (!target)
+      return target.takeError();
+    cpuTargets.push_back(*target);
   }
-  for (const Halide::Target &target : targets)
-    if (target.os != targets.back().os || target.arch != targets.back().arch ||
-        target.bits != targets.back().bits)
+  std::optional<Halide::Target> cudaTarget;
+  if (!targetNames.cuda.empty()) {
+    llvm::Expected<Halide::Target> target = parse(targetNames.cuda);
+    if (!target)
+      return target.takeError();
+    cudaTarget = *target;
+  }
+  if (cpuTargets.empty() && !cudaTarget)
+    return error("no Halide target given");
+  // The CPU baseline, or the CUDA target's host side: what the runtime and
+  // every variant's host code must agree with.
+  const Halide::Target host =
+      cpuTargets.empty() ? *cudaTarget : cpuTargets.back();
+  std::vector<Halide::Target> all = cpuTargets;
+  if (cudaTarget)
+    all.push_back(*cudaTarget);
+  for (const Halide::Target &target : all)
+    if (target.os != host.os || target.arch != host.arch ||
+        target.bits != host.bits)
       return error("all targets of one library must share OS and "
-                   "architecture; '" +
-                   targetString + "' mixes them");
+                   "architecture (a CUDA target's host side included); '" +
+                   llvm::join(targetNames.cpu, ",") +
+                   (cudaTarget ? "," + targetNames.cuda : "") + "' mixes them");
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
     return error("cannot create '" + outDir + "': " + ec.message());
 
@@ -62,12 +84,39 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
   llvm::SmallString<128> archive(outDir);
   llvm::sys::path::append(archive, specs.name + ".a");
 
+  // Every kernel: its C name and how to build its pipeline for a target.
+  using Builder = std::function<attn::KernelPipeline(const Halide::Target &)>;
+  std::vector<std::pair<std::string, Builder>> kernels;
+  for (const attn::SdpaSpec &spec : specs.prefill)
+    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
+                         return attn::buildSdpaPipeline(spec, t);
+                       }});
+  for (const attn::DecodeSpec &spec : specs.decode)
+    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
+                         return attn::buildDecodePipeline(spec, t);
+                       }});
+  for (const attn::LinearSpec &spec : specs.linearVariants())
+    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
+                         return attn::buildLinearPipeline(spec, t);
+                       }});
+  for (const attn::NormSpec &spec : specs.norm)
+    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
+                         return attn::buildNormPipeline(spec, t);
+                       }});
+  for (const attn::EmbeddingSpec &spec : specs.embedding)
+    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
+                         return attn::buildEmbeddingPipeline(spec, t);
+                       }});
+
   std::vector<std::string> objects;
   try {
-    std::vector<std::string> suffixes;
-    for (size_t i = 0; i < targets.size(); i++)
-      suffixes.push_back(targets.size() == 1 ? "" : "_" + std::to_string(i));
-    auto compile = [&](const std::string &function, auto buildPipeline) {
+    // `function`_kernel for `targets`: with several, a variant each behind a
+    // wrapper that picks the best the CPU supports.
+    auto compile = [&](const std::string &function, const Builder &build,
+                       const std::vector<Halide::Target> &targets) {
+      std::vector<std::string> suffixes;
+      for (size_t i = 0; i < targets.size(); i++)
+        suffixes.push_back(targets.size() == 1 ? "" : "_" + std::to_string(i));
       llvm::SmallString<128> prefix(scratch);
       llvm::sys::path::append(prefix, function);
       Halide::compile_multitarget(
@@ -75,36 +124,25 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
           {{Halide::OutputFileType::object, prefix.str().str() + ".o"}},
           targets, suffixes,
           [&](const std::string &name, const Halide::Target &target) {
-            attn::KernelPipeline kernel = buildPipeline(target);
+            attn::KernelPipeline kernel = build(target);
             return kernel.pipeline.compile_to_module(kernel.arguments(), name,
                                                      target);
           });
     };
-    for (const attn::SdpaSpec &spec : specs.prefill)
-      compile(spec.functionName, [&](const Halide::Target &target) {
-        return attn::buildSdpaPipeline(spec, target);
-      });
-    for (const attn::DecodeSpec &spec : specs.decode)
-      compile(spec.functionName, [&](const Halide::Target &target) {
-        return attn::buildDecodePipeline(spec, target);
-      });
-    for (const attn::LinearSpec &spec : specs.linearVariants())
-      compile(spec.functionName, [&](const Halide::Target &target) {
-        return attn::buildLinearPipeline(spec, target);
-      });
-    for (const attn::NormSpec &spec : specs.norm)
-      compile(spec.functionName, [&](const Halide::Target &target) {
-        return attn::buildNormPipeline(spec, target);
-      });
-    for (const attn::EmbeddingSpec &spec : specs.embedding)
-      compile(spec.functionName, [&](const Halide::Target &target) {
-        return attn::buildEmbeddingPipeline(spec, target);
-      });
+    for (const auto &[function, build] : kernels) {
+      if (!cpuTargets.empty())
+        compile(function, build, cpuTargets);
+      if (cudaTarget)
+        compile(function + kCudaSuffix, build, {*cudaTarget});
+    }
+    // One runtime for all: the CUDA module is in it when a kernel needs it.
+    Halide::Target runtimeTarget =
+        host.without_feature(Halide::Target::NoRuntime);
+    if (cudaTarget)
+      runtimeTarget = runtimeTarget.with_feature(Halide::Target::CUDA);
     llvm::SmallString<128> runtime(scratch);
     llvm::sys::path::append(runtime, "halide_runtime.o");
-    Halide::compile_standalone_runtime(
-        runtime.str().str(),
-        targets.back().without_feature(Halide::Target::NoRuntime));
+    Halide::compile_standalone_runtime(runtime.str().str(), runtimeTarget);
 
     std::error_code ec;
     for (llvm::sys::fs::directory_iterator it(scratch, ec), end;
@@ -115,7 +153,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
       return error("cannot list '" + scratch + "': " + ec.message());
     std::sort(objects.begin(), objects.end()); // a deterministic archive
     llvm::sys::fs::remove(archive);
-    Halide::create_static_library(objects, targets.back(), archive.str().str());
+    Halide::create_static_library(objects, host, archive.str().str());
   } catch (const Halide::Error &halideError) {
     llvm::sys::fs::remove(archive);
     return error(llvm::Twine("Halide failed: ") + halideError.what());

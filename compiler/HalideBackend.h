@@ -4,6 +4,7 @@
 #define ATTNC_HALIDEBACKEND_H
 
 #include "ModelSpecs.h"
+#include "Targets.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -11,12 +12,13 @@
 
 namespace attnc {
 
-/// Generates every kernel with Halide, in-process, for `target` (a Halide
-/// target string or several, comma-separated; "host" is this machine) and
-/// writes `<outDir>/<name>.a`. Each kernel is the C symbol
-/// `<functionName>_kernel` taking halide_buffer_t pointers, as
-/// renderKernelDeclarations() declares it.
-llvm::Error emitKernelLibrary(const ModelSpecs &specs, llvm::StringRef target,
+/// Generates every kernel with Halide, in-process, for `targets` (Halide
+/// target strings; "host" is this machine) and writes `<outDir>/<name>.a`.
+/// Each kernel is the C symbol `<functionName>_kernel` (CPU targets) and
+/// `<functionName>_cuda_kernel` (a CUDA target) taking halide_buffer_t
+/// pointers, as renderKernelDeclarations() declares them.
+llvm::Error emitKernelLibrary(const ModelSpecs &specs,
+                              const LibraryTargets &targets,
                               llvm::StringRef outDir);
 
 } // namespace attnc

@@ -11,8 +11,34 @@
 namespace attnc {
 
 /// Everything the backend and the header need, without MLIR.
+/// What a CUDA kernel's C name adds to its CPU twin's: `<name>_cuda_kernel`
+/// beside `<name>_kernel`, and `<name>_cuda` in the kernel table.
+constexpr const char *kCudaSuffix = "_cuda";
+
 struct ModelSpecs {
   std::string name;
+  /// Which kernel sets the library holds (from --target): CPU kernels,
+  /// CUDA kernels, or both.
+  bool cpuKernels = true;
+  bool cudaKernels = false;
+  /// "cpu" and/or "cuda", as the plan lists them.
+  std::vector<std::string> devices() const {
+    std::vector<std::string> result;
+    if (cpuKernels)
+      result.push_back("cpu");
+    if (cudaKernels)
+      result.push_back("cuda");
+    return result;
+  }
+  /// The suffixes of the kernel sets' C names: "" (CPU), "_cuda".
+  std::vector<std::string> deviceSuffixes() const {
+    std::vector<std::string> result;
+    if (cpuKernels)
+      result.push_back("");
+    if (cudaKernels)
+      result.push_back(kCudaSuffix);
+    return result;
+  }
   std::vector<attn::SdpaSpec> prefill;
   std::vector<attn::DecodeSpec> decode;
   std::vector<attn::LinearSpec> linear;

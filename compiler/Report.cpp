@@ -31,7 +31,8 @@ std::string typeName(Type type) {
 
 } // namespace
 
-std::string renderPlanJson(ModuleOp module) {
+std::string renderPlanJson(ModuleOp module,
+                           llvm::ArrayRef<std::string> devices) {
   ModelOp model = theModel(module);
   std::string prefix = model.getSymName().str() + "_";
   llvm::json::Array layers;
@@ -172,6 +173,7 @@ std::string renderPlanJson(ModuleOp module) {
       {"kind", model.getKind()},
       {"d_model", int64_t(model.getDModel())},
       {"max_batch", int64_t(model.getMaxBatch())},
+      {"devices", llvm::json::Array(devices)},
       {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
       {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},
       {"kv_bytes", intAttr(model, "kv_bytes")},

@@ -10,8 +10,10 @@
 namespace attnc {
 
 /// `<name>_plan.json`: the layer table (kernels, cache geometry and bytes)
-/// and the model's KV-cache totals, for the runtime and for tools.
-std::string renderPlanJson(mlir::ModuleOp module);
+/// and the model's KV-cache totals, for the runtime and for tools;
+/// `devices` ("cpu", "cuda") says which kernel sets the library holds.
+std::string renderPlanJson(mlir::ModuleOp module,
+                           llvm::ArrayRef<std::string> devices);
 
 /// What attnc decided, for people: layers, kernels and their schedules, and
 /// the KV-cache budget.

@@ -28,7 +28,12 @@ const TargetName kTargetNames[] = {
     {"x86-64-dispatch", X86_SPR "," X86_AVX512 "," X86_AVX2 "," X86_BASE,
      "all four x86-64 variants, the best chosen at run time"},
     {"arm64-linux", "arm-64-linux", "AArch64 Linux (cross-compiled)"},
-    {"cuda", "", "NVIDIA GPUs (not available yet)"},
+    // The host side of a CUDA pipeline (launches, the odd scalar loop) runs
+    // on any x86-64; the device code is PTX for compute capability 8.0,
+    // which the driver JIT-compiles for Ampere and later (sm_90 included).
+    {"cuda", "x86-64-linux-sse41-cuda-cuda_capability_80",
+     "NVIDIA GPUs, Ampere and later (kernels <name>_cuda_kernel, beside "
+     "any CPU ones)"},
 };
 } // namespace
 
@@ -44,18 +49,31 @@ llvm::Expected<std::string> expandTargetNames(llvm::StringRef list) {
     const TargetName *known = llvm::find_if(
         kTargetNames, [&](const TargetName &t) { return t.name == item; });
     llvm::StringRef halide = item;
-    if (known != std::end(kTargetNames)) {
-      if (known->halide.empty())
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "--target=" + item +
-                ": this attnc generates CPU kernels only; CUDA kernels are "
-                "not implemented yet");
+    if (known != std::end(kTargetNames))
       halide = known->halide;
-    }
     expanded += (expanded.empty() ? "" : ",") + halide.str();
   }
   return expanded;
+}
+
+llvm::Expected<LibraryTargets> splitLibraryTargets(llvm::StringRef expanded) {
+  llvm::SmallVector<llvm::StringRef, 4> items;
+  expanded.split(items, ',', -1, /*KeepEmpty=*/false);
+  LibraryTargets targets;
+  for (llvm::StringRef item : items) {
+    llvm::SmallVector<llvm::StringRef, 8> features;
+    item.split(features, '-');
+    if (!llvm::is_contained(features, "cuda")) {
+      targets.cpu.push_back(item.str());
+      continue;
+    }
+    if (!targets.cuda.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "one library holds one CUDA target; '" +
+                                         expanded + "' has two");
+    targets.cuda = item.str();
+  }
+  return targets;
 }
 
 std::string describeTargetNames() {

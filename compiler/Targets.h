@@ -2,8 +2,10 @@
 //
 // --target takes a comma-separated list; each item is one of attnc's names
 // for a CPU family (host, x86-64-avx2, sapphirerapids, arm64-linux, ...) or
-// a Halide target string. Several targets make one library with a variant
-// per target, chosen at run time: most specific first, a baseline last.
+// a Halide target string. Several CPU targets make one library with a
+// variant per target, chosen at run time: most specific first, a baseline
+// last. A CUDA target (`cuda`, or a Halide string with the cuda feature)
+// adds a second set of kernels, `<name>_cuda_kernel`, to the same library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace attnc {
 
@@ -21,6 +24,16 @@ namespace attnc {
 /// comma-separated; an error for names attnc knows but cannot generate
 /// for, and for an empty list.
 llvm::Expected<std::string> expandTargetNames(llvm::StringRef list);
+
+/// The Halide targets of one library, split by device.
+struct LibraryTargets {
+  std::vector<std::string> cpu; ///< most specific first; may be empty
+  std::string cuda;             ///< empty: no CUDA kernels
+};
+
+/// Splits an expanded list (expandTargetNames) into its CPU targets and its
+/// CUDA target; an error for more than one CUDA target.
+llvm::Expected<LibraryTargets> splitLibraryTargets(llvm::StringRef expanded);
 
 /// The names and what they stand for, one per line, for --help.
 std::string describeTargetNames();

@@ -197,20 +197,23 @@ int writeFile(StringRef directory, StringRef fileName, StringRef contents) {
   return 0;
 }
 
-/// Writes the headers and the plan; with `targets`, the library too.
+/// Writes the headers and the plan for the kernel sets `targets` asks for;
+/// with `library`, the library too.
 int emitHeadersAndLibrary(mlir::ModuleOp module,
-                          std::optional<StringRef> targets) {
+                          const attnc::LibraryTargets &targets, bool library) {
   if (outputPath.empty())
     return fail("-o DIR is required with --emit=lib and --emit=header");
   attnc::ModelSpecs specs;
   if (failed(attnc::collectKernelSpecs(module, specs)))
     return 1;
-  if (targets)
-    if (Error error = attnc::emitKernelLibrary(specs, *targets, outputPath))
+  specs.cpuKernels = !targets.cpu.empty();
+  specs.cudaKernels = !targets.cuda.empty();
+  if (library)
+    if (Error error = attnc::emitKernelLibrary(specs, targets, outputPath))
       return fail(toString(std::move(error)));
   if (std::error_code ec = sys::fs::create_directories(outputPath))
     return fail("cannot create '" + outputPath + "': " + ec.message());
-  std::string plan = attnc::renderPlanJson(module);
+  std::string plan = attnc::renderPlanJson(module, specs.devices());
   if (int status = writeFile(outputPath, specs.name + "_kernels.h",
                              attnc::renderKernelDeclarations(specs)))
     return status;
@@ -251,7 +254,11 @@ int main(int argc, char **argv) {
       attnc::describeTargetNames();
   cl::ParseCommandLineOptions(argc, argv, overview);
 
-  Expected<std::string> targets = attnc::expandTargetNames(targetList);
+  Expected<std::string> expanded = attnc::expandTargetNames(targetList);
+  if (!expanded)
+    return fail(toString(expanded.takeError()));
+  Expected<attnc::LibraryTargets> targets =
+      attnc::splitLibraryTargets(*expanded);
   if (!targets)
     return fail(toString(targets.takeError()));
 
@@ -305,10 +312,8 @@ int main(int argc, char **argv) {
     output->keep();
     return 0;
   }
-  if (int status = emitHeadersAndLibrary(
-          *module, emitKind == EmitKind::Library
-                       ? std::optional<StringRef>(*targets)
-                       : std::nullopt))
+  if (int status = emitHeadersAndLibrary(*module, *targets,
+                                         emitKind == EmitKind::Library))
     return status;
   if (printReport)
     outs() << attnc::renderReport(*module);

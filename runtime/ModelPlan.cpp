@@ -79,6 +79,20 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.maxBatch = model.integer("max_batch");
   if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
     result.kvBytes = root["kv_bytes"].get<int64_t>();
+  // The kernel sets the library holds (plans before CUDA had only CPU ones).
+  // The runtime calls CPU kernels; a CUDA-only library has none.
+  if (root.contains("devices")) {
+    const json &devices = root["devices"];
+    bool cpu = false;
+    if (devices.is_array())
+      for (const json &device : devices)
+        cpu |= device.is_string() && device.get<std::string>() == "cpu";
+    if (!cpu)
+      return planError("the library holds no CPU kernels (attnc "
+                       "--target=cuda alone); the runtime runs CPU kernels: "
+                       "generate it with a CPU target too (e.g. "
+                       "--target=x86-64-dispatch,cuda)");
+  }
   if (!model.status())
     return model.status();
   auto layers = root.find("layers"), ops = root.find("ops");

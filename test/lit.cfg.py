@@ -21,3 +21,14 @@ tools = [ToolSubst("attnc", unresolved="fatal"), ToolSubst("attn-opt", unresolve
          ToolSubst("attn-generate", unresolved="fatal"),
          ToolSubst("attn-tune", unresolved="fatal")]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The CUDA toolkit's ptxas, where installed: tests that assemble the PTX a
+# CUDA-target library embeds need it (REQUIRES: ptxas).
+import shutil
+import sys
+ptxas = shutil.which("ptxas") or (
+    "/usr/local/cuda/bin/ptxas" if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+config.substitutions.append(("%python", sys.executable))

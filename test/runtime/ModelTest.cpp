@@ -885,6 +885,14 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
             std::string::npos)
       << s.message();
 
+  // A CUDA-only library: nothing the runtime can call.
+  s = parsePlan(edited("\"cpu\"", "\"cuda\""), entries(kPaged.table),
+                kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("the library holds no CPU kernels"),
+            std::string::npos)
+      << s.message();
+
   // A plan that says its head has no argmax while the kernel writes one
   // parses (the flags agree with each other), but its calls would pass one
   // buffer too few: the kernel's metadata refuses them before the call,
