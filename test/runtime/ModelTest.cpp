@@ -127,6 +127,40 @@ const Generated kGpt2{gpt2_tiny_plan_json, gpt2_tiny_kernel_table,
 const Generated kLlama{llama_tiny_plan_json, llama_tiny_kernel_table,
                        LLAMA_TINY_KERNEL_TABLE_SIZE};
 
+/// Caches for one sequence of an encoder-decoder model whose source is
+/// encoded and whose cross-attention K/V are stored: ready to decode.
+struct EncodedSource {
+  KvCache self, cross;
+  SequenceId selfId = -1, crossId = -1;
+};
+
+testing::AssertionResult encodeSource(const Model &model,
+                                      const std::vector<int32_t> &source,
+                                      Workspace &ws, EncodedSource &out) {
+  KvCacheConfig selfConfig, crossConfig;
+  std::vector<float> memory;
+  const int length = int(source.size());
+  Status s = model.selfCacheConfig(1, selfConfig);
+  if (s)
+    s = model.crossCacheConfig(1, crossConfig);
+  if (s)
+    s = KvCache::create(selfConfig, out.self);
+  if (s)
+    s = KvCache::create(crossConfig, out.cross);
+  if (s)
+    s = out.self.addSequence(out.selfId);
+  if (s)
+    s = out.cross.addSequence(out.crossId);
+  if (s)
+    s = model.encode(source.data(), length, memory, ws);
+  if (s)
+    s = model.storeCrossKeyValues(memory.data(), length, out.cross, out.crossId,
+                                  ws);
+  if (s)
+    return testing::AssertionSuccess();
+  return testing::AssertionFailure() << s.message();
+}
+
 /// The lowest index of the largest of `logits`, -1 if one is NaN.
 int32_t firstLargest(const float *logits, int vocabulary) {
   for (int i = 0; i < vocabulary; i++)
@@ -391,25 +425,14 @@ TEST(ModelTest, Int8CacheStaysCloseToTheF32Cache) {
   std::vector<float> logits[2];
   for (int m = 0; m < 2; m++) {
     Model &model = m == 0 ? *int8 : *f32;
-    KvCacheConfig selfConfig, crossConfig;
-    ASSERT_TRUE(model.selfCacheConfig(1, selfConfig));
-    ASSERT_TRUE(model.crossCacheConfig(1, crossConfig));
-    KvCache self, cross;
-    ASSERT_TRUE(KvCache::create(selfConfig, self));
-    ASSERT_TRUE(KvCache::create(crossConfig, cross));
-    std::vector<int32_t> source = {1, 4, 2, 8, 5, 7};
-    std::vector<float> memory;
-    ASSERT_TRUE(model.encode(source.data(), 6, memory, ws));
-    SequenceId selfId, crossId;
-    ASSERT_TRUE(self.addSequence(selfId));
-    ASSERT_TRUE(cross.addSequence(crossId));
-    ASSERT_TRUE(
-        model.storeCrossKeyValues(memory.data(), 6, cross, crossId, ws));
+    EncodedSource encoded;
+    ASSERT_TRUE(encodeSource(model, {1, 4, 2, 8, 5, 7}, ws, encoded));
     std::vector<float> step(model.plan().ops.back().vocabSize);
     for (int t = 0; t < 9; t++) {
       int32_t token = (t * 5 + 1) % 13;
-      ASSERT_TRUE(model.decodeStep(&selfId, &crossId, &token, 1, self, &cross,
-                                   step.data(), ws));
+      ASSERT_TRUE(model.decodeStep(&encoded.selfId, &encoded.crossId, &token, 1,
+                                   encoded.self, &encoded.cross, step.data(),
+                                   ws));
       logits[m].insert(logits[m].end(), step.begin(), step.end());
     }
   }
@@ -904,30 +927,19 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   ASSERT_TRUE(Model::load(noArgmax, entries(kPaged.table), kPaged.size, path,
                           WeightNaming::Bart, model));
   Workspace ws;
-  KvCacheConfig selfConfig, crossConfig;
-  ASSERT_TRUE(model->selfCacheConfig(1, selfConfig));
-  ASSERT_TRUE(model->crossCacheConfig(1, crossConfig));
-  KvCache selfCache, crossCache;
-  ASSERT_TRUE(KvCache::create(selfConfig, selfCache));
-  ASSERT_TRUE(KvCache::create(crossConfig, crossCache));
-  SequenceId self, cross;
-  ASSERT_TRUE(selfCache.addSequence(self));
-  ASSERT_TRUE(crossCache.addSequence(cross));
-  std::vector<int32_t> source = {1, 2, 3};
-  std::vector<float> memory, logits(model->targetVocabulary());
-  ASSERT_TRUE(model->encode(source.data(), 3, memory, ws));
-  ASSERT_TRUE(
-      model->storeCrossKeyValues(memory.data(), 3, crossCache, cross, ws));
+  EncodedSource encoded;
+  ASSERT_TRUE(encodeSource(*model, {1, 2, 3}, ws, encoded));
+  std::vector<float> logits(model->targetVocabulary());
   int32_t token = 1;
-  s = model->decodeStep(&self, &cross, &token, 1, selfCache, &crossCache,
-                        logits.data(), ws);
+  s = model->decodeStep(&encoded.selfId, &encoded.crossId, &token, 1,
+                        encoded.self, &encoded.cross, logits.data(), ws);
   ASSERT_FALSE(s);
   EXPECT_NE(
       s.message().find("_argmax_gemv takes 5 buffers; the plan gives it 4 "
                        "(plan and kernels disagree)"),
       std::string::npos)
       << s.message();
-  EXPECT_EQ(selfCache.length(self), 0);
+  EXPECT_EQ(encoded.self.length(encoded.selfId), 0);
 }
 
 TEST(KernelCallTest, CallsAreCheckedAgainstTheKernelsMetadata) {
