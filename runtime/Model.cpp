@@ -65,6 +65,14 @@ struct Naming {
   std::string attention(const std::string &prefix, bool cross) const {
     return prefix + (cross ? "encoder_attn." : "self_attn.");
   }
+  /// Where a checkpoint with tied embeddings stores an embedding table or
+  /// the head [vocab][d]: BART's model.shared, Llama's embed_tokens.
+  std::vector<std::pair<std::string, std::vector<int64_t>>>
+  sharedEmbedding(int64_t vocab, int64_t d) const {
+    if (kind == WeightNaming::Llama)
+      return {{"model.embed_tokens.weight", {vocab, d}}};
+    return {{"model.shared.weight", {vocab, d}}};
+  }
   const char *outputProjection() const {
     return kind == WeightNaming::Llama ? "o_proj" : "out_proj";
   }
@@ -155,7 +163,8 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
     std::string prefix = naming.block(stack, blockOfStack[stack]);
     switch (op.kind) {
     case OpKind::Embedding:
-      n.add("table", naming.embedding(stack) + ".weight", {op.vocabSize, d});
+      n.add("table", naming.embedding(stack) + ".weight", {op.vocabSize, d},
+            naming.sharedEmbedding(op.vocabSize, d));
       if (op.positions == "learned")
         n.add("positions", naming.positions(stack) + ".weight",
               {op.maxPositions + op.positionOffset, d});
@@ -212,9 +221,14 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       break;
     }
     case OpKind::OutputHead:
-      n.add("weight", "lm_head.weight", {op.vocabSize, d});
+      // Tied to the embeddings in most checkpoints (saved once, under the
+      // embedding's name); BART and Marian keep the head's bias as the
+      // buffer final_logits_bias [1][vocab].
+      n.add("weight", "lm_head.weight", {op.vocabSize, d},
+            naming.sharedEmbedding(op.vocabSize, d));
       if (op.bias)
-        n.add("bias", "lm_head.bias", {op.vocabSize});
+        n.add("bias", "lm_head.bias", {op.vocabSize},
+              {{"final_logits_bias", {1, op.vocabSize}}});
       break;
     }
   }
@@ -239,9 +253,13 @@ void appendTransposed(std::vector<float> &dst, int64_t width, int64_t column,
 }
 } // namespace
 
-void OpTensorNames::add(const std::string &role, const std::string &tensor,
-                        std::vector<int64_t> shape) {
-  entries.push_back({role, tensor, std::move(shape)});
+void OpTensorNames::add(
+    const std::string &role, const std::string &tensor,
+    std::vector<int64_t> shape,
+    std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives) {
+  Entry entry{role, tensor, std::move(shape)};
+  entry.alternatives = std::move(alternatives);
+  entries.push_back(std::move(entry));
 }
 
 void OpTensorNames::addConv1D(const std::string &role,
@@ -312,8 +330,26 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   if (Status status = SafetensorsFile::open(weightsPath, file); !status)
     return status;
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
-  if (Status status = checkTensors(file, requiredTensors(plan, naming));
-      !status)
+  // Where the file lacks a tensor but holds one of its alternatives (a tied
+  // copy), the alternative stands in; unused alternatives may stay in the
+  // file (a checkpoint that stores both copies).
+  std::vector<ExpectedTensor> expected;
+  std::set<std::string> seen, tolerated;
+  for (OpTensorNames &op : names)
+    for (OpTensorNames::Entry &entry : op.entries) {
+      if (!file.find(entry.tensor))
+        for (const auto &[alternative, shape] : entry.alternatives)
+          if (file.find(alternative)) {
+            entry.tensor = alternative;
+            entry.shape = shape;
+            break;
+          }
+      for (const auto &alternative : entry.alternatives)
+        tolerated.insert(alternative.first);
+      if (seen.insert(entry.tensor).second)
+        expected.push_back({entry.tensor, TensorType::F32, entry.shape});
+    }
+  if (Status status = checkTensors(file, expected, tolerated); !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
                                      weightsPath + "': " + status.message());
 

@@ -27,10 +27,16 @@ struct OpTensorNames {
     std::vector<int64_t> shape; // in the file
     bool conv1d = false;
     int64_t columnBegin = 0, columnCount = 0; // 0: every column
+    /// Where a checkpoint may hold the tensor instead (tied weights: BART's
+    /// model.shared for its embeddings and head), tried in order when the
+    /// file lacks `tensor`; with their shapes in the file.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
   };
   std::vector<Entry> entries;
   void add(const std::string &role, const std::string &tensor,
-           std::vector<int64_t> shape);
+           std::vector<int64_t> shape,
+           std::vector<std::pair<std::string, std::vector<int64_t>>>
+               alternatives = {});
   void addConv1D(const std::string &role, const std::string &tensor,
                  std::vector<int64_t> shape, int64_t columnBegin,
                  int64_t columnCount);

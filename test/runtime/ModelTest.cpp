@@ -519,6 +519,76 @@ TEST(ModelTest, BartFromHuggingFaceConfigCacheMatchesRecomputation) {
   decodeAndCompare(*model, {3, 9}, 13, true);
 }
 
+TEST(ModelTest, TiedEmbeddingCheckpointsLoadLikeUntiedOnes) {
+  // Hugging Face saves BART's tied weights once: model.shared for both
+  // embeddings and the head, whose bias is the buffer final_logits_bias
+  // [1][vocab]. The same weights written untied, tied, and with both copies
+  // must give the same logits.
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kBart.plan, entries(kBart.table), kBart.size, plan));
+  auto untied = randomWeights(plan, 21, WeightNaming::Bart);
+  auto find = [&](const std::string &name) -> std::vector<float> & {
+    for (auto &[tensor, values] : untied)
+      if (tensor.name == name)
+        return values;
+    ADD_FAILURE() << "no " << name;
+    static std::vector<float> none;
+    return none;
+  };
+  const std::vector<float> shared = find("model.decoder.embed_tokens.weight"),
+                           bias = find("lm_head.bias");
+  find("model.encoder.embed_tokens.weight") = shared;
+  find("lm_head.weight") = shared;
+  const int64_t vocab = plan.ops.back().vocabSize, d = plan.dModel;
+  auto tied = untied;
+  std::set<std::string> dropped = {"model.encoder.embed_tokens.weight",
+                                   "model.decoder.embed_tokens.weight",
+                                   "lm_head.weight", "lm_head.bias"};
+  tied.erase(
+      std::remove_if(tied.begin(), tied.end(),
+                     [&](auto &t) { return dropped.count(t.first.name); }),
+      tied.end());
+  tied.push_back(
+      {{"model.shared.weight", TensorType::F32, {vocab, d}}, shared});
+  tied.push_back({{"final_logits_bias", TensorType::F32, {1, vocab}}, bias});
+  auto both = untied;
+  both.push_back(
+      {{"model.shared.weight", TensorType::F32, {vocab, d}}, shared});
+
+  std::vector<int32_t> source = {3, 1, 4, 1, 5}, prefix = {0, 7, 2};
+  std::vector<float> reference;
+  for (auto *tensors : {&untied, &tied, &both}) {
+    std::string path = writeSafetensors("tied", *tensors);
+    std::unique_ptr<Model> model;
+    Status s = Model::load(kBart.plan, entries(kBart.table), kBart.size, path,
+                           WeightNaming::Bart, model);
+    ASSERT_TRUE(s) << s.message();
+    Workspace ws;
+    std::vector<float> memory, logits(prefix.size() * vocab);
+    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, ws));
+    ASSERT_TRUE(model->decodeWithoutCache(prefix.data(), int(prefix.size()),
+                                          memory.data(), int(source.size()),
+                                          logits.data(), ws));
+    if (reference.empty())
+      reference = logits;
+    else
+      EXPECT_EQ(logits, reference); // the same floats, the same kernels
+  }
+
+  // Neither copy: the error names the tensor.
+  tied.erase(std::remove_if(
+                 tied.begin(), tied.end(),
+                 [](auto &t) { return t.first.name == "model.shared.weight"; }),
+             tied.end());
+  std::unique_ptr<Model> model;
+  Status s = Model::load(kBart.plan, entries(kBart.table), kBart.size,
+                         writeSafetensors("untied_missing", tied),
+                         WeightNaming::Bart, model);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("missing lm_head.weight"), std::string::npos)
+      << s.message();
+}
+
 TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {
   // attnc imported config.json: GQA 6/2, RoPE, RMS norm, SiLU-gated MLP,
   // Llama tensor names.

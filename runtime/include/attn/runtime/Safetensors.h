@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,11 @@ Status writeSafetensors(const std::string &path,
 
 /// Checks that `file` holds exactly `expected`; one error lists every
 /// problem by tensor name.
+/// `tolerated`: names the file may hold beyond `expected` (copies of tied
+/// weights a checkpoint stores under another name too).
 Status checkTensors(const SafetensorsFile &file,
-                    const std::vector<ExpectedTensor> &expected);
+                    const std::vector<ExpectedTensor> &expected,
+                    const std::set<std::string> &tolerated = {});
 
 } // namespace attn::runtime
 
