@@ -108,10 +108,10 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
 
 /// Each token's greedy choice among the `features` outputs of `logits`: the
 /// lowest index of the largest, or -1 if any is NaN. It runs after the
-/// product, reading the token's row back from L2 (a vocabulary of 32K floats
-/// is 128 KiB): a scan of microseconds against the milliseconds the head
-/// spends streaming its weights, and no logits pass through the caller's
-/// sampler for greedy decoding.
+/// product, reading each token's row back from cache (32K floats are
+/// 128 KiB): a scan of microseconds against the milliseconds the head
+/// spends streaming its weights (measured within the noise, bench/README.md),
+/// and greedy decoding needs no scan of the logits by the caller.
 Func greedyToken(Func logits, int features, bool gpu) {
   Var m("m");
   RDom r(0, features, "r");
