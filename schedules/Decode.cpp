@@ -227,7 +227,9 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // the grouped reduction tree, the key-blocked P·V and the compact
   // partials, 17-21 on 4 KiB pages), 58-68% of STREAM triad. Time hardly
   // depends on the element size (bf16 41-43 ms, f32 53 ms, i8 61-63 ms at
-  // B1 x 128K): the passes are bound by instructions and latency, not DRAM.
+  // B1 x 128K): the passes are bound by load latency, not DRAM bandwidth (a
+  // sampling profile piles up behind the K and V loads: too few misses in
+  // flight per core while one pass sweeps one stream).
   const int vec = spec.schedule.vectorWidth > 0
                       ? spec.schedule.vectorWidth
                       : target.natural_vector_size<float>();
