@@ -373,7 +373,8 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
        << "_kernel, " << function << "_kernel_metadata},\n";
   };
   for (const std::string &suffix : specs.deviceSuffixes())
-    for (const std::string &function : specs.functionNames())
+    for (const std::string &function :
+         specs.functionNames(/*cuda=*/!suffix.empty()))
       entry(function + suffix);
   os << "};\n#define " << name.upper() << "_KERNEL_TABLE_SIZE (sizeof " << name
      << "_kernel_table / sizeof " << name << "_kernel_table[0])\n\n";
@@ -426,7 +427,8 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
                  : "")
          << "struct halide_buffer_t *block_table, struct halide_buffer_t "
             "*seq_lens, struct halide_buffer_t *output);\n";
-    for (const attn::LinearSpec &spec : specs.linearVariants()) {
+    for (const attn::LinearSpec &spec :
+         specs.linearVariants(/*fewTokens=*/suffix.empty())) {
       os << "int " << spec.functionName << suffix
          << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
             "*weight, ";
@@ -467,7 +469,8 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
   // calls against it.
   os << "\n";
   for (const std::string &suffix : specs.deviceSuffixes())
-    for (const std::string &function : specs.functionNames())
+    for (const std::string &function :
+         specs.functionNames(/*cuda=*/!suffix.empty()))
       os << "const struct halide_filter_metadata_t *" << function << suffix
          << "_kernel_metadata(void);\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";

@@ -84,29 +84,25 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
   llvm::SmallString<128> archive(outDir);
   llvm::sys::path::append(archive, specs.name + ".a");
 
-  // Every kernel: its C name and how to build its pipeline for a target.
+  // Every kernel of a kernel set: its C name and how to build its pipeline
+  // for a target.
   using Builder = std::function<attn::KernelPipeline(const Halide::Target &)>;
-  std::vector<std::pair<std::string, Builder>> kernels;
-  for (const attn::SdpaSpec &spec : specs.prefill)
-    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
-                         return attn::buildSdpaPipeline(spec, t);
-                       }});
-  for (const attn::DecodeSpec &spec : specs.decode)
-    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
-                         return attn::buildDecodePipeline(spec, t);
-                       }});
-  for (const attn::LinearSpec &spec : specs.linearVariants())
-    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
-                         return attn::buildLinearPipeline(spec, t);
-                       }});
-  for (const attn::NormSpec &spec : specs.norm)
-    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
-                         return attn::buildNormPipeline(spec, t);
-                       }});
-  for (const attn::EmbeddingSpec &spec : specs.embedding)
-    kernels.push_back({spec.functionName, [spec](const Halide::Target &t) {
-                         return attn::buildEmbeddingPipeline(spec, t);
-                       }});
+  auto kernelSet = [&](bool cuda) {
+    std::vector<std::pair<std::string, Builder>> kernels;
+    auto add = [&](const auto &family, auto build) {
+      for (const auto &spec : family)
+        kernels.push_back(
+            {spec.functionName, [spec, build](const Halide::Target &t) {
+               return build(spec, t);
+             }});
+    };
+    add(specs.prefill, attn::buildSdpaPipeline);
+    add(specs.decode, attn::buildDecodePipeline);
+    add(specs.linearVariants(/*fewTokens=*/!cuda), attn::buildLinearPipeline);
+    add(specs.norm, attn::buildNormPipeline);
+    add(specs.embedding, attn::buildEmbeddingPipeline);
+    return kernels;
+  };
 
   std::vector<std::string> objects;
   try {
@@ -129,12 +125,12 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                                                      target);
           });
     };
-    for (const auto &[function, build] : kernels) {
-      if (!cpuTargets.empty())
+    if (!cpuTargets.empty())
+      for (const auto &[function, build] : kernelSet(/*cuda=*/false))
         compile(function, build, cpuTargets);
-      if (cudaTarget)
+    if (cudaTarget)
+      for (const auto &[function, build] : kernelSet(/*cuda=*/true))
         compile(function + kCudaSuffix, build, {*cudaTarget});
-    }
     // One runtime for all: the CUDA module is in it when a kernel needs it.
     Halide::Target runtimeTarget =
         host.without_feature(Halide::Target::NoRuntime);

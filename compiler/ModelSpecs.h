@@ -43,13 +43,16 @@ struct ModelSpecs {
   std::vector<attn::DecodeSpec> decode;
   std::vector<attn::LinearSpec> linear;
 
-  /// Every linear kernel, and beside each its one-token variant
-  /// `<name>_gemv` (one-row register tiles: a decode step of one sequence
-  /// would otherwise compute the whole row tile, 6x the work).
-  std::vector<attn::LinearSpec> linearVariants() const {
+  /// Every linear kernel, and with `fewTokens` beside each its one-token
+  /// variant `<name>_gemv` (one-row register tiles: a decode step of one
+  /// sequence would otherwise compute the whole row tile, 6x the work). The
+  /// CUDA set has none: its schedule has no row tiles.
+  std::vector<attn::LinearSpec> linearVariants(bool fewTokens = true) const {
     std::vector<attn::LinearSpec> variants;
     for (const attn::LinearSpec &spec : linear) {
       variants.push_back(spec);
+      if (!fewTokens)
+        continue;
       variants.push_back(spec);
       variants.back().functionName += "_gemv";
       variants.back().schedule.tileRows = 1;
@@ -58,14 +61,15 @@ struct ModelSpecs {
   }
   std::vector<attn::NormSpec> norm;
   std::vector<attn::EmbeddingSpec> embedding;
-  /// The C name (without `_kernel`) of every kernel, families in order.
-  std::vector<std::string> functionNames() const {
+  /// The C name (without `_kernel`) of every kernel of the CPU set or,
+  /// without the `_cuda` suffix, of the CUDA set; families in order.
+  std::vector<std::string> functionNames(bool cuda = false) const {
     std::vector<std::string> names;
     for (const attn::SdpaSpec &spec : prefill)
       names.push_back(spec.functionName);
     for (const attn::DecodeSpec &spec : decode)
       names.push_back(spec.functionName);
-    for (const attn::LinearSpec &spec : linearVariants())
+    for (const attn::LinearSpec &spec : linearVariants(/*fewTokens=*/!cuda))
       names.push_back(spec.functionName);
     for (const attn::NormSpec &spec : norm)
       names.push_back(spec.functionName);

@@ -235,6 +235,19 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
   return names;
 }
 
+/// The distinct tensors `names` refer to, in order (fused and tied tensors
+/// serve several roles).
+std::vector<ExpectedTensor>
+distinctTensors(const std::vector<OpTensorNames> &names) {
+  std::vector<ExpectedTensor> expected;
+  std::set<std::string> seen;
+  for (const OpTensorNames &op : names)
+    for (const OpTensorNames::Entry &entry : op.entries)
+      if (seen.insert(entry.tensor).second)
+        expected.push_back({entry.tensor, TensorType::F32, entry.shape});
+  return expected;
+}
+
 /// A tensor's floats (the mapping guarantees no alignment: copied out).
 std::vector<float> copyOut(const TensorView &tensor) {
   std::vector<float> values(tensor.bytes / sizeof(float));
@@ -279,13 +292,7 @@ const OpTensorNames::Entry *OpTensorNames::find(const std::string &role) const {
 
 std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
                                                    WeightNaming naming) {
-  std::vector<ExpectedTensor> expected;
-  std::set<std::string> seen; // fused and tied tensors serve several roles
-  for (const OpTensorNames &op : tensorNames(plan, naming))
-    for (const OpTensorNames::Entry &entry : op.entries)
-      if (seen.insert(entry.tensor).second)
-        expected.push_back({entry.tensor, TensorType::F32, entry.shape});
-  return expected;
+  return distinctTensors(tensorNames(plan, naming));
 }
 
 Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
@@ -333,8 +340,7 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   // Where the file lacks a tensor but holds one of its alternatives (a tied
   // copy), the alternative stands in; unused alternatives may stay in the
   // file (a checkpoint that stores both copies).
-  std::vector<ExpectedTensor> expected;
-  std::set<std::string> seen, tolerated;
+  std::set<std::string> tolerated;
   for (OpTensorNames &op : names)
     for (OpTensorNames::Entry &entry : op.entries) {
       if (!file.find(entry.tensor))
@@ -346,10 +352,9 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
           }
       for (const auto &alternative : entry.alternatives)
         tolerated.insert(alternative.first);
-      if (seen.insert(entry.tensor).second)
-        expected.push_back({entry.tensor, TensorType::F32, entry.shape});
     }
-  if (Status status = checkTensors(file, expected, tolerated); !status)
+  if (Status status = checkTensors(file, distinctTensors(names), tolerated);
+      !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
                                      weightsPath + "': " + status.message());
 
