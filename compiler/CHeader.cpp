@@ -80,35 +80,32 @@ static inline void attnc_describe_i32(halide_buffer_t *buffer,
 #endif
 )";
 
-// What the wrappers of CUDA kernels share (emitted with them only).
-constexpr const char *kCudaDefinitions = R"(#ifndef ATTNC_CUDA_DEFINED
-#define ATTNC_CUDA_DEFINED
+// What the wrappers of GPU kernels share (emitted with them only).
+constexpr const char *kDeviceDefinitions = R"(#ifndef ATTNC_DEVICE_DEFINED
+#define ATTNC_DEVICE_DEFINED
 #include <dlfcn.h>
 extern int setenv(const char *name, const char *value, int overwrite);
 
-/* A CUDA wrapper's status when the CUDA driver cannot be loaded. */
-#define ATTNC_NO_CUDA_DRIVER 2
+/* A GPU wrapper's status when its device API's driver cannot be loaded. */
+#define ATTNC_NO_DEVICE_DRIVER 2
 
-/* Loads the CUDA driver once per translation unit: libcuda.so.1 with
-   global symbols, where Halide's runtime finds them (it asks for
-   "libcuda.so", which driver-only installs lack), and raises Halide's cap
-   of 64 registers per thread for the kernels it JIT-compiles from PTX (the
-   decode kernel needs more; an HL_CUDA_JIT_MAX_REGISTERS already set
-   wins). ATTNC_OK or ATTNC_NO_CUDA_DRIVER. */
-static inline int attnc_cuda_load_driver(void) {
-  static void *driver;
-  if (!driver) {
-    setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
-    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  }
-  return driver ? ATTNC_OK : ATTNC_NO_CUDA_DRIVER;
+/* Before a GPU kernel: every buffer but `out` is host memory the device
+   has not seen, so marked host-dirty; Halide copies such buffers to the
+   device (a clean one without a device allocation would be allocated and
+   read uninitialized). */
+static inline void attnc_device_inputs(halide_buffer_t **buffers, int count,
+                                       const halide_buffer_t *out) {
+  int i;
+  for (i = 0; i < count; i++)
+    if (buffers[i] != out)
+      buffers[i]->flags |= halide_buffer_flag_host_dirty;
 }
 
-/* After a CUDA kernel: `out` back to host memory, then every device
+/* After a GPU kernel: `out` back to host memory, then every device
    allocation the call made freed (the wrappers take host arrays; nothing
    stays on the device between calls). */
-static inline int attnc_cuda_finish(int result, halide_buffer_t *out,
-                                    halide_buffer_t **buffers, int count) {
+static inline int attnc_device_finish(int result, halide_buffer_t *out,
+                                      halide_buffer_t **buffers, int count) {
   int i;
   if (result == 0)
     result = halide_copy_to_host(NULL, out);
@@ -120,25 +117,59 @@ static inline int attnc_cuda_finish(int result, halide_buffer_t *out,
 #endif
 )";
 
+// Loading each GPU API's driver where Halide's runtime finds it: the
+// library with global symbols, under its versioned name (Halide 14 asks for
+// "libcuda.so" and "libOpenCL.so", which driver-only installs lack).
+constexpr const char *kCudaDefinitions = R"(#ifndef ATTNC_CUDA_DEFINED
+#define ATTNC_CUDA_DEFINED
+/* Loads libcuda.so.1 once per translation unit and raises Halide's cap of
+   64 registers per thread for the kernels it JIT-compiles from PTX (the
+   decode kernel needs more; an HL_CUDA_JIT_MAX_REGISTERS already set
+   wins). ATTNC_OK or ATTNC_NO_DEVICE_DRIVER. */
+static inline int attnc_cuda_load_driver(void) {
+  static void *driver;
+  if (!driver) {
+    setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
+    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  }
+  return driver ? ATTNC_OK : ATTNC_NO_DEVICE_DRIVER;
+}
+#endif
+)";
+
+constexpr const char *kOpenclDefinitions = R"(#ifndef ATTNC_OPENCL_DEFINED
+#define ATTNC_OPENCL_DEFINED
+/* Loads the OpenCL ICD loader, libOpenCL.so.1, once per translation unit.
+   ATTNC_OK or ATTNC_NO_DEVICE_DRIVER. */
+static inline int attnc_opencl_load_driver(void) {
+  static void *driver;
+  if (!driver)
+    driver = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_GLOBAL);
+  return driver ? ATTNC_OK : ATTNC_NO_DEVICE_DRIVER;
+}
+#endif
+)";
+
 /// The statement that ends a wrapper: the kernel `function` (with its
-/// device suffix) on `arguments`; a CUDA kernel's output comes back to the
-/// host and its device allocations are freed.
+/// device suffix) on `arguments`; a GPU kernel's inputs go to the device,
+/// its output comes back to the host and its device allocations are freed.
 std::string kernelCall(const std::string &function, llvm::StringRef suffix,
                        const std::string &arguments) {
   if (suffix.empty())
     return "return " + function + "_kernel(" + arguments + ");";
   return "{\n    halide_buffer_t *all[] = {" + arguments + "};\n" +
-         "    if (attnc_cuda_load_driver() != ATTNC_OK)\n" +
-         "      return ATTNC_NO_CUDA_DRIVER;\n" +
-         "    return attnc_cuda_finish(" + function + "_kernel(" + arguments +
-         "), &o, all,\n                             (int)(sizeof all / "
-         "sizeof all[0]));\n  }";
+         "    const int count = (int)(sizeof all / sizeof all[0]);\n" +
+         "    if (attnc" + suffix.str() + "_load_driver() != ATTNC_OK)\n" +
+         "      return ATTNC_NO_DEVICE_DRIVER;\n" +
+         "    attnc_device_inputs(all, count, &o);\n" +
+         "    return attnc_device_finish(" + function + "_kernel(" + arguments +
+         "), &o,\n                               all, count);\n  }";
 }
 
-/// A line for a CUDA wrapper's comment.
-const char *kCudaWrapperNote =
-    "\n *   CUDA: the arrays are host memory, copied to the device and `out` "
-    "back\n *   on every call; ATTNC_NO_CUDA_DRIVER without a CUDA driver.";
+/// A line for a GPU wrapper's comment.
+const char *kDeviceWrapperNote =
+    "\n *   GPU: the arrays are host memory, copied to the device and `out` "
+    "back\n *   on every call; ATTNC_NO_DEVICE_DRIVER without the driver.";
 
 void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec,
                    llvm::StringRef suffix) {
@@ -209,7 +240,7 @@ static inline int {0}(const float *query, const float *key,
       bf16 ? 1 : 0,
       kernelCall(function, suffix,
                  std::string("&q, &k, &v, ") + (padded ? "&n, " : "") + "&o"),
-      suffix.empty() ? "" : kCudaWrapperNote);
+      suffix.empty() ? "" : kDeviceWrapperNote);
 }
 
 void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
@@ -316,7 +347,7 @@ static inline int {0}(const float *query, const {9} *key_pages,
       scaleBuffers, scaleArguments,
       kernelCall(function, suffix,
                  "&q, &k, &v, " + scaleArguments + "&t, &l, &o"),
-      suffix.empty() ? "" : kCudaWrapperNote);
+      suffix.empty() ? "" : kDeviceWrapperNote);
 }
 } // namespace
 
@@ -333,9 +364,12 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
      << "#include \"HalideRuntime.h\"\n"
      << "#include \"" << name << "_kernels.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-     << kCommonDefinitions << (specs.cudaKernels ? kCudaDefinitions : "");
+     << kCommonDefinitions;
+  if (!specs.gpuApi.empty())
+    os << kDeviceDefinitions
+       << (specs.gpuApi == "cuda" ? kCudaDefinitions : kOpenclDefinitions);
   // Plain-array wrappers of each kernel set: `<name>` calls the CPU kernel,
-  // `<name>_cuda` the CUDA one.
+  // `<name>_cuda` (`_opencl`) the GPU one.
   for (const std::string &suffix : specs.deviceSuffixes()) {
     for (const attn::SdpaSpec &spec : specs.prefill)
       renderPrefill(os, spec, suffix);
@@ -345,7 +379,7 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   os << "\n/* Layers in execution order and the kernels they run. */\n"
      << "#define " << name.upper() << "_NUM_LAYERS " << specs.layers.size()
      << "\n";
-  // `<layer>_prefill` names the CPU wrapper (the CUDA one in a CUDA-only
+  // `<layer>_prefill` names the CPU wrapper (the GPU one in a GPU-only
   // library); `<layer>_prefill_cuda` the CUDA one beside CPU kernels.
   for (const std::string &suffix : specs.deviceSuffixes()) {
     std::string macroSuffix = specs.cpuKernels ? suffix : "";
@@ -374,7 +408,7 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   };
   for (const std::string &suffix : specs.deviceSuffixes())
     for (const std::string &function :
-         specs.functionNames(/*cuda=*/!suffix.empty()))
+         specs.functionNames(/*gpu=*/!suffix.empty()))
       entry(function + suffix);
   os << "};\n#define " << name.upper() << "_KERNEL_TABLE_SIZE (sizeof " << name
      << "_kernel_table / sizeof " << name << "_kernel_table[0])\n\n";
@@ -409,7 +443,8 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include \"HalideRuntime.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  // CPU kernels, then their CUDA twins (`_cuda`): the same arguments.
+  // CPU kernels, then their GPU twins (`_cuda`, `_opencl`): the same
+  // arguments.
   for (const std::string &suffix : specs.deviceSuffixes()) {
     for (const attn::SdpaSpec &spec : specs.prefill)
       os << "int " << spec.functionName << suffix
@@ -470,7 +505,7 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
   os << "\n";
   for (const std::string &suffix : specs.deviceSuffixes())
     for (const std::string &function :
-         specs.functionNames(/*cuda=*/!suffix.empty()))
+         specs.functionNames(/*gpu=*/!suffix.empty()))
       os << "const struct halide_filter_metadata_t *" << function << suffix
          << "_kernel_metadata(void);\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";

@@ -4,8 +4,9 @@
 // schedules/, compiled ahead of time. With several targets (comma-separated,
 // most specific first, the last one the baseline every machine of that
 // architecture runs), each kernel is compiled once per target behind a
-// wrapper that picks the best one the CPU supports at run time. A CUDA
-// target compiles every kernel once more, as `<name>_cuda_kernel`. All
+// wrapper that picks the best one the CPU supports at run time. A GPU
+// target compiles every kernel once more, as `<name>_cuda_kernel` or
+// `<name>_opencl_kernel`. All
 // kernels share one standalone copy of the Halide runtime.
 //
 //===----------------------------------------------------------------------===//
@@ -49,29 +50,29 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
       return target.takeError();
     cpuTargets.push_back(*target);
   }
-  std::optional<Halide::Target> cudaTarget;
-  if (!targetNames.cuda.empty()) {
-    llvm::Expected<Halide::Target> target = parse(targetNames.cuda);
+  std::optional<Halide::Target> gpuTarget;
+  if (!targetNames.gpu.empty()) {
+    llvm::Expected<Halide::Target> target = parse(targetNames.gpu);
     if (!target)
       return target.takeError();
-    cudaTarget = *target;
+    gpuTarget = *target;
   }
-  if (cpuTargets.empty() && !cudaTarget)
+  if (cpuTargets.empty() && !gpuTarget)
     return error("no Halide target given");
-  // The CPU baseline, or the CUDA target's host side: what the runtime and
+  // The CPU baseline, or the GPU target's host side: what the runtime and
   // every variant's host code must agree with.
   const Halide::Target host =
-      cpuTargets.empty() ? *cudaTarget : cpuTargets.back();
+      cpuTargets.empty() ? *gpuTarget : cpuTargets.back();
   std::vector<Halide::Target> all = cpuTargets;
-  if (cudaTarget)
-    all.push_back(*cudaTarget);
+  if (gpuTarget)
+    all.push_back(*gpuTarget);
   for (const Halide::Target &target : all)
     if (target.os != host.os || target.arch != host.arch ||
         target.bits != host.bits)
       return error("all targets of one library must share OS and "
-                   "architecture (a CUDA target's host side included); '" +
+                   "architecture (a GPU target's host side included); '" +
                    llvm::join(targetNames.cpu, ",") +
-                   (cudaTarget ? "," + targetNames.cuda : "") + "' mixes them");
+                   (gpuTarget ? "," + targetNames.gpu : "") + "' mixes them");
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
     return error("cannot create '" + outDir + "': " + ec.message());
 
@@ -87,7 +88,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
   // Every kernel of a kernel set: its C name and how to build its pipeline
   // for a target.
   using Builder = std::function<attn::KernelPipeline(const Halide::Target &)>;
-  auto kernelSet = [&](bool cuda) {
+  auto kernelSet = [&](bool gpu) {
     std::vector<std::pair<std::string, Builder>> kernels;
     auto add = [&](const auto &family, auto build) {
       for (const auto &spec : family)
@@ -98,7 +99,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
     };
     add(specs.prefill, attn::buildSdpaPipeline);
     add(specs.decode, attn::buildDecodePipeline);
-    add(specs.linearVariants(/*fewTokens=*/!cuda), attn::buildLinearPipeline);
+    add(specs.linearVariants(/*fewTokens=*/!gpu), attn::buildLinearPipeline);
     add(specs.norm, attn::buildNormPipeline);
     add(specs.embedding, attn::buildEmbeddingPipeline);
     return kernels;
@@ -126,16 +127,19 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
           });
     };
     if (!cpuTargets.empty())
-      for (const auto &[function, build] : kernelSet(/*cuda=*/false))
+      for (const auto &[function, build] : kernelSet(/*gpu=*/false))
         compile(function, build, cpuTargets);
-    if (cudaTarget)
-      for (const auto &[function, build] : kernelSet(/*cuda=*/true))
-        compile(function + kCudaSuffix, build, {*cudaTarget});
-    // One runtime for all: the CUDA module is in it when a kernel needs it.
+    if (gpuTarget)
+      for (const auto &[function, build] : kernelSet(/*gpu=*/true))
+        compile(function + specs.gpuSuffix(), build, {*gpuTarget});
+    // One runtime for all: the GPU API's module is in it when a kernel
+    // needs it.
     Halide::Target runtimeTarget =
         host.without_feature(Halide::Target::NoRuntime);
-    if (cudaTarget)
-      runtimeTarget = runtimeTarget.with_feature(Halide::Target::CUDA);
+    if (gpuTarget)
+      runtimeTarget = runtimeTarget.with_feature(targetNames.gpuApi == "cuda"
+                                                     ? Halide::Target::CUDA
+                                                     : Halide::Target::OpenCL);
     llvm::SmallString<128> runtime(scratch);
     llvm::sys::path::append(runtime, "halide_runtime.o");
     Halide::compile_standalone_runtime(runtime.str().str(), runtimeTarget);

@@ -15,7 +15,8 @@ namespace attnc {
 /// Generates every kernel with Halide, in-process, for `targets` (Halide
 /// target strings; "host" is this machine) and writes `<outDir>/<name>.a`.
 /// Each kernel is the C symbol `<functionName>_kernel` (CPU targets) and
-/// `<functionName>_cuda_kernel` (a CUDA target) taking halide_buffer_t
+/// `<functionName>_<api>_kernel` (a GPU target: cuda, opencl) taking
+/// halide_buffer_t
 /// pointers, as renderKernelDeclarations() declares them.
 llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                               const LibraryTargets &targets,

@@ -11,32 +11,31 @@
 namespace attnc {
 
 /// Everything the backend and the header need, without MLIR.
-/// What a CUDA kernel's C name adds to its CPU twin's: `<name>_cuda_kernel`
-/// beside `<name>_kernel`, and `<name>_cuda` in the kernel table.
-constexpr const char *kCudaSuffix = "_cuda";
-
 struct ModelSpecs {
   std::string name;
-  /// Which kernel sets the library holds (from --target): CPU kernels,
-  /// CUDA kernels, or both.
+  /// Which kernel sets the library holds (from --target): CPU kernels, GPU
+  /// kernels of one API ("cuda" or "opencl"; empty: none), or both.
   bool cpuKernels = true;
-  bool cudaKernels = false;
-  /// "cpu" and/or "cuda", as the plan lists them.
+  std::string gpuApi;
+  /// What a GPU kernel's C name adds to its CPU twin's: `<name>_cuda_kernel`
+  /// beside `<name>_kernel`, and `<name>_cuda` in the kernel table.
+  std::string gpuSuffix() const { return gpuApi.empty() ? "" : "_" + gpuApi; }
+  /// "cpu" and/or the GPU API, as the plan lists them.
   std::vector<std::string> devices() const {
     std::vector<std::string> result;
     if (cpuKernels)
       result.push_back("cpu");
-    if (cudaKernels)
-      result.push_back("cuda");
+    if (!gpuApi.empty())
+      result.push_back(gpuApi);
     return result;
   }
-  /// The suffixes of the kernel sets' C names: "" (CPU), "_cuda".
+  /// The suffixes of the kernel sets' C names: "" (CPU), then gpuSuffix().
   std::vector<std::string> deviceSuffixes() const {
     std::vector<std::string> result;
     if (cpuKernels)
       result.push_back("");
-    if (cudaKernels)
-      result.push_back(kCudaSuffix);
+    if (!gpuApi.empty())
+      result.push_back(gpuSuffix());
     return result;
   }
   std::vector<attn::SdpaSpec> prefill;
@@ -46,7 +45,7 @@ struct ModelSpecs {
   /// Every linear kernel, and with `fewTokens` beside each its one-token
   /// variant `<name>_gemv` (one-row register tiles: a decode step of one
   /// sequence would otherwise compute the whole row tile, 6x the work). The
-  /// CUDA set has none: its schedule has no row tiles.
+  /// GPU set has none: its schedule has no row tiles.
   std::vector<attn::LinearSpec> linearVariants(bool fewTokens = true) const {
     std::vector<attn::LinearSpec> variants;
     for (const attn::LinearSpec &spec : linear) {
@@ -62,14 +61,14 @@ struct ModelSpecs {
   std::vector<attn::NormSpec> norm;
   std::vector<attn::EmbeddingSpec> embedding;
   /// The C name (without `_kernel`) of every kernel of the CPU set or,
-  /// without the `_cuda` suffix, of the CUDA set; families in order.
-  std::vector<std::string> functionNames(bool cuda = false) const {
+  /// without the GPU suffix, of the GPU set; families in order.
+  std::vector<std::string> functionNames(bool gpu = false) const {
     std::vector<std::string> names;
     for (const attn::SdpaSpec &spec : prefill)
       names.push_back(spec.functionName);
     for (const attn::DecodeSpec &spec : decode)
       names.push_back(spec.functionName);
-    for (const attn::LinearSpec &spec : linearVariants(/*fewTokens=*/!cuda))
+    for (const attn::LinearSpec &spec : linearVariants(/*fewTokens=*/!gpu))
       names.push_back(spec.functionName);
     for (const attn::NormSpec &spec : norm)
       names.push_back(spec.functionName);

@@ -34,6 +34,12 @@ const TargetName kTargetNames[] = {
     {"cuda", "x86-64-linux-sse41-cuda-cuda_capability_80",
      "NVIDIA GPUs, Ampere and later (kernels <name>_cuda_kernel, beside "
      "any CPU ones)"},
+    // OpenCL 1.2 devices, through Halide's OpenCL C backend. No GPU needed
+    // to run them: PoCL's CPU device runs them in CI, which is how the
+    // runtime's device path is tested where no GPU is at hand.
+    {"opencl", "x86-64-linux-sse41-opencl",
+     "OpenCL 1.2 devices, PoCL's CPU device included (kernels "
+     "<name>_opencl_kernel)"},
 };
 } // namespace
 
@@ -63,15 +69,19 @@ llvm::Expected<LibraryTargets> splitLibraryTargets(llvm::StringRef expanded) {
   for (llvm::StringRef item : items) {
     llvm::SmallVector<llvm::StringRef, 8> features;
     item.split(features, '-');
-    if (!llvm::is_contained(features, "cuda")) {
+    llvm::StringRef api = llvm::is_contained(features, "cuda")     ? "cuda"
+                          : llvm::is_contained(features, "opencl") ? "opencl"
+                                                                   : "";
+    if (api.empty()) {
       targets.cpu.push_back(item.str());
       continue;
     }
-    if (!targets.cuda.empty())
+    if (!targets.gpu.empty())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "one library holds one CUDA target; '" +
+                                     "one library holds one GPU target; '" +
                                          expanded + "' has two");
-    targets.cuda = item.str();
+    targets.gpu = item.str();
+    targets.gpuApi = api.str();
   }
   return targets;
 }

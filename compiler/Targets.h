@@ -4,8 +4,9 @@
 // for a CPU family (host, x86-64-avx2, sapphirerapids, arm64-linux, ...) or
 // a Halide target string. Several CPU targets make one library with a
 // variant per target, chosen at run time: most specific first, a baseline
-// last. A CUDA target (`cuda`, or a Halide string with the cuda feature)
-// adds a second set of kernels, `<name>_cuda_kernel`, to the same library.
+// last. A GPU target (`cuda` or `opencl`, or a Halide string with the cuda
+// or opencl feature) adds a second set of kernels, `<name>_cuda_kernel` or
+// `<name>_opencl_kernel`, to the same library.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,11 +29,12 @@ llvm::Expected<std::string> expandTargetNames(llvm::StringRef list);
 /// The Halide targets of one library, split by device.
 struct LibraryTargets {
   std::vector<std::string> cpu; ///< most specific first; may be empty
-  std::string cuda;             ///< empty: no CUDA kernels
+  std::string gpu;              ///< empty: no GPU kernels
+  std::string gpuApi;           ///< "cuda" or "opencl" with `gpu`
 };
 
 /// Splits an expanded list (expandTargetNames) into its CPU targets and its
-/// CUDA target; an error for more than one CUDA target.
+/// GPU target; an error for more than one GPU target.
 llvm::Expected<LibraryTargets> splitLibraryTargets(llvm::StringRef expanded);
 
 /// The names and what they stand for, one per line, for --help.

@@ -207,7 +207,7 @@ int emitHeadersAndLibrary(mlir::ModuleOp module,
   if (failed(attnc::collectKernelSpecs(module, specs)))
     return 1;
   specs.cpuKernels = !targets.cpu.empty();
-  specs.cudaKernels = !targets.cuda.empty();
+  specs.gpuApi = targets.gpuApi;
   if (library)
     if (Error error = attnc::emitKernelLibrary(specs, targets, outputPath))
       return fail(toString(std::move(error)));

@@ -2,27 +2,14 @@
 
 #include "attn/schedules/CudaDevice.h"
 
+#include "attn/runtime/DeviceProbe.h"
+
 #include <cstdlib>
-#include <dlfcn.h>
 
 namespace attn {
 
 std::string whyNoCudaDevice(void **driverHandle) {
-  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (driverHandle)
-    *driverHandle = driver;
-  if (!driver)
-    return "no CUDA driver (libcuda.so.1 not found)";
-  using InitFn = int (*)(unsigned);
-  using CountFn = int (*)(int *);
-  auto init = reinterpret_cast<InitFn>(dlsym(driver, "cuInit"));
-  auto count = reinterpret_cast<CountFn>(dlsym(driver, "cuDeviceGetCount"));
-  int devices = 0;
-  if (!init || !count || init(0) != 0 || count(&devices) != 0)
-    return "the CUDA driver did not initialize";
-  if (devices < 1)
-    return "no CUDA device";
-  return "";
+  return runtime::whyNoDevice("cuda", driverHandle);
 }
 
 Halide::Target cudaJitTarget() {

@@ -57,8 +57,13 @@ void scheduleSdpaForGpu(Func output, Func state, Func queryT, Func keyC,
       .reorder(sdO, sdi, sii, rc)
       .gpu_threads(sdi, sii);
   // Per chunk, in shared memory: the block's Q rows, the chunk's K and V.
+  // Q is staged again for every chunk: staged once per block, outside the
+  // chunk loop, Halide 14 packs shared allocations as if nothing lived
+  // across that loop's back edge, and the chunk's softmax weights overwrote
+  // Q before the next chunk read it (found on PoCL's OpenCL device,
+  // opencl-library-test: wrong rows from the second chunk on).
   std::vector<Var> q = queryT.args(); // (i, d, h, b)
-  queryT.compute_at(output, io).gpu_threads(q[0]);
+  queryT.compute_at(state, rc).gpu_threads(q[0]);
   for (Func kv : {keyC, valueC}) { // (d, h, j, b)
     std::vector<Var> a = kv.args();
     Var kdO("kdO"), kdi("kdi");
