@@ -122,6 +122,7 @@ static inline int attnc_device_finish(int result, halide_buffer_t *out,
 // "libcuda.so" and "libOpenCL.so", which driver-only installs lack).
 constexpr const char *kCudaDefinitions = R"(#ifndef ATTNC_CUDA_DEFINED
 #define ATTNC_CUDA_DEFINED
+#include "HalideRuntimeCuda.h"
 /* Loads libcuda.so.1 once per translation unit and raises Halide's cap of
    64 registers per thread for the kernels it JIT-compiles from PTX (the
    decode kernel needs more; an HL_CUDA_JIT_MAX_REGISTERS already set
@@ -139,6 +140,7 @@ static inline int attnc_cuda_load_driver(void) {
 
 constexpr const char *kOpenclDefinitions = R"(#ifndef ATTNC_OPENCL_DEFINED
 #define ATTNC_OPENCL_DEFINED
+#include "HalideRuntimeOpenCL.h"
 /* Loads the OpenCL ICD loader, libOpenCL.so.1, once per translation unit.
    ATTNC_OK or ATTNC_NO_DEVICE_DRIVER. */
 static inline int attnc_opencl_load_driver(void) {
@@ -147,6 +149,29 @@ static inline int attnc_opencl_load_driver(void) {
     driver = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_GLOBAL);
   return driver ? ATTNC_OK : ATTNC_NO_DEVICE_DRIVER;
 }
+#endif
+)";
+
+// The layout of attn::runtime::DeviceApi (runtime/include/attn/runtime/
+// DeviceApi.h), which the runtime checks.
+constexpr const char *kDeviceApiType = R"(#ifndef ATTNC_DEVICE_API_DEFINED
+#define ATTNC_DEVICE_API_DEFINED
+struct halide_device_interface_t;
+typedef struct attnc_device_api {
+  const char *name; /* "cuda" or "opencl" */
+  int (*load_driver)(void);
+  const struct halide_device_interface_t *(*device_interface)(void);
+  int (*device_malloc)(void *, struct halide_buffer_t *,
+                       const struct halide_device_interface_t *);
+  int (*device_free)(void *, struct halide_buffer_t *);
+  int (*copy_to_device)(void *, struct halide_buffer_t *,
+                        const struct halide_device_interface_t *);
+  int (*copy_to_host)(void *, struct halide_buffer_t *);
+  int (*buffer_copy)(void *, struct halide_buffer_t *,
+                     const struct halide_device_interface_t *,
+                     struct halide_buffer_t *);
+  halide_error_handler_t (*set_error_handler)(halide_error_handler_t);
+} attnc_device_api;
 #endif
 )";
 
@@ -412,6 +437,20 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
       entry(function + suffix);
   os << "};\n#define " << name.upper() << "_KERNEL_TABLE_SIZE (sizeof " << name
      << "_kernel_table / sizeof " << name << "_kernel_table[0])\n\n";
+  // A library with GPU kernels also gives the runtime the few entry points
+  // of Halide's device runtime it needs (attn::runtime::DeviceApi): through
+  // this table, so that the runtime library references no halide_* symbol
+  // a CPU-only model library would lack.
+  if (!specs.gpuApi.empty()) {
+    const std::string &api = specs.gpuApi;
+    os << kDeviceApiType << "static const attnc_device_api " << name
+       << "_device_api = {\n    \"" << api << "\", attnc_" << api
+       << "_load_driver, halide_" << api << "_device_interface,\n"
+       << "    halide_device_malloc, halide_device_free, "
+          "halide_copy_to_device,\n"
+       << "    halide_copy_to_host, halide_buffer_copy, "
+          "halide_set_error_handler};\n\n";
+  }
   os << "/* The plan (also written as " << name << "_plan.json). */\n"
      << "static const char " << name << "_plan_json[] =";
   llvm::SmallVector<llvm::StringRef> lines;

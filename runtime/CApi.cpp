@@ -40,6 +40,8 @@ static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
               "attn_finish_reason mirrors FinishReason");
 static_assert(sizeof(KernelEntry) == 3 * sizeof(void *),
               "a kernel table entry is a name, a function and its metadata");
+static_assert(sizeof(DeviceApi) == 9 * sizeof(void *),
+              "attnc_device_api: a name and eight functions");
 
 namespace {
 thread_local std::string lastError;
@@ -179,6 +181,15 @@ uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache) {
 attn_status attn_model_load(const char *plan_json, const void *kernel_table,
                             size_t kernel_table_size, const char *weights_path,
                             attn_weight_naming naming, attn_model **model) {
+  return attn_model_load_on_device(plan_json, kernel_table, kernel_table_size,
+                                   weights_path, naming, nullptr, model);
+}
+
+attn_status
+attn_model_load_on_device(const char *plan_json, const void *kernel_table,
+                          size_t kernel_table_size, const char *weights_path,
+                          attn_weight_naming naming, const void *device_api,
+                          attn_model **model) {
   if (!plan_json || !kernel_table || !weights_path || !model)
     return invalid("attn_model_load: null argument");
   *model = nullptr;
@@ -186,9 +197,15 @@ attn_status attn_model_load(const char *plan_json, const void *kernel_table,
       naming != ATTN_NAMING_GPT2)
     return invalid("attn_model_load: unknown weight naming");
   auto result = std::make_unique<attn_model>();
-  Status s = Model::load(
-      plan_json, static_cast<const KernelEntry *>(kernel_table),
-      kernel_table_size, weights_path, WeightNaming(naming), result->model);
+  const auto *table = static_cast<const KernelEntry *>(kernel_table);
+  Status s =
+      device_api
+          ? Model::load(plan_json, table, kernel_table_size, weights_path,
+                        WeightNaming(naming),
+                        *static_cast<const DeviceApi *>(device_api),
+                        result->model)
+          : Model::load(plan_json, table, kernel_table_size, weights_path,
+                        WeightNaming(naming), result->model);
   if (!s)
     return report(s);
   *model = result.release();

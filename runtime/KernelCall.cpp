@@ -2,8 +2,11 @@
 
 #include "attn/runtime/KernelCall.h"
 
+#include "DeviceShadows.h"
+
 #include <climits>
 #include <cstring>
+#include <optional>
 
 namespace attn::runtime {
 
@@ -74,7 +77,8 @@ Status checkArguments(const Kernel &kernel,
 }
 } // namespace
 
-Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args) {
+Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
+                  const DeviceApi *device) {
   if (kernel.metadata)
     if (Status s = checkArguments(kernel, args); !s)
       return s;
@@ -85,6 +89,21 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args) {
                     "a buffer of kernel " + kernel.name +
                         " exceeds 32-bit indexing");
     b.push_back(arg->get());
+  }
+  std::optional<shadows::KernelCallOnDevice> onDevice;
+  if (device) {
+    if (!kernel.metadata)
+      return Status(StatusCode::InvalidArgument,
+                    "device kernel " + kernel.name +
+                        " has no metadata to tell its outputs");
+    onDevice.emplace(*device);
+    const halide_filter_metadata_t *metadata = kernel.metadata();
+    for (size_t i = 0; i < b.size(); i++)
+      if (Status s =
+              onDevice->attach(*b[i], metadata->arguments[i].kind ==
+                                          halide_argument_kind_output_buffer);
+          !s)
+        return Status(s.code(), "kernel " + kernel.name + ": " + s.message());
   }
   using B = halide_buffer_t *;
   void (*f)(void) = kernel.function;
@@ -118,10 +137,16 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args) {
                   "kernel " + kernel.name + " called with " +
                       std::to_string(b.size()) + " buffers");
   }
-  if (result != 0)
-    return Status(StatusCode::KernelFailed, "kernel " + kernel.name +
-                                                " failed with Halide error " +
-                                                std::to_string(result));
+  if (result != 0) {
+    std::string detail = device ? shadows::takeLastDeviceError() : "";
+    return Status(StatusCode::KernelFailed,
+                  "kernel " + kernel.name + " failed with Halide error " +
+                      std::to_string(result) +
+                      (detail.empty() ? "" : ": " + detail));
+  }
+  if (onDevice)
+    if (Status s = onDevice->finish(); !s)
+      return Status(s.code(), "kernel " + kernel.name + ": " + s.message());
   return Status::ok();
 }
 

@@ -2,6 +2,8 @@
 
 #include "attn/runtime/KvCache.h"
 
+#include "DeviceShadows.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -62,6 +64,44 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
   return Status::ok();
 }
 
+KvCache::~KvCache() { forgetDeviceCopies(); }
+
+KvCache &KvCache::operator=(KvCache &&other) {
+  if (this != &other) {
+    forgetDeviceCopies();
+    config_ = other.config_;
+    keys_ = std::move(other.keys_);
+    values_ = std::move(other.values_);
+    keyScales_ = std::move(other.keyScales_);
+    valueScales_ = std::move(other.valueScales_);
+    refCounts_ = std::move(other.refCounts_);
+    freeList_ = std::move(other.freeList_);
+    sequences_ = std::move(other.sequences_);
+  }
+  return *this;
+}
+
+void KvCache::forgetDeviceCopies() {
+  for (const auto *pools : {&keys_, &values_})
+    for (const Pool &pool : *pools)
+      shadows::forget(pool.data());
+  for (const auto *scales : {&keyScales_, &valueScales_})
+    for (const std::vector<float> &layer : *scales)
+      shadows::forget(layer.data());
+}
+
+/// The host touches `layer`'s pools: with a GPU model, their device copies
+/// come back first (and go out again before the next kernel).
+void KvCache::hostAccess(int layer, bool write) const {
+  auto touch = write ? shadows::hostWrites : shadows::hostReads;
+  touch(keys_[layer].data());
+  touch(values_[layer].data());
+  if (!keyScales_.empty()) {
+    touch(keyScales_[layer].data());
+    touch(valueScales_[layer].data());
+  }
+}
+
 size_t KvCache::tokenBytes() const {
   return size_t(config_.numKvHeads) * config_.headDim * byteSize(config_.dtype);
 }
@@ -117,6 +157,7 @@ void KvCache::copyPage(int32_t from, int32_t to) {
   size_t bytes = pageBytes();
   size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
   for (int layer = 0; layer < config_.numLayers; layer++) {
+    hostAccess(layer, /*write=*/true);
     std::memcpy(keys_[layer].data() + to * bytes,
                 keys_[layer].data() + from * bytes, bytes);
     std::memcpy(values_[layer].data() + to * bytes,
@@ -130,6 +171,7 @@ void KvCache::copyPage(int32_t from, int32_t to) {
 
 void KvCache::store(int layer, int32_t slot, const float *key,
                     const float *value) {
+  hostAccess(layer, /*write=*/true);
   const size_t offset = size_t(slot) * tokenBytes();
   const size_t elements = size_t(config_.numKvHeads) * config_.headDim;
   if (config_.dtype != DType::I8) {
@@ -151,6 +193,7 @@ void KvCache::store(int layer, int32_t slot, const float *key,
 }
 
 void KvCache::load(int layer, int32_t slot, float *key, float *value) const {
+  hostAccess(layer, /*write=*/false);
   const size_t offset = size_t(slot) * tokenBytes();
   const size_t elements = size_t(config_.numKvHeads) * config_.headDim;
   if (config_.dtype != DType::I8) {

@@ -6,7 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceShadows.h"
 #include "ModelWeights.h"
+
+#include "attn/runtime/DeviceProbe.h"
 
 #include <cmath>
 #include <cstring>
@@ -328,8 +331,41 @@ Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
 Status Model::load(const std::string &planJson, const KernelEntry *table,
                    size_t tableSize, const std::string &weightsPath,
                    WeightNaming naming, std::unique_ptr<Model> &model) {
+  return load(planJson, table, tableSize, weightsPath, naming, nullptr, model);
+}
+
+Status Model::load(const std::string &planJson, const KernelEntry *table,
+                   size_t tableSize, const std::string &weightsPath,
+                   WeightNaming naming, const DeviceApi &device,
+                   std::unique_ptr<Model> &model) {
+  return load(planJson, table, tableSize, weightsPath, naming, &device, model);
+}
+
+Model::~Model() {
+  if (device_)
+    for (const auto &weights : weights_)
+      for (const std::vector<float> *tensor : weights->tensors())
+        shadows::forget(tensor->data());
+}
+
+Status Model::load(const std::string &planJson, const KernelEntry *table,
+                   size_t tableSize, const std::string &weightsPath,
+                   WeightNaming naming, const DeviceApi *device,
+                   std::unique_ptr<Model> &model) {
   std::unique_ptr<Model> result(new Model());
-  if (Status status = parsePlan(planJson, table, tableSize, result->plan_);
+  if (device) {
+    if (!device->name || !device->loadDriver || !device->deviceInterface)
+      return Status(StatusCode::InvalidArgument, "an incomplete device API");
+    if (std::string why = whyNoDevice(device->name); !why.empty())
+      return Status(StatusCode::NotFound,
+                    "cannot run on " + std::string(device->name) + ": " + why);
+    if (device->loadDriver() != 0)
+      return Status(StatusCode::NotFound,
+                    "cannot load the " + std::string(device->name) + " driver");
+    shadows::installErrorHandler(*device);
+  }
+  if (Status status = parsePlan(planJson, table, tableSize, result->plan_,
+                                device ? device->name : "cpu");
       !status)
     return status;
   const ModelPlan &plan = result->plan_;
@@ -440,6 +476,16 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     }
     result->weights_.push_back(std::move(w));
   }
+  // On a device the weights are copied there once, here; forgotten by
+  // ~Model.
+  result->device_ = device;
+  if (device)
+    for (const auto &weights : result->weights_)
+      for (const std::vector<float> *tensor : weights->tensors())
+        if (Status s = shadows::track(*device, tensor->data(),
+                                      tensor->size() * sizeof(float));
+            !s)
+          return s;
   model = std::move(result);
   return Status::ok();
 }

@@ -62,7 +62,7 @@ private:
 } // namespace
 
 Status parsePlan(const std::string &text, const KernelEntry *table,
-                 size_t tableSize, ModelPlan &plan) {
+                 size_t tableSize, ModelPlan &plan, const std::string &device) {
   json root = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object())
     return planError("not a JSON object");
@@ -79,20 +79,21 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.maxBatch = model.integer("max_batch");
   if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
     result.kvBytes = root["kv_bytes"].get<int64_t>();
-  // The kernel sets the library holds (plans before CUDA had only CPU ones).
-  // The runtime calls CPU kernels; a CUDA-only library has none.
-  if (root.contains("devices")) {
-    const json &devices = root["devices"];
-    bool cpu = false;
-    if (devices.is_array())
-      for (const json &device : devices)
-        cpu |= device.is_string() && device.get<std::string>() == "cpu";
-    if (!cpu)
-      return planError("the library holds no CPU kernels (attnc "
-                       "--target=cuda alone); the runtime runs CPU kernels: "
-                       "generate it with a CPU target too (e.g. "
-                       "--target=x86-64-dispatch,cuda)");
-  }
+  // The kernel sets the library holds (plans before GPU targets had only
+  // CPU ones): the one asked for must be among them.
+  bool hasDevice = device == "cpu" && !root.contains("devices");
+  if (root.contains("devices") && root["devices"].is_array())
+    for (const json &listed : root["devices"])
+      hasDevice |= listed.is_string() && listed.get<std::string>() == device;
+  if (!hasDevice)
+    return planError(
+        device == "cpu"
+            ? "the library holds no CPU kernels (attnc --target=cuda alone); "
+              "generate it with a CPU target too (e.g. "
+              "--target=x86-64-dispatch,cuda)"
+            : "the library holds no " + device +
+                  " kernels; generate it with --target=...," + device);
+  const std::string suffix = device == "cpu" ? "" : "_" + device;
   if (!model.status())
     return model.status();
   auto layers = root.find("layers"), ops = root.find("ops");
@@ -116,6 +117,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
     Fields at(entry, "op '" + op.name + "'");
     auto resolve = [&](Fields &from, const char *key, Kernel &kernel) {
       std::string name = from.string(key);
+      if (!name.empty())
+        name += suffix;
       auto it = kernels.find(name);
       if (!name.empty() && it == kernels.end())
         from.fail("kernel '" + name +

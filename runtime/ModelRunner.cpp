@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceShadows.h"
 #include "ModelWeights.h"
 
 #include <algorithm>
@@ -40,6 +41,56 @@ template <class Vector> auto *grow(Vector &v, size_t n) {
   return v.data();
 }
 
+/// Where a model's kernels run: the CPU (`device` null), or a GPU, where
+/// the Workspace's activations get device shadows as they grow, and copies
+/// between them happen on the device.
+struct Placement {
+  const DeviceApi *device = nullptr;
+
+  /// grow() for an activation kernels write in place; `status` keeps the
+  /// first failure (a device allocation).
+  template <class Vector> float *activation(Vector &v, size_t n) {
+    if (!device)
+      return grow(v, n);
+    if (v.size() < n) {
+      shadows::forget(v.data()); // resize may move it
+      v.resize(n);
+    }
+    if (status)
+      status = shadows::track(*device, v.data(), v.size() * sizeof(float));
+    return v.data();
+  }
+  /// `rows` rows of `width` floats from `from` (rows `fromStride` apart,
+  /// starting `fromOffset` floats into it) to dense `to`: std::memcpy on the
+  /// CPU, a copy on the device (where kernels take no views into the middle
+  /// of an allocation).
+  Status copyRows(const float *from, int64_t fromOffset, int64_t fromStride,
+                  float *to, int64_t width, int64_t rows) const {
+    if (!device) {
+      for (int64_t r = 0; r < rows; r++)
+        std::memcpy(to + r * width, from + fromOffset + r * fromStride,
+                    width * sizeof(float));
+      return Status::ok();
+    }
+    // `to` holds columns [fromOffset, fromOffset + width) of `from`'s
+    // coordinates: Halide copies the region of `to` found in `from`.
+    halide_dimension_t fromDims[2] = {
+        {0, int32_t(fromOffset + width), 1, 0},
+        {0, int32_t(rows), int32_t(fromStride), 0}};
+    halide_dimension_t toDims[2] = {{int32_t(fromOffset), int32_t(width), 1, 0},
+                                    {0, int32_t(rows), int32_t(width), 0}};
+    halide_buffer_t source{}, target{};
+    source.host = reinterpret_cast<uint8_t *>(const_cast<float *>(from));
+    target.host = reinterpret_cast<uint8_t *>(to);
+    source.type = target.type = float32Type();
+    source.dimensions = target.dimensions = 2;
+    source.dim = fromDims;
+    target.dim = toDims;
+    return shadows::copyOnDevice(*device, source, target);
+  }
+  Status status;
+};
+
 Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
@@ -57,8 +108,8 @@ struct CacheAppendArgs {
 /// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
 /// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache)
 /// (+ best [tokens], each row's argmax, for a kernel with the argmax).
-Status linear(const Kernel &kernel, const float *in, int64_t tokens,
-              int64_t inF, const std::vector<float> &w,
+Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
+              int64_t tokens, int64_t inF, const std::vector<float> &w,
               const std::vector<float> &b, const int32_t *positions,
               const float *residual, int64_t outF, float *out,
               bool gatedInput = false, const CacheAppendArgs *append = nullptr,
@@ -103,9 +154,9 @@ Status linear(const Kernel &kernel, const float *in, int64_t tokens,
   if (tokens <= 2 && kernel.fewTokens) {
     Kernel gemv{kernel.name + "_gemv", kernel.fewTokens,
                 kernel.fewTokensMetadata};
-    return callKernel(gemv, args);
+    return callKernel(gemv, args, device);
   }
-  return callKernel(kernel, args);
+  return callKernel(kernel, args, device);
 }
 
 /// The lowest index of the largest of `logits` [vocabulary], -1 if one is
@@ -161,9 +212,13 @@ public:
                     Workspace &ws, float *logits, const float **output) {
     const ModelPlan &plan = model.plan_;
     const int64_t d = plan.dModel, t = in.tokens;
-    float *x = grow(ws.x, t * d);
-    float *residual = grow(ws.residual, t * d);
-    float *normed = grow(ws.normed, t * d);
+    Placement place{model.device_};
+    float *x = place.activation(ws.x, t * d);
+    float *residual = place.activation(ws.residual, t * d);
+    float *normed = place.activation(ws.normed, t * d);
+    if (!place.status)
+      return place.status;
+    const DeviceApi *device = model.device_;
     int selfLayer = 0, crossLayer = 0;
     // After a pre norm the next sublayer (or the head) reads `normed`;
     // otherwise it reads the residual stream `x` (post-norm blocks).
@@ -190,7 +245,7 @@ public:
         if (!w.positionTable.empty())
           args.push_back(&positionTable);
         args.push_back(&out);
-        status = callKernel(op.kernel, args);
+        status = callKernel(op.kernel, args, device);
         break;
       }
       case OpKind::Norm: {
@@ -202,20 +257,20 @@ public:
         if (op.layerNorm)
           args.push_back(&bias);
         args.push_back(&out);
-        status = callKernel(op.kernel, args);
+        status = callKernel(op.kernel, args, device);
         if (status && op.post) // x = norm(x)
           std::swap(x, normed);
         break;
       }
       case OpKind::Attention:
-        status = attention(op, w, in, ws, normedIsCurrent ? normed : x, d,
-                           op.cross ? crossLayer : selfLayer);
+        status = attention(place, op, w, in, ws, normedIsCurrent ? normed : x,
+                           d, op.cross ? crossLayer : selfLayer);
         if (op.cross)
           crossLayer++;
         else if (op.cached)
           selfLayer++;
         if (status) // x += attention · Wo (+ bias), ping-pong buffers
-          status = linear(op.output, ws.attention.data(), t,
+          status = linear(device, op.output, ws.attention.data(), t,
                           int64_t(op.queryHeads) * op.headDim, w.output,
                           w.outputBias, nullptr, x, d, residual);
         if (status)
@@ -223,12 +278,15 @@ public:
         break;
       case OpKind::Ffn: {
         const int64_t width = (op.gated ? 2 : 1) * op.intermediateSize;
-        float *hidden = grow(ws.hidden, t * width);
-        status = linear(op.up, normedIsCurrent ? normed : x, t, d, w.up,
-                        w.upBias, nullptr, nullptr, width, hidden);
+        float *hidden = place.activation(ws.hidden, t * width);
+        status = place.status;
         if (status)
-          status = linear(op.down, hidden, t, op.intermediateSize, w.down,
-                          w.downBias, nullptr, x, d, residual, op.gated);
+          status = linear(device, op.up, normedIsCurrent ? normed : x, t, d,
+                          w.up, w.upBias, nullptr, nullptr, width, hidden);
+        if (status)
+          status =
+              linear(device, op.down, hidden, t, op.intermediateSize, w.down,
+                     w.downBias, nullptr, x, d, residual, op.gated);
         if (status)
           std::swap(x, residual);
         break;
@@ -238,14 +296,22 @@ public:
           break;
         const float *input = normedIsCurrent ? normed : x;
         const int64_t rows = in.fillCache ? 1 : t; // prompt: the next token
-        if (in.fillCache)
-          input += (t - 1) * d;
+        if (in.fillCache && t > 1) {               // the last token's row alone
+          float *last = place.activation(ws.lastRow, size_t(d));
+          status = place.status;
+          if (status)
+            status = place.copyRows(input, (t - 1) * d, d, last, d, 1);
+          if (!status)
+            break;
+          input = last;
+        }
         // A kernel with the argmax writes it whether or not it is wanted.
         int32_t *best = !op.argmax  ? nullptr
                         : in.greedy ? in.greedy
                                     : grow(ws.greedy, size_t(rows));
-        status = linear(op.kernel, input, rows, d, w.head, w.headBias, nullptr,
-                        nullptr, op.vocabSize, logits, false, nullptr, best);
+        status = linear(device, op.kernel, input, rows, d, w.head, w.headBias,
+                        nullptr, nullptr, op.vocabSize, logits, false, nullptr,
+                        best);
         if (status && in.greedy && !op.argmax) // a plan without it
           for (int64_t r = 0; r < rows; r++)
             in.greedy[r] =
@@ -269,8 +335,29 @@ private:
   /// reserved in `cache` (prefill: positions [0, tokens) of the first
   /// sequence; step: each sequence's position), or, with no cache to fill,
   /// no slots and a one-slot pool nothing is stored in.
-  static Status cacheAppendArgs(const PlanOp &op, const Inputs &in,
-                                Workspace &ws, KvCache *cache, int layer,
+  /// On a device, gives `layer`'s pools of `cache` their device shadows.
+  static Status placeCache(const Placement &place, const KvCache &cache,
+                           int layer) {
+    if (!place.device)
+      return Status::ok();
+    const KvCacheConfig &c = cache.config();
+    const size_t rows = size_t(c.numPages) * c.pageSize * c.numKvHeads;
+    const size_t pool = rows * c.headDim * byteSize(c.dtype);
+    Status s = shadows::track(*place.device, cache.keyPages(layer), pool);
+    if (s)
+      s = shadows::track(*place.device, cache.valuePages(layer), pool);
+    if (s && cache.keyScales(layer))
+      s = shadows::track(*place.device, cache.keyScales(layer),
+                         rows * sizeof(float));
+    if (s && cache.valueScales(layer))
+      s = shadows::track(*place.device, cache.valueScales(layer),
+                         rows * sizeof(float));
+    return s;
+  }
+
+  static Status cacheAppendArgs(const Placement &place, const PlanOp &op,
+                                const Inputs &in, Workspace &ws, KvCache *cache,
+                                int layer,
                                 std::optional<CacheAppendArgs> &append) {
     const int64_t t = in.tokens;
     int32_t *slots = grow(ws.cacheSlots, t);
@@ -287,6 +374,8 @@ private:
         c.headDim != op.headDim || c.dtype != op.cacheType)
       return invalid("layer " + op.name +
                      " does not match its KV cache's geometry");
+    if (Status s = placeCache(place, *cache, layer); !s)
+      return s;
     if (in.mode == Mode::Prefill) {
       if (Status s = cache->reserveSlots(in.selfSequences[0], 0, int(t), slots);
           !s)
@@ -349,13 +438,17 @@ private:
   /// Attention of one layer reading `input` (the norm before it, or the
   /// residual stream in post-norm blocks); writes ws.attention
   /// [tokens][Hq·D]. `layer` indexes the layer in its cache.
-  static Status attention(const PlanOp &op, const Model::Weights &w,
-                          const Inputs &in, Workspace &ws, const float *input,
-                          int64_t dModel, int layer) {
+  static Status attention(Placement &place, const PlanOp &op,
+                          const Model::Weights &w, const Inputs &in,
+                          Workspace &ws, const float *input, int64_t dModel,
+                          int layer) {
     const int64_t t = in.tokens, hq = op.queryHeads, hkv = op.kvHeads,
                   hd = op.headDim, q = hq * hd, kv = hkv * hd;
     const int32_t *ropePositions = op.rope ? in.positions : nullptr;
-    float *attention = grow(ws.attention, t * q);
+    const DeviceApi *device = place.device;
+    float *attention = place.activation(ws.attention, t * q);
+    if (!place.status)
+      return place.status;
 
     if (in.mode == Mode::Step &&
         (!op.cached || !(op.cross ? in.crossCache : in.selfCache)))
@@ -367,29 +460,38 @@ private:
             : nullptr;
     std::optional<CacheAppendArgs> append;
     if (op.fusedCacheAppend) {
-      if (Status s = cacheAppendArgs(op, in, ws, appendTo, layer, append); !s)
+      if (Status s =
+              cacheAppendArgs(place, op, in, ws, appendTo, layer, append);
+          !s)
         return s;
     }
 
     // Projections: fused [t][q + 2kv] or query [t][q] and, for self layers,
     // key/value [t][2kv] (cross layers' K/V come from memory or the cache).
     const int64_t width = op.fusedProjections ? q + 2 * kv : q;
-    float *projected = grow(ws.projected, t * width);
-    if (Status s = linear(op.query, input, t, dModel, w.query, w.queryBias,
-                          ropePositions, nullptr, width, projected, false,
-                          op.fusedProjections && append ? &*append : nullptr);
+    float *projected = place.activation(ws.projected, t * width);
+    if (!place.status)
+      return place.status;
+    if (Status s =
+            linear(device, op.query, input, t, dModel, w.query, w.queryBias,
+                   ropePositions, nullptr, width, projected, false,
+                   op.fusedProjections && append ? &*append : nullptr);
         !s)
       return s;
-    const float *keys = projected + q, *values = projected + q + kv;
+    // K and V rows: columns of `kvBase`, rows kvStride apart.
+    const float *kvBase = projected, *keys = projected + q,
+                *values = projected + q + kv;
     int64_t kvStride = width;
     if (!op.fusedProjections && !op.cross) {
-      float *kvRows = grow(ws.key, t * 2 * kv);
-      if (Status s = linear(op.keyValue, input, t, dModel, w.keyValue,
+      float *kvRows = place.activation(ws.key, t * 2 * kv);
+      if (!place.status)
+        return place.status;
+      if (Status s = linear(device, op.keyValue, input, t, dModel, w.keyValue,
                             w.keyValueBias, ropePositions, nullptr, 2 * kv,
                             kvRows, false, append ? &*append : nullptr);
           !s)
         return s;
-      keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
+      kvBase = kvRows, keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
     }
 
     if (in.mode == Mode::Prefill) {
@@ -398,13 +500,18 @@ private:
         if (!in.memory)
           return invalid("layer " + op.name + " needs the encoder output");
         kvLen = in.memoryLength;
-        float *kvRows = grow(ws.key, kvLen * 2 * kv);
-        if (Status s = linear(op.keyValue, in.memory, kvLen, dModel, w.keyValue,
-                              w.keyValueBias, nullptr, nullptr, 2 * kv, kvRows);
+        float *kvRows = place.activation(ws.key, kvLen * 2 * kv);
+        if (!place.status)
+          return place.status;
+        if (Status s = linear(device, op.keyValue, in.memory, kvLen, dModel,
+                              w.keyValue, w.keyValueBias, nullptr, nullptr,
+                              2 * kv, kvRows);
             !s)
           return s;
-        keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
+        kvBase = kvRows, keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
       }
+      if (appendTo && !op.fusedCacheAppend)
+        shadows::hostReads(kvBase); // the cache is written from the host
       if (appendTo && !op.fusedCacheAppend)
         for (int64_t token = 0; token < t; token++)
           if (Status s = in.selfCache->write(
@@ -412,6 +519,20 @@ private:
                   keys + token * kvStride, values + token * kvStride);
               !s)
             return s;
+      if (device) { // dense copies: device kernels take whole allocations
+        float *keyRows = place.activation(ws.keyRows, kvLen * kv);
+        float *valueRows = place.activation(ws.valueRows, kvLen * kv);
+        Status s = place.status;
+        if (s)
+          s = place.copyRows(kvBase, keys - kvBase, kvStride, keyRows, kv,
+                             kvLen);
+        if (s)
+          s = place.copyRows(kvBase, values - kvBase, kvStride, valueRows, kv,
+                             kvLen);
+        if (!s)
+          return s;
+        keys = keyRows, values = valueRows, kvStride = kv;
+      }
       BufferView qv = headsView(projected, t, hq, hd, width);
       BufferView kview = headsView(keys, kvLen, hkv, hd, kvStride);
       BufferView vview = headsView(values, kvLen, hkv, hd, kvStride);
@@ -419,15 +540,18 @@ private:
       if (op.keyPadding) { // one unpadded sequence: all its keys are real
         const int32_t keyLength = int32_t(kvLen);
         BufferView lengths(&keyLength, int32Type(), {{1, 1}});
-        return callKernel(op.prefill, {&qv, &kview, &vview, &lengths, &out});
+        return callKernel(op.prefill, {&qv, &kview, &vview, &lengths, &out},
+                          device);
       }
-      return callKernel(op.prefill, {&qv, &kview, &vview, &out});
+      return callKernel(op.prefill, {&qv, &kview, &vview, &out}, device);
     }
 
     // Step: append this token's K/V to the self cache, then decode.
     const KvCache *cache = op.cross ? in.crossCache : in.selfCache;
     const SequenceId *sequences =
         op.cross ? in.crossSequences : in.selfSequences;
+    if (appendTo && !op.fusedCacheAppend)
+      shadows::hostReads(kvBase); // the cache is written from the host
     if (appendTo && !op.fusedCacheAppend)
       for (int64_t b = 0; b < t; b++)
         if (Status s =
@@ -436,14 +560,18 @@ private:
             !s)
           return s;
     // The decode kernel reads a dense query.
-    float *query = grow(ws.query, t * q);
-    for (int64_t b = 0; b < t; b++)
-      std::memcpy(query + b * q, projected + b * width, q * sizeof(float));
-    if (op.cross && in.trace && layer == in.lastCrossLayer)
+    float *query = place.activation(ws.query, t * q);
+    if (!place.status)
+      return place.status;
+    if (Status s = place.copyRows(projected, 0, width, query, q, t); !s)
+      return s;
+    if (op.cross && in.trace && layer == in.lastCrossLayer) {
+      shadows::hostReads(query); // the trace is computed on the host
       if (Status s =
               traceWeights(op, *cache, sequences, query, t, layer, *in.trace);
           !s)
         return s;
+    }
     // Read per layer, after this layer's writes: the first write to a page a
     // fork shares copies it, which changes the sequence's block table.
     size_t maxPages = 1;
@@ -458,6 +586,8 @@ private:
       lengths[b] = cache->length(sequences[b]);
     }
     const KvCacheConfig &c = cache->config();
+    if (Status s = placeCache(place, *cache, layer); !s)
+      return s;
     halide_type_t element = cacheType(c.dtype);
     BufferView qv(query, float32Type(), {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
     BufferView keyPages(
@@ -478,11 +608,14 @@ private:
       BufferView valueScales(
           cache->valueScales(layer), float32Type(),
           {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
-      return callKernel(op.decode, {&qv, &keyPages, &valuePages, &keyScales,
-                                    &valueScales, &blockTable, &seqLens, &out});
+      return callKernel(op.decode,
+                        {&qv, &keyPages, &valuePages, &keyScales, &valueScales,
+                         &blockTable, &seqLens, &out},
+                        device);
     }
     return callKernel(
-        op.decode, {&qv, &keyPages, &valuePages, &blockTable, &seqLens, &out});
+        op.decode, {&qv, &keyPages, &valuePages, &blockTable, &seqLens, &out},
+        device);
   }
 };
 
@@ -508,6 +641,15 @@ int embeddingPositions(const ModelPlan &plan, bool decoder) {
 }
 } // namespace
 
+Workspace::~Workspace() {
+  for (const std::vector<float> *v :
+       {&x, &residual, &normed, &attention, &hidden, &query, &keyRows,
+        &valueRows, &lastRow, &crossRows})
+    shadows::forget(v->data());
+  shadows::forget(projected.data());
+  shadows::forget(key.data());
+}
+
 Status Model::encode(const int32_t *tokens, int length,
                      std::vector<float> &memory, Workspace &ws) const {
   if (Status s = checkTokens(tokens, length, sourceVocabulary(), "encode"); !s)
@@ -522,6 +664,7 @@ Status Model::encode(const int32_t *tokens, int length,
   const float *output = nullptr;
   if (Status s = ModelRunner::run(*this, false, in, ws, nullptr, &output); !s)
     return s;
+  shadows::hostReads(output);
   memory.assign(output, output + size_t(length) * plan_.dModel);
   return Status::ok();
 }
@@ -543,11 +686,18 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
       continue;
     const Weights &w = *weights_[i];
     const int64_t kv = int64_t(op.kvHeads) * op.headDim;
-    float *rows = grow(ws.key, size_t(length) * 2 * kv);
-    float *keys = grow(ws.value, size_t(length) * 2 * kv);
+    // The K/V projection runs where the model does; the cache is written
+    // from the host (on a device: the rows come back first).
+    Placement place{device_};
+    float *rows = place.activation(ws.key, size_t(length) * 2 * kv);
+    float *keys = grow(ws.crossRows, size_t(length) * 2 * kv);
     float *values = keys + size_t(length) * kv;
-    Status s = linear(op.keyValue, memory, length, plan_.dModel, w.keyValue,
-                      w.keyValueBias, nullptr, nullptr, 2 * kv, rows);
+    Status s = place.status;
+    if (s)
+      s = linear(device_, op.keyValue, memory, length, plan_.dModel, w.keyValue,
+                 w.keyValueBias, nullptr, nullptr, 2 * kv, rows);
+    if (s)
+      shadows::hostReads(rows);
     for (int64_t token = 0; s && token < length; token++) {
       std::memcpy(keys + token * kv, rows + token * 2 * kv, kv * 4);
       std::memcpy(values + token * kv, rows + token * 2 * kv + kv, kv * 4);

@@ -55,6 +55,14 @@ struct Model::Weights {
   std::vector<float> up, upBias;     // FFN [d][ffn], [ffn]
   std::vector<float> down, downBias; // FFN [ffn][d], [d]
   std::vector<float> head, headBias; // output head [d][vocab], [vocab]
+
+  /// Every tensor (for copying them to a device).
+  std::vector<const std::vector<float> *> tensors() const {
+    return {&table,  &positionTable, &normWeight, &normBias,
+            &query,  &queryBias,     &keyValue,   &keyValueBias,
+            &output, &outputBias,    &up,         &upBias,
+            &down,   &downBias,      &head,       &headBias};
+  }
 };
 
 } // namespace attn::runtime

@@ -11,6 +11,7 @@
 #ifndef ATTN_RUNTIME_KERNELCALL_H
 #define ATTN_RUNTIME_KERNELCALL_H
 
+#include "attn/runtime/DeviceApi.h"
 #include "attn/runtime/Status.h"
 
 #include "HalideRuntime.h"
@@ -71,8 +72,12 @@ inline halide_type_t float32Type() { return {halide_type_float, 32, 1}; }
 inline halide_type_t int32Type() { return {halide_type_int, 32, 1}; }
 
 /// Calls `kernel` with `args` (3 to 8 buffers, in the kernel's order).
-/// A non-zero Halide status becomes KernelFailed naming the kernel.
-Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args);
+/// A non-zero Halide status becomes KernelFailed naming the kernel. With
+/// `device`, `kernel` is a GPU kernel: arguments over shadowed allocations
+/// are passed as their device memory, others copied in and out for the
+/// call (DeviceShadows.h).
+Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
+                  const DeviceApi *device = nullptr);
 
 } // namespace attn::runtime
 

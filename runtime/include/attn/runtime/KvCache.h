@@ -49,6 +49,12 @@ public:
   /// Validates `config` and allocates the pools (all pages free).
   static Status create(const KvCacheConfig &config, KvCache &cache);
 
+  KvCache() = default;
+  KvCache(KvCache &&) = default;
+  /// Both free the device copies a GPU model gave this cache's pools.
+  KvCache &operator=(KvCache &&other);
+  ~KvCache();
+
   const KvCacheConfig &config() const { return config_; }
 
   // Sequences ---------------------------------------------------------------
@@ -130,6 +136,8 @@ private:
   int32_t takePage();
   void releasePage(int32_t page);
   void copyPage(int32_t from, int32_t to);
+  void hostAccess(int layer, bool write) const;
+  void forgetDeviceCopies();
   /// One token's K and V rows [numKvHeads][headDim] float into / out of
   /// `slot` of `layer`, converted (I8: quantized per head, with scales).
   void store(int layer, int32_t slot, const float *key, const float *value);

@@ -16,6 +16,7 @@
 #ifndef ATTN_RUNTIME_MODEL_H
 #define ATTN_RUNTIME_MODEL_H
 
+#include "attn/runtime/DeviceApi.h"
 #include "attn/runtime/KvCache.h"
 #include "attn/runtime/ModelPlan.h"
 #include "attn/runtime/Safetensors.h"
@@ -75,11 +76,23 @@ template <class T> struct KernelAlignedAllocator {
   }
 };
 
-/// Scratch activations of one thread, grown on demand.
+/// Scratch activations of one thread, grown on demand. With a model loaded
+/// for a GPU they live on the device (each with a device copy the runtime
+/// keeps; the destructor frees those).
 struct Workspace {
-  std::vector<float> x, residual, normed, attention, hidden, query, value;
+  Workspace() = default;
+  Workspace(const Workspace &) = delete;
+  Workspace &operator=(const Workspace &) = delete;
+  ~Workspace();
+
+  std::vector<float> x, residual, normed, attention, hidden, query;
   /// Outputs of Q/K/V projections (which may append to the cache).
   std::vector<float, KernelAlignedAllocator<float>> projected, key;
+  /// GPU runs: dense K and V rows [tokens][Hkv·D] for prefill attention
+  /// (device kernels take whole allocations, not views into projections),
+  /// and the prompt's last row [dModel] for the output head.
+  std::vector<float> keyRows, valueRows, lastRow;
+  std::vector<float> crossRows; ///< [tokens][2·Hkv·D]: K | V for the cache
   std::vector<int32_t> tokens, positions, blockTable, lengths;
   std::vector<int32_t> cacheSlots; ///< [tokens] of a fused cache append
   std::vector<int32_t> greedy;     ///< [tokens]: the head's argmax output
@@ -95,6 +108,25 @@ public:
   static Status load(const std::string &planJson, const KernelEntry *table,
                      size_t tableSize, const std::string &weightsPath,
                      WeightNaming naming, std::unique_ptr<Model> &model);
+
+  /// As load, for the library's GPU kernels: `device` is the generated
+  /// `<model>_device_api` of a library attnc built with a GPU target
+  /// (--target=...,cuda or ...,opencl). The weights are copied to the device
+  /// once; KV caches and Workspace activations get device copies when a
+  /// call first uses them and stay there, so a call copies only token ids,
+  /// positions, cache slots and block tables in, and logits (or greedy
+  /// tokens) out. Host paths that remain (KvCache writes of cross-attention
+  /// K/V and int8 rows, copy-on-write of shared pages, traces) copy a
+  /// layer's whole pool between host and device. Fails when the driver or
+  /// device is missing, naming why.
+  static Status load(const std::string &planJson, const KernelEntry *table,
+                     size_t tableSize, const std::string &weightsPath,
+                     WeightNaming naming, const DeviceApi &device,
+                     std::unique_ptr<Model> &model);
+  ~Model();
+
+  /// The GPU API the model runs on ("cuda", "opencl"), or "cpu".
+  std::string device() const { return device_ ? device_->name : "cpu"; }
 
   /// The tensors (names, f32, shapes) a checkpoint needs for `plan` under
   /// `naming`: what load() checks a weight file against.
@@ -172,8 +204,15 @@ private:
   friend class ModelRunner;
   Model() = default;
 
+  /// Both load()s: `device` null for the CPU.
+  static Status load(const std::string &planJson, const KernelEntry *table,
+                     size_t tableSize, const std::string &weightsPath,
+                     WeightNaming naming, const DeviceApi *device,
+                     std::unique_ptr<Model> &model);
+
   ModelPlan plan_;
   std::vector<std::shared_ptr<const Weights>> weights_; // parallel to ops
+  const DeviceApi *device_ = nullptr;                   ///< null: CPU kernels
 };
 
 const char *name(WeightNaming naming);

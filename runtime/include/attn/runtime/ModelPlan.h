@@ -67,12 +67,14 @@ struct ModelPlan {
   std::vector<PlanOp> ops;
 };
 
-/// Parses `json` (a plan attnc wrote) and resolves its kernels in `table`.
-/// Fails naming the first problem: malformed JSON, a missing field, a
-/// kernel the table lacks, or a plan of attention layers alone (which has
-/// no projections to run a model with).
+/// Parses `json` (a plan attnc wrote) and resolves its kernels in `table`:
+/// the CPU set, or with `device` ("cuda", "opencl") that GPU API's set
+/// (`<kernel>_<device>`). Fails naming the first problem: malformed JSON, a
+/// missing field, a kernel set or kernel the table lacks, or a plan of
+/// attention layers alone (which has no projections to run a model with).
 Status parsePlan(const std::string &json, const KernelEntry *table,
-                 size_t tableSize, ModelPlan &plan);
+                 size_t tableSize, ModelPlan &plan,
+                 const std::string &device = "cpu");
 
 } // namespace attn::runtime
 

@@ -105,6 +105,18 @@ typedef struct attn_model attn_model;
 attn_status attn_model_load(const char *plan_json, const void *kernel_table,
                             size_t kernel_table_size, const char *weights_path,
                             attn_weight_naming naming, attn_model **model);
+/* The same on a GPU: `device_api` is the generated <name>_device_api of a
+ * library attnc built with a GPU target (--target=...,cuda or ...,opencl).
+ * Weights, KV caches and activations then stay on the device (Model.h);
+ * ATTN_NOT_FOUND, naming why, without the driver or a device. NULL:
+ * attn_model_load. */
+attn_status attn_model_load_on_device(const char *plan_json,
+                                      const void *kernel_table,
+                                      size_t kernel_table_size,
+                                      const char *weights_path,
+                                      attn_weight_naming naming,
+                                      const void *device_api,
+                                      attn_model **model);
 void attn_model_destroy(attn_model *model); /* NULL is fine */
 /* Tokens of the output head (the decoder's vocabulary). */
 int32_t attn_model_vocabulary(const attn_model *model);

@@ -1,0 +1,318 @@
+//===- DeviceModelTest.cpp - whole models on a GPU API vs on the CPU ------===//
+//
+// Libraries generated with a CPU target and a GPU API (attnc
+// --target=x86-64-avx2,opencl or ...,cuda) hold both kernel sets, so one
+// weights file loads twice: Model::load runs the CPU kernels, Model::load
+// with `<model>_device_api` the GPU ones, with weights, KV caches and
+// activations on the device. Every path must give the CPU's logits: prefill
+// into a cache, decode steps over it for a batch with a forked sequence
+// (copy-on-write of a shared page), recomputation without a cache, an
+// encoder-decoder with cross-attention K/V stored from the host, an int8
+// cache (rows quantized on the host), and greedy generation. fp32 on both
+// sides, summed in different orders: logits of O(1) agree to 1e-4
+// (observed on PoCL: ~1e-6).
+//
+// Built once per GPU API (ATTN_GPU_API); skips where no device of the API
+// runs here. CI runs the OpenCL build on PoCL's CPU device.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/runtime/DeviceProbe.h"
+#include "attn/runtime/Generator.h"
+#include "attn/runtime/Model.h"
+
+#define ATTN_STRING2(x) #x
+#define ATTN_STRING(x) ATTN_STRING2(x)
+#define ATTN_CAT3(a, b, c) a##b##c
+#define ATTN_JOIN(a, b, c) ATTN_CAT3(a, b, c)
+/// A generated model's symbol: ATTN_GPU_API's build of `model`.
+#define MODEL(model, what) ATTN_JOIN(ATTN_GPU_API, _##model##_, what)
+#include ATTN_LLAMA_HEADER       // <api>_llama.h
+#include ATTN_ENCDEC_HEADER      // <api>_encdec.h
+#include ATTN_ENCDEC_INT8_HEADER // <api>_encdec_int8.h
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace attn::runtime;
+
+namespace {
+
+const std::string kApi = ATTN_STRING(ATTN_GPU_API);
+constexpr double kTolerance = 1e-4;
+
+struct Library {
+  const char *name, *plan;
+  const attnc_kernel_entry *table;
+  size_t size;
+  const attnc_device_api *device;
+  WeightNaming naming;
+};
+
+#define LIBRARY(model, naming)                                                 \
+  Library {                                                                    \
+#model, MODEL(model, plan_json), MODEL(model, kernel_table),               \
+        sizeof MODEL(model, kernel_table) /                                    \
+            sizeof MODEL(model, kernel_table)[0], &MODEL(model, device_api),   \
+                                              naming                           \
+  }
+
+const Library kLlama = LIBRARY(llama, WeightNaming::Llama);
+const Library kEncDec = LIBRARY(encdec, WeightNaming::Bart);
+const Library kEncDecInt8 = LIBRARY(encdec_int8, WeightNaming::Bart);
+
+/// The same random weights, loaded for the CPU and for the device.
+struct Pair {
+  std::unique_ptr<Model> cpu, gpu;
+};
+
+Pair loadBoth(const Library &library) {
+  Pair pair;
+  const auto *table = reinterpret_cast<const KernelEntry *>(library.table);
+  ModelPlan plan;
+  Status s = parsePlan(library.plan, table, library.size, plan);
+  EXPECT_TRUE(s) << s.message();
+  std::string path =
+      testing::TempDir() + kApi + "_" + library.name + ".safetensors";
+  s = Model::writeRandomWeights(plan, library.naming, 11, path);
+  EXPECT_TRUE(s) << s.message();
+  s = Model::load(library.plan, table, library.size, path, library.naming,
+                  pair.cpu);
+  EXPECT_TRUE(s) << s.message();
+  s = Model::load(library.plan, table, library.size, path, library.naming,
+                  *reinterpret_cast<const DeviceApi *>(library.device),
+                  pair.gpu);
+  EXPECT_TRUE(s) << s.message();
+  return pair;
+}
+
+double maxDifference(const std::vector<float> &a, const std::vector<float> &b) {
+  double worst = a.size() == b.size() ? 0 : INFINITY;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); i++)
+    worst = std::max(worst, std::isnan(a[i]) || std::isnan(b[i])
+                                ? INFINITY
+                                : std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+class DeviceModelTest : public testing::Test {
+protected:
+  void SetUp() override {
+    if (std::string why = whyNoDevice(kApi); !why.empty())
+      GTEST_SKIP() << why;
+  }
+};
+
+/// One model's caches and workspace on one side.
+struct Side {
+  KvCache self, cross;
+  Workspace ws;
+};
+
+void makeCaches(const Model &model, int sequences, Side &side) {
+  KvCacheConfig config;
+  ASSERT_TRUE(model.selfCacheConfig(sequences, config));
+  ASSERT_TRUE(KvCache::create(config, side.self));
+  KvCacheConfig crossConfig;
+  ASSERT_TRUE(model.crossCacheConfig(sequences, crossConfig));
+  if (crossConfig.numLayers > 0)
+    ASSERT_TRUE(KvCache::create(crossConfig, side.cross));
+}
+
+TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
+  Pair m = loadBoth(kLlama);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  EXPECT_EQ(m.gpu->device(), kApi);
+  const int vocabulary = m.cpu->targetVocabulary();
+  Side cpu, gpu;
+  makeCaches(*m.cpu, 2, cpu);
+  makeCaches(*m.gpu, 2, gpu);
+  const std::vector<int32_t> prompt = {3, 14, 1, 5, 9, 2, 6};
+  std::vector<float> cpuLogits(vocabulary), gpuLogits(vocabulary);
+  SequenceId cpuA, gpuA, cpuB, gpuB;
+  ASSERT_TRUE(cpu.self.addSequence(cpuA));
+  ASSERT_TRUE(gpu.self.addSequence(gpuA));
+  int32_t cpuGreedy = -1, gpuGreedy = -1;
+  Status s = m.cpu->prefill(prompt.data(), int(prompt.size()), cpu.self, cpuA,
+                            cpuLogits.data(), cpu.ws, &cpuGreedy);
+  ASSERT_TRUE(s) << s.message();
+  s = m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, gpuA,
+                     gpuLogits.data(), gpu.ws, &gpuGreedy);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
+  EXPECT_EQ(cpuGreedy, gpuGreedy);
+
+  // B shares A's pages; its first step copies the shared last page.
+  ASSERT_TRUE(cpu.self.fork(cpuA, cpuB));
+  ASSERT_TRUE(gpu.self.fork(gpuA, gpuB));
+  std::vector<int32_t> tokens = {cpuGreedy, 4};
+  for (int step = 0; step < 5; step++) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    std::vector<float> cpuStep(2 * vocabulary), gpuStep(2 * vocabulary);
+    std::vector<int32_t> cpuBest(2), gpuBest(2);
+    SequenceId cpuBatch[] = {cpuA, cpuB}, gpuBatch[] = {gpuA, gpuB};
+    s = m.cpu->decodeStep(cpuBatch, nullptr, tokens.data(), 2, cpu.self,
+                          nullptr, cpuStep.data(), cpu.ws, nullptr,
+                          cpuBest.data());
+    ASSERT_TRUE(s) << s.message();
+    s = m.gpu->decodeStep(gpuBatch, nullptr, tokens.data(), 2, gpu.self,
+                          nullptr, gpuStep.data(), gpu.ws, nullptr,
+                          gpuBest.data());
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_LE(maxDifference(cpuStep, gpuStep), kTolerance);
+    EXPECT_EQ(cpuBest, gpuBest);
+    tokens = cpuBest;
+  }
+  EXPECT_TRUE(gpu.self.checkInvariants());
+
+  // Without a cache: the whole prefix at once.
+  std::vector<int32_t> prefix = prompt;
+  prefix.push_back(7);
+  std::vector<float> cpuAll(prefix.size() * vocabulary), gpuAll(cpuAll.size());
+  ASSERT_TRUE(m.cpu->decodeWithoutCache(prefix.data(), int(prefix.size()),
+                                        nullptr, 0, cpuAll.data(), cpu.ws));
+  s = m.gpu->decodeWithoutCache(prefix.data(), int(prefix.size()), nullptr, 0,
+                                gpuAll.data(), gpu.ws);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_LE(maxDifference(cpuAll, gpuAll), kTolerance);
+}
+
+TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
+  Pair m = loadBoth(kLlama);
+  ASSERT_TRUE(m.gpu);
+  Side gpu;
+  makeCaches(*m.gpu, 2, gpu);
+  SequenceId a, b;
+  ASSERT_TRUE(gpu.self.addSequence(a));
+  ASSERT_TRUE(gpu.self.addSequence(b));
+  const std::vector<int32_t> prompt = {3, 14, 1, 5};
+  std::vector<float> logits(2 * m.gpu->targetVocabulary());
+  for (SequenceId s : {a, b})
+    ASSERT_TRUE(m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, s,
+                               logits.data(), gpu.ws));
+  SequenceId batch[] = {a, b};
+  std::vector<int32_t> tokens = {1, 2}, best(2);
+  auto step = [&] {
+    Status s =
+        m.gpu->decodeStep(batch, nullptr, tokens.data(), 2, gpu.self, nullptr,
+                          logits.data(), gpu.ws, nullptr, best.data());
+    ASSERT_TRUE(s) << s.message();
+    tokens = best;
+  };
+  step(); // the step's activations get their device copies
+  DeviceResidentCopies before = deviceResidentCopies();
+  for (int i = 0; i < 14; i++) // into a second page (pages of 16 tokens)
+    step();
+  DeviceResidentCopies after = deviceResidentCopies();
+  EXPECT_EQ(after.toDevice, before.toDevice);
+  EXPECT_EQ(after.toHost, before.toHost);
+}
+
+void checkEncoderDecoder(const Library &library) {
+  Pair m = loadBoth(library);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int vocabulary = m.cpu->targetVocabulary();
+  Side cpu, gpu;
+  makeCaches(*m.cpu, 2, cpu);
+  makeCaches(*m.gpu, 2, gpu);
+  const std::vector<std::vector<int32_t>> sources = {{4, 8, 1, 10, 3, 4},
+                                                     {2, 7, 1}};
+  SequenceId cpuSelf[2], gpuSelf[2], cpuCross[2], gpuCross[2];
+  for (int b = 0; b < 2; b++) {
+    std::vector<float> cpuMemory, gpuMemory;
+    const std::vector<int32_t> &source = sources[b];
+    Status s =
+        m.cpu->encode(source.data(), int(source.size()), cpuMemory, cpu.ws);
+    ASSERT_TRUE(s) << s.message();
+    s = m.gpu->encode(source.data(), int(source.size()), gpuMemory, gpu.ws);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_LE(maxDifference(cpuMemory, gpuMemory), kTolerance);
+    for (Side *side : {&cpu, &gpu}) {
+      SequenceId &self = side == &cpu ? cpuSelf[b] : gpuSelf[b];
+      SequenceId &cross = side == &cpu ? cpuCross[b] : gpuCross[b];
+      ASSERT_TRUE(side->self.addSequence(self));
+      ASSERT_TRUE(side->cross.addSequence(cross));
+    }
+    ASSERT_TRUE(m.cpu->storeCrossKeyValues(cpuMemory.data(), int(source.size()),
+                                           cpu.cross, cpuCross[b], cpu.ws));
+    s = m.gpu->storeCrossKeyValues(gpuMemory.data(), int(source.size()),
+                                   gpu.cross, gpuCross[b], gpu.ws);
+    ASSERT_TRUE(s) << s.message();
+  }
+  std::vector<int32_t> tokens = {0, 0};
+  for (int step = 0; step < 4; step++) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    std::vector<float> cpuLogits(2 * vocabulary), gpuLogits(2 * vocabulary);
+    CrossAttentionTrace cpuTrace, gpuTrace;
+    Status s =
+        m.cpu->decodeStep(cpuSelf, cpuCross, tokens.data(), 2, cpu.self,
+                          &cpu.cross, cpuLogits.data(), cpu.ws, &cpuTrace);
+    ASSERT_TRUE(s) << s.message();
+    s = m.gpu->decodeStep(gpuSelf, gpuCross, tokens.data(), 2, gpu.self,
+                          &gpu.cross, gpuLogits.data(), gpu.ws, &gpuTrace);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
+    ASSERT_EQ(cpuTrace.weights.size(), 2u);
+    ASSERT_EQ(gpuTrace.weights.size(), 2u);
+    for (int b = 0; b < 2; b++)
+      EXPECT_LE(maxDifference(cpuTrace.weights[b], gpuTrace.weights[b]),
+                kTolerance);
+    for (int b = 0; b < 2; b++)
+      tokens[b] =
+          int32_t(std::max_element(cpuLogits.begin() + b * vocabulary,
+                                   cpuLogits.begin() + (b + 1) * vocabulary) -
+                  (cpuLogits.begin() + b * vocabulary));
+  }
+}
+
+TEST_F(DeviceModelTest, EncoderDecoderMatchesTheCpu) {
+  checkEncoderDecoder(kEncDec);
+}
+
+TEST_F(DeviceModelTest, Int8CacheWrittenOnTheHostMatchesTheCpu) {
+  checkEncoderDecoder(kEncDecInt8);
+}
+
+TEST_F(DeviceModelTest, GreedyGenerationMatchesTheCpu) {
+  Pair m = loadBoth(kLlama);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  std::vector<std::vector<int32_t>> generated;
+  for (const Model *model : {m.cpu.get(), m.gpu.get()}) {
+    std::unique_ptr<Generator> generator;
+    ASSERT_TRUE(Generator::create(*model, 3, generator));
+    for (const std::vector<int32_t> &prompt :
+         {std::vector<int32_t>{1, 2, 3}, std::vector<int32_t>{9},
+          std::vector<int32_t>{5, 5, 5, 5, 5, 5, 5, 5, 5}}) {
+      GenerationRequest request;
+      request.prompt = prompt;
+      request.maxNewTokens = 6;
+      int id;
+      ASSERT_TRUE(generator->submit(request, id));
+    }
+    Status s = generator->run();
+    ASSERT_TRUE(s) << s.message();
+    for (int id = 0; id < generator->requests(); id++)
+      generated.push_back(generator->tokens(id));
+  }
+  ASSERT_EQ(generated.size(), 6u);
+  for (int id = 0; id < 3; id++)
+    EXPECT_EQ(generated[id], generated[id + 3]) << "request " << id;
+}
+
+TEST(DeviceModelLoad, ALibraryWithoutTheDevicesKernelsIsRefused) {
+  std::string plan = kLlama.plan;
+  const std::string listed = "\"" + kApi + "\"";
+  plan.replace(plan.find(listed), listed.size(), "\"metal\"");
+  ModelPlan parsed;
+  Status s =
+      parsePlan(plan, reinterpret_cast<const KernelEntry *>(kLlama.table),
+                kLlama.size, parsed, kApi);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("holds no " + kApi + " kernels"),
+            std::string::npos)
+      << s.message();
+}
+
+} // namespace
