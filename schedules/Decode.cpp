@@ -24,8 +24,8 @@ namespace {
 /// keys x the GQA group) and lives in shared memory; threads over the
 /// split's keys for the dot products and exponentials (each thread one key,
 /// its K row read once per block), threads over d for P·V and the partial;
-/// the split's max and sum are serial loops of one thread over shared
-/// memory. The combine runs one block per (query head, sequence), threads
+/// the split's max and sum reduced by 32 threads (rfactor) and combined by
+/// one. The combine runs one block per (query head, sequence), threads
 /// over d. Unmeasured: no GPU was at hand when it was written (PTX checked
 /// by ptxas for sm_80 and sm_90; see test/kernels/GpuPtxTest.cpp).
 void scheduleDecodeForGpu(const DecodeSpec &spec, Func output, Func state,
@@ -51,8 +51,20 @@ void scheduleDecodeForGpu(const DecodeSpec &spec, Func output, Func state,
   score.update().gpu_threads(j);
   dotLanes.compute_at(score, j);
   prob.compute_at(partial, row).gpu_threads(prob.args()[0]);
-  for (Func f : {splitMax, splitSum})
+  // The split's max and sum: 32 threads each reduce every 32nd key
+  // (rfactor), then one thread combines their 32 partials, instead of one
+  // thread walking all the split's keys.
+  const int lanes = 32;
+  for (Func f : {splitMax, splitSum}) {
     f.compute_at(partial, row);
+    if (spec.schedule.splitKeys % lanes != 0)
+      continue;
+    RVar rk(f.update().get_schedule().rvars()[0].var), ro("ro"), ri("ri");
+    Var lane("lane");
+    Func byLane = f.update().split(rk, ro, ri, lanes).rfactor(ri, lane);
+    byLane.compute_at(partial, row).gpu_threads(lane);
+    byLane.update().gpu_threads(lane);
+  }
   splitOut.compute_at(partial, row).gpu_threads(splitOut.args()[0]);
   splitOut.update().gpu_threads(splitOut.args()[0]);
 }
