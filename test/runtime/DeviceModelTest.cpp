@@ -34,9 +34,64 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <dlfcn.h>
 
 using namespace attn::runtime;
+
+#ifdef ATTN_APPLICATION_CL_CONTEXT
+// The application's own OpenCL context and queue, handed to the model
+// library's Halide runtime by overriding its weak halide_acquire_cl_context
+// (docs/cuda-tensor-cores.md, "One context and stream"): every device call
+// of these tests, the runtime's copies included, then runs in it.
+namespace {
+std::atomic<int> applicationContextUses{0};
+void *applicationContext, *applicationQueue;
+
+bool createApplicationContext() {
+  void *cl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!cl)
+    return false;
+  using Platforms = int32_t (*)(uint32_t, void **, uint32_t *);
+  using Devices = int32_t (*)(void *, uint64_t, uint32_t, void **, uint32_t *);
+  using Context = void *(*)(const intptr_t *, uint32_t, void *const *, void *,
+                            void *, int32_t *);
+  using Queue = void *(*)(void *, void *, uint64_t, int32_t *);
+  auto platforms = reinterpret_cast<Platforms>(dlsym(cl, "clGetPlatformIDs"));
+  auto devices = reinterpret_cast<Devices>(dlsym(cl, "clGetDeviceIDs"));
+  auto context = reinterpret_cast<Context>(dlsym(cl, "clCreateContext"));
+  auto queue = reinterpret_cast<Queue>(dlsym(cl, "clCreateCommandQueue"));
+  void *platform = nullptr, *device = nullptr;
+  uint32_t count = 0;
+  int32_t error = 0;
+  if (!platforms || !devices || !context || !queue ||
+      platforms(1, &platform, &count) != 0 || count == 0 ||
+      devices(platform, 0xFFFFFFFF, 1, &device, &count) != 0 || count == 0)
+    return false;
+  const intptr_t properties[] = {0x1084 /* CL_CONTEXT_PLATFORM */,
+                                 intptr_t(platform), 0};
+  applicationContext = context(properties, 1, &device, nullptr, nullptr, &error);
+  if (!applicationContext || error != 0)
+    return false;
+  applicationQueue = queue(applicationContext, device, 0, &error);
+  return applicationQueue && error == 0;
+}
+} // namespace
+
+extern "C" int halide_acquire_cl_context(void *, void **context, void **queue,
+                                         bool create) {
+  static const bool created = createApplicationContext();
+  if (!created)
+    return create ? -1 : 0;
+  applicationContextUses++;
+  *context = applicationContext;
+  *queue = applicationQueue;
+  return 0;
+}
+
+extern "C" int halide_release_cl_context(void *) { return 0; }
+#endif
 
 namespace {
 
@@ -300,6 +355,24 @@ TEST_F(DeviceModelTest, GreedyGenerationMatchesTheCpu) {
   for (int id = 0; id < 3; id++)
     EXPECT_EQ(generated[id], generated[id + 3]) << "request " << id;
 }
+
+#ifdef ATTN_APPLICATION_CL_CONTEXT
+TEST_F(DeviceModelTest, DeviceWorkRunsInTheApplicationsContext) {
+  Pair m = loadBoth(kLlama);
+  ASSERT_TRUE(m.gpu);
+  Side gpu;
+  makeCaches(*m.gpu, 1, gpu);
+  SequenceId a;
+  ASSERT_TRUE(gpu.self.addSequence(a));
+  const int before = applicationContextUses.load();
+  const std::vector<int32_t> prompt = {3, 1, 4};
+  std::vector<float> logits(m.gpu->targetVocabulary());
+  Status s = m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, a,
+                            logits.data(), gpu.ws);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_GT(applicationContextUses.load(), before);
+}
+#endif
 
 TEST(DeviceModelLoad, ALibraryWithoutTheDevicesKernelsIsRefused) {
   std::string plan = kLlama.plan;
