@@ -89,6 +89,14 @@ extern int setenv(const char *name, const char *value, int overwrite);
 /* A GPU wrapper's status when its device API's driver cannot be loaded. */
 #define ATTNC_NO_DEVICE_DRIVER 2
 
+/* Loads a GPU API's driver `library` into *handle, once, with global
+   symbols: where Halide's runtime finds them. */
+static inline int attnc_load_driver(void **handle, const char *library) {
+  if (!*handle)
+    *handle = dlopen(library, RTLD_NOW | RTLD_GLOBAL);
+  return *handle ? ATTNC_OK : ATTNC_NO_DEVICE_DRIVER;
+}
+
 /* Before a GPU kernel: every buffer but `out` is host memory the device
    has not seen, so marked host-dirty; Halide copies such buffers to the
    device (a clean one without a device allocation would be allocated and
@@ -129,11 +137,9 @@ constexpr const char *kCudaDefinitions = R"(#ifndef ATTNC_CUDA_DEFINED
    wins). ATTNC_OK or ATTNC_NO_DEVICE_DRIVER. */
 static inline int attnc_cuda_load_driver(void) {
   static void *driver;
-  if (!driver) {
+  if (!driver)
     setenv("HL_CUDA_JIT_MAX_REGISTERS", "255", 0);
-    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  }
-  return driver ? ATTNC_OK : ATTNC_NO_DEVICE_DRIVER;
+  return attnc_load_driver(&driver, "libcuda.so.1");
 }
 #endif
 )";
@@ -145,9 +151,7 @@ constexpr const char *kOpenclDefinitions = R"(#ifndef ATTNC_OPENCL_DEFINED
    ATTNC_OK or ATTNC_NO_DEVICE_DRIVER. */
 static inline int attnc_opencl_load_driver(void) {
   static void *driver;
-  if (!driver)
-    driver = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_GLOBAL);
-  return driver ? ATTNC_OK : ATTNC_NO_DEVICE_DRIVER;
+  return attnc_load_driver(&driver, "libOpenCL.so.1");
 }
 #endif
 )";
