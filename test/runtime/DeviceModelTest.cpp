@@ -20,6 +20,7 @@
 #include "attn/runtime/DeviceProbe.h"
 #include "attn/runtime/Generator.h"
 #include "attn/runtime/Model.h"
+#include "attn/runtime/attn_runtime.h"
 
 #define ATTN_STRING2(x) #x
 #define ATTN_STRING(x) ATTN_STRING2(x)
@@ -71,7 +72,8 @@ bool createApplicationContext() {
     return false;
   const intptr_t properties[] = {0x1084 /* CL_CONTEXT_PLATFORM */,
                                  intptr_t(platform), 0};
-  applicationContext = context(properties, 1, &device, nullptr, nullptr, &error);
+  applicationContext =
+      context(properties, 1, &device, nullptr, nullptr, &error);
   if (!applicationContext || error != 0)
     return false;
   applicationQueue = queue(applicationContext, device, 0, &error);
@@ -373,6 +375,63 @@ TEST_F(DeviceModelTest, DeviceWorkRunsInTheApplicationsContext) {
   EXPECT_GT(applicationContextUses.load(), before);
 }
 #endif
+
+/// Greedy tokens of `prompt` through the C API, on the device or not.
+std::vector<int32_t>
+generateThroughTheCApi(const std::string &weights, const void *device,
+                       const std::vector<int32_t> &prompt) {
+  attn_model *model = nullptr;
+  attn_status status = attn_model_load_on_device(
+      kLlama.plan, kLlama.table, kLlama.size, weights.c_str(),
+      ATTN_NAMING_LLAMA, device, &model);
+  EXPECT_EQ(status, ATTN_OK) << attn_last_error();
+  attn_generator *generator = nullptr;
+  int32_t request = -1, count = 0;
+  std::vector<int32_t> tokens(8);
+  attn_finish_reason reason;
+  if (model && attn_generator_create(model, 1, &generator) == ATTN_OK &&
+      attn_generator_submit(generator, prompt.data(), int32_t(prompt.size()), 8,
+                            nullptr, 0, nullptr, nullptr, nullptr,
+                            &request) == ATTN_OK &&
+      attn_generator_run(generator) == ATTN_OK)
+    EXPECT_EQ(attn_generator_result(generator, request, tokens.data(),
+                                    int32_t(tokens.size()), &count, &reason),
+              ATTN_OK);
+  attn_generator_destroy(generator);
+  attn_model_destroy(model);
+  tokens.resize(count);
+  return tokens;
+}
+
+TEST_F(DeviceModelTest, CApiLoadsOnTheDevice) {
+  Pair m = loadBoth(kLlama); // writes the weights file
+  const std::string weights =
+      testing::TempDir() + kApi + "_" + kLlama.name + ".safetensors";
+  const std::vector<int32_t> prompt = {2, 7, 1, 8};
+  std::vector<int32_t> cpu = generateThroughTheCApi(weights, nullptr, prompt);
+  std::vector<int32_t> gpu =
+      generateThroughTheCApi(weights, kLlama.device, prompt);
+  EXPECT_EQ(cpu.size(), 8u);
+  EXPECT_EQ(cpu, gpu);
+}
+
+TEST(DeviceModelLoad, WithoutADeviceLoadingSaysWhy) {
+  const std::string why = whyNoDevice(kApi);
+  if (why.empty())
+    GTEST_SKIP() << "a " << kApi << " device is present";
+  const auto *table = reinterpret_cast<const KernelEntry *>(kLlama.table);
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kLlama.plan, table, kLlama.size, plan));
+  const std::string path = testing::TempDir() + kApi + "_nodevice.safetensors";
+  ASSERT_TRUE(Model::writeRandomWeights(plan, kLlama.naming, 1, path));
+  std::unique_ptr<Model> model;
+  Status s =
+      Model::load(kLlama.plan, table, kLlama.size, path, kLlama.naming,
+                  *reinterpret_cast<const DeviceApi *>(kLlama.device), model);
+  EXPECT_EQ(s.code(), StatusCode::NotFound);
+  EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  EXPECT_FALSE(model);
+}
 
 TEST(DeviceModelLoad, ALibraryWithoutTheDevicesKernelsIsRefused) {
   std::string plan = kLlama.plan;
