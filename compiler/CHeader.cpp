@@ -174,6 +174,9 @@ typedef struct attnc_device_api {
   int (*buffer_copy)(void *, struct halide_buffer_t *,
                      const struct halide_device_interface_t *,
                      struct halide_buffer_t *);
+  int (*device_crop)(void *, const struct halide_buffer_t *,
+                     struct halide_buffer_t *);
+  int (*device_release_crop)(void *, struct halide_buffer_t *);
   halide_error_handler_t (*set_error_handler)(halide_error_handler_t);
 } attnc_device_api;
 #endif
@@ -452,8 +455,8 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
        << "_load_driver, halide_" << api << "_device_interface,\n"
        << "    halide_device_malloc, halide_device_free, "
           "halide_copy_to_device,\n"
-       << "    halide_copy_to_host, halide_buffer_copy, "
-          "halide_set_error_handler};\n\n";
+       << "    halide_copy_to_host, halide_buffer_copy, halide_device_crop,\n"
+       << "    halide_device_release_crop, halide_set_error_handler};\n\n";
   }
   os << "/* The plan (also written as " << name << "_plan.json). */\n"
      << "static const char " << name << "_plan_json[] =";

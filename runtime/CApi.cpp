@@ -40,8 +40,8 @@ static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
               "attn_finish_reason mirrors FinishReason");
 static_assert(sizeof(KernelEntry) == 3 * sizeof(void *),
               "a kernel table entry is a name, a function and its metadata");
-static_assert(sizeof(DeviceApi) == 9 * sizeof(void *),
-              "attnc_device_api: a name and eight functions");
+static_assert(sizeof(DeviceApi) == 11 * sizeof(void *),
+              "attnc_device_api: a name and ten functions");
 
 namespace {
 thread_local std::string lastError;

@@ -77,7 +77,8 @@ void handleHalideError(void *, const char *message) {
 }
 } // namespace
 
-Status track(const DeviceApi &api, const void *host, size_t bytes) {
+Status track(const DeviceApi &api, const void *host, size_t bytes,
+             bool hostHasData) {
   if (!host || bytes == 0)
     return Status::ok();
   const uintptr_t begin = reinterpret_cast<uintptr_t>(host);
@@ -118,7 +119,7 @@ Status track(const DeviceApi &api, const void *host, size_t bytes) {
     return Status(StatusCode::OutOfMemory,
                   "allocating " + std::to_string(bytes) + " bytes on the " +
                       api.name + " device failed: " + takeLastDeviceError());
-  setFlag(buffer, halide_buffer_flag_host_dirty, true);
+  setFlag(buffer, halide_buffer_flag_host_dirty, hostHasData);
   registry[begin] = std::move(shadow);
   shadowCount++;
   return Status::ok();
@@ -239,6 +240,69 @@ Status copyOnDevice(const DeviceApi &api, halide_buffer_t &from,
     return deviceError("a copy on the device failed");
   std::lock_guard<std::mutex> lock(registryMutex);
   setFlag(target->buffer, halide_buffer_flag_device_dirty, true);
+  return Status::ok();
+}
+
+Status copyBytes(const void *from, void *to, size_t bytes, bool &done) {
+  done = false;
+  if (shadowCount.load() == 0 || bytes == 0)
+    return Status::ok();
+  std::lock_guard<std::mutex> lock(registryMutex);
+  Shadow *source = containing(from), *target = containing(to);
+  if (!source || !target)
+    return Status::ok();
+  const size_t fromOffset =
+                   static_cast<const uint8_t *>(from) - source->buffer.host,
+               toOffset = static_cast<uint8_t *>(to) - target->buffer.host;
+  if (fromOffset + bytes > source->bytes || toOffset + bytes > target->bytes)
+    return Status(StatusCode::InvalidArgument,
+                  "a device copy past the end of an allocation");
+  if (fromOffset + bytes > size_t(INT32_MAX) ||
+      toOffset + bytes > size_t(INT32_MAX))
+    return Status::ok();
+  if (Status s = upload(*source); !s)
+    return s;
+  if (Status s = upload(*target); !s)
+    return s;
+  // Each range as a crop of its allocation (a one-dimensional byte alias of
+  // it, cropped at the offset), then rebased to 0 so that Halide copies the
+  // one onto the other.
+  const DeviceApi &api = *target->api;
+  halide_dimension_t aliasDims[2], viewDims[2];
+  halide_buffer_t alias[2]{}, view[2]{};
+  const Shadow *shadows[2] = {source, target};
+  const size_t offsets[2] = {fromOffset, toOffset};
+  int cropped = 0;
+  Status status;
+  for (; cropped < 2; cropped++) {
+    const Shadow &shadow = *shadows[cropped];
+    aliasDims[cropped] = {0, int32_t(offsets[cropped] + bytes), 1, 0};
+    viewDims[cropped] = {int32_t(offsets[cropped]), int32_t(bytes), 1, 0};
+    for (halide_buffer_t *b : {&alias[cropped], &view[cropped]}) {
+      b->type = {halide_type_uint, 8, 1};
+      b->dimensions = 1;
+    }
+    alias[cropped].host = shadow.buffer.host;
+    alias[cropped].device = shadow.buffer.device;
+    alias[cropped].device_interface = shadow.buffer.device_interface;
+    alias[cropped].dim = &aliasDims[cropped];
+    view[cropped].host = shadow.buffer.host + offsets[cropped];
+    view[cropped].dim = &viewDims[cropped];
+    if (api.deviceCrop(nullptr, &alias[cropped], &view[cropped]) != 0) {
+      status = deviceError("cropping a device allocation failed");
+      break;
+    }
+    viewDims[cropped].min = 0;
+  }
+  if (status &&
+      api.bufferCopy(nullptr, &view[0], api.deviceInterface(), &view[1]) != 0)
+    status = deviceError("a copy on the device failed");
+  for (int i = 0; i < cropped; i++)
+    api.deviceReleaseCrop(nullptr, &view[i]);
+  if (!status)
+    return status;
+  setFlag(target->buffer, halide_buffer_flag_device_dirty, true);
+  done = true;
   return Status::ok();
 }
 

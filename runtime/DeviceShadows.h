@@ -35,10 +35,13 @@
 namespace attn::runtime::shadows {
 
 /// Gives [host, host + bytes) a device shadow on `api`'s device (a no-op if
-/// it has one of at least that size); its host contents are uploaded before
-/// the first kernel reads it. Shadows overlapping the range are dropped
+/// it has one of at least that size). With `hostHasData` its host contents
+/// are uploaded before the first kernel uses it (weights, KV pools); without,
+/// the device side starts undefined (scratch activations, which kernels
+/// write before they read). Shadows overlapping the range are dropped
 /// (memory freed and reused by a new allocation).
-Status track(const DeviceApi &api, const void *host, size_t bytes);
+Status track(const DeviceApi &api, const void *host, size_t bytes,
+             bool hostHasData);
 
 /// Drops the shadow starting at `host`, if any (the allocation is going
 /// away or moving).
@@ -78,6 +81,12 @@ private:
 /// std::memcpy would on the host.
 Status copyOnDevice(const DeviceApi &api, halide_buffer_t &from,
                     halide_buffer_t &to);
+
+/// std::memcpy(to, from, bytes) on the device when both ranges lie in
+/// allocations with device copies (`done` set), e.g. a KV page copied on
+/// write; `done` false, nothing copied, when either has none (or an offset
+/// exceeds Halide's 32-bit extents): the caller copies on the host.
+Status copyBytes(const void *from, void *to, size_t bytes, bool &done);
 
 /// The last error Halide's runtime reported on this thread (device runs
 /// install a handler that records instead of aborting).

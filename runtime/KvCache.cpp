@@ -153,20 +153,32 @@ void KvCache::releasePage(int32_t page) {
     freeList_.push_back(page);
 }
 
-void KvCache::copyPage(int32_t from, int32_t to) {
-  size_t bytes = pageBytes();
-  size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
+Status KvCache::copyPage(int32_t from, int32_t to) {
+  // Each pool's page: on the device when the pool lives there (a GPU
+  // model's cache), else in host memory.
+  auto copy = [&](uint8_t *pool, size_t bytes) {
+    bool onDevice = false;
+    if (Status s = shadows::copyBytes(pool + from * bytes, pool + to * bytes,
+                                      bytes, onDevice);
+        !s || onDevice)
+      return s;
+    shadows::hostWrites(pool);
+    std::memcpy(pool + to * bytes, pool + from * bytes, bytes);
+    return Status::ok();
+  };
+  const size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
   for (int layer = 0; layer < config_.numLayers; layer++) {
-    hostAccess(layer, /*write=*/true);
-    std::memcpy(keys_[layer].data() + to * bytes,
-                keys_[layer].data() + from * bytes, bytes);
-    std::memcpy(values_[layer].data() + to * bytes,
-                values_[layer].data() + from * bytes, bytes);
+    Status s = copy(keys_[layer].data(), pageBytes());
+    if (s)
+      s = copy(values_[layer].data(), pageBytes());
     for (auto *scales : {&keyScales_, &valueScales_})
-      if (!scales->empty())
-        std::copy_n((*scales)[layer].data() + from * rows, rows,
-                    (*scales)[layer].data() + to * rows);
+      if (s && !scales->empty())
+        s = copy(reinterpret_cast<uint8_t *>((*scales)[layer].data()),
+                 rows * sizeof(float));
+    if (!s)
+      return s;
   }
+  return Status::ok();
 }
 
 void KvCache::store(int layer, int32_t slot, const float *key,
@@ -314,7 +326,10 @@ Status KvCache::reserve(const char *operation, SequenceId id, int position,
     int32_t &page = pages[p];
     if (refCounts_[page] > 1) {
       int32_t copy = takePage();
-      copyPage(page, copy);
+      if (Status s = copyPage(page, copy); !s) {
+        releasePage(copy);
+        return s;
+      }
       releasePage(page);
       page = copy;
     }

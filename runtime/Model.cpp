@@ -483,7 +483,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     for (const auto &weights : result->weights_)
       for (const std::vector<float> *tensor : weights->tensors())
         if (Status s = shadows::track(*device, tensor->data(),
-                                      tensor->size() * sizeof(float));
+                                      tensor->size() * sizeof(float),
+                                      /*hostHasData=*/true);
             !s)
           return s;
   model = std::move(result);

@@ -57,7 +57,8 @@ struct Placement {
       v.resize(n);
     }
     if (status)
-      status = shadows::track(*device, v.data(), v.size() * sizeof(float));
+      status = shadows::track(*device, v.data(), v.size() * sizeof(float),
+                              /*hostHasData=*/false);
     return v.data();
   }
   /// `rows` rows of `width` floats from `from` (rows `fromStride` apart,
@@ -343,15 +344,18 @@ private:
     const KvCacheConfig &c = cache.config();
     const size_t rows = size_t(c.numPages) * c.pageSize * c.numKvHeads;
     const size_t pool = rows * c.headDim * byteSize(c.dtype);
-    Status s = shadows::track(*place.device, cache.keyPages(layer), pool);
+    // The host may have written the pools (cross-attention K/V, int8 rows)
+    // before this first device use: their contents go up once.
+    auto track = [&](const void *pool, size_t bytes) {
+      return shadows::track(*place.device, pool, bytes, /*hostHasData=*/true);
+    };
+    Status s = track(cache.keyPages(layer), pool);
     if (s)
-      s = shadows::track(*place.device, cache.valuePages(layer), pool);
+      s = track(cache.valuePages(layer), pool);
     if (s && cache.keyScales(layer))
-      s = shadows::track(*place.device, cache.keyScales(layer),
-                         rows * sizeof(float));
+      s = track(cache.keyScales(layer), rows * sizeof(float));
     if (s && cache.valueScales(layer))
-      s = shadows::track(*place.device, cache.valueScales(layer),
-                         rows * sizeof(float));
+      s = track(cache.valueScales(layer), rows * sizeof(float));
     return s;
   }
 

@@ -186,7 +186,8 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
   Side cpu, gpu;
   makeCaches(*m.cpu, 2, cpu);
   makeCaches(*m.gpu, 2, gpu);
-  const std::vector<int32_t> prompt = {3, 14, 1, 5, 9, 2, 6};
+  // 13 tokens: most of the first page (16 tokens), which the fork shares.
+  const std::vector<int32_t> prompt = {3, 14, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7};
   std::vector<float> cpuLogits(vocabulary), gpuLogits(vocabulary);
   SequenceId cpuA, gpuA, cpuB, gpuB;
   ASSERT_TRUE(cpu.self.addSequence(cpuA));
@@ -240,8 +241,8 @@ TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
   Pair m = loadBoth(kLlama);
   ASSERT_TRUE(m.gpu);
   Side gpu;
-  makeCaches(*m.gpu, 2, gpu);
-  SequenceId a, b;
+  makeCaches(*m.gpu, 3, gpu);
+  SequenceId a, b, c;
   ASSERT_TRUE(gpu.self.addSequence(a));
   ASSERT_TRUE(gpu.self.addSequence(b));
   const std::vector<int32_t> prompt = {3, 14, 1, 5};
@@ -260,8 +261,13 @@ TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
   };
   step(); // the step's activations get their device copies
   DeviceResidentCopies before = deviceResidentCopies();
-  for (int i = 0; i < 14; i++) // into a second page (pages of 16 tokens)
+  // A fork shares a's pages; its first step copies the shared page (on the
+  // device), then both grow into a second page (pages of 16 tokens).
+  ASSERT_TRUE(gpu.self.fork(a, c));
+  batch[1] = c;
+  for (int i = 0; i < 14; i++)
     step();
+  EXPECT_TRUE(gpu.self.checkInvariants());
   DeviceResidentCopies after = deviceResidentCopies();
   EXPECT_EQ(after.toDevice, before.toDevice);
   EXPECT_EQ(after.toHost, before.toHost);

@@ -29,6 +29,8 @@ struct DeviceApi {
   int (*copyToHost)(void *, halide_buffer_t *);
   int (*bufferCopy)(void *, halide_buffer_t *,
                     const halide_device_interface_t *, halide_buffer_t *);
+  int (*deviceCrop)(void *, const halide_buffer_t *, halide_buffer_t *);
+  int (*deviceReleaseCrop)(void *, halide_buffer_t *);
   halide_error_handler_t (*setErrorHandler)(halide_error_handler_t);
 };
 

@@ -135,7 +135,7 @@ private:
   size_t tokenBytes() const; ///< one token, one layer, K or V
   int32_t takePage();
   void releasePage(int32_t page);
-  void copyPage(int32_t from, int32_t to);
+  Status copyPage(int32_t from, int32_t to);
   void hostAccess(int layer, bool write) const;
   void forgetDeviceCopies();
   /// One token's K and V rows [numKvHeads][headDim] float into / out of

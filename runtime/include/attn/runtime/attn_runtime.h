@@ -110,13 +110,11 @@ attn_status attn_model_load(const char *plan_json, const void *kernel_table,
  * Weights, KV caches and activations then stay on the device (Model.h);
  * ATTN_NOT_FOUND, naming why, without the driver or a device. NULL:
  * attn_model_load. */
-attn_status attn_model_load_on_device(const char *plan_json,
-                                      const void *kernel_table,
-                                      size_t kernel_table_size,
-                                      const char *weights_path,
-                                      attn_weight_naming naming,
-                                      const void *device_api,
-                                      attn_model **model);
+attn_status
+attn_model_load_on_device(const char *plan_json, const void *kernel_table,
+                          size_t kernel_table_size, const char *weights_path,
+                          attn_weight_naming naming, const void *device_api,
+                          attn_model **model);
 void attn_model_destroy(attn_model *model); /* NULL is fine */
 /* Tokens of the output head (the decoder's vocabulary). */
 int32_t attn_model_vocabulary(const attn_model *model);
