@@ -180,6 +180,67 @@ BufferView headsView(const float *data, int64_t tokens, int64_t heads,
 }
 
 enum class Mode { Prefill, Step };
+
+/// On a device, gives `layer`'s pools of `cache` their device shadows.
+Status placeCache(const Placement &place, const KvCache &cache, int layer) {
+  if (!place.device)
+    return Status::ok();
+  const KvCacheConfig &c = cache.config();
+  const size_t rows = size_t(c.numPages) * c.pageSize * c.numKvHeads;
+  const size_t pool = rows * c.headDim * byteSize(c.dtype);
+  // The host may have written the pools (cross-attention K/V, int8 rows)
+  // before this first device use: their contents go up once.
+  auto track = [&](const void *pool, size_t bytes) {
+    return shadows::track(*place.device, pool, bytes, /*hostHasData=*/true);
+  };
+  Status s = track(cache.keyPages(layer), pool);
+  if (s)
+    s = track(cache.valuePages(layer), pool);
+  if (s && cache.keyScales(layer))
+    s = track(cache.keyScales(layer), rows * sizeof(float));
+  if (s && cache.valueScales(layer))
+    s = track(cache.valueScales(layer), rows * sizeof(float));
+  return s;
+}
+
+/// Stores `rows` [length][2·kv] (each token's K | V, f32, on the device) at
+/// `slots` [length] of `layer` in `cache` (f32 pools), all on the device:
+/// K and V made dense, then one copy per run of consecutive slots.
+Status storeRowsOnDevice(Placement &place, Workspace &ws, const float *rows,
+                         int64_t length, int64_t kv,
+                         const std::vector<int32_t> &slots, KvCache &cache,
+                         int layer) {
+  if (Status s = placeCache(place, cache, layer); !s)
+    return s;
+  float *keys = place.activation(ws.keyRows, size_t(length) * kv);
+  float *values = place.activation(ws.valueRows, size_t(length) * kv);
+  Status s = place.status;
+  if (s)
+    s = place.copyRows(rows, 0, 2 * kv, keys, kv, length);
+  if (s)
+    s = place.copyRows(rows, kv, 2 * kv, values, kv, length);
+  const size_t rowBytes = size_t(kv) * sizeof(float);
+  for (int64_t first = 0, last; s && first < length; first = last) {
+    for (last = first + 1; last < length && slots[last] == slots[last - 1] + 1;)
+      last++;
+    for (auto [from, pool] :
+         {std::pair{keys, cache.writableKeyPages(layer)},
+          std::pair{values, cache.writableValuePages(layer)}}) {
+      bool done = false;
+      s = shadows::copyBytes(from + first * kv,
+                             static_cast<uint8_t *>(pool) +
+                                 size_t(slots[first]) * rowBytes,
+                             size_t(last - first) * rowBytes, done);
+      if (s && !done)
+        s = Status(StatusCode::InvalidArgument,
+                   "a cross-attention cache row outside 32-bit device "
+                   "offsets");
+      if (!s)
+        break;
+    }
+  }
+  return s;
+}
 } // namespace
 
 /// The walk over one stack's ops (a friend of Model).
@@ -336,29 +397,6 @@ private:
   /// reserved in `cache` (prefill: positions [0, tokens) of the first
   /// sequence; step: each sequence's position), or, with no cache to fill,
   /// no slots and a one-slot pool nothing is stored in.
-  /// On a device, gives `layer`'s pools of `cache` their device shadows.
-  static Status placeCache(const Placement &place, const KvCache &cache,
-                           int layer) {
-    if (!place.device)
-      return Status::ok();
-    const KvCacheConfig &c = cache.config();
-    const size_t rows = size_t(c.numPages) * c.pageSize * c.numKvHeads;
-    const size_t pool = rows * c.headDim * byteSize(c.dtype);
-    // The host may have written the pools (cross-attention K/V, int8 rows)
-    // before this first device use: their contents go up once.
-    auto track = [&](const void *pool, size_t bytes) {
-      return shadows::track(*place.device, pool, bytes, /*hostHasData=*/true);
-    };
-    Status s = track(cache.keyPages(layer), pool);
-    if (s)
-      s = track(cache.valuePages(layer), pool);
-    if (s && cache.keyScales(layer))
-      s = track(cache.keyScales(layer), rows * sizeof(float));
-    if (s && cache.valueScales(layer))
-      s = track(cache.valueScales(layer), rows * sizeof(float));
-    return s;
-  }
-
   static Status cacheAppendArgs(const Placement &place, const PlanOp &op,
                                 const Inputs &in, Workspace &ws, KvCache *cache,
                                 int layer,
@@ -683,6 +721,18 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
                    " must exist and be empty");
   if (Status s = crossCache.extend(sequence, length); !s)
     return s;
+  // On a device, an f32 cache takes the rows where they are computed: one
+  // device copy per run of consecutive slots (a page's worth). Other element
+  // types are converted (int8: quantized) on the host by KvCache::write.
+  Placement place{device_};
+  const bool onDevice = device_ && crossCache.config().dtype == DType::F32;
+  std::vector<int32_t> slots(onDevice ? length : 0);
+  if (onDevice)
+    if (Status s = crossCache.reserveSlots(sequence, 0, length, slots.data());
+        !s) {
+      (void)crossCache.truncate(sequence, 0);
+      return s;
+    }
   int layer = 0;
   for (size_t i = 0; i < plan_.ops.size(); i++) {
     const PlanOp &op = plan_.ops[i];
@@ -690,24 +740,26 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
       continue;
     const Weights &w = *weights_[i];
     const int64_t kv = int64_t(op.kvHeads) * op.headDim;
-    // The K/V projection runs where the model does; the cache is written
-    // from the host (on a device: the rows come back first).
-    Placement place{device_};
+    // rows [length][2·kv]: each token's K | V.
     float *rows = place.activation(ws.key, size_t(length) * 2 * kv);
-    float *keys = grow(ws.crossRows, size_t(length) * 2 * kv);
-    float *values = keys + size_t(length) * kv;
     Status s = place.status;
     if (s)
       s = linear(device_, op.keyValue, memory, length, plan_.dModel, w.keyValue,
                  w.keyValueBias, nullptr, nullptr, 2 * kv, rows);
-    if (s)
+    if (s && onDevice)
+      s = storeRowsOnDevice(place, ws, rows, length, kv, slots, crossCache,
+                            layer);
+    else if (s) {
       shadows::hostReads(rows);
-    for (int64_t token = 0; s && token < length; token++) {
-      std::memcpy(keys + token * kv, rows + token * 2 * kv, kv * 4);
-      std::memcpy(values + token * kv, rows + token * 2 * kv + kv, kv * 4);
+      float *keys = grow(ws.crossRows, size_t(length) * 2 * kv);
+      float *values = keys + size_t(length) * kv;
+      for (int64_t token = 0; token < length; token++) {
+        std::memcpy(keys + token * kv, rows + token * 2 * kv, kv * 4);
+        std::memcpy(values + token * kv, rows + token * 2 * kv + kv, kv * 4);
+      }
+      s = crossCache.write(sequence, layer, 0, length, keys, values);
     }
-    if (s)
-      s = crossCache.write(sequence, layer++, 0, length, keys, values);
+    layer++;
     if (!s) {
       (void)crossCache.truncate(sequence, 0);
       return s;

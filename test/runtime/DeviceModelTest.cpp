@@ -330,6 +330,43 @@ void checkEncoderDecoder(const Library &library) {
   }
 }
 
+TEST_F(DeviceModelTest, CrossAttentionKeysAndValuesAreStoredOnTheDevice) {
+  Pair m = loadBoth(kEncDec);
+  ASSERT_TRUE(m.gpu);
+  Side gpu;
+  makeCaches(*m.gpu, 2, gpu);
+  const std::vector<std::vector<int32_t>> sources = {{4, 8, 1, 10, 3},
+                                                     {2, 7, 1, 9, 9, 9, 5}};
+  SequenceId self[2], cross[2];
+  std::vector<float> memory[2];
+  std::vector<float> logits(2 * m.gpu->targetVocabulary());
+  std::vector<int32_t> tokens = {0, 0};
+  auto store = [&](int b) {
+    ASSERT_TRUE(gpu.self.addSequence(self[b]));
+    ASSERT_TRUE(gpu.cross.addSequence(cross[b]));
+    Status s = m.gpu->storeCrossKeyValues(
+        memory[b].data(), int(sources[b].size()), gpu.cross, cross[b], gpu.ws);
+    ASSERT_TRUE(s) << s.message();
+  };
+  auto step = [&](int batch) {
+    Status s = m.gpu->decodeStep(self, cross, tokens.data(), batch, gpu.self,
+                                 &gpu.cross, logits.data(), gpu.ws);
+    ASSERT_TRUE(s) << s.message();
+  };
+  for (int b = 0; b < 2; b++)
+    ASSERT_TRUE(m.gpu->encode(sources[b].data(), int(sources[b].size()),
+                              memory[b], gpu.ws));
+  store(0);
+  step(1); // the caches get their device copies
+  DeviceResidentCopies before = deviceResidentCopies();
+  store(1); // the second source's K/V go straight into the device's pools
+  for (int i = 0; i < 3; i++)
+    step(2);
+  DeviceResidentCopies after = deviceResidentCopies();
+  EXPECT_EQ(after.toDevice, before.toDevice);
+  EXPECT_EQ(after.toHost, before.toHost);
+}
+
 TEST_F(DeviceModelTest, EncoderDecoderMatchesTheCpu) {
   checkEncoderDecoder(kEncDec);
 }
