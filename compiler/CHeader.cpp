@@ -525,6 +525,10 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
       if (spec.cacheAppend.kvHeads > 0)
         os << ", struct halide_buffer_t *key_cache, "
               "struct halide_buffer_t *value_cache";
+      if (spec.cacheAppend.kvHeads > 0 &&
+          spec.cacheAppend.element == attn::CacheElement::I8)
+        os << ", struct halide_buffer_t *key_scales, "
+              "struct halide_buffer_t *value_scales";
       if (spec.argmax)
         os << ", struct halide_buffer_t *best_token";
       os << ");\n";

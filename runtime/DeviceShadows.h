@@ -11,8 +11,8 @@
 //
 // Coherence is the shadow's two dirty bits, as Halide keeps them for one
 // buffer: a kernel's output makes the device side newer; host code that
-// reads or writes shadowed memory (KvCache's host writes of int8 rows and
-// of K/V it converts, traces) calls hostReads / hostWrites first, which
+// reads or writes shadowed memory (KvCache's host writes of K/V it
+// converts, traces) calls hostReads / hostWrites first, which
 // copies the device side back when it is newer and marks the host side
 // newer after a write, so the next kernel uploads it. Those paths cost
 // whole-allocation copies; prefill, decode steps, copy-on-write (copyBytes)

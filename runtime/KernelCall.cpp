@@ -132,6 +132,18 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
     result = reinterpret_cast<int (*)(B, B, B, B, B, B, B, B)>(f)(
         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]);
     break;
+  case 9:
+    result = reinterpret_cast<int (*)(B, B, B, B, B, B, B, B, B)>(f)(
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8]);
+    break;
+  case 10:
+    result = reinterpret_cast<int (*)(B, B, B, B, B, B, B, B, B, B)>(f)(
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9]);
+    break;
+  case 11:
+    result = reinterpret_cast<int (*)(B, B, B, B, B, B, B, B, B, B, B)>(f)(
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]);
+    break;
   default:
     return Status(StatusCode::InvalidArgument,
                   "kernel " + kernel.name + " called with " +

@@ -104,6 +104,8 @@ struct CacheAppendArgs {
   void *keyPool, *valuePool;
   halide_type_t element;
   int64_t poolSlots, kvHeads, headDim;
+  /// int8 pools: each row's scale, [poolSlots][kvHeads] float; else null.
+  float *keyScales = nullptr, *valueScales = nullptr;
 };
 
 /// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
@@ -130,7 +132,7 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
     args.push_back(&position);
   if (residual)
     args.push_back(&res);
-  std::optional<BufferView> slots, keyPool, valuePool;
+  std::optional<BufferView> slots, keyPool, valuePool, keyScales, valueScales;
   if (append) {
     const int64_t kv = append->kvHeads * append->headDim;
     slots.emplace(append->slots, int32Type(),
@@ -148,6 +150,16 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
   if (append) {
     args.push_back(&*keyPool);
     args.push_back(&*valuePool);
+  }
+  if (append && append->keyScales) {
+    for (auto [view, pool] : {std::pair{&keyScales, append->keyScales},
+                              std::pair{&valueScales, append->valueScales}})
+      view->emplace(
+          pool, float32Type(),
+          std::initializer_list<BufferView::Dim>{
+              {append->kvHeads, 1}, {append->poolSlots, append->kvHeads}});
+    args.push_back(&*keyScales);
+    args.push_back(&*valueScales);
   }
   BufferView bestView(best, int32Type(), {{tokens, 1}});
   if (best)
@@ -409,6 +421,8 @@ private:
       float *pool = grow(ws.noCache, size_t(op.kvHeads) * op.headDim);
       append = CacheAppendArgs{slots, pool,       pool,      element,
                                1,     op.kvHeads, op.headDim};
+      if (op.cacheType == DType::I8) // [1][kvHeads] scales fit in it too
+        append->keyScales = append->valueScales = pool;
       return Status::ok();
     }
     const KvCacheConfig &c = cache->config();
@@ -436,6 +450,10 @@ private:
                              int64_t(c.numPages) * c.pageSize,
                              op.kvHeads,
                              op.headDim};
+    if (c.dtype == DType::I8) {
+      append->keyScales = cache->writableKeyScales(layer);
+      append->valueScales = cache->writableValueScales(layer);
+    }
     return Status::ok();
   }
 

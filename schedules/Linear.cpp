@@ -40,20 +40,23 @@ Expr activate(Expr x, Activation activation) {
 }
 
 /// The K and V rows of `projection` (its last 2·kvHeads·headDim features),
-/// scattered into two cache pools (c, h, slot) at the rows `slots` names.
-/// The projection is an output computed before them; each token's row is
-/// read back from L1/L2 once, converted and stored, a few hundred bytes per
-/// token against the kilobytes of W the projection streamed for it.
-std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
-                                    int features, ImageParam slots, int vec,
-                                    bool gpu) {
+/// scattered into two cache pools (c, h, slot) at the rows `slots` names;
+/// for an int8 cache also their scales, two pools (h, slot). The projection
+/// is an output computed before them; each token's row is read back from
+/// L1/L2 once, converted and stored, a few hundred bytes per token against
+/// the kilobytes of W the projection streamed for it.
+std::vector<Func> appendToCache(const CacheAppend &append, Func projection,
+                                int features, ImageParam slots, int vec,
+                                bool gpu) {
   // Halide 14's LLVM emits invalid PTX for bf16 stores ("Arguments
   // mismatch for instruction 'st'", test/kernels/GpuPtxTest.cpp): on CUDA
   // a bf16 pool is written as its uint16 bit patterns, rounded to nearest
   // even here, as the runtime rounds (NaN kept a quiet NaN).
   const bool bf16Bits = gpu && append.element == CacheElement::BF16;
+  const bool int8 = append.element == CacheElement::I8;
   const Type element = append.element == CacheElement::F32   ? Float(32)
                        : append.element == CacheElement::F16 ? Float(16)
+                       : int8                                ? Int(8)
                        : bf16Bits                            ? UInt(16)
                                                              : BFloat(16);
   auto convert = [&](Expr x) {
@@ -70,7 +73,25 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
   // assuming vector alignment; require it, so a misaligned caller gets an
   // error instead of a fault.
   projection.output_buffer().set_host_alignment(kAppendOutputAlignment);
-  Var c("c"), h("h"), s("s");
+  Var c("c"), h("h"), s("s"), m("m");
+  // int8: each (token, head) row as round(x / scale), scale = the row's
+  // largest finite magnitude / 127 (exactly the runtime's quantizeRow:
+  // ties to even, infinities saturate, NaN becomes 0).
+  auto rowScale = [&](const std::string &name, Expr firstFeature) {
+    Func scale(name + "_scale");
+    RDom rd(0, headDim, name + "_rd");
+    Expr x = projection(firstFeature + h * headDim + rd, m);
+    // strict_float: Halide would otherwise multiply by 1/127, which rounds
+    // differently from the runtime's division.
+    scale(h, m) =
+        strict_float(maximum(select(is_finite(x), abs(x), 0.0f)) / 127.0f);
+    if (gpu)
+      scale.compute_root().gpu_blocks(m).gpu_threads(h);
+    else
+      scale.compute_root();
+    return scale;
+  };
+  std::vector<Func> scales;
   auto scatter = [&](const std::string &name, Expr firstFeature) {
     Func pool(name);
     pool(c, h, s) = undef(element);
@@ -78,8 +99,33 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
     Expr slot = slots(r.z);
     r.where(slot >= 0);
     Expr lastSlot = pool.output_buffer().dim(2).extent() - 1;
-    pool(r.x, r.y, clamp(slot, 0, lastSlot)) =
-        convert(projection(firstFeature + r.y * headDim + r.x, r.z));
+    Expr x = projection(firstFeature + r.y * headDim + r.x, r.z);
+    Expr stored = convert(x);
+    if (int8) {
+      Func scale = rowScale(name, firstFeature);
+      Expr q = select(scale(r.y, r.z) > 0.0f, round(x / scale(r.y, r.z)), 0.0f);
+      stored = cast<int8_t>(select(is_nan(q), 0.0f, clamp(q, -127.0f, 127.0f)));
+      // The scales, (h, slot) pools beside the K/V ones.
+      std::string scalesName =
+          name == "key_cache" ? "key_scales" : "value_scales";
+      Func scalePool(scalesName);
+      scalePool(h, s) = undef(Float(32));
+      RDom rs(0, append.kvHeads, 0, tokens, scalesName + "_r");
+      Expr scaleSlot = slots(rs.y);
+      rs.where(scaleSlot >= 0);
+      scalePool(rs.x, clamp(scaleSlot, 0, lastSlot)) = scale(rs.x, rs.y);
+      scalePool.output_buffer()
+          .dim(0)
+          .set_min(0)
+          .set_extent(append.kvHeads)
+          .set_stride(1);
+      scalePool.output_buffer().dim(1).set_min(0).set_stride(append.kvHeads);
+      if (gpu)
+        scalePool.update().allow_race_conditions().gpu_blocks(rs.y).gpu_threads(
+            rs.x);
+      scales.push_back(scalePool);
+    }
+    pool(r.x, r.y, clamp(slot, 0, lastSlot)) = stored;
     pool.output_buffer().dim(0).set_min(0).set_extent(headDim).set_stride(1);
     pool.output_buffer()
         .dim(1)
@@ -102,8 +148,10 @@ std::pair<Func, Func> appendToCache(const CacheAppend &append, Func projection,
           .vectorize(r.x, vec, TailStrategy::GuardWithIf);
     return pool;
   };
-  return {scatter("key_cache", features - 2 * kvWidth),
-          scatter("value_cache", features - kvWidth)};
+  std::vector<Func> pools = {scatter("key_cache", features - 2 * kvWidth),
+                             scatter("value_cache", features - kvWidth)};
+  pools.insert(pools.end(), scales.begin(), scales.end());
+  return pools;
 }
 
 /// Each token's greedy choice among the `features` outputs of `logits`: the
@@ -263,9 +311,11 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       return {Pipeline(output), inputs};
     ImageParam cacheSlots(Int(32), 1, "cache_slots"); // (m)
     inputs.push_back(cacheSlots);
-    auto [keyCache, valueCache] =
-        appendToCache(spec.cacheAppend, output, out, cacheSlots, vec, gpu);
-    return {Pipeline({output, keyCache, valueCache}), inputs};
+    std::vector<Func> outputs = {output};
+    for (Func pool :
+         appendToCache(spec.cacheAppend, output, out, cacheSlots, vec, gpu))
+      outputs.push_back(pool);
+    return {Pipeline(outputs), inputs};
   };
 
   // SCHEDULE ----------------------------------------------------------------

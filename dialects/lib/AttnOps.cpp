@@ -427,8 +427,9 @@ LogicalResult LinearKernelOp::verify() {
                            << kvFeatures << ") exceed out_features ("
                            << getOutFeatures() << ")";
     Type dtype = *getAppendDtype();
-    if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
-      return emitOpError() << "append_dtype must be f32, f16 or bf16, got "
+    if (!dtype.isF32() && !dtype.isF16() && !dtype.isBF16() &&
+        !dtype.isInteger(8))
+      return emitOpError() << "append_dtype must be f32, f16, bf16 or i8, got "
                            << dtype;
   }
   // The argmax belongs to an output head, which stores no K/V; one extra

@@ -46,3 +46,13 @@ attn.model @cached attributes {d_model = 64 : i64, kind = "encoder-decoder", max
   attn.attention_layer @self self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, stack = "decoder"}
   attn.attention_layer @cross cross {cache = #attn.kv_cache<contiguous, page_size = 64, dtype = f32, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, stack = "decoder"}
 }
+
+// -----
+
+// An int8 cache too: the projection quantizes each row and stores its scale.
+// CHECK-LABEL: attn.model @int8
+// CHECK: attn.attention_layer @self self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i8, max_length = 64>, fused_cache_append,
+attn.model @int8 attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.norm @n layer_norm {eps = 1.0e-05 : f32}
+  attn.attention_layer @self self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i8, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64}
+}

@@ -96,8 +96,8 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{append_dtype must be f32, f16 or bf16, got 'i8'}}
-  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, append_kv_heads = 1 : i64, append_head_dim = 8 : i64, append_dtype = i8}
+  // expected-error @+1 {{append_dtype must be f32, f16, bf16 or i8, got 'f64'}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, append_kv_heads = 1 : i64, append_head_dim = 8 : i64, append_dtype = f64}
 }
 
 // -----

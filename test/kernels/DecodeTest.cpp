@@ -295,7 +295,9 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
       c.kvHeads, c.headDim,
       c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
       : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
+      : c.dtype == attn::runtime::DType::I8   ? attn::CacheElement::I8
                                               : attn::CacheElement::F32};
+  const bool int8 = c.dtype == attn::runtime::DType::I8;
   attn::KernelPipeline fused = attn::buildLinearPipeline(spec, target);
 
   // Two identical caches; the appended sequence is a fork whose pages are
@@ -351,12 +353,27 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
                            c.headDim, c.kvHeads, poolSlots);
   Halide::Buffer<> valuePool(element, viaKernel.writableValuePages(layer),
                              c.headDim, c.kvHeads, poolSlots);
+  // int8: each row's scale too, [slots][kvHeads].
+  std::vector<float> noScales(c.kvHeads);
+  Halide::Buffer<float> keyScales(int8 ? viaKernel.writableKeyScales(layer)
+                                       : noScales.data(),
+                                  c.kvHeads, int8 ? poolSlots : 1);
+  Halide::Buffer<float> valueScales(int8 ? viaKernel.writableValueScales(layer)
+                                         : noScales.data(),
+                                    c.kvHeads, int8 ? poolSlots : 1);
+  auto outputs = [&](Halide::Buffer<float> projection) {
+    std::vector<Halide::Buffer<>> all = {projection, keyPool, valuePool};
+    if (int8) {
+      all.push_back(keyScales);
+      all.push_back(valueScales);
+    }
+    return Halide::Realization(all);
+  };
   // An output off kAppendOutputAlignment is refused, not read misaligned.
   std::vector<float> misaligned(size_t(out) * c.tokens + 1);
   Halide::Buffer<float> misalignedOutput(misaligned.data() + 1, out, c.tokens);
-  EXPECT_THROW(run(fused, {misalignedOutput, keyPool, valuePool}),
-               Halide::RuntimeError);
-  run(fused, {projected, keyPool, valuePool});
+  EXPECT_THROW(run(fused, outputs(misalignedOutput)), Halide::RuntimeError);
+  run(fused, outputs(projected));
 
   for (int m = 0; m < c.tokens; m++)
     for (int n = 0; n < out; n++)
@@ -372,13 +389,24 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
                                  row + out - 2 * kvWidth, row + out - kvWidth));
   }
   for (int l = 0; l < config.numLayers; l++) {
-    size_t bytes = viaKernel.poolBytes() / 2 / config.numLayers;
+    // One pool (poolBytes also counts int8 scales).
+    size_t bytes = size_t(poolSlots) * kvWidth * byteSize(c.dtype);
     EXPECT_EQ(std::memcmp(viaKernel.keyPages(l), viaWrite.keyPages(l), bytes),
               0)
         << "K of layer " << l;
     EXPECT_EQ(
         std::memcmp(viaKernel.valuePages(l), viaWrite.valuePages(l), bytes), 0)
         << "V of layer " << l;
+    if (int8) {
+      size_t scales = size_t(poolSlots) * c.kvHeads * sizeof(float);
+      EXPECT_EQ(
+          std::memcmp(viaKernel.keyScales(l), viaWrite.keyScales(l), scales), 0)
+          << "K scales of layer " << l;
+      EXPECT_EQ(std::memcmp(viaKernel.valueScales(l), viaWrite.valueScales(l),
+                            scales),
+                0)
+          << "V scales of layer " << l;
+    }
   }
   EXPECT_EQ(*viaKernel.blockTable(child), *viaWrite.blockTable(child));
   EXPECT_TRUE(viaKernel.checkInvariants());
@@ -399,6 +427,11 @@ INSTANTIATE_TEST_SUITE_P(
         AppendCase{32, 4, 1, 8, 1, 4, attn::runtime::DType::F32, true, false,
                    true},
         AppendCase{32, 4, 1, 8, 2, 4, attn::runtime::DType::BF16, true, true,
+                   true},
+        // int8: each row quantized and its scale stored, as KvCache::write
+        // does (prefill over pages; a decode step with the one-row schedule)
+        AppendCase{48, 4, 2, 16, 21, 8, attn::runtime::DType::I8, true, true},
+        AppendCase{40, 6, 3, 10, 1, 4, attn::runtime::DType::I8, false, false,
                    true}));
 
 } // namespace

@@ -186,6 +186,11 @@ std::vector<GpuCase> cases() {
     spec.cacheAppend = {2, 64, CacheElement::BF16};
     return attn::buildLinearPipeline(spec, t);
   });
+  add("linear_kv_append_i8", [](const Halide::Target &t) {
+    attn::LinearSpec spec = linear(256, 256);
+    spec.cacheAppend = {2, 64, CacheElement::I8};
+    return attn::buildLinearPipeline(spec, t);
+  });
   add("linear_gelu_bias", [](const Halide::Target &t) {
     attn::LinearSpec spec = linear(256, 1024);
     spec.bias = true;

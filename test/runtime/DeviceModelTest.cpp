@@ -7,8 +7,9 @@
 // activations on the device. Every path must give the CPU's logits: prefill
 // into a cache, decode steps over it for a batch with a forked sequence
 // (copy-on-write of a shared page), recomputation without a cache, an
-// encoder-decoder with cross-attention K/V stored from the host, an int8
-// cache (rows quantized on the host), and greedy generation. fp32 on both
+// encoder-decoder with cross-attention K/V stored on the device, an int8
+// cache (self-attention rows quantized by the projection, cross-attention
+// rows by the host), and greedy generation. fp32 on both
 // sides, summed in different orders: logits of O(1) agree to 1e-4
 // (observed on PoCL: ~1e-6).
 //
@@ -371,7 +372,7 @@ TEST_F(DeviceModelTest, EncoderDecoderMatchesTheCpu) {
   checkEncoderDecoder(kEncDec);
 }
 
-TEST_F(DeviceModelTest, Int8CacheWrittenOnTheHostMatchesTheCpu) {
+TEST_F(DeviceModelTest, Int8CacheMatchesTheCpu) {
   checkEncoderDecoder(kEncDecInt8);
 }
 

@@ -430,9 +430,10 @@ TEST(ModelTest, Int8CacheStaysCloseToTheF32Cache) {
     std::vector<float> step(model.plan().ops.back().vocabSize);
     for (int t = 0; t < 9; t++) {
       int32_t token = (t * 5 + 1) % 13;
-      ASSERT_TRUE(model.decodeStep(&encoded.selfId, &encoded.crossId, &token, 1,
-                                   encoded.self, &encoded.cross, step.data(),
-                                   ws));
+      Status s =
+          model.decodeStep(&encoded.selfId, &encoded.crossId, &token, 1,
+                           encoded.self, &encoded.cross, step.data(), ws);
+      ASSERT_TRUE(s) << s.message();
       logits[m].insert(logits[m].end(), step.begin(), step.end());
     }
   }

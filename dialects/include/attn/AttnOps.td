@@ -408,7 +408,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     With `append_kv_heads`, `append_head_dim` and `append_dtype`, the last
     2·append_kv_heads·append_head_dim output features (K, then V) are also
     stored into a KV cache's slots in `append_dtype` (the cache append fused
-    into a K/V-producing projection). With `argmax` (an output head's
+    into a K/V-producing projection; i8 quantizes each (token, head) row
+    and stores its scale too, two more outputs). With `argmax` (an output head's
     kernel), a second output holds each token's greedy choice: the lowest
     index of its largest output, -1 when one of them is NaN.
 

@@ -29,10 +29,7 @@ struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
         continue;
       if (fuse)
         layer.setFusedProjections(true);
-      // An i8 cache stores a scale per row, the row's largest magnitude:
-      // the runtime quantizes those rows (no fused append).
-      if (cacheAppend && layer.getCache() &&
-          !layer.getCacheAttr().getDtype().isInteger(8))
+      if (cacheAppend && layer.getCache())
         layer.setFusedCacheAppend(true);
     }
   }

@@ -71,7 +71,7 @@ private:
 inline halide_type_t float32Type() { return {halide_type_float, 32, 1}; }
 inline halide_type_t int32Type() { return {halide_type_int, 32, 1}; }
 
-/// Calls `kernel` with `args` (3 to 8 buffers, in the kernel's order).
+/// Calls `kernel` with `args` (3 to 11 buffers, in the kernel's order).
 /// A non-zero Halide status becomes KernelFailed naming the kernel. With
 /// `device`, `kernel` is a GPU kernel: arguments over shadowed allocations
 /// are passed as their device memory, others copied in and out for the

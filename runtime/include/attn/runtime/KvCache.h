@@ -107,6 +107,12 @@ public:
   /// The same pools for a kernel to write the slots reserveSlots returned.
   void *writableKeyPages(int layer) { return keys_[layer].data(); }
   void *writableValuePages(int layer) { return values_[layer].data(); }
+  float *writableKeyScales(int layer) {
+    return keyScales_.empty() ? nullptr : keyScales_[layer].data();
+  }
+  float *writableValueScales(int layer) {
+    return valueScales_.empty() ? nullptr : valueScales_[layer].data();
+  }
 
   // Accounting ---------------------------------------------------------------
   int freePages() const { return int(freeList_.size()); }

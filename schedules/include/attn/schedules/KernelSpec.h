@@ -165,6 +165,9 @@ enum class Activation {
 ///   key_cache, value_cache [slots][kvHeads][headDim] cacheElement (the
 ///               layer's whole page pool, flattened to slots; outputs after
 ///               `output`, only the named slots are written)
+///   key_scales, value_scales [slots][kvHeads] float (I8 only: each
+///               row's scale, value = q · scale, as KvCache::write stores
+///               them; outputs after the pools)
 /// Slots are clamped into the pool, so a corrupt slot cannot write outside.
 /// (CUDA targets: a bf16 pool is typed uint16, the same bits.)
 /// The output must then be kAppendOutputAlignment-byte aligned (the kernel
@@ -176,7 +179,8 @@ enum class Activation {
 ///              output (what std::max_element picks), or -1 when any of
 ///              its outputs is NaN (the caller reports it; no token wins).
 /// Inputs in order: input, weight, [bias], [positions], [residual],
-/// [cache_slots]; outputs: output, [key_cache, value_cache], [best_token].
+/// [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
+/// value_scales]], [best_token].
 constexpr int kAppendOutputAlignment = 128;
 struct CacheAppend {
   int kvHeads = 0; ///< 0: no append
