@@ -11,12 +11,12 @@
 //
 // Coherence is the shadow's two dirty bits, as Halide keeps them for one
 // buffer: a kernel's output makes the device side newer; host code that
-// reads or writes shadowed memory (KvCache's host writes of K/V it
-// converts, traces) calls hostReads / hostWrites first, which
-// copies the device side back when it is newer and marks the host side
-// newer after a write, so the next kernel uploads it. Those paths cost
-// whole-allocation copies; prefill, decode steps, copy-on-write (copyBytes)
-// and f32 cross-attention K/V storage touch none of them.
+// reads or writes shadowed memory (traces, KvCache::write for plans
+// without a fused append) calls hostReads / hostWrites first, which copies
+// the device side back when it is newer and marks the host side newer
+// after a write, so the next kernel uploads it. Those paths cost
+// whole-allocation copies; prefill, decode steps, cross-attention K/V
+// storage and copy-on-write (copyBytes) touch none of them.
 //
 // One process-wide registry keyed by host address: the hooks cost an
 // atomic load when nothing is shadowed (every CPU-only run).

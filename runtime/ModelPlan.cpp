@@ -200,9 +200,9 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         if (!cache.status())
           return cache.status();
       }
-      if (op.fusedCacheAppend && (op.cross || !op.cached))
+      if (op.fusedCacheAppend && !op.cached)
         return planError("layer '" + op.name +
-                         "' fuses a cache append but has no self cache");
+                         "' fuses a cache append but has no cache");
       if (!l.status())
         return l.status();
     } else {

@@ -215,44 +215,34 @@ Status placeCache(const Placement &place, const KvCache &cache, int layer) {
   return s;
 }
 
-/// Stores `rows` [length][2·kv] (each token's K | V, f32, on the device) at
-/// `slots` [length] of `layer` in `cache` (f32 pools), all on the device:
-/// K and V made dense, then one copy per run of consecutive slots.
-Status storeRowsOnDevice(Placement &place, Workspace &ws, const float *rows,
-                         int64_t length, int64_t kv,
-                         const std::vector<int32_t> &slots, KvCache &cache,
-                         int layer) {
-  if (Status s = placeCache(place, cache, layer); !s)
-    return s;
-  float *keys = place.activation(ws.keyRows, size_t(length) * kv);
-  float *values = place.activation(ws.valueRows, size_t(length) * kv);
-  Status s = place.status;
-  if (s)
-    s = place.copyRows(rows, 0, 2 * kv, keys, kv, length);
-  if (s)
-    s = place.copyRows(rows, kv, 2 * kv, values, kv, length);
-  const size_t rowBytes = size_t(kv) * sizeof(float);
-  for (int64_t first = 0, last; s && first < length; first = last) {
-    for (last = first + 1; last < length && slots[last] == slots[last - 1] + 1;)
-      last++;
-    for (auto [from, pool] :
-         {std::pair{keys, cache.writableKeyPages(layer)},
-          std::pair{values, cache.writableValuePages(layer)}}) {
-      bool done = false;
-      s = shadows::copyBytes(from + first * kv,
-                             static_cast<uint8_t *>(pool) +
-                                 size_t(slots[first]) * rowBytes,
-                             size_t(last - first) * rowBytes, done);
-      if (s && !done)
-        s = Status(StatusCode::InvalidArgument,
-                   "a cross-attention cache row outside 32-bit device "
-                   "offsets");
-      if (!s)
-        break;
-    }
-  }
-  return s;
+/// A fused append into `layer` of `cache` at `slots`.
+CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots) {
+  const KvCacheConfig &c = cache.config();
+  CacheAppendArgs append{slots,
+                         cache.writableKeyPages(layer),
+                         cache.writableValuePages(layer),
+                         cacheType(c.dtype),
+                         int64_t(c.numPages) * c.pageSize,
+                         c.numKvHeads,
+                         c.headDim};
+  append.keyScales = cache.writableKeyScales(layer);
+  append.valueScales = cache.writableValueScales(layer);
+  return append;
 }
+
+/// A fused-append kernel run with no cache to fill (prefill without a
+/// cache): `tokens` slots of -1 and a one-slot pool nothing is stored in.
+CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens) {
+  int32_t *slots = grow(ws.cacheSlots, tokens);
+  std::fill(slots, slots + tokens, -1);
+  float *pool = grow(ws.noCache, size_t(op.kvHeads) * op.headDim);
+  CacheAppendArgs append{slots, pool,       pool,      cacheType(op.cacheType),
+                         1,     op.kvHeads, op.headDim};
+  if (op.cacheType == DType::I8) // [1][kvHeads] scales fit in it too
+    append.keyScales = append.valueScales = pool;
+  return append;
+}
+
 } // namespace
 
 /// The walk over one stack's ops (a friend of Model).
@@ -414,17 +404,11 @@ private:
                                 int layer,
                                 std::optional<CacheAppendArgs> &append) {
     const int64_t t = in.tokens;
-    int32_t *slots = grow(ws.cacheSlots, t);
-    halide_type_t element = cacheType(op.cacheType);
     if (!cache) {
-      std::fill(slots, slots + t, -1);
-      float *pool = grow(ws.noCache, size_t(op.kvHeads) * op.headDim);
-      append = CacheAppendArgs{slots, pool,       pool,      element,
-                               1,     op.kvHeads, op.headDim};
-      if (op.cacheType == DType::I8) // [1][kvHeads] scales fit in it too
-        append->keyScales = append->valueScales = pool;
+      append = noCacheAppend(op, ws, t);
       return Status::ok();
     }
+    int32_t *slots = grow(ws.cacheSlots, t);
     const KvCacheConfig &c = cache->config();
     if (layer >= c.numLayers || c.numKvHeads != op.kvHeads ||
         c.headDim != op.headDim || c.dtype != op.cacheType)
@@ -443,17 +427,7 @@ private:
             !s)
           return s;
     }
-    append = CacheAppendArgs{slots,
-                             cache->writableKeyPages(layer),
-                             cache->writableValuePages(layer),
-                             cacheType(c.dtype),
-                             int64_t(c.numPages) * c.pageSize,
-                             op.kvHeads,
-                             op.headDim};
-    if (c.dtype == DType::I8) {
-      append->keyScales = cache->writableKeyScales(layer);
-      append->valueScales = cache->writableValueScales(layer);
-    }
+    append = appendTo(*cache, layer, slots);
     return Status::ok();
   }
 
@@ -563,9 +537,13 @@ private:
         float *kvRows = place.activation(ws.key, kvLen * 2 * kv);
         if (!place.status)
           return place.status;
-        if (Status s = linear(device, op.keyValue, in.memory, kvLen, dModel,
-                              w.keyValue, w.keyValueBias, nullptr, nullptr,
-                              2 * kv, kvRows);
+        std::optional<CacheAppendArgs> noCache;
+        if (op.fusedCacheAppend) // no cache here: nothing stored
+          noCache = noCacheAppend(op, ws, kvLen);
+        if (Status s =
+                linear(device, op.keyValue, in.memory, kvLen, dModel,
+                       w.keyValue, w.keyValueBias, nullptr, nullptr, 2 * kv,
+                       kvRows, false, noCache ? &*noCache : nullptr);
             !s)
           return s;
         kvBase = kvRows, keys = kvRows, values = kvRows + kv, kvStride = 2 * kv;
@@ -739,18 +717,16 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
                    " must exist and be empty");
   if (Status s = crossCache.extend(sequence, length); !s)
     return s;
-  // On a device, an f32 cache takes the rows where they are computed: one
-  // device copy per run of consecutive slots (a page's worth). Other element
-  // types are converted (int8: quantized) on the host by KvCache::write.
+  // A cross layer whose K/V projection has the cache append fused in (what
+  // attnc builds) stores its rows into the cache itself, on the device when
+  // the model runs there; otherwise the host converts and writes them.
   Placement place{device_};
-  const bool onDevice = device_ && crossCache.config().dtype == DType::F32;
-  std::vector<int32_t> slots(onDevice ? length : 0);
-  if (onDevice)
-    if (Status s = crossCache.reserveSlots(sequence, 0, length, slots.data());
-        !s) {
-      (void)crossCache.truncate(sequence, 0);
-      return s;
-    }
+  std::vector<int32_t> slots(length);
+  if (Status s = crossCache.reserveSlots(sequence, 0, length, slots.data());
+      !s) {
+    (void)crossCache.truncate(sequence, 0);
+    return s;
+  }
   int layer = 0;
   for (size_t i = 0; i < plan_.ops.size(); i++) {
     const PlanOp &op = plan_.ops[i];
@@ -761,13 +737,16 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
     // rows [length][2·kv]: each token's K | V.
     float *rows = place.activation(ws.key, size_t(length) * 2 * kv);
     Status s = place.status;
+    std::optional<CacheAppendArgs> append;
+    if (s && op.fusedCacheAppend) {
+      s = placeCache(place, crossCache, layer);
+      append = appendTo(crossCache, layer, slots.data());
+    }
     if (s)
       s = linear(device_, op.keyValue, memory, length, plan_.dModel, w.keyValue,
-                 w.keyValueBias, nullptr, nullptr, 2 * kv, rows);
-    if (s && onDevice)
-      s = storeRowsOnDevice(place, ws, rows, length, kv, slots, crossCache,
-                            layer);
-    else if (s) {
+                 w.keyValueBias, nullptr, nullptr, 2 * kv, rows, false,
+                 append ? &*append : nullptr);
+    if (s && !op.fusedCacheAppend) {
       shadows::hostReads(rows);
       float *keys = grow(ws.crossRows, size_t(length) * 2 * kv);
       float *values = keys + size_t(length) * kv;

@@ -191,9 +191,8 @@ LogicalResult AttentionLayerOp::verify() {
                            << *stack << "\"";
   if (failed(verifyComputeDtype(*this, getComputeDtype(), getHeadDim())))
     return failure();
-  if (getFusedCacheAppend() && (getKind() != LayerKind::Self || !getCache()))
-    return emitOpError() << "fused_cache_append needs a self-attention layer "
-                            "with a cache";
+  if (getFusedCacheAppend() && !getCache())
+    return emitOpError() << "fused_cache_append needs a layer with a cache";
   return verifyKernelRefs(*this, {{"prefill_kernel", getPrefillKernelAttr()},
                                   {"decode_kernel", getDecodeKernelAttr()},
                                   {"query_kernel", getQueryKernelAttr()},

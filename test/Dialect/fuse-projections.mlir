@@ -28,12 +28,13 @@ attn.model @attention_only attributes {d_model = 64 : i64, kind = "decoder-only"
 
 // -----
 
-// Cached self layers also store K and V from their projection (fused or
-// not); cross layers and uncached layers do not.
+// Cached layers also store K and V from their projection (fused or not; a
+// cross layer's K/V projection of the encoder output); uncached layers do
+// not.
 // CHECK-LABEL: attn.model @cached
 // CHECK: attn.attention_layer @encoder_self self {fused_projections, head_dim
 // CHECK: attn.attention_layer @self self {cache = {{.*}}, fused_cache_append, fused_projections,
-// CHECK: attn.attention_layer @cross cross {cache = {{.*}}, head_dim
+// CHECK: attn.attention_layer @cross cross {cache = {{.*}}, fused_cache_append, head_dim
 // OFF-LABEL: attn.model @cached
 // OFF: attn.attention_layer @self self {cache = {{.*}}, fused_cache_append, head_dim
 // OFF-NOT: fused_projections

@@ -110,7 +110,7 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{fused_cache_append needs a self-attention layer with a cache}}
+  // expected-error @+1 {{fused_cache_append needs a layer with a cache}}
   attn.attention_layer @l self {fused_cache_append, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
 }
 

@@ -954,8 +954,8 @@ TEST(ModelTest, PlanAndKernelTableMustAgree) {
 
 TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   // A plan is generated, but a hand-edited one must not reach a kernel:
-  // a fused cache append on a layer without a self cache (the encoder's
-  // first layer), a negative learned-position offset.
+  // a fused cache append on a layer without a cache (the encoder's first
+  // layer), a negative learned-position offset.
   auto edited = [](const std::string &from, const std::string &to) {
     std::string plan = kPaged.plan;
     size_t at = plan.find(from);
@@ -968,7 +968,7 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
           .c_str(),
       entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("fuses a cache append but has no self cache"),
+  EXPECT_NE(s.message().find("fuses a cache append but has no cache"),
             std::string::npos)
       << s.message();
   s = parsePlan(

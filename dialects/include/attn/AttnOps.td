@@ -262,9 +262,9 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     encoder output for cross layers), and `output_kernel` the output
     projection, which also adds the block's residual.
     `fused_cache_append` (set by `--attn-fuse-projections` on cached
-    self-attention layers) says the projection that computes K and V also
-    stores them into the layer's cache slots, in the cache dtype, so no
-    separate append pass over K and V runs.
+    layers) says the projection that computes K and V (a cross layer's: of
+    the encoder output) also stores them into the layer's cache slots, in
+    the cache dtype, so no separate append pass over K and V runs.
 
     ```mlir
     attn.attention_layer @layer0 self {num_query_heads = 8 : i64,

@@ -27,11 +27,12 @@ def FuseProjections : Pass<"attn-fuse-projections", "::mlir::attn::ModelOp"> {
     K and V read the encoder output). The runtime concatenates the weights
     at load time. With `fuse=false` nothing is marked.
 
-    Also marks `fused_cache_append` on self-attention layers with a cache:
-    the projection that produces K and V (fused or not) writes them into
-    the layer's cache slots in the cache dtype, instead of the runtime
-    converting and copying them afterwards. `cache-append=false` keeps the
-    separate append.
+    Also marks `fused_cache_append` on attention layers with a cache: the
+    projection that produces K and V (fused or not; a cross layer's, from
+    the encoder output) writes them into the layer's cache slots in the
+    cache dtype (int8: quantized, with their scales), instead of the
+    runtime converting and copying them afterwards. `cache-append=false`
+    keeps the separate append.
   }];
   let options = [
     Option<"fuse", "fuse", "bool", /*default=*/"true",

@@ -25,12 +25,10 @@ struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
     if (!getOperation().hasBlocks())
       return;
     for (AttentionLayerOp layer : getOperation().getLayers()) {
-      if (layer.getKind() != LayerKind::Self)
-        continue;
-      if (fuse)
-        layer.setFusedProjections(true);
       if (cacheAppend && layer.getCache())
         layer.setFusedCacheAppend(true);
+      if (fuse && layer.getKind() == LayerKind::Self)
+        layer.setFusedProjections(true);
     }
   }
 };

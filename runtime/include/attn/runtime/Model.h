@@ -115,10 +115,10 @@ public:
   /// once; KV caches and Workspace activations get device copies when a
   /// call first uses them and stay there, so a call copies only token ids,
   /// positions, cache slots and block tables in, and logits (or greedy
-  /// tokens) out; copy-on-write and f32 cross-attention K/V stay on the
-  /// device too. Host paths that remain (cross-attention K/V converted to
-  /// bf16/f16/int8 by KvCache::write, traces) copy a layer's whole pool
-  /// between host and device. Fails when the driver or device is
+  /// tokens) out; K/V appends (self and cross, every dtype) and
+  /// copy-on-write stay on the device too. Host paths that remain (traces,
+  /// plans without a fused append) copy a layer's whole pool between host
+  /// and device. Fails when the driver or device is
   /// missing, naming why.
   static Status load(const std::string &planJson, const KernelEntry *table,
                      size_t tableSize, const std::string &weightsPath,
