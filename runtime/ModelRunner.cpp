@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DevicePlacement.h"
 #include "DeviceShadows.h"
 #include "ModelWeights.h"
 
@@ -34,63 +35,6 @@ halide_type_t cacheType(DType type) {
   }
   return float32Type();
 }
-
-template <class Vector> auto *grow(Vector &v, size_t n) {
-  if (v.size() < n)
-    v.resize(n);
-  return v.data();
-}
-
-/// Where a model's kernels run: the CPU (`device` null), or a GPU, where
-/// the Workspace's activations get device shadows as they grow, and copies
-/// between them happen on the device.
-struct Placement {
-  const DeviceApi *device = nullptr;
-
-  /// grow() for an activation kernels write in place; `status` keeps the
-  /// first failure (a device allocation).
-  template <class Vector> float *activation(Vector &v, size_t n) {
-    if (!device)
-      return grow(v, n);
-    if (v.size() < n) {
-      shadows::forget(v.data()); // resize may move it
-      v.resize(n);
-    }
-    if (status)
-      status = shadows::track(*device, v.data(), v.size() * sizeof(float),
-                              /*hostHasData=*/false);
-    return v.data();
-  }
-  /// `rows` rows of `width` floats from `from` (rows `fromStride` apart,
-  /// starting `fromOffset` floats into it) to dense `to`: std::memcpy on the
-  /// CPU, a copy on the device (where kernels take no views into the middle
-  /// of an allocation).
-  Status copyRows(const float *from, int64_t fromOffset, int64_t fromStride,
-                  float *to, int64_t width, int64_t rows) const {
-    if (!device) {
-      for (int64_t r = 0; r < rows; r++)
-        std::memcpy(to + r * width, from + fromOffset + r * fromStride,
-                    width * sizeof(float));
-      return Status::ok();
-    }
-    // `to` holds columns [fromOffset, fromOffset + width) of `from`'s
-    // coordinates: Halide copies the region of `to` found in `from`.
-    halide_dimension_t fromDims[2] = {
-        {0, int32_t(fromOffset + width), 1, 0},
-        {0, int32_t(rows), int32_t(fromStride), 0}};
-    halide_dimension_t toDims[2] = {{int32_t(fromOffset), int32_t(width), 1, 0},
-                                    {0, int32_t(rows), int32_t(width), 0}};
-    halide_buffer_t source{}, target{};
-    source.host = reinterpret_cast<uint8_t *>(const_cast<float *>(from));
-    target.host = reinterpret_cast<uint8_t *>(to);
-    source.type = target.type = float32Type();
-    source.dimensions = target.dimensions = 2;
-    source.dim = fromDims;
-    target.dim = toDims;
-    return shadows::copyOnDevice(*device, source, target);
-  }
-  Status status;
-};
 
 Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
@@ -192,28 +136,6 @@ BufferView headsView(const float *data, int64_t tokens, int64_t heads,
 }
 
 enum class Mode { Prefill, Step };
-
-/// On a device, gives `layer`'s pools of `cache` their device shadows.
-Status placeCache(const Placement &place, const KvCache &cache, int layer) {
-  if (!place.device)
-    return Status::ok();
-  const KvCacheConfig &c = cache.config();
-  const size_t rows = size_t(c.numPages) * c.pageSize * c.numKvHeads;
-  const size_t pool = rows * c.headDim * byteSize(c.dtype);
-  // The host may have written the pools (cross-attention K/V, int8 rows)
-  // before this first device use: their contents go up once.
-  auto track = [&](const void *pool, size_t bytes) {
-    return shadows::track(*place.device, pool, bytes, /*hostHasData=*/true);
-  };
-  Status s = track(cache.keyPages(layer), pool);
-  if (s)
-    s = track(cache.valuePages(layer), pool);
-  if (s && cache.keyScales(layer))
-    s = track(cache.keyScales(layer), rows * sizeof(float));
-  if (s && cache.valueScales(layer))
-    s = track(cache.valueScales(layer), rows * sizeof(float));
-  return s;
-}
 
 /// A fused append into `layer` of `cache` at `slots`.
 CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots) {
