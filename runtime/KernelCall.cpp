@@ -104,6 +104,17 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
                                           halide_argument_kind_output_buffer);
           !s)
         return Status(s.code(), "kernel " + kernel.name + ": " + s.message());
+  } else {
+    // A CPU kernel over memory a GPU model also used (a cache it filled):
+    // the device's newer side comes back first, and what the kernel writes
+    // goes up before the next device kernel. No-ops in CPU-only runs.
+    const halide_filter_metadata_t *metadata =
+        kernel.metadata ? kernel.metadata() : nullptr;
+    for (size_t i = 0; i < b.size(); i++) {
+      const bool output = metadata && metadata->arguments[i].kind ==
+                                          halide_argument_kind_output_buffer;
+      (output ? shadows::hostWrites : shadows::hostReads)(b[i]->host);
+    }
   }
   using B = halide_buffer_t *;
   void (*f)(void) = kernel.function;

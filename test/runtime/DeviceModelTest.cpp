@@ -273,6 +273,39 @@ TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
   EXPECT_EQ(after.toHost, before.toHost);
 }
 
+TEST_F(DeviceModelTest, ACacheFilledOnTheDeviceDecodesOnTheCpu) {
+  // One cache, prefilled by the GPU model, then stepped by the CPU model
+  // and back: each side sees what the other wrote.
+  Pair m = loadBoth(kLlama);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int vocabulary = m.cpu->targetVocabulary();
+  Side shared, reference;
+  makeCaches(*m.cpu, 1, shared);
+  makeCaches(*m.cpu, 1, reference);
+  SequenceId a, r;
+  ASSERT_TRUE(shared.self.addSequence(a));
+  ASSERT_TRUE(reference.self.addSequence(r));
+  const std::vector<int32_t> prompt = {4, 1, 16, 2, 9};
+  std::vector<float> logits(vocabulary), expected(vocabulary);
+  ASSERT_TRUE(m.gpu->prefill(prompt.data(), int(prompt.size()), shared.self, a,
+                             logits.data(), shared.ws));
+  ASSERT_TRUE(m.cpu->prefill(prompt.data(), int(prompt.size()), reference.self,
+                             r, expected.data(), reference.ws));
+  Workspace cpuWs;
+  for (int step = 0; step < 4; step++) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    const Model &model = step % 2 == 0 ? *m.cpu : *m.gpu;
+    Workspace &ws = step % 2 == 0 ? cpuWs : shared.ws;
+    int32_t token = 3 + step;
+    Status s = model.decodeStep(&a, nullptr, &token, 1, shared.self, nullptr,
+                                logits.data(), ws);
+    ASSERT_TRUE(s) << s.message();
+    ASSERT_TRUE(m.cpu->decodeStep(&r, nullptr, &token, 1, reference.self,
+                                  nullptr, expected.data(), reference.ws));
+    EXPECT_LE(maxDifference(logits, expected), kTolerance);
+  }
+}
+
 void checkEncoderDecoder(const Library &library) {
   Pair m = loadBoth(library);
   ASSERT_TRUE(m.cpu && m.gpu);
