@@ -6,12 +6,13 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 ctest --test-dir build --output-on-failure
 
-# The runtime (KV cache, C API) must be clean under the sanitizers.
+# The runtime (KV cache, C API, the device path on PoCL) must be clean under
+# the sanitizers.
 # Kernels for the sanitized tests come from the release attnc just built.
 [ -f build-asan/build.ninja ] ||
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \
     -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
 cmake --build build-asan --target runtime-test c-api-test model-test \
-  random-llama-weights model-c-api-test
+  random-llama-weights model-c-api-test opencl-model-test
 ctest --test-dir build-asan --output-on-failure \
-  -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test)$'
+  -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test|opencl-model-test)$'
