@@ -450,7 +450,9 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   // a CPU-only model library would lack.
   if (!specs.gpuApi.empty()) {
     const std::string &api = specs.gpuApi;
-    os << kDeviceApiType << "static const attnc_device_api " << name
+    os << "/* The GPU API of this library's second kernel set. */\n#define "
+       << name.upper() << "_GPU_API \"" << api << "\"\n"
+       << kDeviceApiType << "static const attnc_device_api " << name
        << "_device_api = {\n    \"" << api << "\", attnc_" << api
        << "_load_driver, halide_" << api << "_device_interface,\n"
        << "    halide_device_malloc, halide_device_free, "

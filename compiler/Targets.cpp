@@ -86,6 +86,25 @@ llvm::Expected<LibraryTargets> splitLibraryTargets(llvm::StringRef expanded) {
   return targets;
 }
 
+namespace {
+bool isGpuItem(llvm::StringRef item) {
+  llvm::SmallVector<llvm::StringRef, 8> features;
+  item.split(features, '-');
+  return llvm::is_contained(features, "cuda") ||
+         llvm::is_contained(features, "opencl");
+}
+} // namespace
+
+std::string withoutGpuTargets(llvm::StringRef list) {
+  llvm::SmallVector<llvm::StringRef, 4> items;
+  list.split(items, ',', -1, /*KeepEmpty=*/false);
+  std::string cpu;
+  for (llvm::StringRef item : items)
+    if (!isGpuItem(item.trim()))
+      cpu += (cpu.empty() ? "" : ",") + item.trim().str();
+  return cpu;
+}
+
 std::string describeTargetNames() {
   std::string text;
   for (const TargetName &t : kTargetNames)

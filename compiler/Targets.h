@@ -37,6 +37,11 @@ struct LibraryTargets {
 /// GPU target; an error for more than one GPU target.
 llvm::Expected<LibraryTargets> splitLibraryTargets(llvm::StringRef expanded);
 
+/// `list` (as the user wrote it) without its GPU items: what the tuning
+/// database keys CPU schedules by, so that adding `cuda` to a library
+/// keeps its tuned CPU kernels.
+std::string withoutGpuTargets(llvm::StringRef list);
+
 /// The names and what they stand for, one per line, for --help.
 std::string describeTargetNames();
 

@@ -164,7 +164,8 @@ mlir::OwningOpRef<mlir::ModuleOp> loadDescription(SourceMgr &sourceMgr,
   return module;
 }
 
-/// `targets` as the user wrote it: tuning-database entries name it so.
+/// `targets`: the CPU targets as the user wrote them (tuning-database
+/// entries name them so; GPU schedules are not tuned).
 mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget,
                                 StringRef targets) {
   mlir::PassManager pm(module.getContext());
@@ -293,7 +294,8 @@ int main(int argc, char **argv) {
   if (!module || failed(mlir::verify(*module)))
     return 1;
   if (emitKind != EmitKind::ImportedMLIR &&
-      failed(runPipeline(*module, budget, targetList)))
+      failed(
+          runPipeline(*module, budget, attnc::withoutGpuTargets(targetList))))
     return 1;
 
   if (emitKind == EmitKind::ImportedMLIR || emitKind == EmitKind::MLIR ||

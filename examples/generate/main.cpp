@@ -9,6 +9,8 @@
 //   attn-generate --weights model.safetensors   Hugging Face Llama names
 //   attn-generate --context 1024 --new-tokens 64 --batch 4 --seed 7
 //   attn-generate --check                 cache vs recomputation, exit status
+//   attn-generate --device                on the library's GPU kernels (CUDA),
+//                                         weights and caches on the device
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +58,7 @@ struct Options {
   int newTokens = 32, batch = 4;
   uint64_t seed = 1;
   bool check = false;
+  bool device = false; ///< the GPU kernel set, when the library has one
 };
 } // namespace
 
@@ -65,14 +68,15 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     std::string arg = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (arg == "--check") {
-      options.check = true;
+    if (arg == "--check" || arg == "--device") {
+      (arg == "--check" ? options.check : options.device) = true;
       continue;
     }
     if (!value || arg.rfind("--", 0) != 0) {
       std::fprintf(stderr,
                    "usage: attn-generate [--weights FILE] [--context N]... "
-                   "[--new-tokens N] [--batch N] [--seed N] [--check]\n");
+                   "[--new-tokens N] [--batch N] [--seed N] [--check] "
+                   "[--device]\n");
       return 2;
     }
     i++;
@@ -116,16 +120,31 @@ int main(int argc, char **argv) {
       return fail(s);
   }
   std::unique_ptr<Model> model;
-  Status loaded = Model::load(generate_model_plan_json, table,
-                              GENERATE_MODEL_KERNEL_TABLE_SIZE, path,
-                              WeightNaming::Llama, model);
+  Status loaded;
+  if (!options.device)
+    loaded = Model::load(generate_model_plan_json, table,
+                         GENERATE_MODEL_KERNEL_TABLE_SIZE, path,
+                         WeightNaming::Llama, model);
+  else {
+#ifdef GENERATE_MODEL_GPU_API // the library was built with a GPU target
+    loaded = Model::load(
+        generate_model_plan_json, table, GENERATE_MODEL_KERNEL_TABLE_SIZE, path,
+        WeightNaming::Llama,
+        *reinterpret_cast<const DeviceApi *>(&generate_model_device_api),
+        model);
+#else
+    loaded =
+        Status(StatusCode::NotFound, "this build's library has no GPU kernels");
+#endif
+  }
   if (options.weights.empty())
     std::remove(path.c_str());
   if (!loaded)
     return fail(loaded);
   const int vocabulary = model->targetVocabulary();
-  std::printf("model: d_model %d, %s weights, vocabulary %d\n", model->dModel(),
-              options.weights.empty() ? "random" : "given", vocabulary);
+  std::printf("model: d_model %d, %s weights, vocabulary %d, on %s\n",
+              model->dModel(), options.weights.empty() ? "random" : "given",
+              vocabulary, model->device().c_str());
 
   Workspace ws;
   KvCacheConfig config;
