@@ -292,10 +292,12 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
           ? "uint16_t (IEEE binary16)"
           : "uint16_t (bfloat16)";
   const char *pageType = f32 ? "float" : int8 ? "int8_t" : "uint16_t";
-  const char *typeCode = spec.cacheElement == attn::CacheElement::BF16
-                             ? "halide_type_bfloat"
-                         : int8 ? "halide_type_int"
-                                : "halide_type_float";
+  // GPU kernels take a bf16 pool as its uint16 bits (schedules/Decode.cpp).
+  const bool bf16 = spec.cacheElement == attn::CacheElement::BF16;
+  const char *typeCode = bf16 && suffix.empty() ? "halide_type_bfloat"
+                         : bf16                 ? "halide_type_uint"
+                         : int8                 ? "halide_type_int"
+                                                : "halide_type_float";
   int bits = f32 ? 32 : int8 ? 8 : 16;
   // I8: two more inputs, the scale pools, described as 3-d float arrays
   // (a 4-d description with a unit outermost extent, cut to 3 dims).

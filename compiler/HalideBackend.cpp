@@ -73,6 +73,22 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                    "architecture (a GPU target's host side included); '" +
                    llvm::join(targetNames.cpu, ",") +
                    (gpuTarget ? "," + targetNames.gpu : "") + "' mixes them");
+  // OpenCL C has half only with cl_khr_fp16 (Halide's cl_half feature);
+  // without it, say so rather than let Halide fail inside a kernel.
+  if (gpuTarget && gpuTarget->has_feature(Halide::Target::OpenCL) &&
+      !gpuTarget->has_feature(Halide::Target::CLHalf)) {
+    bool f16 = false;
+    for (const attn::DecodeSpec &spec : specs.decode)
+      f16 |= spec.cacheElement == attn::CacheElement::F16;
+    for (const attn::LinearSpec &spec : specs.linear)
+      f16 |= spec.cacheAppend.kvHeads > 0 &&
+             spec.cacheAppend.element == attn::CacheElement::F16;
+    if (f16)
+      return error("an f16 KV cache on OpenCL needs a device with "
+                   "cl_khr_fp16 and the target feature cl_half (e.g. "
+                   "--target=host,x86-64-linux-sse41-opencl-cl_half), or "
+                   "another cache dtype");
+  }
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
     return error("cannot create '" + outDir + "': " + ec.message());
 

@@ -79,6 +79,18 @@ Status checkArguments(const Kernel &kernel,
 
 Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
                   const DeviceApi *device) {
+  // GPU kernels take bf16 pools as their uint16 bits (Halide 14 has no
+  // bfloat loads on NVPTX or OpenCL): the same bytes, retyped.
+  if (const halide_filter_metadata_t *metadata =
+          kernel.metadata ? kernel.metadata() : nullptr)
+    for (size_t i = 0; i < args.size() && int(i) < metadata->num_arguments;
+         i++) {
+      halide_type_t &given = args[i]->get()->type;
+      const halide_type_t &expected = metadata->arguments[i].type;
+      if (given.code == halide_type_bfloat && given.bits == 16 &&
+          expected.code == halide_type_uint && expected.bits == 16)
+        given.code = halide_type_uint;
+    }
   if (kernel.metadata)
     if (Status s = checkArguments(kernel, args); !s)
       return s;

@@ -78,7 +78,13 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // ALGORITHM ---------------------------------------------------------------
   ImageParam query(Float(32), 4, "query"); // (d, h, t, b)
   const bool int8 = spec.cacheElement == CacheElement::I8;
+  // GPU targets read a bf16 pool as its uint16 bit patterns (the cache
+  // append stores it so): OpenCL C has no bfloat type, and Halide 14's
+  // NVPTX cannot convert one.
+  const bool bf16Bits =
+      spec.cacheElement == CacheElement::BF16 && target.has_gpu_feature();
   Type element = spec.cacheElement == CacheElement::F16    ? Float(16)
+                 : bf16Bits                                ? UInt(16)
                  : spec.cacheElement == CacheElement::BF16 ? BFloat(16)
                  : int8                                    ? Int(8)
                                                            : Float(32);
@@ -100,13 +106,10 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // Key j of sequence b lives in page blockTable(j / pageSize, b).
   Expr page =
       clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0, numPages - 1);
-  // bf16 -> f32 is a shift of the bits; written as one for CUDA, where
-  // Halide 14's LLVM cannot select a bf16 conversion ("Copy one register
-  // into another with a different width").
+  // bf16 -> f32 is a shift of the bits (GPU targets: the pool's uint16).
   auto toFloat = [&](Expr stored) {
-    if (element.is_bfloat() && target.has_gpu_feature())
-      return reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored))
-                                << 16);
+    if (bf16Bits)
+      return reinterpret<float>(cast<uint32_t>(stored) << 16);
     return cast<float>(stored);
   };
   Func keyAt("keyAt"), valueAt("valueAt");

@@ -31,6 +31,7 @@
 #include ATTN_LLAMA_HEADER       // <api>_llama.h
 #include ATTN_ENCDEC_HEADER      // <api>_encdec.h
 #include ATTN_ENCDEC_INT8_HEADER // <api>_encdec_int8.h
+#include ATTN_LLAMA_BF16_HEADER  // <api>_llama_bf16.h
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,7 @@ struct Library {
 const Library kLlama = LIBRARY(llama, WeightNaming::Llama);
 const Library kEncDec = LIBRARY(encdec, WeightNaming::Bart);
 const Library kEncDecInt8 = LIBRARY(encdec_int8, WeightNaming::Bart);
+const Library kLlamaBf16 = LIBRARY(llama_bf16, WeightNaming::Llama);
 
 /// The same random weights, loaded for the CPU and for the device.
 struct Pair {
@@ -235,6 +237,40 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
                                 gpuAll.data(), gpu.ws);
   ASSERT_TRUE(s) << s.message();
   EXPECT_LE(maxDifference(cpuAll, gpuAll), kTolerance);
+}
+
+TEST_F(DeviceModelTest, Bf16CacheMatchesTheCpu) {
+  // GPU kernels keep a bf16 pool as its uint16 bits (the runtime retypes
+  // its bf16 views for them); the rounding is the CPU's, so both caches
+  // hold the same bytes.
+  Pair m = loadBoth(kLlamaBf16);
+  ASSERT_TRUE(m.cpu && m.gpu);
+  const int vocabulary = m.cpu->targetVocabulary();
+  Side cpu, gpu;
+  makeCaches(*m.cpu, 1, cpu);
+  makeCaches(*m.gpu, 1, gpu);
+  EXPECT_EQ(gpu.self.config().dtype, DType::BF16);
+  SequenceId a, b;
+  ASSERT_TRUE(cpu.self.addSequence(a));
+  ASSERT_TRUE(gpu.self.addSequence(b));
+  const std::vector<int32_t> prompt = {1, 5, 9, 14, 2, 6, 5, 3, 16, 8, 2};
+  std::vector<float> cpuLogits(vocabulary), gpuLogits(vocabulary);
+  ASSERT_TRUE(m.cpu->prefill(prompt.data(), int(prompt.size()), cpu.self, a,
+                             cpuLogits.data(), cpu.ws));
+  Status s = m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, b,
+                            gpuLogits.data(), gpu.ws);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
+  for (int step = 0; step < 8; step++) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    int32_t token = (step * 7 + 3) % vocabulary;
+    ASSERT_TRUE(m.cpu->decodeStep(&a, nullptr, &token, 1, cpu.self, nullptr,
+                                  cpuLogits.data(), cpu.ws));
+    s = m.gpu->decodeStep(&b, nullptr, &token, 1, gpu.self, nullptr,
+                          gpuLogits.data(), gpu.ws);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
+  }
 }
 
 TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
