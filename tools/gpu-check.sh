@@ -5,7 +5,8 @@
 #   2. gpu-numerics-test  prefill, decode and a projection on the device
 #                         against double references
 #   3. cuda-library-test  an attnc --target=...,cuda library: its CUDA
-#                         wrappers against its CPU ones
+#                         wrappers against its CPU ones; cuda-zoo-test the
+#                         same for every attention variant
 #   4. cuda-model-test    whole models through the runtime on the device
 #                         (weights, KV caches, activations there) against
 #                         the same models on the CPU; attn-generate --check
@@ -24,8 +25,8 @@ exec > >(tee "$log") 2>&1
 
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv 2>/dev/null ||
   echo "nvidia-smi: not available"
-programs=(gpu-ptx-test gpu-numerics-test cuda-library-test cuda-model-test
-  attn-generate attn-gpu-bench)
+programs=(gpu-ptx-test gpu-numerics-test cuda-library-test cuda-zoo-test
+  cuda-model-test attn-generate attn-gpu-bench)
 missing=0
 for p in "${programs[@]}"; do [ -x "$build/bin/$p" ] || missing=1; done
 if [ "$missing" = 1 ]; then
@@ -42,6 +43,7 @@ status=0
 timeout 120 "$build/bin/gpu-ptx-test" || status=1
 timeout 120 "$build/bin/gpu-numerics-test" || status=1
 timeout 60 "$build/bin/cuda-library-test" || status=1
+timeout 60 "$build/bin/cuda-zoo-test" || status=1
 timeout 120 "$build/bin/cuda-model-test" || status=1
 timeout 120 "$build/bin/attn-generate" --check --device || status=1
 timeout 120 "$build/bin/attn-generate" --device --context 512 --context 4096 || status=1
