@@ -12,7 +12,8 @@
 //                    "candidates": 26, "cpu": "..." } ] }
 //
 // An entry applies to the kernel of that name compiled for exactly that
-// --target value, as the user wrote it (`host`, `x86-64-dispatch`, a list).
+// --target value, as the user wrote it (`host`, `x86-64-dispatch`, a list),
+// less GPU items (attnc passes the CPU targets alone).
 //
 //===----------------------------------------------------------------------===//
 
