@@ -45,12 +45,13 @@ std::string describe(const halide_type_t &type, int dimensions) {
 /// as many buffers, each of the element type and dimensions it expects.
 /// A kernel called through a type-erased pointer with other arguments
 /// would read garbage; a plan edited by hand, or a header and a library
-/// from different attnc runs, is an error here instead.
+/// from different attnc runs, is an error here instead. A bf16 pool given
+/// to a kernel that takes uint16 (GPU kernels keep bf16 as its bits:
+/// Halide 14 has no bfloat loads on NVPTX or OpenCL) is retyped, the same
+/// bytes.
 Status checkArguments(const Kernel &kernel,
+                      const halide_filter_metadata_t *metadata,
                       const std::vector<BufferView *> &args) {
-  const halide_filter_metadata_t *metadata = kernel.metadata();
-  if (!metadata)
-    return Status::ok();
   if (metadata->num_arguments != int(args.size()))
     return Status(StatusCode::InvalidArgument,
                   "kernel " + kernel.name + " takes " +
@@ -60,7 +61,10 @@ Status checkArguments(const Kernel &kernel,
                       " (plan and kernels disagree)");
   for (size_t i = 0; i < args.size(); i++) {
     const halide_filter_argument_t &expected = metadata->arguments[i];
-    const halide_buffer_t &given = *args[i]->get();
+    halide_buffer_t &given = *args[i]->get();
+    if (given.type.code == halide_type_bfloat && given.type.bits == 16 &&
+        expected.type.code == halide_type_uint && expected.type.bits == 16)
+      given.type.code = halide_type_uint;
     if (expected.kind == halide_argument_kind_input_scalar ||
         expected.dimensions != given.dimensions ||
         expected.type.code != given.type.code ||
@@ -79,21 +83,16 @@ Status checkArguments(const Kernel &kernel,
 
 Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
                   const DeviceApi *device) {
-  // GPU kernels take bf16 pools as their uint16 bits (Halide 14 has no
-  // bfloat loads on NVPTX or OpenCL): the same bytes, retyped.
-  if (const halide_filter_metadata_t *metadata =
-          kernel.metadata ? kernel.metadata() : nullptr)
-    for (size_t i = 0; i < args.size() && int(i) < metadata->num_arguments;
-         i++) {
-      halide_type_t &given = args[i]->get()->type;
-      const halide_type_t &expected = metadata->arguments[i].type;
-      if (given.code == halide_type_bfloat && given.bits == 16 &&
-          expected.code == halide_type_uint && expected.bits == 16)
-        given.code = halide_type_uint;
-    }
-  if (kernel.metadata)
-    if (Status s = checkArguments(kernel, args); !s)
+  const halide_filter_metadata_t *metadata =
+      kernel.metadata ? kernel.metadata() : nullptr;
+  if (metadata)
+    if (Status s = checkArguments(kernel, metadata, args); !s)
       return s;
+  // Outputs as the metadata says (checked above to match `args`).
+  auto isOutput = [&](size_t i) {
+    return metadata &&
+           metadata->arguments[i].kind == halide_argument_kind_output_buffer;
+  };
   std::vector<halide_buffer_t *> b;
   for (BufferView *arg : args) {
     if (!arg->valid())
@@ -104,29 +103,20 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
   }
   std::optional<shadows::KernelCallOnDevice> onDevice;
   if (device) {
-    if (!kernel.metadata)
+    if (!metadata)
       return Status(StatusCode::InvalidArgument,
                     "device kernel " + kernel.name +
                         " has no metadata to tell its outputs");
     onDevice.emplace(*device);
-    const halide_filter_metadata_t *metadata = kernel.metadata();
     for (size_t i = 0; i < b.size(); i++)
-      if (Status s =
-              onDevice->attach(*b[i], metadata->arguments[i].kind ==
-                                          halide_argument_kind_output_buffer);
-          !s)
+      if (Status s = onDevice->attach(*b[i], isOutput(i)); !s)
         return Status(s.code(), "kernel " + kernel.name + ": " + s.message());
   } else {
     // A CPU kernel over memory a GPU model also used (a cache it filled):
     // the device's newer side comes back first, and what the kernel writes
     // goes up before the next device kernel. No-ops in CPU-only runs.
-    const halide_filter_metadata_t *metadata =
-        kernel.metadata ? kernel.metadata() : nullptr;
-    for (size_t i = 0; i < b.size(); i++) {
-      const bool output = metadata && metadata->arguments[i].kind ==
-                                          halide_argument_kind_output_buffer;
-      (output ? shadows::hostWrites : shadows::hostReads)(b[i]->host);
-    }
+    for (size_t i = 0; i < b.size(); i++)
+      (isOutput(i) ? shadows::hostWrites : shadows::hostReads)(b[i]->host);
   }
   using B = halide_buffer_t *;
   void (*f)(void) = kernel.function;

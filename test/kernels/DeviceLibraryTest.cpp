@@ -39,15 +39,6 @@ namespace {
 
 constexpr int kQueryHeads = 8, kKvHeads = 2, kHeadDim = 80;
 
-double maxDifference(const std::vector<float> &a, const std::vector<float> &b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); i++)
-    worst = std::max(worst, std::isnan(a[i]) || std::isnan(b[i])
-                                ? INFINITY
-                                : std::fabs(double(a[i]) - b[i]));
-  return worst;
-}
-
 const char *const kApi = ATTN_STRING(ATTN_GPU_API);
 
 /// Skips with the reason when no device of the API can run kernels here.

@@ -49,15 +49,6 @@ protected:
   }
 };
 
-double maxDifference(const std::vector<float> &a, const std::vector<float> &b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); i++)
-    worst = std::max(worst, std::isnan(a[i]) || std::isnan(b[i])
-                                ? INFINITY
-                                : std::fabs(double(a[i]) - b[i]));
-  return worst;
-}
-
 using Prefill = int (*)(const float *, const float *, const float *, float *,
                         int32_t, int32_t, int32_t);
 

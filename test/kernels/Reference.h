@@ -102,6 +102,18 @@ inline double maxAbsError(const std::vector<float> &got,
   return error;
 }
 
+/// The largest |a - b| of two kernels' outputs (a NaN on either side counts
+/// as infinitely wrong).
+inline double maxDifference(const std::vector<float> &a,
+                            const std::vector<float> &b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); i++)
+    worst = std::max(worst, std::isnan(a[i]) || std::isnan(b[i])
+                                ? INFINITY
+                                : std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
 } // namespace attn::test
 
 #endif // ATTN_TEST_REFERENCE_H
