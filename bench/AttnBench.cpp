@@ -38,6 +38,7 @@
 #include <thread>
 
 using namespace Halide;
+using attn::CacheElement;
 
 namespace {
 
@@ -270,7 +271,6 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
 }
 
 void registerDecode() {
-  using attn::CacheElement;
   const DecodeShape shapes[] = {{1, 4096, 4096},
                                 {1, 32768, 32768},
                                 {1, 131072, 131072},
@@ -306,11 +306,14 @@ struct LinearShape {
   /// bias, gelu, swiglu_down, qkv_rope; head_argmax: an output head with
   /// its greedy token (against `bias` of the same shape: the argmax's cost)
   const char *variant = "bias";
+  /// W's element type (F32, F16, BF16): a decode step streams W.
+  CacheElement weights = CacheElement::F32;
 };
 
 /// A projection with one of the epilogues attnc fuses: GFLOPS =
 /// 2·tokens·in·out; GBps counts the weight, read once per call (the whole
-/// traffic of a one-token decode step).
+/// traffic of a one-token decode step), and bw_pct compares it with the
+/// machine's read bandwidth.
 void linear(benchmark::State &state, LinearShape s) {
   attn::LinearSpec spec;
   spec.functionName = "bench";
@@ -330,6 +333,7 @@ void linear(benchmark::State &state, LinearShape s) {
     spec.ropeHeads = (s.out - s.out / 6) / 128; // Q (4/6) and K (1/6)
   }
   spec.argmax = variant == "head_argmax";
+  spec.weightElement = s.weights;
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
   kernel.pipeline.compile_jit(gTarget);
   const int inColumns =
@@ -342,10 +346,25 @@ void linear(benchmark::State &state, LinearShape s) {
   for (Buffer<float> *buffer : {&input, &weight, &bias, &residual})
     buffer->for_each_value([&](float &x) { x = uniform(rng); });
   positions.for_each_element([&](int t) { positions(t) = t; });
+  // Narrow weights: the same values, rounded to nearest even.
+  Buffer<bfloat16_t> weightBf16(s.out, s.in);
+  Buffer<float16_t> weightF16(s.out, s.in);
+  if (s.weights == CacheElement::BF16)
+    weightBf16.for_each_element(
+        [&](int n, int k) { weightBf16(n, k) = bfloat16_t(weight(n, k)); });
+  if (s.weights == CacheElement::F16)
+    weightF16.for_each_element(
+        [&](int n, int k) { weightF16(n, k) = float16_t(weight(n, k)); });
+  const double weightBytes = s.weights == CacheElement::F32 ? 4.0 : 2.0;
   ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
-  params.set(kernel.inputs[next++], weight);
+  if (s.weights == CacheElement::BF16)
+    params.set(kernel.inputs[next++], weightBf16);
+  else if (s.weights == CacheElement::F16)
+    params.set(kernel.inputs[next++], weightF16);
+  else
+    params.set(kernel.inputs[next++], weight);
   if (spec.bias)
     params.set(kernel.inputs[next++], bias);
   if (spec.ropeTheta > 0)
@@ -354,8 +373,11 @@ void linear(benchmark::State &state, LinearShape s) {
     params.set(kernel.inputs[next++], residual);
   Realization outputs = spec.argmax ? Realization({output, best})
                                     : Realization({output});
-  timeKernel(state, 2.0 * s.tokens * s.in * s.out, 4.0 * s.in * s.out,
-             [&] { kernel.pipeline.realize(outputs, gTarget, params); });
+  // W is only read: bw_pct against the read bandwidth.
+  attn::bench::timeCalls(
+      state, 2.0 * s.tokens * s.in * s.out, weightBytes * s.in * s.out,
+      {gRoofline.fmaGflops, gRoofline.readGBps},
+      [&] { kernel.pipeline.realize(outputs, gTarget, params); });
 }
 
 void registerLinear() {
@@ -373,11 +395,34 @@ void registerLinear() {
                                 {1, 2048, 32000},
                                 {1, 2048, 32000, "head_argmax"},
                                 {16, 2048, 32000},
-                                {16, 2048, 32000, "head_argmax"}};
+                                {16, 2048, 32000, "head_argmax"},
+                                // Narrow weights: time should follow bytes
+                                // for one token, and not lose at 512.
+                                {1, 4096, 4096, "bias", CacheElement::BF16},
+                                {1, 4096, 4096, "bias", CacheElement::F16},
+                                {16, 4096, 4096, "bias", CacheElement::BF16},
+                                {512, 4096, 4096, "bias", CacheElement::BF16},
+                                {1, 11008, 4096, "swiglu_down",
+                                 CacheElement::BF16},
+                                {512, 11008, 4096, "swiglu_down",
+                                 CacheElement::BF16},
+                                {1, 2048, 32000, "head_argmax",
+                                 CacheElement::BF16},
+                                // TinyLlama-1.1B's projections, one token.
+                                {1, 2048, 2560, "qkv_rope"},
+                                {1, 2048, 2560, "qkv_rope", CacheElement::BF16},
+                                {1, 2048, 11264},
+                                {1, 2048, 11264, "bias", CacheElement::BF16},
+                                {1, 5632, 2048, "swiglu_down"},
+                                {1, 5632, 2048, "swiglu_down",
+                                 CacheElement::BF16}};
   for (const LinearShape &s : shapes) {
     char name[128];
-    std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s", s.tokens, s.in,
-                  s.out, s.variant);
+    const char *weights = s.weights == CacheElement::BF16  ? "_wbf16"
+                          : s.weights == CacheElement::F16 ? "_wf16"
+                                                           : "";
+    std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s%s", s.tokens,
+                  s.in, s.out, s.variant, weights);
     benchmark::RegisterBenchmark(name, linear, s)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
@@ -462,13 +507,14 @@ int main(int argc, char **argv) {
                            : int(std::thread::hardware_concurrency());
   gRoofline = attn::bench::measureRoofline(threads);
   std::printf("roofline: %d threads, fp32 FMA peak %.1f GFLOP/s, STREAM "
-              "triad %.1f GB/s; Halide target %s\n",
+              "triad %.1f GB/s, read %.1f GB/s; Halide target %s\n",
               threads, gRoofline.fmaGflops, gRoofline.triadGBps,
-              gTarget.to_string().c_str());
+              gRoofline.readGBps, gTarget.to_string().c_str());
   benchmark::AddCustomContext("fma_peak_gflops",
                               std::to_string(gRoofline.fmaGflops));
   benchmark::AddCustomContext("triad_gbps",
                               std::to_string(gRoofline.triadGBps));
+  benchmark::AddCustomContext("read_gbps", std::to_string(gRoofline.readGBps));
   benchmark::AddCustomContext("halide_target", gTarget.to_string());
   registerPrefill();
   registerDecode();

@@ -16,9 +16,13 @@ struct Roofline {
   int threads = 0;
   double fmaGflops = 0; ///< fp32, all threads
   double triadGBps = 0; ///< all threads
+  /// Reading alone (a sum over the same 768 MiB): the limit of streams that
+  /// only read, such as a one-token GEMV over its weights, which can beat
+  /// the triad.
+  double readGBps = 0;
 };
 
-/// Measures both limits with `threads` threads (about one second).
+/// Measures the limits with `threads` threads (about one second).
 Roofline measureRoofline(int threads);
 
 } // namespace attn::bench

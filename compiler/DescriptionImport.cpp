@@ -10,6 +10,8 @@
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include "attn/JsonReader.h"
 
 #include "llvm/Support/Path.h"
@@ -315,6 +317,14 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   std::optional<int64_t> dModel = model.getInt("d_model", false, 1, 1 << 20);
   std::optional<int64_t> maxBatch =
       model.getInt("max_batch", false, 1, 1 << 16, 1);
+  // How the linear kernels read their weights (whole models only).
+  Builder types(&context);
+  Type weights = llvm::StringSwitch<Type>(model.optionalEnum(
+                                              "weight_dtype",
+                                              {"f32", "f16", "bf16"}, "f32"))
+                     .Case("f16", types.getF16Type())
+                     .Case("bf16", types.getBF16Type())
+                     .Default(types.getF32Type());
   CacheSettings cache;
   bool cacheOk = readCache(model, locator, cache);
   // Whole blocks: a "stacks" array. Attention layers alone: a "layers"
@@ -356,6 +366,7 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     }
     ModelBuilder builder(context, locator.at(JsonPath{}), name, kind, *dModel,
                          options.maxBatch.value_or(maxBatch.value_or(1)));
+    builder.setWeightDtype(weights);
     int blockCount = 0, layerCount = 0;
     std::optional<int64_t> sourceLength;
     for (size_t i = 0; i < stacks->size(); i++) {

@@ -35,6 +35,35 @@ struct ConfigReader : JsonObjectReader {
   }
 };
 
+/// A Hugging Face activation (transformers' ACT2FN names that attnc
+/// computes) as the dialect's activation.
+std::optional<Activation> readActivation(ConfigReader &config,
+                                         llvm::StringRef key,
+                                         llvm::StringRef fallback) {
+  llvm::StringRef name = config.optionalEnum(
+      key, {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "swish", "silu"},
+      fallback);
+  if (!config.ok())
+    return std::nullopt;
+  return llvm::StringSwitch<Activation>(name)
+      .Case("gelu", Activation::Gelu)
+      .Cases("gelu_new", "gelu_pytorch_tanh", Activation::GeluTanh)
+      .Case("relu", Activation::Relu)
+      .Default(Activation::Silu);
+}
+
+/// The checkpoint's dtype (torch_dtype), which the linear kernels read
+/// unless --weight-dtype says otherwise; f32 for other dtypes (float64).
+Type weightDtype(ConfigReader &config, MLIRContext &context) {
+  std::optional<llvm::StringRef> dtype = config.optionalString("torch_dtype");
+  Builder b(&context);
+  if (dtype == "bfloat16")
+    return b.getBF16Type();
+  if (dtype == "float16")
+    return b.getF16Type();
+  return b.getF32Type();
+}
+
 OwningOpRef<ModuleOp>
 importDecoderOnly(ConfigReader &config, const json::Object &root,
                   llvm::StringRef type, const JsonLocator &locator,
@@ -53,6 +82,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     return nullptr;
 
   LayerConfig layer;
+  int64_t firstWindowedLayer = 0; // Qwen2: earlier layers attend fully
   layer.bf16Compute = options.bf16Compute.value_or(false);
   layer.queryHeads = *heads;
   layer.kvHeads = *heads;
@@ -78,28 +108,50 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
             jsonToDictionary(*scaling, scalingPath, locator, context);
         if (!layer.ropeScaling)
           return nullptr;
+        if (std::string problem = ropeScalingProblem(layer.ropeScaling);
+            !problem.empty()) {
+          emitError(locator.at(scalingPath)) << problem;
+          return nullptr;
+        }
       }
-    // Qwen2 always has Q/K/V biases; Llama and Mistral say so explicitly.
+    // Qwen2 always has Q/K/V biases and none on o_proj; Llama and Mistral
+    // say so explicitly, for all four.
     layer.projectionBias =
         type == "qwen2" ||
         config.optionalBool("attention_bias").value_or(false);
+    if (type == "qwen2")
+      layer.outputBias = false;
     // Mistral: sliding_window (int or null); Qwen2: only with
-    // use_sliding_window.
+    // use_sliding_window, and then only from layer max_window_layers on.
+    // transformers' Llama has no window: the key is ignored there, as it is.
     bool windowed = !config.isNull("sliding_window", root) &&
+                    type != "llama" &&
                     (type != "qwen2" ||
                      config.optionalBool("use_sliding_window").value_or(false));
     if (windowed) {
       layer.window = config.getInt("sliding_window", false, 1, kMaxInt);
       if (layer.window)
         layer.mask = MaskKind::SlidingWindow;
+      if (type == "qwen2")
+        firstWindowedLayer =
+            config.getInt("max_window_layers", false, 0, 4096, 28).value_or(0);
     }
+    // Only rotation of every channel is implemented (Phi-style partial
+    // rotary embeddings would rotate a prefix of each head).
+    if (std::optional<double> partial =
+            config.optionalPositiveNumber("partial_rotary_factor");
+        partial && *partial != 1.0)
+      config.error("partial_rotary_factor",
+                   "attnc rotates every channel of a head; "
+                   "partial_rotary_factor other than 1 is not supported");
   }
   // The rest of a block. Llama family: RMS norms, a SiLU-gated MLP, the
   // output head. GPT-2: layer norms, a GELU (tanh) MLP of n_inner (default
   // 4·n_embd) with biases, learned positions, the head tied to wte.
   std::optional<int64_t> vocabulary, intermediate;
   float rmsEps = 1e-6f;
-  bool mlpBias = false;
+  bool mlpBias = false, scaleByLayer = false, tied = false;
+  std::optional<Activation> activation;
   if (gpt2) {
     vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
     intermediate = *hidden * 4;
@@ -107,15 +159,24 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
       intermediate = config.getInt("n_inner", false, 1, kMaxInt, *intermediate);
     rmsEps = float(
         config.optionalPositiveNumber("layer_norm_epsilon").value_or(1e-5));
-    config.optionalEnum("activation_function", {"gelu_new"}, "gelu_new");
+    activation = readActivation(config, "activation_function", "gelu_new");
+    // GPT2Attention: scores / sqrt(head_dim) unless scale_attn_weights is
+    // false, and also / (layer index + 1) with
+    // scale_attn_by_inverse_layer_idx.
+    if (!config.optionalBool("scale_attn_weights").value_or(true))
+      layer.scale = 1.0f;
+    scaleByLayer =
+        config.optionalBool("scale_attn_by_inverse_layer_idx").value_or(false);
   } else {
     vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
     intermediate = config.getInt("intermediate_size", true, 1, kMaxInt);
     rmsEps =
         float(config.optionalPositiveNumber("rms_norm_eps").value_or(1e-6));
     mlpBias = config.optionalBool("mlp_bias").value_or(false);
+    activation = readActivation(config, "hidden_act", "silu");
+    tied = config.optionalBool("tie_word_embeddings").value_or(false);
   }
-  if (!config.ok())
+  if (!config.ok() || !activation)
     return nullptr;
   // Layers point at the key that makes them what they are: the window when
   // there is one, else the layer count.
@@ -136,6 +197,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   }
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
+  builder.setWeightDtype(weightDtype(config, context));
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
   builder.addEmbedding("embedding", *vocabulary,
@@ -144,31 +206,26 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   for (int64_t i = 0; i < *layers; i++) {
     builder.addNorm("layer" + std::to_string(i) + "_norm", norm, rmsEps, "",
                     at);
-    builder.addLayer(layer, loc);
+    LayerConfig thisLayer = layer;
+    if (i < firstWindowedLayer) {
+      thisLayer.window.reset();
+      thisLayer.mask = MaskKind::Causal;
+    }
+    if (scaleByLayer)
+      thisLayer.scale = layer.scale.value_or(
+                            float(1.0 / std::sqrt(double(layer.headDim)))) /
+                        float(i + 1);
+    builder.addLayer(thisLayer, loc);
     std::string block = "block" + std::to_string(i);
     builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
-    builder.addFfn(block + "_ffn",
-                   gpt2 ? Activation::GeluTanh : Activation::Silu,
-                   *intermediate, gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
+    builder.addFfn(block + "_ffn", *activation, *intermediate,
+                   gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
   }
   builder.addNorm("final_norm", norm, rmsEps, "", at);
-  builder.addOutputHead(*vocabulary, false, at);
+  // GPT-2's head is always wte (tied by its naming); the Llama family's is
+  // when tie_word_embeddings says so (LlamaConfig's default: false).
+  builder.addOutputHead(*vocabulary, false, at, tied);
   return builder.finish();
-}
-
-/// A Hugging Face activation_function as the dialect's activation.
-std::optional<Activation> readActivation(ConfigReader &config) {
-  llvm::StringRef name = config.optionalEnum(
-      "activation_function",
-      {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "swish", "silu"},
-      "gelu");
-  if (!config.ok())
-    return std::nullopt;
-  return llvm::StringSwitch<Activation>(name)
-      .Case("gelu", Activation::Gelu)
-      .Cases("gelu_new", "gelu_pytorch_tanh", Activation::GeluTanh)
-      .Case("relu", Activation::Relu)
-      .Default(Activation::Silu);
 }
 
 /// Marian and BART: post-norm encoder and decoder stacks (attention, then
@@ -202,7 +259,8 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
   std::optional<int64_t> decoderFfn =
       config.getInt("decoder_ffn_dim", false, 1, kMaxInt, 4096);
   bool scaleEmbedding = config.optionalBool("scale_embedding").value_or(false);
-  std::optional<Activation> activation = readActivation(config);
+  std::optional<Activation> activation =
+      readActivation(config, "activation_function", "gelu");
   if (!config.ok() || !activation)
     return nullptr;
   // Marian may give the decoder its own vocabulary.
@@ -215,6 +273,7 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
   Location loc = locator.at(JsonPath{});
   ModelBuilder builder(context, loc, name, "encoder-decoder", *dModel,
                        options.maxBatch.value_or(1));
+  builder.setWeightDtype(weightDtype(config, context));
   const float embedScale =
       scaleEmbedding ? float(std::sqrt(double(*dModel))) : 1.0f;
   const int64_t positionOffset = bart ? 2 : 0;

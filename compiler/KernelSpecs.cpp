@@ -26,7 +26,7 @@ static_assert(int(::attn::Activation::Gelu) ==
 namespace attnc {
 
 namespace {
-/// A verified cache dtype (absent: f32) as the plain enum.
+/// A verified cache or weight dtype (absent: f32) as the plain enum.
 ::attn::CacheElement cacheElement(Type dtype) {
   return !dtype || dtype.isF32() ? ::attn::CacheElement::F32
          : dtype.isF16()         ? ::attn::CacheElement::F16
@@ -102,12 +102,30 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.ropeHeads = *kernel.getRopeHeads();
         spec.ropeHeadDim = *kernel.getRopeHeadDim();
       }
+      if (DictionaryAttr scaling = kernel.getRopeScalingAttr()) {
+        // Verified: linear or llama3 with every number it needs.
+        auto number = [&](StringRef key) {
+          return *mlir::attn::ropeScalingNumber(scaling, key);
+        };
+        ::attn::RopeScaling &rule = spec.ropeScaling;
+        rule.factor = number("factor");
+        rule.type = ::attn::RopeScaling::Type::Linear;
+        if (mlir::attn::ropeScalingType(scaling) == "llama3") {
+          rule.type = ::attn::RopeScaling::Type::Llama3;
+          rule.lowFreqFactor = number("low_freq_factor");
+          rule.highFreqFactor = number("high_freq_factor");
+          rule.originalMaxPositions =
+              number("original_max_position_embeddings");
+        }
+      }
       if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {
         spec.cacheAppend.kvHeads = int(*kvHeads);
         spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());
         spec.cacheAppend.element = cacheElement(*kernel.getAppendDtype());
       }
       spec.argmax = kernel.getArgmax();
+      spec.weightElement =
+          cacheElement(kernel.getWeightDtype().value_or(Type()));
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {
       ::attn::NormSpec spec;

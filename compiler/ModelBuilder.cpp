@@ -14,8 +14,8 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
                            int64_t dModel, int64_t maxBatch)
     : builder(&context), module(ModuleOp::create(loc)) {
   builder.setInsertionPointToEnd(module->getBody());
-  auto model = builder.create<attn::ModelOp>(loc, name, uint64_t(dModel), kind,
-                                             uint64_t(maxBatch));
+  auto model = builder.create<attn::ModelOp>(
+      loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr());
   model.getBody().emplaceBlock();
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
@@ -62,11 +62,19 @@ void ModelBuilder::addFfn(llvm::StringRef name, attn::Activation activation,
       optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr());
 }
 
-void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc) {
+void ModelBuilder::setWeightDtype(Type type) {
+  auto model = cast<attn::ModelOp>(builder.getBlock()->getParentOp());
+  model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
+                                                 : TypeAttr());
+}
+
+void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,
+                                 bool tied) {
   builder.create<attn::OutputHeadOp>(loc, builder.getStringAttr("output_head"),
                                      builder.getI64IntegerAttr(vocabSize),
                                      bias ? builder.getUnitAttr() : UnitAttr(),
-                                     FlatSymbolRefAttr());
+                                     FlatSymbolRefAttr(),
+                                     tied ? builder.getUnitAttr() : UnitAttr());
 }
 
 int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
@@ -86,7 +94,8 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.keyPadding ? builder.getUnitAttr() : UnitAttr(),
       c.bf16Compute ? TypeAttr::get(builder.getBF16Type()) : TypeAttr(),
       optionalF32(c.ropeTheta), c.ropeScaling,
-      c.projectionBias ? builder.getUnitAttr() : UnitAttr(), c.cache,
+      c.projectionBias ? builder.getUnitAttr() : UnitAttr(),
+      c.outputBias ? builder.getBoolAttr(*c.outputBias) : BoolAttr(), c.cache,
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), UnitAttr(),
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr());

@@ -24,6 +24,7 @@ struct LayerConfig {
   bool keyPadding = false;  ///< prefill over padded batches masks by length
   bool bf16Compute = false; ///< prefill products on bf16 operands
   bool projectionBias = false;
+  std::optional<bool> outputBias; ///< absent: as projectionBias
   mlir::DictionaryAttr ropeScaling; ///< null: none
   mlir::attn::KvCacheAttr cache;    ///< null: the layer never decodes
   std::string stack;                ///< "encoder", "decoder" or empty
@@ -52,7 +53,11 @@ public:
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
               int64_t intermediateSize, bool bias, bool gated,
               llvm::StringRef stack, mlir::Location loc);
-  void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc);
+  /// `tied`: the head's weight is the embedding's (tie_word_embeddings).
+  /// How the model's linear kernels read their weights (f32, f16, bf16).
+  void setWeightDtype(mlir::Type type);
+  void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc,
+                     bool tied = false);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.
   mlir::OwningOpRef<mlir::ModuleOp> finish();
 

@@ -29,6 +29,47 @@ std::string typeName(Type type) {
   return text;
 }
 
+Type weightDtype(ModelOp model) {
+  return model.getWeightDtype().value_or(Float32Type::get(model.getContext()));
+}
+
+/// Bytes of W a linear kernel reads per call (absent: 0).
+int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
+  if (!kernel)
+    return 0;
+  auto linear = dyn_cast_or_null<LinearKernelOp>(model.lookupSymbol(*kernel));
+  if (!linear)
+    return 0;
+  const int64_t element =
+      linear.getWeightDtype() ? linear.getWeightDtype()->getIntOrFloatBitWidth() / 8
+                              : 4;
+  return int64_t(linear.getInFeatures()) * linear.getOutFeatures() * element;
+}
+
+/// Weight bytes one decoded token streams: every linear kernel of the
+/// decoder once (cross-attention K/V are computed per source, not per
+/// token); embeddings and norms, a row and a vector, are left out.
+int64_t weightBytesPerToken(ModelOp model) {
+  int64_t bytes = 0;
+  for (Operation &op : model.getBody().front()) {
+    auto stack = op.getAttrOfType<StringAttr>("stack");
+    if (stack && stack.getValue() == "encoder")
+      continue;
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      bytes += weightBytes(model, layer.getQueryKernel()) +
+               weightBytes(model, layer.getOutputKernel());
+      if (layer.getKind() != LayerKind::Cross)
+        bytes += weightBytes(model, layer.getKeyValueKernel());
+    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
+      bytes += weightBytes(model, ffn.getUpKernel()) +
+               weightBytes(model, ffn.getDownKernel());
+    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      bytes += weightBytes(model, head.getKernel());
+    }
+  }
+  return bytes;
+}
+
 } // namespace
 
 std::string renderPlanJson(ModuleOp module,
@@ -50,6 +91,7 @@ std::string renderPlanJson(ModuleOp module,
       entry["stack"] = *layer.getStack();
     if (layer.getQueryKernel()) {
       entry["projection_bias"] = layer.getProjectionBias();
+      entry["output_bias"] = layer.hasOutputBias();
       entry["fused_projections"] = layer.getFusedProjections();
       entry["fused_cache_append"] = layer.getFusedCacheAppend();
       entry["query_kernel"] = prefix + layer.getQueryKernel()->str();
@@ -123,6 +165,7 @@ std::string renderPlanJson(ModuleOp module,
                                  {"vocab_size", int64_t(head.getVocabSize())},
                                  {"bias", head.getBias()},
                                  {"argmax", kernel && kernel.getArgmax()},
+                                 {"tied", head.getTied()},
                                  {"kernel", kernelName(head.getKernel())}};
     } else {
       continue; // kernels
@@ -174,6 +217,8 @@ std::string renderPlanJson(ModuleOp module,
       {"d_model", int64_t(model.getDModel())},
       {"max_batch", int64_t(model.getMaxBatch())},
       {"devices", llvm::json::Array(devices)},
+      {"weight_dtype", typeName(weightDtype(model))},
+      {"weight_bytes_per_token", weightBytesPerToken(model)},
       {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
       {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},
       {"kv_bytes", intAttr(model, "kv_bytes")},
@@ -269,6 +314,8 @@ std::string describeKernel(Operation &op) {
   if (auto linear = dyn_cast<LinearKernelOp>(op)) {
     std::string text = llvm::formatv(
         "linear {0} -> {1}", linear.getInFeatures(), linear.getOutFeatures());
+    if (std::optional<Type> weights = linear.getWeightDtype())
+      text += " " + typeName(*weights) + " weights";
     if (linear.getInputGate())
       text +=
           " gated(" + stringifyActivation(*linear.getInputGate()).str() + ")";
@@ -445,6 +492,10 @@ std::string renderReport(ModuleOp module) {
     return formatBytes(value) + per.str() + " (" + std::to_string(value) +
            " B)";
   };
+  if (int64_t perToken = weightBytesPerToken(model))
+    os << "weights: " << typeName(weightDtype(model)) << ", "
+       << formatBytes(perToken) << "/token read by a decoded token ("
+       << perToken << " B)\n";
   os << "KV cache: " << bytes("kv_bytes_per_token", "/token") << ", "
      << bytes("kv_bytes_per_sequence", "/sequence at max length") << ", "
      << bytes("kv_bytes",

@@ -16,6 +16,8 @@
 #include "Targets.h"
 
 #include "attn/AttnDialect.h"
+#include "attn/AttnOps.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "attn/AttnPasses.h"
 
 #include "mlir/IR/AsmState.h"
@@ -100,6 +102,12 @@ cl::opt<std::string> kvDtype("kv-dtype", cl::desc("f32, f16, bf16 or int8"),
                              cl::cat(cacheCategory));
 cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
                        cl::cat(cacheCategory));
+cl::opt<std::string> weightDtype(
+    "weight-dtype",
+    cl::desc("f32, f16 or bf16: how the linear kernels read their weights "
+             "(overrides the description's weight_dtype and a Hugging Face "
+             "config's torch_dtype)"),
+    cl::cat(attncCategory));
 enum class ComputeDtype { F32, BF16 };
 cl::opt<ComputeDtype> attentionCompute(
     "attention-compute",
@@ -291,7 +299,33 @@ int main(int argc, char **argv) {
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       loadDescription(sourceMgr, context);
-  if (!module || failed(mlir::verify(*module)))
+  if (!module)
+    return 1;
+  mlir::attn::ModelOp model = *module->getOps<mlir::attn::ModelOp>().begin();
+  if (weightDtype.getNumOccurrences()) {
+    mlir::Builder b(&context);
+    mlir::Type type = llvm::StringSwitch<mlir::Type>(weightDtype)
+                          .Case("f32", b.getF32Type())
+                          .Case("f16", b.getF16Type())
+                          .Case("bf16", b.getBF16Type())
+                          .Default(nullptr);
+    if (!type)
+      return fail("--weight-dtype must be f32, f16 or bf16, got '" +
+                  weightDtype + "'");
+    model.setWeightDtypeAttr(type.isF32() ? mlir::TypeAttr()
+                                          : mlir::TypeAttr::get(type));
+  }
+  // The GPU kernel sets read f32 weights only.
+  if (std::optional<mlir::Type> weights = model.getWeightDtype();
+      weights && !weights->isF32() && !targets->gpu.empty()) {
+    std::string type;
+    llvm::raw_string_ostream(type) << *weights;
+    return fail("--target=" + targets->gpuApi + " reads f32 weights; the "
+                "model's weight dtype is " + type +
+                " (from --weight-dtype, weight_dtype or torch_dtype): pass "
+                "--weight-dtype=f32");
+  }
+  if (failed(mlir::verify(*module)))
     return 1;
   if (emitKind != EmitKind::ImportedMLIR &&
       failed(

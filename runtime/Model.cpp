@@ -9,6 +9,7 @@
 #include "DeviceShadows.h"
 #include "ModelWeights.h"
 
+#include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/DeviceProbe.h"
 
 #include <cmath>
@@ -153,6 +154,13 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       gpt2Names(plan, i, block, names[i]);
       block += plan.ops[i].kind == OpKind::Ffn;
     }
+    // A bare GPT2Model's checkpoint names them without "transformer.".
+    const std::string prefix = "transformer.";
+    for (OpTensorNames &op : names)
+      for (OpTensorNames::Entry &entry : op.entries)
+        if (entry.tensor.compare(0, prefix.size(), prefix) == 0)
+          entry.alternatives.push_back(
+              {entry.tensor.substr(prefix.size()), entry.shape});
     return names;
   }
   Naming naming{namingKind};
@@ -204,7 +212,7 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
             std::tuple{"out", naming.outputProjection(), d, q}}) {
         n.add(std::string(role) + ".weight", base + proj + ".weight",
               {rows, cols});
-        if (op.bias)
+        if (std::string(role) == "out" ? op.outputBias : op.bias)
           n.add(std::string(role) + ".bias", base + proj + ".bias", {rows});
       }
       break;
@@ -224,11 +232,19 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       break;
     }
     case OpKind::OutputHead:
-      // Tied to the embeddings in most checkpoints (saved once, under the
-      // embedding's name); BART and Marian keep the head's bias as the
-      // buffer final_logits_bias [1][vocab].
-      n.add("weight", "lm_head.weight", {op.vocabSize, d},
-            naming.sharedEmbedding(op.vocabSize, d));
+      // A tied Llama-family head is the embedding, whatever lm_head.weight
+      // a checkpoint also holds (load() tolerates it), and an untied one
+      // must have its own. BART and Marian heads are tied to the embeddings
+      // in most checkpoints (saved once, under the embedding's name), and
+      // keep the head's bias as the buffer final_logits_bias [1][vocab].
+      if (namingKind == WeightNaming::Llama && op.tied)
+        n.add("weight", naming.embedding(stack) + ".weight",
+              {op.vocabSize, d});
+      else if (namingKind == WeightNaming::Llama)
+        n.add("weight", "lm_head.weight", {op.vocabSize, d});
+      else
+        n.add("weight", "lm_head.weight", {op.vocabSize, d},
+              naming.sharedEmbedding(op.vocabSize, d));
       if (op.bias)
         n.add("bias", "lm_head.bias", {op.vocabSize},
               {{"final_logits_bias", {1, op.vocabSize}}});
@@ -251,11 +267,22 @@ distinctTensors(const std::vector<OpTensorNames> &names) {
   return expected;
 }
 
-/// A tensor's floats (the mapping guarantees no alignment: copied out).
-std::vector<float> copyOut(const TensorView &tensor) {
-  std::vector<float> values(tensor.bytes / sizeof(float));
-  std::memcpy(values.data(), tensor.data, tensor.bytes);
-  return values;
+/// Buffers a checkpoint may carry that change nothing: recomputed rotary
+/// frequencies (older Llama uploads), GPT-2's causal-mask buffers.
+bool isHarmlessBuffer(const std::string &tensor, WeightNaming naming) {
+  auto endsWith = [&](const std::string &suffix) {
+    return tensor.size() >= suffix.size() &&
+           tensor.compare(tensor.size() - suffix.size(), suffix.size(),
+                          suffix) == 0;
+  };
+  if (naming == WeightNaming::Llama)
+    return endsWith(".self_attn.rotary_emb.inv_freq");
+  // GPT-2's head is wte: transformers ties lm_head.weight to it (an upload
+  // that saved both has two equal copies).
+  if (naming == WeightNaming::Gpt2)
+    return endsWith(".attn.bias") || endsWith(".attn.masked_bias") ||
+           tensor == "lm_head.weight";
+  return false;
 }
 
 /// Writes W [out][in] (PyTorch's layout) transposed into columns
@@ -268,6 +295,18 @@ void appendTransposed(std::vector<float> &dst, int64_t width, int64_t column,
       dst[size_t(k * width + column + o)] = w[size_t(o * in + k)];
 }
 } // namespace
+
+void WeightMatrix::assign(std::vector<float> &&values, DType to) {
+  type = to;
+  f32.clear();
+  narrow.clear();
+  if (to == DType::F32) {
+    f32 = std::move(values);
+    return;
+  }
+  narrow.resize(values.size());
+  encode(to, values.data(), narrow.data(), values.size());
+}
 
 void OpTensorNames::add(
     const std::string &role, const std::string &tensor,
@@ -344,8 +383,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
 Model::~Model() {
   if (device_)
     for (const auto &weights : weights_)
-      for (const std::vector<float> *tensor : weights->tensors())
-        shadows::forget(tensor->data());
+      for (const auto &[data, bytes] : weights->tensors())
+        shadows::forget(data);
 }
 
 Status Model::load(const std::string &planJson, const KernelEntry *table,
@@ -369,8 +408,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       !status)
     return status;
   const ModelPlan &plan = result->plan_;
-  SafetensorsFile file;
-  if (Status status = SafetensorsFile::open(weightsPath, file); !status)
+  Checkpoint file;
+  if (Status status = Checkpoint::open(weightsPath, file); !status)
     return status;
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
   // Where the file lacks a tensor but holds one of its alternatives (a tied
@@ -389,6 +428,12 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       for (const auto &alternative : entry.alternatives)
         tolerated.insert(alternative.first);
     }
+  for (const auto &[tensor, view] : file.tensors())
+    if (isHarmlessBuffer(tensor, naming))
+      tolerated.insert(tensor);
+  for (const PlanOp &op : plan.ops) // transformers ties over it
+    if (op.kind == OpKind::OutputHead && op.tied)
+      tolerated.insert("lm_head.weight");
   if (Status status = checkTensors(file, distinctTensors(names), tolerated);
       !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
@@ -398,7 +443,9 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     const OpTensorNames::Entry *entry = n.find(role);
     if (!entry)
       return std::vector<float>();
-    std::vector<float> values = copyOut(*file.find(entry->tensor));
+    const TensorView &tensor = *file.find(entry->tensor);
+    std::vector<float> values = readFloats(tensor);
+    file.release(tensor);
     if (!entry->conv1d)
       return values;
     // [in][out] (or [out] for a bias), columns [begin, begin + count).
@@ -435,13 +482,13 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
                          wv = get(n, "v.weight"), bq = get(n, "q.bias"),
                          bk = get(n, "k.bias"), bv = get(n, "v.bias");
       // Fused: [d][q | k | v]. Else [d][q] and [d][k | v].
-      std::vector<float> &kvWeights =
-          op.fusedProjections ? w->query : w->keyValue;
+      std::vector<float> query, keyValue, output;
+      std::vector<float> &kvWeights = op.fusedProjections ? query : keyValue;
       std::vector<float> &kvBias =
           op.fusedProjections ? w->queryBias : w->keyValueBias;
       const int64_t queryWidth = op.fusedProjections ? q + 2 * kv : q;
       const int64_t kvColumn = op.fusedProjections ? q : 0;
-      appendTransposed(w->query, queryWidth, 0, wq, q, d);
+      appendTransposed(query, queryWidth, 0, wq, q, d);
       appendTransposed(kvWeights, kvColumn + 2 * kv, kvColumn, wk, kv, d);
       appendTransposed(kvWeights, kvColumn + 2 * kv, kvColumn + kv, wv, kv, d);
       if (op.bias) {
@@ -449,30 +496,38 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
-      appendTransposed(w->output, d, 0, get(n, "out.weight"), d, q);
+      appendTransposed(output, d, 0, get(n, "out.weight"), d, q);
       w->outputBias = get(n, "out.bias");
+      w->query.assign(std::move(query), plan.weightType);
+      w->keyValue.assign(std::move(keyValue), plan.weightType);
+      w->output.assign(std::move(output), plan.weightType);
       break;
     }
     case OpKind::Ffn: {
       // Gated: up is [d][gate | up], the halves the down kernel pairs.
       const int64_t f = op.intermediateSize, width = op.gated ? 2 * f : f;
+      std::vector<float> up, down;
       if (op.gated) {
-        appendTransposed(w->up, width, 0, get(n, "gate.weight"), f, d);
+        appendTransposed(up, width, 0, get(n, "gate.weight"), f, d);
         w->upBias = get(n, "gate.bias");
       }
-      appendTransposed(w->up, width, op.gated ? f : 0, get(n, "up.weight"), f,
-                       d);
+      appendTransposed(up, width, op.gated ? f : 0, get(n, "up.weight"), f, d);
       std::vector<float> upBias = get(n, "up.bias");
       w->upBias.insert(w->upBias.end(), upBias.begin(), upBias.end());
-      appendTransposed(w->down, d, 0, get(n, "down.weight"), d, f);
+      appendTransposed(down, d, 0, get(n, "down.weight"), d, f);
       w->downBias = get(n, "down.bias");
+      w->up.assign(std::move(up), plan.weightType);
+      w->down.assign(std::move(down), plan.weightType);
       break;
     }
-    case OpKind::OutputHead:
-      appendTransposed(w->head, op.vocabSize, 0, get(n, "weight"), op.vocabSize,
+    case OpKind::OutputHead: {
+      std::vector<float> head;
+      appendTransposed(head, op.vocabSize, 0, get(n, "weight"), op.vocabSize,
                        d);
+      w->head.assign(std::move(head), plan.weightType);
       w->headBias = get(n, "bias");
       break;
+    }
     }
     result->weights_.push_back(std::move(w));
   }
@@ -481,9 +536,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   result->device_ = device;
   if (device)
     for (const auto &weights : result->weights_)
-      for (const std::vector<float> *tensor : weights->tensors())
-        if (Status s = shadows::track(*device, tensor->data(),
-                                      tensor->size() * sizeof(float),
+      for (const auto &[data, bytes] : weights->tensors())
+        if (Status s = shadows::track(*device, data, bytes,
                                       /*hostHasData=*/true);
             !s)
           return s;

@@ -79,6 +79,16 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.maxBatch = model.integer("max_batch");
   if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
     result.kvBytes = root["kv_bytes"].get<int64_t>();
+  // Plans from before weight dtypes hold f32 weights.
+  if (root.contains("weight_dtype")) {
+    std::string weights = model.string("weight_dtype");
+    if (weights != "f32" && weights != "f16" && weights != "bf16")
+      return planError("weight_dtype must be f32, f16 or bf16, got '" +
+                       weights + "'");
+    result.weightType = weights == "f16"    ? DType::F16
+                        : weights == "bf16" ? DType::BF16
+                                            : DType::F32;
+  }
   // The kernel sets the library holds (plans before GPU targets had only
   // CPU ones): the one asked for must be among them.
   bool hasDevice = device == "cpu" && !root.contains("devices");
@@ -162,6 +172,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.vocabSize = at.integer("vocab_size");
       op.bias = at.boolean("bias");
       op.argmax = at.boolean("argmax");
+      op.tied = at.boolean("tied");
       resolve(at, "kernel", op.kernel);
     } else if (kind == "attention") {
       op.kind = OpKind::Attention;
@@ -177,6 +188,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       if (layer.contains("scale") && layer["scale"].is_number())
         op.scale = layer["scale"].get<float>();
       op.bias = l.boolean("projection_bias");
+      op.outputBias = layer.contains("output_bias") ? l.boolean("output_bias")
+                                                    : op.bias;
       op.fusedProjections = l.boolean("fused_projections");
       op.fusedCacheAppend = l.boolean("fused_cache_append");
       op.rope = layer.contains("rope_theta");

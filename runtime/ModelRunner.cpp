@@ -22,14 +22,15 @@
 namespace attn::runtime {
 
 namespace {
-halide_type_t cacheType(DType type) {
+/// The Halide element type of cache pools and weights stored as `type`.
+halide_type_t halideType(DType type) {
   switch (type) {
   case DType::F32:
     return float32Type();
   case DType::F16:
-    return {halide_type_float, 16, 1};
+    return float16Type();
   case DType::BF16:
-    return {halide_type_bfloat, 16, 1};
+    return bfloat16Type();
   case DType::I8:
     return {halide_type_int, 8, 1};
   }
@@ -56,7 +57,7 @@ struct CacheAppendArgs {
 /// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache)
 /// (+ best [tokens], each row's argmax, for a kernel with the argmax).
 Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
-              int64_t tokens, int64_t inF, const std::vector<float> &w,
+              int64_t tokens, int64_t inF, const WeightMatrix &w,
               const std::vector<float> &b, const int32_t *positions,
               const float *residual, int64_t outF, float *out,
               bool gatedInput = false, const CacheAppendArgs *append = nullptr,
@@ -64,7 +65,7 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
   // A gated input holds [gate | up] halves of inF each.
   const int64_t width = gatedInput ? 2 * inF : inF;
   BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});
-  BufferView weight(w.data(), float32Type(), {{outF, 1}, {inF, outF}});
+  BufferView weight(w.data(), halideType(w.type), {{outF, 1}, {inF, outF}});
   BufferView bias(b.data(), float32Type(), {{outF, 1}});
   BufferView position(positions, int32Type(), {{tokens, 1}});
   BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});
@@ -143,7 +144,7 @@ CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots) {
   CacheAppendArgs append{slots,
                          cache.writableKeyPages(layer),
                          cache.writableValuePages(layer),
-                         cacheType(c.dtype),
+                         halideType(c.dtype),
                          int64_t(c.numPages) * c.pageSize,
                          c.numKvHeads,
                          c.headDim};
@@ -158,7 +159,7 @@ CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens) {
   int32_t *slots = grow(ws.cacheSlots, tokens);
   std::fill(slots, slots + tokens, -1);
   float *pool = grow(ws.noCache, size_t(op.kvHeads) * op.headDim);
-  CacheAppendArgs append{slots, pool,       pool,      cacheType(op.cacheType),
+  CacheAppendArgs append{slots, pool,       pool,      halideType(op.cacheType),
                          1,     op.kvHeads, op.headDim};
   if (op.cacheType == DType::I8) // [1][kvHeads] scales fit in it too
     append.keyScales = append.valueScales = pool;
@@ -548,7 +549,7 @@ private:
     const KvCacheConfig &c = cache->config();
     if (Status s = placeCache(place, *cache, layer); !s)
       return s;
-    halide_type_t element = cacheType(c.dtype);
+    halide_type_t element = halideType(c.dtype);
     BufferView qv(query, float32Type(), {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
     BufferView keyPages(
         cache->keyPages(layer), element,

@@ -8,6 +8,7 @@
 #ifndef ATTN_RUNTIME_MODELWEIGHTS_H
 #define ATTN_RUNTIME_MODELWEIGHTS_H
 
+#include "attn/runtime/DType.h"
 #include "attn/runtime/Model.h"
 
 #include <map>
@@ -43,6 +44,26 @@ struct OpTensorNames {
   const Entry *find(const std::string &role) const;
 };
 
+/// A linear kernel's W [in][out] in the element type the kernel reads (the
+/// plan's weight_dtype): f32 values, or the bits of f16 / bf16 ones.
+struct WeightMatrix {
+  DType type = DType::F32;
+  std::vector<float> f32;
+  std::vector<uint16_t> narrow;
+
+  /// Takes `values` [in][out] and stores them as `to` (round to nearest
+  /// even).
+  void assign(std::vector<float> &&values, DType to);
+  const void *data() const {
+    return type == DType::F32 ? static_cast<const void *>(f32.data())
+                              : narrow.data();
+  }
+  size_t bytes() const {
+    return f32.size() * sizeof(float) + narrow.size() * sizeof(uint16_t);
+  }
+  bool empty() const { return f32.empty() && narrow.empty(); }
+};
+
 /// Weights of one op, in the layouts its kernels read. Empty when unused.
 struct Model::Weights {
   std::vector<float> table;                // embedding [vocab][d]
@@ -50,18 +71,23 @@ struct Model::Weights {
   std::vector<float> normWeight, normBias; // [d]
   // Attention: query [d][Hq·D], or fused [d][(Hq + 2·Hkv)·D] (Q | K | V);
   // keyValue [d][2·Hkv·D] (K | V) when not fused; output [Hq·D][d].
-  std::vector<float> query, queryBias, keyValue, keyValueBias, output,
-      outputBias;
-  std::vector<float> up, upBias;     // FFN [d][ffn], [ffn]
-  std::vector<float> down, downBias; // FFN [ffn][d], [d]
-  std::vector<float> head, headBias; // output head [d][vocab], [vocab]
+  WeightMatrix query, keyValue, output;
+  std::vector<float> queryBias, keyValueBias, outputBias;
+  WeightMatrix up, down;                 // FFN [d][ffn], [ffn][d]
+  std::vector<float> upBias, downBias;   // [ffn], [d]
+  WeightMatrix head;                     // output head [d][vocab]
+  std::vector<float> headBias;           // [vocab]
 
-  /// Every tensor (for copying them to a device).
-  std::vector<const std::vector<float> *> tensors() const {
-    return {&table,  &positionTable, &normWeight, &normBias,
-            &query,  &queryBias,     &keyValue,   &keyValueBias,
-            &output, &outputBias,    &up,         &upBias,
-            &down,   &downBias,      &head,       &headBias};
+  /// Every tensor, as (data, bytes) (for copying them to a device).
+  std::vector<std::pair<const void *, size_t>> tensors() const {
+    std::vector<std::pair<const void *, size_t>> all;
+    for (const std::vector<float> *v :
+         {&table, &positionTable, &normWeight, &normBias, &queryBias,
+          &keyValueBias, &outputBias, &upBias, &downBias, &headBias})
+      all.push_back({v->data(), v->size() * sizeof(float)});
+    for (const WeightMatrix *m : {&query, &keyValue, &output, &up, &down, &head})
+      all.push_back({m->data(), m->bytes()});
+    return all;
   }
 };
 

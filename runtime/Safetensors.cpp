@@ -2,6 +2,8 @@
 
 #include "attn/runtime/Safetensors.h"
 
+#include "attn/runtime/DType.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -200,31 +202,32 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &file) {
   return Status::ok();
 }
 
-Status checkTensors(const SafetensorsFile &file,
-                    const std::vector<ExpectedTensor> &expected,
-                    const std::set<std::string> &tolerated) {
-  std::string problems;
-  auto add = [&](const std::string &problem) {
-    problems += (problems.empty() ? "" : "; ") + problem;
-  };
-  for (const ExpectedTensor &want : expected) {
-    const TensorView *have = file.find(want.name);
-    if (!have)
-      add("missing " + want.name);
-    else if (have->type != want.type || have->shape != want.shape)
-      add(want.name + " is " + name(have->type) + " " +
-          describeShape(have->shape) + ", expected " + name(want.type) + " " +
-          describeShape(want.shape));
+bool readableAs(TensorType stored, TensorType expected) {
+  return stored == expected ||
+         (expected == TensorType::F32 &&
+          (stored == TensorType::F16 || stored == TensorType::BF16));
+}
+
+std::vector<float> readFloats(const TensorView &tensor) {
+  const size_t count = tensor.bytes / byteSize(tensor.type);
+  std::vector<float> values(count);
+  switch (tensor.type) {
+  case TensorType::F32: // the mapping guarantees no alignment: copied out
+    std::memcpy(values.data(), tensor.data, tensor.bytes);
+    break;
+  case TensorType::F16:
+  case TensorType::BF16: {
+    // decode() reads uint16 elements; the view may be unaligned.
+    std::vector<uint16_t> bits(count);
+    std::memcpy(bits.data(), tensor.data, tensor.bytes);
+    decode(tensor.type == TensorType::F16 ? DType::F16 : DType::BF16,
+           bits.data(), values.data(), count);
+    break;
   }
-  for (const TensorView &have : file.tensors())
-    if (!tolerated.count(have.name) &&
-        std::none_of(
-            expected.begin(), expected.end(),
-            [&](const ExpectedTensor &want) { return want.name == have.name; }))
-      add("unexpected " + have.name);
-  if (problems.empty())
-    return Status::ok();
-  return Status(StatusCode::InvalidArgument, "weights: " + problems);
+  default:
+    values.clear(); // callers check readableAs first
+  }
+  return values;
 }
 
 Status writeSafetensors(const std::string &path,
@@ -237,14 +240,15 @@ Status writeSafetensors(const std::string &path,
   size_t offset = 0;
   std::vector<size_t> bytes;
   for (const ExpectedTensor &tensor : tensors) {
-    if (tensor.type != TensorType::F32)
+    if (!readableAs(tensor.type, TensorType::F32))
       return Status(StatusCode::InvalidArgument,
-                    "writeSafetensors: " + tensor.name + " is not F32");
+                    "writeSafetensors: " + tensor.name +
+                        " is not F32, F16 or BF16");
     size_t count = 1;
     for (int64_t extent : tensor.shape)
       count *= size_t(extent);
-    bytes.push_back(count * sizeof(float));
-    header[tensor.name] = {{"dtype", "F32"},
+    bytes.push_back(count * byteSize(tensor.type));
+    header[tensor.name] = {{"dtype", name(tensor.type)},
                            {"shape", tensor.shape},
                            {"data_offsets", {offset, offset + bytes.back()}}};
     offset += bytes.back();
@@ -257,8 +261,17 @@ Status writeSafetensors(const std::string &path,
   uint64_t length = text.size(); // little-endian hosts only, as mmap reads
   bool ok = std::fwrite(&length, 8, 1, file) == 1 &&
             std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  for (size_t i = 0; ok && i < tensors.size(); i++)
-    ok = std::fwrite(data[i], 1, bytes[i], file) == bytes[i];
+  std::vector<uint16_t> narrow;
+  for (size_t i = 0; ok && i < tensors.size(); i++) {
+    const void *stored = data[i];
+    if (tensors[i].type != TensorType::F32) {
+      narrow.resize(bytes[i] / 2);
+      encode(tensors[i].type == TensorType::F16 ? DType::F16 : DType::BF16,
+             data[i], narrow.data(), narrow.size());
+      stored = narrow.data();
+    }
+    ok = std::fwrite(stored, 1, bytes[i], file) == bytes[i];
+  }
   ok = std::fclose(file) == 0 && ok;
   return ok ? Status::ok()
             : Status(StatusCode::IoError, "cannot write " + path);

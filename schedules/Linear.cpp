@@ -194,13 +194,54 @@ Func applyActivation(Func f, Activation activation) {
 }
 } // namespace
 
+std::vector<double> ropeInverseFrequencies(double theta, int headDim,
+                                           const RopeScaling &scaling) {
+  std::vector<double> frequencies(headDim / 2);
+  const double pi = 3.14159265358979323846;
+  for (int i = 0; i < headDim / 2; i++) {
+    double f = std::pow(theta, -2.0 * i / double(headDim));
+    switch (scaling.type) {
+    case RopeScaling::Type::Default:
+      break;
+    case RopeScaling::Type::Linear:
+      f /= scaling.factor;
+      break;
+    case RopeScaling::Type::Llama3: {
+      // transformers' _compute_llama3_parameters.
+      const double wavelength = 2 * pi / f,
+                   lowWavelength =
+                       scaling.originalMaxPositions / scaling.lowFreqFactor,
+                   highWavelength =
+                       scaling.originalMaxPositions / scaling.highFreqFactor;
+      if (wavelength > lowWavelength) {
+        f /= scaling.factor;
+      } else if (wavelength >= highWavelength) {
+        const double smooth =
+            (scaling.originalMaxPositions / wavelength -
+             scaling.lowFreqFactor) /
+            (scaling.highFreqFactor - scaling.lowFreqFactor);
+        f = (1 - smooth) * f / scaling.factor + smooth * f;
+      }
+      break;
+    }
+    }
+    frequencies[i] = f;
+  }
+  return frequencies;
+}
+
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Target &target) {
   const int in = spec.inFeatures, out = spec.outFeatures;
 
   // ALGORITHM ---------------------------------------------------------------
   ImageParam input(Float(32), 2, "input");   // (k, m): token m, feature k
-  ImageParam weight(Float(32), 2, "weight"); // (n, k): output n, input k
+  // (n, k): output n, input k; narrow weights are widened as they are read
+  // (decode streams W: its bytes are the time).
+  const Type weightType = spec.weightElement == CacheElement::BF16  ? BFloat(16)
+                          : spec.weightElement == CacheElement::F16 ? Float(16)
+                                                                    : Float(32);
+  ImageParam weight(weightType, 2, "weight");
   ImageParam bias(Float(32), 1, "bias");     // (n)
   Var n("n"), m("m");
   RDom rk(0, in, "rk");
@@ -237,7 +278,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       if (in % b == 0)
         kBlock = b;
   auto product = [&](Expr k) {
-    return (gated ? gatedInput(k, row) : input(k, row)) * weight(feature, k);
+    return (gated ? gatedInput(k, row) : input(k, row)) *
+           cast<float>(weight(feature, k));
   };
   Func accumulate("accumulate");
   accumulate(n, m) = spec.bias ? bias(feature) : 0.0f;
@@ -257,9 +299,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   if (rope) {
     // Inverse frequencies, embedded in the generated code.
     Buffer<float> inverseFrequency(headDim / 2, "rope_inverse_frequency");
+    std::vector<double> frequencies =
+        ropeInverseFrequencies(spec.ropeTheta, headDim, spec.ropeScaling);
     for (int i = 0; i < headDim / 2; i++)
-      inverseFrequency(i) =
-          float(std::pow(double(spec.ropeTheta), -2.0 * i / double(headDim)));
+      inverseFrequency(i) = float(frequencies[i]);
     Expr i = n % headDim, half = headDim / 2;
     // Always inside n's tile (tiles hold whole heads); the clamp tells
     // Halide's bounds inference so.

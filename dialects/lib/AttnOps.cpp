@@ -53,6 +53,60 @@ LogicalResult checkPositiveFinite(Operation *op, StringRef name,
 }
 } // namespace
 
+StringRef mlir::attn::ropeScalingType(DictionaryAttr scaling) {
+  for (StringRef key : {"rope_type", "type"})
+    if (auto type = scaling.getAs<StringAttr>(key))
+      return type.getValue();
+  return "";
+}
+
+std::optional<double> mlir::attn::ropeScalingNumber(DictionaryAttr scaling,
+                                                    StringRef key) {
+  Attribute value = scaling.get(key);
+  if (auto integer = dyn_cast_or_null<IntegerAttr>(value))
+    return double(integer.getInt());
+  if (auto real = dyn_cast_or_null<FloatAttr>(value))
+    return real.getValueAsDouble();
+  return std::nullopt;
+}
+
+std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
+  StringRef type = ropeScalingType(scaling);
+  SmallVector<StringRef> numbers;
+  if (type == "linear")
+    numbers = {"factor"};
+  else if (type == "llama3")
+    numbers = {"factor", "low_freq_factor", "high_freq_factor",
+               "original_max_position_embeddings"};
+  else if (type == "dynamic" || type == "yarn" || type == "longrope")
+    return ("rope_scaling type '" + type +
+            "' is not supported yet (attnc computes default, linear and "
+            "llama3)")
+        .str();
+  else if (type != "default")
+    return ("unknown rope_scaling type '" + type +
+            "' (expected default, linear or llama3)")
+        .str();
+  for (NamedAttribute entry : scaling) {
+    StringRef key = entry.getName().getValue();
+    if (key != "rope_type" && key != "type" && !llvm::is_contained(numbers, key))
+      return ("rope_scaling key '" + key + "' is not used by type '" + type +
+              "': attnc would ignore it")
+          .str();
+  }
+  for (StringRef key : numbers) {
+    std::optional<double> value = ropeScalingNumber(scaling, key);
+    if (!value || !(*value > 0.0) || !std::isfinite(*value))
+      return ("rope_scaling '" + type + "' needs '" + key +
+              "', a positive number")
+          .str();
+  }
+  if (type == "llama3" && !(*ropeScalingNumber(scaling, "low_freq_factor") <
+                            *ropeScalingNumber(scaling, "high_freq_factor")))
+    return "rope_scaling llama3 needs low_freq_factor < high_freq_factor";
+  return "";
+}
+
 float SdpaOp::getEffectiveScale() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToFloat();
@@ -112,7 +166,15 @@ LogicalResult SdpaOp::verify() {
 // Model level
 //===----------------------------------------------------------------------===//
 
+/// f32, f16 or bf16: the weight element types the linear kernels read.
+static bool isWeightElementType(Type type) {
+  return type.isF32() || type.isF16() || type.isBF16();
+}
+
 LogicalResult ModelOp::verify() {
+  if (std::optional<Type> weights = getWeightDtype();
+      weights && !isWeightElementType(*weights))
+    return emitOpError() << "weight_dtype must be f32, f16 or bf16";
   StringRef kind = getKind();
   if (kind != "decoder-only" && kind != "encoder" && kind != "encoder-decoder")
     return emitOpError() << "kind must be decoder-only, encoder or "
@@ -185,6 +247,12 @@ LogicalResult AttentionLayerOp::verify() {
         std::pair{"rope_theta", getRopeTheta()}})
     if (failed(checkPositiveFinite(*this, name, value)))
       return failure();
+  if (DictionaryAttr scaling = getRopeScalingAttr()) {
+    if (!getRopeTheta())
+      return emitOpError() << "rope_scaling needs rope_theta";
+    if (std::string problem = ropeScalingProblem(scaling); !problem.empty())
+      return emitOpError() << problem;
+  }
   if (std::optional<StringRef> stack = getStack())
     if (*stack != "encoder" && *stack != "decoder")
       return emitOpError() << "stack must be encoder or decoder, got \""
@@ -398,7 +466,16 @@ LogicalResult OutputHeadOp::verify() {
 }
 
 LogicalResult LinearKernelOp::verify() {
+  if (std::optional<Type> weights = getWeightDtype();
+      weights && !isWeightElementType(*weights))
+    return emitOpError() << "weight_dtype must be f32, f16 or bf16";
   bool rope = getRopeTheta().has_value();
+  if (DictionaryAttr scaling = getRopeScalingAttr()) {
+    if (!rope)
+      return emitOpError() << "rope_scaling needs rope_theta";
+    if (std::string problem = ropeScalingProblem(scaling); !problem.empty())
+      return emitOpError() << problem;
+  }
   if (rope != getRopeHeads().has_value() ||
       rope != getRopeHeadDim().has_value())
     return emitOpError() << "rope_theta, rope_heads and rope_head_dim come "

@@ -28,7 +28,32 @@ struct LinearCase {
   // RoPE on the first ropeHeads heads of ropeHeadDim features (0: none).
   int ropeHeads = 0, ropeHeadDim = 0;
   float ropeTheta = 0.0f;
+  attn::RopeScaling ropeScaling = {};
+  /// W's element type (F32, F16, BF16); the reference uses the same
+  /// rounded values.
+  attn::CacheElement weights = attn::CacheElement::F32;
 };
+
+/// RoPE's inverse frequency of channel pair i of d, as transformers'
+/// modeling_rope_utils computes it (written from its formulas, not from
+/// attnc's).
+double referenceFrequency(int i, int d, double theta,
+                          const attn::RopeScaling &s) {
+  double f = 1.0 / std::pow(theta, 2.0 * i / d);
+  if (s.type == attn::RopeScaling::Type::Linear)
+    return f / s.factor;
+  if (s.type != attn::RopeScaling::Type::Llama3)
+    return f;
+  const double pi = std::acos(-1.0), wavelen = 2 * pi / f,
+               lowWavelen = s.originalMaxPositions / s.lowFreqFactor,
+               highWavelen = s.originalMaxPositions / s.highFreqFactor;
+  double llama = wavelen > lowWavelen ? f / s.factor : f;
+  double smooth = (s.originalMaxPositions / wavelen - s.lowFreqFactor) /
+                  (s.highFreqFactor - s.lowFreqFactor);
+  double smoothed = (1 - smooth) * llama / s.factor + smooth * llama;
+  bool medium = !(wavelen < highWavelen) && !(wavelen > lowWavelen);
+  return medium ? smoothed : llama;
+}
 
 class LinearTest : public testing::TestWithParam<LinearCase> {};
 
@@ -43,6 +68,8 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.ropeHeads = c.ropeHeads;
   spec.ropeHeadDim = c.ropeHeadDim;
   spec.ropeTheta = c.ropeTheta;
+  spec.ropeScaling = c.ropeScaling;
+  spec.weightElement = c.weights;
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
   kernel.pipeline.compile_jit(target);
@@ -57,9 +84,28 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   Halide::Buffer<float> input(x.data(), c.in, c.tokens),
       weight(w.data(), c.out, c.in), bias(b.data(), c.out),
       output(c.out, c.tokens);
+  // Narrow weights: rounded to nearest even, and the rounded values are
+  // what the reference multiplies.
+  Halide::Buffer<Halide::bfloat16_t> weightBf16(c.out, c.in);
+  Halide::Buffer<Halide::float16_t> weightF16(c.out, c.in);
+  if (c.weights == attn::CacheElement::BF16)
+    weight.for_each_element([&](int n, int k) {
+      weightBf16(n, k) = Halide::bfloat16_t(weight(n, k));
+      weight(n, k) = float(weightBf16(n, k));
+    });
+  if (c.weights == attn::CacheElement::F16)
+    weight.for_each_element([&](int n, int k) {
+      weightF16(n, k) = Halide::float16_t(weight(n, k));
+      weight(n, k) = float(weightF16(n, k));
+    });
   Halide::ParamMap params;
   params.set(kernel.inputs[0], input);
-  params.set(kernel.inputs[1], weight);
+  if (c.weights == attn::CacheElement::BF16)
+    params.set(kernel.inputs[1], weightBf16);
+  else if (c.weights == attn::CacheElement::F16)
+    params.set(kernel.inputs[1], weightF16);
+  else
+    params.set(kernel.inputs[1], weight);
   if (c.bias)
     params.set(kernel.inputs[2], bias);
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
@@ -80,8 +126,8 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       if (c.ropeTheta > 0 && n < c.ropeHeads * c.ropeHeadDim) {
         // rotate_half: feature i pairs with i ± d/2; fp32 angles.
         int d = c.ropeHeadDim, half = d / 2, i = n % d;
-        float frequency =
-            float(std::pow(double(c.ropeTheta), -2.0 * (i % half) / double(d)));
+        float frequency = float(
+            referenceFrequency(i % half, d, c.ropeTheta, c.ropeScaling));
         double angle = double(float(pos[m]) * frequency);
         int partner = n - i + (i + half) % d;
         expected = linear[n] * std::cos(angle) +
@@ -108,6 +154,14 @@ INSTANTIATE_TEST_SUITE_P(
                     // of 16 (rotated), then 2 V heads (not rotated).
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f},
                     LinearCase{96, 8 * 64, 9, false, {}, 6, 64, 500000.0f},
+                    // Scaled RoPE: linear, and Llama 3.1's rule, whose
+                    // 32 frequencies of a 64-wide head fall in all three
+                    // bands (kept, blended, divided by the factor).
+                    LinearCase{96, 8 * 64, 9, false, {}, 6, 64, 500000.0f,
+                               {attn::RopeScaling::Type::Linear, 4.0}},
+                    LinearCase{96, 8 * 64, 9, true, {}, 6, 64, 500000.0f,
+                               {attn::RopeScaling::Type::Llama3, 8.0, 1.0,
+                                4.0, 8192.0}},
                     // Wide inputs: W slices past L2 (in x 64 features, or
                     // x 128 for RoPE tiles, over 1 MiB) take the K-blocked
                     // reduction (4 blocks of 1250; 3 of 1536 with a tail of
@@ -117,7 +171,21 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{5000, 128, 13, true, {}},
                     LinearCase{4608, 200, 7, false, {}},
                     LinearCase{4352, 3 * 128, 5, true, {}, 2, 128, 10000.0f},
-                    LinearCase{4099, 64, 9, true, {}}));
+                    LinearCase{4099, 64, 9, true, {}},
+                    // Narrow weights, widened as read: register tiles,
+                    // one-row tiles, K-blocked, RoPE, odd sizes.
+                    LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
+                               attn::CacheElement::BF16},
+                    LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::CacheElement::BF16},
+                    LinearCase{100, 37, 2, false, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::CacheElement::F16},
+                    LinearCase{5000, 128, 13, true, {}, 0, 0, 0.0f, {},
+                               attn::CacheElement::BF16},
+                    LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                               attn::CacheElement::F16},
+                    LinearCase{100, 37, 13, true, {}, 0, 0, 0.0f, {},
+                               attn::CacheElement::BF16}));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

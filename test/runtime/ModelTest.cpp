@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/runtime/Checkpoint.h"
+#include "attn/runtime/DType.h"
 #include "attn/runtime/Model.h"
 #include "attn/runtime/Generator.h"
 
@@ -28,6 +30,7 @@
 #include "encdec_post.h"
 #include "gpt2_tiny.h"
 #include "llama_tiny.h"
+#include "qwen2_tiny.h"
 
 #include <gtest/gtest.h>
 
@@ -615,6 +618,131 @@ TEST(ModelTest, LlamaFromHuggingFaceConfigCacheMatchesRecomputation) {
   auto model = loadRandom(kLlama, "llama", 5, WeightNaming::Llama);
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {0, 0, 0}, 19, false);
+}
+
+TEST(ModelTest, ShardedSixteenBitCheckpointsLoadAsPublished) {
+  // A checkpoint as Hugging Face publishes it: bf16 linear weights, an f16
+  // embedding, f32 norms, in 3 shards with an index, opened by its folder;
+  // and the same values (rounded once) as one f32 file. The kernels see the
+  // same floats: identical logits.
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kLlama.plan, entries(kLlama.table), kLlama.size, plan));
+  auto tensors = randomWeights(plan, 31, WeightNaming::Llama);
+  for (auto &[tensor, values] : tensors) {
+    if (tensor.name.find("norm") != std::string::npos)
+      continue;
+    tensor.type = tensor.name == "model.embed_tokens.weight" ? TensorType::F16
+                                                             : TensorType::BF16;
+    std::vector<uint16_t> bits(values.size());
+    DType type = tensor.type == TensorType::F16 ? DType::F16 : DType::BF16;
+    encode(type, values.data(), bits.data(), values.size());
+    decode(type, bits.data(), values.data(), values.size());
+  }
+  std::vector<ExpectedTensor> headers;
+  std::vector<const float *> data;
+  for (const auto &[tensor, values] : tensors) {
+    headers.push_back(tensor);
+    data.push_back(values.data());
+  }
+  std::string dir = testing::TempDir() + "/llama_sharded.XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  Status s = writeCheckpoint(dir, headers, data, 3);
+  ASSERT_TRUE(s) << s.message();
+  Checkpoint checkpoint;
+  ASSERT_TRUE(Checkpoint::open(dir, checkpoint));
+  EXPECT_EQ(checkpoint.files().size(), 3u);
+  checkpoint.close();
+
+  auto f32 = tensors;
+  for (auto &[tensor, values] : f32)
+    tensor.type = TensorType::F32;
+  std::unique_ptr<Model> sharded, single;
+  s = Model::load(kLlama.plan, entries(kLlama.table), kLlama.size, dir,
+                  WeightNaming::Llama, sharded);
+  ASSERT_TRUE(s) << s.message();
+  ASSERT_TRUE(Model::load(kLlama.plan, entries(kLlama.table), kLlama.size,
+                          writeSafetensors("llama_rounded", f32),
+                          WeightNaming::Llama, single));
+  EXPECT_EQ(decodeAndCompare(*sharded, {0, 0}, 9, false),
+            decodeAndCompare(*single, {0, 0}, 9, false));
+
+  // An untied head (tie_word_embeddings false) needs its own weight: the
+  // embedding does not stand in for it.
+  auto headless = f32;
+  headless.erase(std::remove_if(headless.begin(), headless.end(),
+                                [](auto &t) {
+                                  return t.first.name == "lm_head.weight";
+                                }),
+                 headless.end());
+  std::unique_ptr<Model> noHead;
+  s = Model::load(kLlama.plan, entries(kLlama.table), kLlama.size,
+                  writeSafetensors("llama_headless", headless),
+                  WeightNaming::Llama, noHead);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("missing lm_head.weight"), std::string::npos)
+      << s.message();
+
+  // Buffers older uploads carry load and change nothing; anything else
+  // the plan does not use is named.
+  std::vector<float> inverseFrequency(4, 0.5f);
+  f32.push_back({{"model.layers.1.self_attn.rotary_emb.inv_freq",
+                  TensorType::F32, {4}},
+                 inverseFrequency});
+  std::unique_ptr<Model> withBuffer;
+  s = Model::load(kLlama.plan, entries(kLlama.table), kLlama.size,
+                  writeSafetensors("llama_inv_freq", f32), WeightNaming::Llama,
+                  withBuffer);
+  ASSERT_TRUE(s) << s.message();
+  f32.push_back({{"model.layers.1.self_attn.rotary.scale", TensorType::F32,
+                  {4}},
+                 inverseFrequency});
+  s = Model::load(kLlama.plan, entries(kLlama.table), kLlama.size,
+                  writeSafetensors("llama_extra", f32), WeightNaming::Llama,
+                  withBuffer);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("unexpected model.layers.1.self_attn.rotary.scale"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ModelTest, Qwen2HasNoOutputBiasAndWindowsOnlyLaterLayers) {
+  // Qwen2: Q/K/V biases but none on o_proj (what real checkpoints hold);
+  // layer 0 (below max_window_layers) attends fully, layer 1 in a window
+  // of 8, shorter than the decode below.
+  const Generated qwen2{qwen2_tiny_plan_json, qwen2_tiny_kernel_table,
+                        QWEN2_TINY_KERNEL_TABLE_SIZE};
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(qwen2.plan, entries(qwen2.table), qwen2.size, plan));
+  std::set<std::string> names;
+  for (const ExpectedTensor &t :
+       Model::requiredTensors(plan, WeightNaming::Llama))
+    names.insert(t.name);
+  EXPECT_TRUE(names.count("model.layers.1.self_attn.q_proj.bias"));
+  EXPECT_TRUE(names.count("model.layers.1.self_attn.v_proj.bias"));
+  EXPECT_FALSE(names.count("model.layers.1.self_attn.o_proj.bias"));
+  std::vector<std::string> masks;
+  for (const PlanOp &op : plan.ops)
+    if (op.kind == OpKind::Attention)
+      masks.push_back(op.prefill.name);
+  ASSERT_EQ(masks.size(), 2u);
+  EXPECT_EQ(masks[0].find("_w8"), std::string::npos) << masks[0];
+  EXPECT_NE(masks[1].find("_w8"), std::string::npos) << masks[1];
+  // tie_word_embeddings: the head is embed_tokens; an lm_head.weight the
+  // checkpoint also holds is not what transformers computes with.
+  EXPECT_FALSE(names.count("lm_head.weight"));
+  auto model = loadRandom(qwen2, "qwen2", 4, WeightNaming::Llama);
+  ASSERT_TRUE(model);
+  std::vector<float> tied = decodeAndCompare(*model, {0, 0}, 14, false);
+  auto tensors = randomWeights(plan, 4, WeightNaming::Llama);
+  const int64_t vocab = plan.ops.back().vocabSize, d = plan.dModel;
+  tensors.push_back({{"lm_head.weight", TensorType::F32, {vocab, d}},
+                     std::vector<float>(size_t(vocab * d), 0.25f)});
+  std::unique_ptr<Model> withHead;
+  Status s = Model::load(qwen2.plan, entries(qwen2.table), qwen2.size,
+                         writeSafetensors("qwen2_head", tensors),
+                         WeightNaming::Llama, withHead);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(decodeAndCompare(*withHead, {0, 0}, 14, false), tied);
 }
 
 TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {

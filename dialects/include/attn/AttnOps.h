@@ -13,4 +13,20 @@
 #define GET_OP_CLASSES
 #include "attn/AttnOps.h.inc"
 
+namespace mlir::attn {
+
+/// A RoPE scaling rule (`rope_scaling`, as Hugging Face configs state it):
+/// its type, from `rope_type` or the older `type` key ("" when neither).
+StringRef ropeScalingType(DictionaryAttr scaling);
+/// One of its numbers (integer or float), or none.
+std::optional<double> ropeScalingNumber(DictionaryAttr scaling,
+                                        StringRef key);
+/// Why attnc cannot compute the rule exactly, or "" when it can:
+/// `default`, `linear` (factor) or `llama3` (factor, low_freq_factor <
+/// high_freq_factor, original_max_position_embeddings), every key known,
+/// every number positive. Verifiers and importers report it where they are.
+std::string ropeScalingProblem(DictionaryAttr scaling);
+
+} // namespace mlir::attn
+
 #endif // ATTN_ATTNOPS_H

@@ -199,7 +199,10 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     execution order and, after `--attn-specialize-kernels`, the
     `attn.kernel` ops they reference. `kind` is `decoder-only`, `encoder`
     or `encoder-decoder`; `max_batch` is the number of sequences the KV
-    cache is planned for.
+    cache is planned for. `weight_dtype` (f32 when absent, f16 or bf16) is
+    how the linear kernels read their weights: the runtime converts a
+    checkpoint to it once, at load (round to nearest even), and every
+    product accumulates in fp32.
 
     ```mlir
     attn.model @tiny attributes {d_model = 256 : i64, kind = "decoder-only",
@@ -209,7 +212,8 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_PositiveI64:$d_model,
-                       StrAttr:$kind, Attn_PositiveI64:$max_batch);
+                       StrAttr:$kind, Attn_PositiveI64:$max_batch,
+                       OptionalAttr<TypeAttr>:$weight_dtype);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -241,8 +245,13 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     out); `softcap` caps logits as softcap·tanh(logit/softcap); `alibi` adds
     ALiBi position biases; `rope_theta`
     enables rotary positions and `rope_scaling` carries a scaling rule as
-    its source states it (e.g. `{rope_type = "llama3", factor = 8.0}`);
-    `projection_bias` says the Q/K/V/output projections have biases.
+    its source states it (e.g. `{rope_type = "llama3", factor = 8.0}`):
+    `linear` (factor) or `llama3` (factor, low_freq_factor,
+    high_freq_factor, original_max_position_embeddings), computed as
+    transformers does; `default` is none; other rules are refused;
+    `projection_bias` says the Q/K/V/output projections have biases;
+    `output_bias`, when present, overrides it for the output projection
+    (Qwen2: Q/K/V biases, none on the output).
     `key_padding` says prefill runs over batches of padded sequences: each
     entry's keys past its length are masked (its prefill kernel takes the
     lengths; decode needs nothing, its cache lengths are exact).
@@ -285,6 +294,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
                        UnitAttr:$projection_bias,
+                       OptionalAttr<BoolAttr>:$output_bias,
                        OptionalAttr<Attn_KvCacheAttr>:$cache,
                        OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$prefill_kernel,
@@ -296,6 +306,12 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<FlatSymbolRefAttr>:$output_kernel);
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the output projection adds a bias.
+    bool hasOutputBias() {
+      return getOutputBias().value_or(getProjectionBias());
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -382,13 +398,17 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
 def Attn_OutputHeadOp : Attn_Op<"output_head", [Symbol, HasParent<"ModelOp">]> {
   let summary = "the projection from d_model to vocabulary logits";
   let description = [{
+    `tied` says its weight is the decoder embedding's table (Hugging Face's
+    `tie_word_embeddings`): a checkpoint's own `lm_head.weight`, if any, is
+    not what transformers computes with.
     ```mlir
     attn.output_head @output_head {vocab_size = 34 : i64}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Attn_PositiveI64:$vocab_size, UnitAttr:$bias,
-                       OptionalAttr<FlatSymbolRefAttr>:$kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$kernel,
+                       UnitAttr:$tied);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -401,7 +421,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                                   [Symbol, HasParent<"ModelOp">]> {
   let summary = "a specialized projection kernel: act(x·W + b) + residual";
   let description = [{
-    With `rope_theta`, the first `rope_heads` heads of `rope_head_dim`
+    `weight_dtype` (f32 when absent, f16, bf16) is the element type of W
+    (widened to fp32 as it is read). With `rope_theta` (and the layer's
+    `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
     projection's Q and K). With `input_gate`, the input has 2·in_features
     columns, a gate and an up half, and x is input_gate(gate)·up.
@@ -430,7 +452,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<Attn_PositiveI64>:$append_kv_heads,
                        OptionalAttr<Attn_PositiveI64>:$append_head_dim,
                        OptionalAttr<TypeAttr>:$append_dtype,
-                       UnitAttr:$argmax);
+                       UnitAttr:$argmax,
+                       OptionalAttr<DictionaryAttr>:$rope_scaling,
+                       OptionalAttr<TypeAttr>:$weight_dtype);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -82,7 +82,7 @@ struct OutlineDecodeStepsPass
           inputs.push_back(vector(width));
       }
       inputs.push_back(matrix(queryHeads * headDim, dModel));
-      if (bias)
+      if (layer.hasOutputBias())
         inputs.push_back(vector(dModel));
     }
     SmallVector<Type> results = {blocks ? Type(stream) : rows(queryHeads)};
@@ -100,19 +100,20 @@ struct OutlineDecodeStepsPass
     Value query, key, value;
     unsigned weight = firstWeight;
     // input · W (+ b) (+ residual), split into `heads` when heads > 0.
-    auto project = [&](Value input, int64_t heads, Value residual) {
+    auto project = [&](Value input, int64_t heads, Value residual,
+                       bool withBias) {
       Value w = body->getArgument(weight++);
-      Value offset = bias ? body->getArgument(weight++) : Value();
+      Value offset = withBias ? body->getArgument(weight++) : Value();
       Type type = heads ? Type(rows(heads)) : Type(stream);
       return b.create<ProjectOp>(loc, type, input, w, offset, residual)
           .getResult();
     };
     if (blocks) {
       Value input = body->getArgument(0);
-      query = project(input, queryHeads, Value());
+      query = project(input, queryHeads, Value(), bias);
       if (self) {
-        key = project(input, kvHeads, Value());
-        value = project(input, kvHeads, Value());
+        key = project(input, kvHeads, Value(), bias);
+        value = project(input, kvHeads, Value(), bias);
       }
     } else {
       query = body->getArgument(0);
@@ -140,7 +141,8 @@ struct OutlineDecodeStepsPass
         layer.getAlibi() ? b.getUnitAttr() : UnitAttr());
     Value attended = sdpa.getResult();
     if (blocks) // the output projection adds the residual stream
-      attended = project(attended, 0, body->getArgument(1));
+      attended = project(attended, 0, body->getArgument(1),
+                         layer.hasOutputBias());
     SmallVector<Value> returned = {attended};
     if (self)
       returned.push_back(cache);

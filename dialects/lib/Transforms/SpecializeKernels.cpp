@@ -87,6 +87,7 @@ public:
     bool residual = false;
     float ropeTheta = 0;
     int64_t ropeHeads = 0, ropeHeadDim = 0;
+    DictionaryAttr ropeScaling; // null: none
     Activation inputGate = Activation::None;
     // The cache append (appendKvHeads > 0): K and V into cache slots.
     int64_t appendKvHeads = 0, appendHeadDim = 0;
@@ -109,6 +110,20 @@ public:
       name += "_rope" + nameNumber(l.ropeTheta) + "_h" +
               std::to_string(l.ropeHeads) + "_d" +
               std::to_string(l.ropeHeadDim);
+    if (l.ropeTheta > 0 && l.ropeScaling) {
+      // The rule's type and factor, and a digest of all of it: kernels are
+      // deduplicated by name.
+      std::string text;
+      llvm::raw_string_ostream(text) << l.ropeScaling;
+      uint32_t digest = 2166136261u; // FNV-1a: stable across runs
+      for (char c : text)
+        digest = (digest ^ uint8_t(c)) * 16777619u;
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "%08x", digest);
+      name += "_" + ropeScalingType(l.ropeScaling).str() + "x" +
+              nameNumber(float(*ropeScalingNumber(l.ropeScaling, "factor"))) +
+              "_" + hex;
+    }
     if (l.appendKvHeads > 0) {
       std::string dtype;
       llvm::raw_string_ostream(dtype) << l.appendDtype;
@@ -117,6 +132,13 @@ public:
     }
     if (l.argmax)
       name += "_argmax";
+    // Every linear kernel of a model reads the model's weight dtype.
+    Type weights = model.getWeightDtype().value_or(builder.getF32Type());
+    if (!weights.isF32()) {
+      std::string dtype;
+      llvm::raw_string_ostream(dtype) << weights;
+      name += "_w" + dtype;
+    }
     auto positive = [&](int64_t value) {
       return value > 0 ? builder.getI64IntegerAttr(value) : IntegerAttr();
     };
@@ -134,7 +156,8 @@ public:
               : ActivationAttr(),
           positive(l.appendKvHeads), positive(l.appendHeadDim),
           l.appendKvHeads > 0 ? TypeAttr::get(l.appendDtype) : TypeAttr(),
-          l.argmax);
+          l.argmax, l.ropeTheta > 0 ? l.ropeScaling : DictionaryAttr(),
+          weights.isF32() ? TypeAttr() : TypeAttr::get(weights));
     });
   }
 
@@ -146,6 +169,14 @@ public:
       const bool bias = layer.getProjectionBias();
       const float theta =
           layer.getRopeTheta() ? layer.getRopeTheta()->convertToFloat() : 0;
+      // RoPE's scaling rule, unless it is the identity.
+      DictionaryAttr scaling = layer.getRopeScalingAttr();
+      if (scaling && ropeScalingType(scaling) == "default")
+        scaling = {};
+      auto rotating = [&](Linear l) {
+        l.ropeScaling = scaling;
+        return l;
+      };
       Location loc = layer.getLoc();
       // The K/V-producing projection, with the cache append when fused.
       auto withAppend = [&](Linear l) {
@@ -160,23 +191,26 @@ public:
         if (layer.getKind() != LayerKind::Self)
           return layer.emitOpError()
                  << "only self-attention layers fuse Q with K and V";
-        layer.setQueryKernelAttr(
-            linear(withAppend({dModel, (hq + 2 * hkv) * d, bias,
-                               Activation::None, false, theta,
-                               theta > 0 ? hq + hkv : 0, theta > 0 ? d : 0}),
-                   loc));
+        layer.setQueryKernelAttr(linear(
+            rotating(withAppend({dModel, (hq + 2 * hkv) * d, bias,
+                                 Activation::None, false, theta,
+                                 theta > 0 ? hq + hkv : 0, theta > 0 ? d : 0})),
+            loc));
       } else {
         layer.setQueryKernelAttr(
-            linear({dModel, hq * d, bias, Activation::None, false, theta,
-                    theta > 0 ? hq : 0, theta > 0 ? d : 0},
+            linear(rotating({dModel, hq * d, bias, Activation::None, false,
+                             theta, theta > 0 ? hq : 0, theta > 0 ? d : 0}),
                    loc));
         layer.setKeyValueKernelAttr(linear(
-            withAppend({dModel, 2 * hkv * d, bias, Activation::None, false,
-                        theta, theta > 0 ? hkv : 0, theta > 0 ? d : 0}),
+            rotating(withAppend({dModel, 2 * hkv * d, bias, Activation::None,
+                                 false, theta, theta > 0 ? hkv : 0,
+                                 theta > 0 ? d : 0})),
             loc));
       }
       layer.setOutputKernelAttr(
-          linear({hq * d, dModel, bias, Activation::None, true}, loc));
+          linear({hq * d, dModel, layer.hasOutputBias(), Activation::None,
+                  true},
+                 loc));
       return success();
     }
     if (auto ffn = dyn_cast<FfnOp>(op)) {

@@ -69,6 +69,8 @@ private:
 };
 
 inline halide_type_t float32Type() { return {halide_type_float, 32, 1}; }
+inline halide_type_t float16Type() { return {halide_type_float, 16, 1}; }
+inline halide_type_t bfloat16Type() { return {halide_type_bfloat, 16, 1}; }
 inline halide_type_t int32Type() { return {halide_type_int, 32, 1}; }
 
 /// Calls `kernel` with `args` (3 to 11 buffers, in the kernel's order).

@@ -36,10 +36,12 @@ struct PlanOp {
   bool layerNorm = true;    ///< norm: layer norm, else RMS norm
   bool post = false;        ///< norm: normalizes the residual stream in place
   bool bias = false;        ///< FFN, output head; attention projections
+  bool outputBias = false;  ///< attention: the output projection's bias
   int intermediateSize = 0; ///< FFN
   bool gated = false;       ///< FFN: activation(gate)·up
   bool argmax = false; ///< output head: its kernel also writes each token's
                        ///< greedy choice (best_token [tokens] int32)
+  bool tied = false;   ///< output head: its weight is the embedding table
   bool cross = false;  ///< attention: cross (else self)
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
   float scale = 0;                              ///< attention: of Q·Kᵀ
@@ -64,6 +66,9 @@ struct ModelPlan {
   int maxBatch = 0;
   /// The compiler's KV-cache total for maxBatch sequences at max length.
   int64_t kvBytes = 0;
+  /// How the linear kernels read their weights (F32, F16 or BF16): what a
+  /// checkpoint is converted to at load.
+  DType weightType = DType::F32;
   std::vector<PlanOp> ops;
 };
 

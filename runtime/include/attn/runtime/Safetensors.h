@@ -76,19 +76,20 @@ struct ExpectedTensor {
   std::vector<int64_t> shape;
 };
 
-/// Writes f32 tensors as a safetensors file (exporting weights, making
-/// random ones): `data[i]` holds the product of `tensors[i].shape` floats.
+/// Writes tensors as a safetensors file (exporting weights, making random
+/// ones): `data[i]` holds the product of `tensors[i].shape` floats, stored
+/// as `tensors[i].type` (F32, or F16 / BF16 rounded to nearest even).
 Status writeSafetensors(const std::string &path,
                         const std::vector<ExpectedTensor> &tensors,
                         const std::vector<const float *> &data);
 
-/// Checks that `file` holds exactly `expected`; one error lists every
-/// problem by tensor name.
-/// `tolerated`: names the file may hold beyond `expected` (copies of tied
-/// weights a checkpoint stores under another name too).
-Status checkTensors(const SafetensorsFile &file,
-                    const std::vector<ExpectedTensor> &expected,
-                    const std::set<std::string> &tolerated = {});
+/// Whether a tensor stored as `stored` can stand where a model expects
+/// `expected`: the same type, or a 16-bit float where F32 is expected
+/// (every F16 and BF16 value is exactly a float).
+bool readableAs(TensorType stored, TensorType expected);
+
+/// A F32, F16 or BF16 tensor's elements as floats (exact).
+std::vector<float> readFloats(const TensorView &tensor);
 
 } // namespace attn::runtime
 

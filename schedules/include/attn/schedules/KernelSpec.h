@@ -138,9 +138,9 @@ enum class Activation {
 /// A linear layer, out = act(in · W + bias) + residual, the building block of
 /// projections, FFNs and output heads. Buffers (C order, float):
 ///   input   [tokens][inFeatures]
-///   weight  [inFeatures][outFeatures] (the transpose of PyTorch's
-///           [out][in]: the runtime stores it so output features are
-///           contiguous, which is what the kernel vectorizes over)
+///   weight  [inFeatures][outFeatures] weightElement (the transpose of
+///           PyTorch's [out][in]: the runtime stores it so output features
+///           are contiguous, which is what the kernel vectorizes over)
 ///   bias    [outFeatures] (when `bias`)
 ///   residual [tokens][outFeatures] (when `residual`: added after the
 ///           activation, so an output projection or FFN down projection
@@ -151,7 +151,8 @@ enum class Activation {
 /// features (the Q and K parts of a fused QKV projection) are rotated by
 /// their token's position (Hugging Face's rotate_half convention: feature i
 /// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
-/// headDim/2, angles in fp32 like the reference implementations); the kernel
+/// headDim/2, as `ropeScaling` rescales it, angles in fp32 like the
+/// reference implementations); the kernel
 /// then takes `positions` [tokens] int32 after the bias. With `inputGate`
 /// (a gated FFN's down projection), input is [tokens][2·inFeatures], a
 /// gate half and an up half, and the product reads
@@ -182,6 +183,19 @@ enum class Activation {
 /// [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
 /// value_scales]], [best_token].
 constexpr int kAppendOutputAlignment = 128;
+/// How RoPE's inverse frequencies follow from ropeTheta (transformers'
+/// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
+/// divides the low frequencies (wavelength above originalMaxPositions /
+/// lowFreqFactor) by `factor`, keeps the high ones (below
+/// originalMaxPositions / highFreqFactor) and blends in between.
+struct RopeScaling {
+  enum class Type { Default, Linear, Llama3 } type = Type::Default;
+  double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
+  double originalMaxPositions = 8192;
+};
+/// The headDim/2 inverse frequencies of a RoPE head.
+std::vector<double> ropeInverseFrequencies(double theta, int headDim,
+                                           const RopeScaling &scaling);
 struct CacheAppend {
   int kvHeads = 0; ///< 0: no append
   int headDim = 0;
@@ -198,6 +212,10 @@ struct LinearSpec {
   float ropeTheta = 0.0f;
   int ropeHeads = 0;
   int ropeHeadDim = 0;
+  RopeScaling ropeScaling;
+  /// W's element type: F32, F16 or BF16 (widened to fp32 as it is read;
+  /// CPU targets only).
+  CacheElement weightElement = CacheElement::F32;
   CacheAppend cacheAppend;
   bool argmax = false;
   LinearSchedule schedule;

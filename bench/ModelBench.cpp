@@ -1,0 +1,221 @@
+//===- ModelBench.cpp - a whole checkpoint: load, prompt, decode ----------===//
+//
+// TinyLlama-1.1B's config.json (models/tinyllama) compiled twice at build
+// time for this machine: with the linear kernels reading bf16 weights (its
+// torch_dtype) and reading f32 ones. A decode step of one sequence streams
+// every weight once, so its speed is bounded by weight bytes per token ÷
+// the machine's read bandwidth (measured here, in the same run).
+//
+//   attn-model-bench --write DIR      random weights, as Hugging Face
+//                                     publishes them: bf16, 2 shards, index
+//   attn-model-bench --weights DIR [--weight-dtype bf16|f32]
+//                    [--prompt 512] [--steps 64]
+//
+// Prints load time, peak resident memory against the weights' size in the
+// plan's dtype plus the KV cache, prompt tokens/s and decode tokens/s with
+// the weight bandwidth they reach. Not a test: run it by hand, one process
+// per measurement (peak memory is the process's).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Roofline.h"
+
+#include "attn/runtime/Checkpoint.h"
+#include "attn/runtime/Model.h"
+
+#include "tinyllama_bf16.h"
+#include "tinyllama_f32.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <sys/resource.h>
+#include <thread>
+
+using namespace attn::runtime;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double peakResidentBytes() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) * 1024.0; // Linux: KiB
+}
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "attn-model-bench: error: %s\n", message.c_str());
+  return 1;
+}
+
+struct Library {
+  const char *plan;
+  const attnc_kernel_entry *table;
+  size_t size;
+};
+
+const KernelEntry *entries(const attnc_kernel_entry *table) {
+  return reinterpret_cast<const KernelEntry *>(table);
+}
+
+int writeRandomCheckpoint(const std::string &dir) {
+  ModelPlan plan;
+  if (Status s = parsePlan(tinyllama_bf16_plan_json,
+                           entries(tinyllama_bf16_kernel_table),
+                           TINYLLAMA_BF16_KERNEL_TABLE_SIZE, plan);
+      !s)
+    return fail(s.message());
+  std::vector<ExpectedTensor> tensors =
+      Model::requiredTensors(plan, WeightNaming::Llama);
+  std::vector<std::vector<float>> values;
+  std::vector<const float *> data;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (ExpectedTensor &tensor : tensors) {
+    size_t count = 1;
+    for (int64_t extent : tensor.shape)
+      count *= size_t(extent);
+    const bool norm = tensor.shape.size() == 1;
+    const float range = norm ? 0.0f : 1.0f / std::sqrt(float(tensor.shape[1]));
+    values.emplace_back(count);
+    for (float &v : values.back())
+      v = norm ? 1.0f : range * uniform(rng);
+    tensor.type = TensorType::BF16;
+    data.push_back(values.back().data());
+  }
+  double start = now();
+  if (Status s = writeCheckpoint(dir, tensors, data, 2); !s)
+    return fail(s.message());
+  std::printf("wrote %zu tensors to %s in %.1f s\n", tensors.size(),
+              dir.c_str(), now() - start);
+  return 0;
+}
+
+int run(const std::string &weights, const std::string &dtype, int promptLength,
+        int steps) {
+  const Library library =
+      dtype == "f32" ? Library{tinyllama_f32_plan_json,
+                               tinyllama_f32_kernel_table,
+                               TINYLLAMA_F32_KERNEL_TABLE_SIZE}
+                     : Library{tinyllama_bf16_plan_json,
+                               tinyllama_bf16_kernel_table,
+                               TINYLLAMA_BF16_KERNEL_TABLE_SIZE};
+  const nlohmann::json planJson = nlohmann::json::parse(library.plan);
+  const double weightBytesPerToken = planJson["weight_bytes_per_token"];
+
+  double start = now();
+  std::unique_ptr<Model> model;
+  if (Status s = Model::load(library.plan, entries(library.table),
+                             library.size, weights, WeightNaming::Llama, model);
+      !s)
+    return fail(s.message());
+  const double loadSeconds = now() - start;
+  const double afterLoad = peakResidentBytes();
+
+  KvCacheConfig config;
+  KvCache cache;
+  SequenceId sequence;
+  if (Status s = model->selfCacheConfig(1, config); !s)
+    return fail(s.message());
+  if (Status s = KvCache::create(config, cache); !s)
+    return fail(s.message());
+  if (Status s = cache.addSequence(sequence); !s)
+    return fail(s.message());
+  Workspace ws;
+  std::vector<int32_t> prompt(promptLength);
+  for (int i = 0; i < promptLength; i++)
+    prompt[i] = (i * 7919 + 1) % model->targetVocabulary();
+  std::vector<float> logits(model->targetVocabulary());
+  int32_t token = 0;
+  start = now();
+  if (Status s = model->prefill(prompt.data(), promptLength, cache, sequence,
+                                logits.data(), ws, &token);
+      !s)
+    return fail(s.message());
+  const double promptSeconds = now() - start;
+  // Decode: the first steps warm the thread pool and caches.
+  const int warmup = 4;
+  double decodeStart = 0;
+  for (int step = 0; step < warmup + steps; step++) {
+    if (step == warmup)
+      decodeStart = now();
+    int32_t next = 0;
+    if (Status s = model->decodeStep(&sequence, nullptr, &token, 1, cache,
+                                     nullptr, logits.data(), ws, nullptr,
+                                     &next);
+        !s)
+      return fail(s.message());
+    token = next;
+  }
+  const double tokensPerSecond = steps / (now() - decodeStart);
+  const double peak = peakResidentBytes();
+
+  const int threads = int(std::thread::hardware_concurrency());
+  attn::bench::Roofline roofline = attn::bench::measureRoofline(threads);
+  const double weightGBps = weightBytesPerToken * tokensPerSecond / 1e9;
+  std::printf("model: TinyLlama-1.1B shape, %s weights, %.2f GB read per "
+              "decoded token, KV cache %.1f MiB\n",
+              dtype.c_str(), weightBytesPerToken / 1e9,
+              double(cache.poolBytes()) / (1 << 20));
+  std::printf("load: %.2f s; peak RSS after load %.2f GB\n", loadSeconds,
+              afterLoad / 1e9);
+  std::printf("prompt: %d tokens in %.2f s = %.1f tokens/s\n", promptLength,
+              promptSeconds, promptLength / promptSeconds);
+  std::printf("decode: %d steps after %d, context %d..%d: %.2f tokens/s = "
+              "%.1f GB/s of weights = %.0f%% of read bandwidth %.1f GB/s "
+              "(triad %.1f GB/s), %d threads\n",
+              steps, warmup, promptLength, promptLength + warmup + steps,
+              tokensPerSecond, weightGBps,
+              100.0 * weightGBps / roofline.readGBps, roofline.readGBps,
+              roofline.triadGBps, threads);
+  std::printf("peak RSS %.2f GB\n", peak / 1e9);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string write, weights, dtype = "bf16";
+  int promptLength = 512, steps = 64;
+  for (int i = 1; i < argc; i++) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fail(arg + " needs a value");
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--write")
+      write = value();
+    else if (arg == "--weights")
+      weights = value();
+    else if (arg == "--weight-dtype")
+      dtype = value();
+    else if (arg == "--prompt")
+      promptLength = std::atoi(value().c_str());
+    else if (arg == "--steps")
+      steps = std::atoi(value().c_str());
+    else
+      return fail("unknown option '" + arg + "'"), 2;
+  }
+  if (!write.empty())
+    return writeRandomCheckpoint(write);
+  if (weights.empty() || (dtype != "bf16" && dtype != "f32") ||
+      promptLength < 1 || steps < 1 || promptLength + steps + 4 > 2048)
+    return fail("usage: attn-model-bench --write DIR | --weights DIR "
+                "[--weight-dtype bf16|f32] [--prompt N] [--steps N] "
+                "(prompt + steps + 4 <= 2048)"),
+           2;
+  return run(weights, dtype, promptLength, steps);
+}

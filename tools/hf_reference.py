@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""An independent reference of the Hugging Face decoder architectures attnc runs.
+
+Reads a model folder as Hugging Face publishes it (config.json, and
+model.safetensors or model.safetensors.index.json with its shards, tensors in
+F32, F16 or BF16), runs the forward pass of its model_type in float64 with
+numpy, written from transformers' modeling code (LlamaForCausalLM,
+MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel), not from attnc's, and
+decodes greedily from a prompt. Prints JSON:
+
+  {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
+
+Step 0's logits are those after the whole prompt; step i's after the prompt and
+i generated tokens. Usage (Debian's python3-numpy):
+
+  /usr/bin/python3 tools/hf_reference.py MODEL_DIR --prompt 1,2,3 --steps 32
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+
+# --- checkpoints ------------------------------------------------------------
+
+def read_safetensors(path):
+    """{name: float64 array} of one .safetensors file."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    body = memoryview(data)[8 + length:]
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = body[begin:end]
+        dtype = entry["dtype"]
+        if dtype == "F32":
+            values = np.frombuffer(raw, dtype="<f4")
+        elif dtype == "F16":
+            values = np.frombuffer(raw, dtype="<f2")
+        elif dtype == "BF16":  # the top half of a float32
+            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+            values = bits.view(np.float32)
+        else:
+            raise SystemExit(f"{path}: {name}: unsupported dtype {dtype}")
+        tensors[name] = values.astype(np.float64).reshape(entry["shape"])
+    return tensors
+
+
+def read_checkpoint(folder):
+    index = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        tensors = {}
+        for shard in shards:
+            tensors.update(read_safetensors(os.path.join(folder, shard)))
+        return tensors
+    return read_safetensors(os.path.join(folder, "model.safetensors"))
+
+
+# --- building blocks --------------------------------------------------------
+
+def activation(name):
+    if name in ("silu", "swish"):
+        return lambda x: x / (1.0 + np.exp(-x))
+    if name == "relu":
+        return lambda x: np.maximum(x, 0.0)
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda x: 0.5 * x * (1.0 + np.tanh(
+            math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    if name == "gelu":
+        erf = np.vectorize(math.erf)
+        return lambda x: 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+    raise SystemExit(f"unsupported activation {name}")
+
+
+def rms_norm(x, weight, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def layer_norm(x, weight, bias, eps):
+    mean = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * weight + bias
+
+
+def inverse_frequencies(config, dim):
+    """modeling_rope_utils: default, linear and llama3 rules."""
+    base = config.get("rope_theta", 10000.0)
+    inv = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    scaling = config.get("rope_scaling") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "linear":
+        inv = inv / scaling["factor"]
+    elif kind == "llama3":
+        factor = scaling["factor"]
+        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv
+        llama = np.where(wavelen > old / low, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * llama / factor + smooth * llama
+        medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+        inv = np.where(medium, smoothed, llama)
+    elif kind != "default":
+        raise SystemExit(f"unsupported rope_scaling {kind}")
+    return inv
+
+
+def rotate(x, positions, inv):
+    """rotate_half RoPE of x [heads][tokens][dim] at positions [tokens]."""
+    freqs = np.outer(positions, inv)
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    half = x.shape[-1] // 2
+    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * np.cos(emb) + rotated * np.sin(emb)
+
+
+def attend(q, k, v, scale, window=None):
+    """Causal (optionally windowed) attention; q [hq][t][d], k/v [hkv][t][d]."""
+    groups = q.shape[0] // k.shape[0]
+    k = np.repeat(k, groups, axis=0)
+    v = np.repeat(v, groups, axis=0)
+    scores = q @ k.transpose(0, 2, 1) * scale
+    t = q.shape[1]
+    i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+    visible = j <= i
+    if window:
+        visible &= i - j < window  # Mistral's / Qwen2's sliding window
+    scores = np.where(visible, scores, -np.inf)
+    scores -= scores.max(axis=-1, keepdims=True)
+    p = np.exp(scores)
+    p /= p.sum(axis=-1, keepdims=True)
+    return p @ v
+
+
+# --- architectures ----------------------------------------------------------
+
+def llama_logits(config, w, tokens):
+    """LlamaForCausalLM and its Mistral / Qwen2 variants: logits [t][vocab]."""
+    kind = config["model_type"]
+    hidden = config["hidden_size"]
+    hq = config["num_attention_heads"]
+    hkv = config.get("num_key_value_heads") or hq
+    d = config.get("head_dim") or hidden // hq
+    eps = config.get("rms_norm_eps", 1e-6)
+    act = activation(config.get("hidden_act", "silu"))
+    window = None
+    if kind == "mistral":
+        window = config.get("sliding_window")
+    first_windowed = 0
+    if kind == "qwen2" and config.get("use_sliding_window"):
+        window = config.get("sliding_window")
+        first_windowed = config.get("max_window_layers", 28)
+    inv = inverse_frequencies(config, d)
+    t = len(tokens)
+    positions = np.arange(t, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][tokens]
+
+    def project(name, y):
+        out = y @ w[name + ".weight"].T
+        bias = w.get(name + ".bias")
+        return out if bias is None else out + bias
+
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = project(p + "self_attn.q_proj", h).reshape(t, hq, d).transpose(1, 0, 2)
+        k = project(p + "self_attn.k_proj", h).reshape(t, hkv, d).transpose(1, 0, 2)
+        v = project(p + "self_attn.v_proj", h).reshape(t, hkv, d).transpose(1, 0, 2)
+        q, k = rotate(q, positions, inv), rotate(k, positions, inv)
+        layer_window = window if layer >= first_windowed else None
+        o = attend(q, k, v, 1.0 / math.sqrt(d), layer_window)
+        x = x + project(p + "self_attn.o_proj", o.transpose(1, 0, 2).reshape(t, hq * d))
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        gated = act(project(p + "mlp.gate_proj", h)) * project(p + "mlp.up_proj", h)
+        x = x + project(p + "mlp.down_proj", gated)
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
+            else w["lm_head.weight"])
+    return x @ head.T
+
+
+def gpt2_logits(config, w, tokens):
+    """GPT2LMHeadModel: Conv1D weights [in][out], the head tied to wte."""
+    hidden, heads = config["n_embd"], config["n_head"]
+    d = hidden // heads
+    eps = config.get("layer_norm_epsilon", 1e-5)
+    act = activation(config.get("activation_function", "gelu_new"))
+    prefix = "transformer." if "transformer.wte.weight" in w else ""
+    t = len(tokens)
+    x = w[prefix + "wte.weight"][tokens] + w[prefix + "wpe.weight"][:t]
+    for layer in range(config["n_layer"]):
+        p = f"{prefix}h.{layer}."
+        h = layer_norm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"], eps)
+        qkv = h @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+        q, k, v = (part.reshape(t, heads, d).transpose(1, 0, 2)
+                   for part in np.split(qkv, 3, axis=-1))
+        scale = 1.0 / math.sqrt(d) if config.get("scale_attn_weights", True) else 1.0
+        if config.get("scale_attn_by_inverse_layer_idx"):
+            scale /= layer + 1
+        o = attend(q, k, v, scale).transpose(1, 0, 2).reshape(t, hidden)
+        x = x + o @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        h = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
+        h = act(h @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
+        x = x + h @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+    x = layer_norm(x, w[prefix + "ln_f.weight"], w[prefix + "ln_f.bias"], eps)
+    return x @ w[prefix + "wte.weight"].T
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model_dir")
+    parser.add_argument("--prompt", default="1,2,3", help="token ids, comma-separated")
+    parser.add_argument("--steps", type=int, default=32)
+    args = parser.parse_args()
+    with open(os.path.join(args.model_dir, "config.json")) as f:
+        config = json.load(f)
+    weights = read_checkpoint(args.model_dir)
+    forward = {"llama": llama_logits, "mistral": llama_logits,
+               "qwen2": llama_logits, "gpt2": gpt2_logits}.get(config["model_type"])
+    if not forward:
+        raise SystemExit(f"unsupported model_type {config['model_type']}")
+    tokens = [int(t) for t in args.prompt.split(",")]
+    generated, all_logits = [], []
+    for _ in range(args.steps):
+        logits = forward(config, weights, tokens)[-1]
+        all_logits.append([float(v) for v in logits])
+        best = int(np.argmax(logits))  # the first of equal maxima
+        generated.append(best)
+        tokens.append(best)
+    json.dump({"tokens": generated, "logits": all_logits}, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
