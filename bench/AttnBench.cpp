@@ -346,25 +346,14 @@ void linear(benchmark::State &state, LinearShape s) {
   for (Buffer<float> *buffer : {&input, &weight, &bias, &residual})
     buffer->for_each_value([&](float &x) { x = uniform(rng); });
   positions.for_each_element([&](int t) { positions(t) = t; });
-  // Narrow weights: the same values, rounded to nearest even.
-  Buffer<bfloat16_t> weightBf16(s.out, s.in);
-  Buffer<float16_t> weightF16(s.out, s.in);
-  if (s.weights == CacheElement::BF16)
-    weightBf16.for_each_element(
-        [&](int n, int k) { weightBf16(n, k) = bfloat16_t(weight(n, k)); });
-  if (s.weights == CacheElement::F16)
-    weightF16.for_each_element(
-        [&](int n, int k) { weightF16(n, k) = float16_t(weight(n, k)); });
+  // In panels, in the weight dtype (rounded to nearest even).
+  Buffer<> packed =
+      attn::packLinearWeights(weight.data(), s.in, s.out, s.weights);
   const double weightBytes = s.weights == CacheElement::F32 ? 4.0 : 2.0;
   ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
-  if (s.weights == CacheElement::BF16)
-    params.set(kernel.inputs[next++], weightBf16);
-  else if (s.weights == CacheElement::F16)
-    params.set(kernel.inputs[next++], weightF16);
-  else
-    params.set(kernel.inputs[next++], weight);
+  params.set(kernel.inputs[next++], packed);
   if (spec.bias)
     params.set(kernel.inputs[next++], bias);
   if (spec.ropeTheta > 0)

@@ -34,7 +34,9 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <cerrno>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <thread>
 
 using namespace attn::runtime;
@@ -93,6 +95,8 @@ int writeRandomCheckpoint(const std::string &dir) {
     tensor.type = TensorType::BF16;
     data.push_back(values.back().data());
   }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    return fail("cannot create " + dir + ": " + std::strerror(errno));
   double start = now();
   if (Status s = writeCheckpoint(dir, tensors, data, 2); !s)
     return fail(s.message());

@@ -4,6 +4,7 @@
 
 #include "attn/AttnOps.h"
 #include "attn/Support.h"
+#include "attn/schedules/KernelSpec.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -218,6 +219,7 @@ std::string renderPlanJson(ModuleOp module,
       {"max_batch", int64_t(model.getMaxBatch())},
       {"devices", llvm::json::Array(devices)},
       {"weight_dtype", typeName(weightDtype(model))},
+      {"weight_panel", int64_t(::attn::kWeightPanel)},
       {"weight_bytes_per_token", weightBytesPerToken(model)},
       {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
       {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},

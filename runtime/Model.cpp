@@ -285,27 +285,46 @@ bool isHarmlessBuffer(const std::string &tensor, WeightNaming naming) {
   return false;
 }
 
-/// Writes W [out][in] (PyTorch's layout) transposed into columns
-/// [column, column + out) of `dst` [in][width].
-void appendTransposed(std::vector<float> &dst, int64_t width, int64_t column,
-                      const std::vector<float> &w, int64_t out, int64_t in) {
-  dst.resize(size_t(in * width));
-  for (int64_t o = 0; o < out; o++)
-    for (int64_t k = 0; k < in; k++)
-      dst[size_t(k * width + column + o)] = w[size_t(o * in + k)];
-}
 } // namespace
 
-void WeightMatrix::assign(std::vector<float> &&values, DType to) {
+void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
+                        int64_t inFeatures, int64_t panelWidth, DType to) {
   type = to;
+  in = inFeatures, panel = panelWidth, out = 0;
+  // Output feature n's row: (its block, its row there).
+  std::vector<const float *> rows;
+  for (const Floats *block : blocks)
+    for (size_t r = 0; r < block->size() / size_t(in); r++)
+      rows.push_back(block->data() + r * size_t(in));
+  out = int64_t(rows.size());
   f32.clear();
   narrow.clear();
-  if (to == DType::F32) {
-    f32 = std::move(values);
+  if (out == 0)
     return;
+  // Panel by panel, k outermost within it: each of its `panel` source rows
+  // is read in order (a transposition through cache, not memory-wide
+  // strides).
+  const size_t count = size_t(panels() * in * panel);
+  if (to == DType::F32)
+    f32.assign(count, 0.0f);
+  else
+    narrow.assign(count, 0);
+  std::vector<float> line(static_cast<size_t>(panel));
+  for (int64_t q = 0; q < panels(); q++) {
+    const int64_t first = q * panel, width = std::min(panel, out - first);
+    for (int64_t k = 0; k < in; k++) {
+      const size_t at = size_t((q * in + k) * panel);
+      if (to == DType::F32) {
+        for (int64_t p = 0; p < width; p++)
+          f32[at + p] = rows[first + p][k];
+        continue;
+      }
+      std::fill(line.begin(), line.end(), 0.0f);
+      for (int64_t p = 0; p < width; p++)
+        line[p] = rows[first + p][k];
+      encode(to, line.data(), &narrow[at], size_t(panel));
+    }
   }
-  narrow.resize(values.size());
-  encode(to, values.data(), narrow.data(), values.size());
 }
 
 void OpTensorNames::add(
@@ -442,9 +461,10 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   auto get = [&](const OpTensorNames &n, const char *role) {
     const OpTensorNames::Entry *entry = n.find(role);
     if (!entry)
-      return std::vector<float>();
+      return Floats();
     const TensorView &tensor = *file.find(entry->tensor);
-    std::vector<float> values = readFloats(tensor);
+    Floats values(tensor.bytes / byteSize(tensor.type));
+    readFloats(tensor, values.data());
     file.release(tensor);
     if (!entry->conv1d)
       return values;
@@ -452,10 +472,9 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     const int64_t out = entry->shape.back(), begin = entry->columnBegin,
                   count = entry->columnCount ? entry->columnCount : out;
     if (entry->shape.size() == 1)
-      return std::vector<float>(values.begin() + begin,
-                                values.begin() + begin + count);
+      return Floats(values.begin() + begin, values.begin() + begin + count);
     const int64_t in = entry->shape[0];
-    std::vector<float> transposed(size_t(count * in));
+    Floats transposed(size_t(count * in));
     for (int64_t o = 0; o < count; o++)
       for (int64_t k = 0; k < in; k++)
         transposed[size_t(o * in + k)] = values[size_t(k * out + begin + o)];
@@ -478,53 +497,50 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     case OpKind::Attention: {
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
-      std::vector<float> wq = get(n, "q.weight"), wk = get(n, "k.weight"),
+      Floats wq = get(n, "q.weight"), wk = get(n, "k.weight"),
                          wv = get(n, "v.weight"), bq = get(n, "q.bias"),
                          bk = get(n, "k.bias"), bv = get(n, "v.bias");
-      // Fused: [d][q | k | v]. Else [d][q] and [d][k | v].
-      std::vector<float> query, keyValue, output;
-      std::vector<float> &kvWeights = op.fusedProjections ? query : keyValue;
-      std::vector<float> &kvBias =
-          op.fusedProjections ? w->queryBias : w->keyValueBias;
-      const int64_t queryWidth = op.fusedProjections ? q + 2 * kv : q;
-      const int64_t kvColumn = op.fusedProjections ? q : 0;
-      appendTransposed(query, queryWidth, 0, wq, q, d);
-      appendTransposed(kvWeights, kvColumn + 2 * kv, kvColumn, wk, kv, d);
-      appendTransposed(kvWeights, kvColumn + 2 * kv, kvColumn + kv, wv, kv, d);
+      // Fused: Q | K | V. Else Q, and K | V.
+      const int64_t panel = plan.weightPanel;
+      if (op.fusedProjections) {
+        w->query.pack({&wq, &wk, &wv}, d, panel, plan.weightType);
+      } else {
+        w->query.pack({&wq}, d, panel, plan.weightType);
+        w->keyValue.pack({&wk, &wv}, d, panel, plan.weightType);
+      }
       if (op.bias) {
+        Floats &kvBias =
+            op.fusedProjections ? w->queryBias : w->keyValueBias;
         w->queryBias = bq;
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
-      appendTransposed(output, d, 0, get(n, "out.weight"), d, q);
+      const Floats wo = get(n, "out.weight");
+      w->output.pack({&wo}, q, panel, plan.weightType);
       w->outputBias = get(n, "out.bias");
-      w->query.assign(std::move(query), plan.weightType);
-      w->keyValue.assign(std::move(keyValue), plan.weightType);
-      w->output.assign(std::move(output), plan.weightType);
       break;
     }
     case OpKind::Ffn: {
-      // Gated: up is [d][gate | up], the halves the down kernel pairs.
-      const int64_t f = op.intermediateSize, width = op.gated ? 2 * f : f;
-      std::vector<float> up, down;
+      // Gated: up is gate | up, the halves the down kernel pairs.
+      const int64_t f = op.intermediateSize;
+      const Floats gate = get(n, "gate.weight"),
+                               up = get(n, "up.weight"),
+                               down = get(n, "down.weight");
       if (op.gated) {
-        appendTransposed(up, width, 0, get(n, "gate.weight"), f, d);
+        w->up.pack({&gate, &up}, d, plan.weightPanel, plan.weightType);
         w->upBias = get(n, "gate.bias");
+      } else {
+        w->up.pack({&up}, d, plan.weightPanel, plan.weightType);
       }
-      appendTransposed(up, width, op.gated ? f : 0, get(n, "up.weight"), f, d);
-      std::vector<float> upBias = get(n, "up.bias");
+      Floats upBias = get(n, "up.bias");
       w->upBias.insert(w->upBias.end(), upBias.begin(), upBias.end());
-      appendTransposed(down, d, 0, get(n, "down.weight"), d, f);
+      w->down.pack({&down}, f, plan.weightPanel, plan.weightType);
       w->downBias = get(n, "down.bias");
-      w->up.assign(std::move(up), plan.weightType);
-      w->down.assign(std::move(down), plan.weightType);
       break;
     }
     case OpKind::OutputHead: {
-      std::vector<float> head;
-      appendTransposed(head, op.vocabSize, 0, get(n, "weight"), op.vocabSize,
-                       d);
-      w->head.assign(std::move(head), plan.weightType);
+      const Floats head = get(n, "weight");
+      w->head.pack({&head}, d, plan.weightPanel, plan.weightType);
       w->headBias = get(n, "bias");
       break;
     }

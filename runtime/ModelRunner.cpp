@@ -58,14 +58,22 @@ struct CacheAppendArgs {
 /// (+ best [tokens], each row's argmax, for a kernel with the argmax).
 Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
               int64_t tokens, int64_t inF, const WeightMatrix &w,
-              const std::vector<float> &b, const int32_t *positions,
+              const Floats &b, const int32_t *positions,
               const float *residual, int64_t outF, float *out,
               bool gatedInput = false, const CacheAppendArgs *append = nullptr,
               int32_t *best = nullptr) {
   // A gated input holds [gate | up] halves of inF each.
   const int64_t width = gatedInput ? 2 * inF : inF;
   BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});
-  BufferView weight(w.data(), halideType(w.type), {{outF, 1}, {inF, outF}});
+  if (w.in != inF || w.out != outF)
+    return Status(StatusCode::InvalidArgument,
+                  "kernel " + kernel.name + ": weights of " +
+                      std::to_string(w.in) + " x " + std::to_string(w.out) +
+                      " for a " + std::to_string(inF) + " -> " +
+                      std::to_string(outF) + " projection");
+  // [panels][in][panel] (Model::Weights).
+  BufferView weight(w.data(), halideType(w.type),
+                    {{w.panel, 1}, {inF, w.panel}, {w.panels(), inF * w.panel}});
   BufferView bias(b.data(), float32Type(), {{outF, 1}});
   BufferView position(positions, int32Type(), {{tokens, 1}});
   BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});

@@ -10,6 +10,7 @@
 
 #include "attn/runtime/DType.h"
 #include "attn/runtime/Model.h"
+#include "attn/runtime/PoolAllocator.h"
 
 #include <map>
 #include <string>
@@ -44,16 +45,28 @@ struct OpTensorNames {
   const Entry *find(const std::string &role) const;
 };
 
-/// A linear kernel's W [in][out] in the element type the kernel reads (the
-/// plan's weight_dtype): f32 values, or the bits of f16 / bf16 ones.
+/// Weight storage: large tensors on 2 MiB pages (PoolAllocator.h), which
+/// takes loading a 1.1B-parameter checkpoint from millions of page faults
+/// to thousands, and spares decode a TLB miss every 4 KiB of its stream.
+using Floats = std::vector<float, PoolAllocator<float>>;
+
+/// A linear kernel's W as the kernel reads it: panels of `panel` output
+/// features, [ceil(out / panel)][in][panel] (the last one zero-padded), in
+/// the plan's weight_dtype: f32 values, or the bits of f16 / bf16 ones;
+/// page-aligned once large, so a panel row never straddles more cache
+/// lines than it must.
 struct WeightMatrix {
   DType type = DType::F32;
-  std::vector<float> f32;
-  std::vector<uint16_t> narrow;
+  int64_t in = 0, out = 0, panel = 0;
+  Floats f32;
+  std::vector<uint16_t, PoolAllocator<uint16_t>> narrow;
 
-  /// Takes `values` [in][out] and stores them as `to` (round to nearest
-  /// even).
-  void assign(std::vector<float> &&values, DType to);
+  /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
+  /// output features: fused Q | K | V, gate | up) in panels of `panel`,
+  /// stored as `to` (round to nearest even).
+  void pack(const std::vector<const Floats *> &blocks, int64_t in,
+            int64_t panel, DType to);
+  int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
   const void *data() const {
     return type == DType::F32 ? static_cast<const void *>(f32.data())
                               : narrow.data();
@@ -66,22 +79,22 @@ struct WeightMatrix {
 
 /// Weights of one op, in the layouts its kernels read. Empty when unused.
 struct Model::Weights {
-  std::vector<float> table;                // embedding [vocab][d]
-  std::vector<float> positionTable;        // learned positions [max][d]
-  std::vector<float> normWeight, normBias; // [d]
+  Floats table;                // embedding [vocab][d]
+  Floats positionTable;        // learned positions [max][d]
+  Floats normWeight, normBias; // [d]
   // Attention: query [d][Hq·D], or fused [d][(Hq + 2·Hkv)·D] (Q | K | V);
   // keyValue [d][2·Hkv·D] (K | V) when not fused; output [Hq·D][d].
   WeightMatrix query, keyValue, output;
-  std::vector<float> queryBias, keyValueBias, outputBias;
-  WeightMatrix up, down;                 // FFN [d][ffn], [ffn][d]
-  std::vector<float> upBias, downBias;   // [ffn], [d]
-  WeightMatrix head;                     // output head [d][vocab]
-  std::vector<float> headBias;           // [vocab]
+  Floats queryBias, keyValueBias, outputBias;
+  WeightMatrix up, down;       // FFN [d][ffn], [ffn][d]
+  Floats upBias, downBias;     // [ffn], [d]
+  WeightMatrix head;           // output head [d][vocab]
+  Floats headBias;             // [vocab]
 
   /// Every tensor, as (data, bytes) (for copying them to a device).
   std::vector<std::pair<const void *, size_t>> tensors() const {
     std::vector<std::pair<const void *, size_t>> all;
-    for (const std::vector<float> *v :
+    for (const Floats *v :
          {&table, &positionTable, &normWeight, &normBias, &queryBias,
           &keyValueBias, &outputBias, &upBias, &downBias, &headBias})
       all.push_back({v->data(), v->size() * sizeof(float)});

@@ -209,25 +209,31 @@ bool readableAs(TensorType stored, TensorType expected) {
 }
 
 std::vector<float> readFloats(const TensorView &tensor) {
-  const size_t count = tensor.bytes / byteSize(tensor.type);
-  std::vector<float> values(count);
-  switch (tensor.type) {
-  case TensorType::F32: // the mapping guarantees no alignment: copied out
-    std::memcpy(values.data(), tensor.data, tensor.bytes);
-    break;
-  case TensorType::F16:
-  case TensorType::BF16: {
-    // decode() reads uint16 elements; the view may be unaligned.
-    std::vector<uint16_t> bits(count);
-    std::memcpy(bits.data(), tensor.data, tensor.bytes);
-    decode(tensor.type == TensorType::F16 ? DType::F16 : DType::BF16,
-           bits.data(), values.data(), count);
-    break;
-  }
-  default:
-    values.clear(); // callers check readableAs first
-  }
+  if (!readableAs(tensor.type, TensorType::F32))
+    return {}; // callers check readableAs first
+  std::vector<float> values(tensor.bytes / byteSize(tensor.type));
+  readFloats(tensor, values.data());
   return values;
+}
+
+void readFloats(const TensorView &tensor, float *destination) {
+  const size_t count = tensor.bytes / byteSize(tensor.type);
+  if (tensor.type == TensorType::F32) { // no alignment promised: copied
+    std::memcpy(destination, tensor.data, tensor.bytes);
+    return;
+  }
+  if (tensor.type != TensorType::F16 && tensor.type != TensorType::BF16)
+    return;
+  // decode() reads uint16 elements; the view may be unaligned: a block at
+  // a time through an aligned copy.
+  const DType type = tensor.type == TensorType::F16 ? DType::F16 : DType::BF16;
+  uint16_t bits[4096];
+  const auto *bytes = static_cast<const uint8_t *>(tensor.data);
+  for (size_t done = 0; done < count; done += 4096) {
+    const size_t n = std::min<size_t>(4096, count - done);
+    std::memcpy(bits, bytes + 2 * done, 2 * n);
+    decode(type, bits, destination + done, n);
+  }
 }
 
 Status writeSafetensors(const std::string &path,

@@ -1,9 +1,17 @@
 //===- Linear.cpp - out = in · W + bias in Halide -------------------------===//
 //
 // The projection kernel: a register-tiled matrix product over output
-// features (vectorized, W stored [in][out]) and tokens (unrolled), with the
-// bias folded into the accumulator's initial value. With one token (decode)
-// it is a matrix-vector product, bound by reading W once.
+// features (vectorized) and tokens (unrolled), with the bias folded into
+// the accumulator's initial value. With one token (decode) it is a
+// matrix-vector product, bound by reading W once.
+//
+// W comes in panels of kWeightPanel output features, [panel][in][16]: a
+// task's register tile walks whole panels, so it streams contiguous memory
+// whatever the model's width. Stored [in][out], each step of the reduction
+// read a few cache lines one row (8-16 KiB) further on, across a page
+// every time, where hardware prefetchers stop: a one-token GEMV streamed
+// 28-32 GB/s, 62% of the read bandwidth, and bf16 weights were hardly
+// faster than f32 (bench/README.md, Zen 5).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +20,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace Halide;
 
@@ -194,6 +203,26 @@ Func applyActivation(Func f, Activation activation) {
 }
 } // namespace
 
+Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
+                                   CacheElement element) {
+  const int P = kWeightPanel, panels = (out + P - 1) / P;
+  const Type type = element == CacheElement::BF16  ? BFloat(16)
+                    : element == CacheElement::F16 ? Float(16)
+                                                   : Float(32);
+  Buffer<> packed(type, P, in, panels);
+  packed.for_each_element([&](int p, int k, int q) {
+    const int n = q * P + p;
+    const float value = n < out ? weight[size_t(k) * out + n] : 0.0f;
+    if (element == CacheElement::BF16)
+      packed.as<bfloat16_t>()(p, k, q) = bfloat16_t(value);
+    else if (element == CacheElement::F16)
+      packed.as<float16_t>()(p, k, q) = float16_t(value);
+    else
+      packed.as<float>()(p, k, q) = value;
+  });
+  return packed;
+}
+
 std::vector<double> ropeInverseFrequencies(double theta, int headDim,
                                            const RopeScaling &scaling) {
   std::vector<double> frequencies(headDim / 2);
@@ -235,13 +264,14 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int in = spec.inFeatures, out = spec.outFeatures;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam input(Float(32), 2, "input");   // (k, m): token m, feature k
-  // (n, k): output n, input k; narrow weights are widened as they are read
-  // (decode streams W: its bytes are the time).
+  ImageParam input(Float(32), 2, "input"); // (k, m): token m, feature k
+  // (p, k, q): output feature q·P + p, input k; narrow weights are widened
+  // as they are read (decode streams W: its bytes are the time).
+  const int P = kWeightPanel, panels = (spec.outFeatures + P - 1) / P;
   const Type weightType = spec.weightElement == CacheElement::BF16  ? BFloat(16)
                           : spec.weightElement == CacheElement::F16 ? Float(16)
                                                                     : Float(32);
-  ImageParam weight(weightType, 2, "weight");
+  ImageParam weight(weightType, 3, "weight");
   ImageParam bias(Float(32), 1, "bias");     // (n)
   Var n("n"), m("m");
   RDom rk(0, in, "rk");
@@ -253,14 +283,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int vec = s.vectorWidth > 0 ? s.vectorWidth : vecGuess;
   const bool rope = spec.ropeTheta > 0.0f;
   const int headDim = spec.ropeHeadDim;
-  int tileN = std::min(s.tileVectors * vec, out);
-  if (rope) // whole heads per tile: a feature's RoPE partner is in its tile
-    tileN = headDim * std::max(1, tileN / headDim);
-  else if (out % vec == 0)
-    while (out % tileN != 0)
-      tileN -= vec;
+  // Tiles of whole panels (and, with RoPE, whole heads: a feature's RoPE
+  // partner is in its tile).
+  const int unit = rope ? std::lcm(P, headDim) : P;
+  int tileN = std::max(unit, s.tileVectors * vec / unit * unit);
+  const int tilePanels = tileN / P;
   Expr row = min(m, input.dim(1).extent() - 1);
-  Expr feature = out % tileN == 0 ? Expr(n) : min(n, out - 1);
   // A gated input: act(gate) · up, computed once per element (below).
   const bool gated = spec.inputGate != Activation::None;
   Var k("k");
@@ -277,23 +305,31 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     for (int b = 2048; b >= 256 && !kBlock; b--)
       if (in % b == 0)
         kBlock = b;
+  // The sum over panels (p, q): output feature q·P + p. Tail tiles read
+  // the last panel again (clamped) and padded features (zero weights);
+  // the output never stores them.
+  Var p("p"), q("q");
+  Expr panel = min(q, panels - 1);
   auto product = [&](Expr k) {
     return (gated ? gatedInput(k, row) : input(k, row)) *
-           cast<float>(weight(feature, k));
+           cast<float>(weight(p, k, panel));
   };
   Func accumulate("accumulate");
-  accumulate(n, m) = spec.bias ? bias(feature) : 0.0f;
-  Func partial("partial"); // (n, m, block): one block's share of the sum
+  accumulate(p, q, m) = spec.bias ? bias(min(q * P + p, out - 1)) : 0.0f;
+  Func partial("partial"); // (p, q, m, block): one block's share of the sum
   Var kb("kb");
   RDom rki(0, std::max(kBlock, 1), "rki");
   RDom rkb(0, kBlock ? in / kBlock : 1, "rkb");
   if (kBlock) {
-    partial(n, m, kb) = 0.0f;
-    partial(n, m, kb) += product(kb * kBlock + rki);
-    accumulate(n, m) += partial(n, m, rkb);
+    partial(p, q, m, kb) = 0.0f;
+    partial(p, q, m, kb) += product(kb * kBlock + rki);
+    accumulate(p, q, m) += partial(p, q, m, rkb);
   } else {
-    accumulate(n, m) += product(rk);
+    accumulate(p, q, m) += product(rk);
   }
+  // Output feature n of token m.
+  Func sum("sum");
+  sum(n, m) = accumulate(n % P, n / P, m);
   Func output("output");
   ImageParam positions(Int(32), 1, "positions"); // (m)
   if (rope) {
@@ -311,14 +347,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         clamp(n - i + (i + half) % headDim, tileStart, tileStart + tileN - 1);
     Expr angle = cast<float>(positions(row)) *
                  inverseFrequency(clamp(i % half, 0, half - 1));
-    Expr rotated =
-        accumulate(n, m) * cos(angle) +
-        select(i < half, -1.0f, 1.0f) * accumulate(partner, m) * sin(angle);
-    output(n, m) =
-        select(n < spec.ropeHeads * headDim, rotated, accumulate(n, m));
+    Expr rotated = sum(n, m) * cos(angle) +
+                   select(i < half, -1.0f, 1.0f) * sum(partner, m) * sin(angle);
+    output(n, m) = select(n < spec.ropeHeads * headDim, rotated, sum(n, m));
     positions.dim(0).set_min(0).set_stride(1);
   } else {
-    output(n, m) = accumulate(n, m);
+    output(n, m) = sum(n, m);
   }
   output = applyActivation(output, spec.activation);
   ImageParam residual(Float(32), 2, "residual"); // (n, m)
@@ -333,8 +367,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int inputWidth = gated ? 2 * in : in;
   input.dim(0).set_min(0).set_extent(inputWidth).set_stride(1);
   input.dim(1).set_min(0).set_stride(inputWidth);
-  weight.dim(0).set_min(0).set_extent(out).set_stride(1);
-  weight.dim(1).set_min(0).set_extent(in).set_stride(out);
+  weight.dim(0).set_min(0).set_extent(P).set_stride(1);
+  weight.dim(1).set_min(0).set_extent(in).set_stride(P);
+  weight.dim(2).set_min(0).set_extent(panels).set_stride(P * in);
   bias.dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(out);
@@ -398,24 +433,39 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 20);
   if (!smallGemv)
     output.parallel(no);
-  // A tileN x tileRows register tile of `f`: whole tiles, so it has
-  // constant extents (reads are clamped above), reduced over `r` innermost.
+  // A register tile of `f`: tilePanels whole panels (P features, in
+  // vectors) x tileRows tokens, constant extents (reads are clamped
+  // above), reduced over `r` innermost.
   auto registerTile = [&](Func &f, RVar r) {
-    f.bound_extent(n, tileN)
+    f.bound_extent(p, P)
+        .bound_extent(q, tilePanels)
         .bound_extent(m, s.tileRows)
-        .vectorize(n, vec, guard)
+        .reorder(p, q, m)
+        .vectorize(p, vec)
+        .unroll(p)
+        .unroll(q)
         .unroll(m);
-    f.update().reorder(n, m, r).vectorize(n, vec, guard).unroll(m);
+    f.update()
+        .reorder(p, q, m, r)
+        .vectorize(p, vec)
+        .unroll(p)
+        .unroll(q)
+        .unroll(m);
   };
   if (kBlock) {
     // All of the task's tokens x tileN in L2; per block, per token tile,
     // a register tile of the block's partial sums added in.
     Var mo2("mo2"), mi2("mi2");
-    accumulate.compute_at(output, no).vectorize(n, vec, guard);
+    accumulate.compute_at(output, no)
+        .bound_extent(p, P)
+        .bound_extent(q, tilePanels)
+        .vectorize(p, vec);
     accumulate.update()
         .split(m, mo2, mi2, s.tileRows, guard)
-        .reorder(n, mi2, mo2, rkb)
-        .vectorize(n, vec, guard)
+        .reorder(p, q, mi2, mo2, rkb)
+        .vectorize(p, vec)
+        .unroll(p)
+        .unroll(q)
         .unroll(mi2);
     partial.compute_at(accumulate, mo2);
     registerTile(partial, rki);

@@ -207,9 +207,9 @@ TEST_P(LinearEpilogueTest, MatchesDoubleReference) {
                      w = randomVector(size_t(c.in) * c.out, rng),
                      b = randomVector(c.out, rng),
                      r = randomVector(size_t(c.tokens) * c.out, rng);
-  Halide::Buffer<float> input(x.data(), width, c.tokens),
-      weight(w.data(), c.out, c.in), bias(b.data(), c.out),
+  Halide::Buffer<float> input(x.data(), width, c.tokens), bias(b.data(), c.out),
       residual(r.data(), c.out, c.tokens), output(c.out, c.tokens);
+  Halide::Buffer<> weight = attn::packLinearWeights(w.data(), c.in, c.out);
   Halide::ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);

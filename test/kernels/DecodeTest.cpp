@@ -326,8 +326,8 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
   std::vector<int32_t> pos(c.tokens);
   for (int m = 0; m < c.tokens; m++)
     pos[m] = prefix + m;
-  Halide::Buffer<float> input(x.data(), c.in, c.tokens),
-      weight(w.data(), out, c.in), bias(b.data(), out);
+  Halide::Buffer<float> input(x.data(), c.in, c.tokens), bias(b.data(), out);
+  Halide::Buffer<> weight = attn::packLinearWeights(w.data(), c.in, out);
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens),
       slotBuffer(slots.data(), c.tokens);
   auto run = [&](attn::KernelPipeline &kernel, Halide::Realization outputs) {

@@ -147,8 +147,9 @@ TEST_F(GpuNumerics, LinearMatchesDoubleReference) {
   std::vector<float> x = randomVector(size_t(tokens) * in, rng),
                      w = randomVector(size_t(in) * out, rng),
                      bias = randomVector(out, rng);
-  Halide::Buffer<float> input(x.data(), in, tokens), weight(w.data(), out, in),
+  Halide::Buffer<float> input(x.data(), in, tokens),
       biasBuffer(bias.data(), out), output(out, tokens);
+  Halide::Buffer<> weight = attn::packLinearWeights(w.data(), in, out);
   Halide::ParamMap params;
   params.set(kernel.inputs[0], input);
   params.set(kernel.inputs[1], weight);

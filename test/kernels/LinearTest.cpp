@@ -81,31 +81,20 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   std::vector<int32_t> pos(c.tokens);
   for (int m = 0; m < c.tokens; m++)
     pos[m] = (m * 977) % 4096; // out of order, up to 4K
-  Halide::Buffer<float> input(x.data(), c.in, c.tokens),
-      weight(w.data(), c.out, c.in), bias(b.data(), c.out),
+  Halide::Buffer<float> input(x.data(), c.in, c.tokens), bias(b.data(), c.out),
       output(c.out, c.tokens);
   // Narrow weights: rounded to nearest even, and the rounded values are
-  // what the reference multiplies.
-  Halide::Buffer<Halide::bfloat16_t> weightBf16(c.out, c.in);
-  Halide::Buffer<Halide::float16_t> weightF16(c.out, c.in);
-  if (c.weights == attn::CacheElement::BF16)
-    weight.for_each_element([&](int n, int k) {
-      weightBf16(n, k) = Halide::bfloat16_t(weight(n, k));
-      weight(n, k) = float(weightBf16(n, k));
-    });
-  if (c.weights == attn::CacheElement::F16)
-    weight.for_each_element([&](int n, int k) {
-      weightF16(n, k) = Halide::float16_t(weight(n, k));
-      weight(n, k) = float(weightF16(n, k));
-    });
+  // what the reference multiplies. The kernel takes them in panels.
+  for (float &v : w)
+    v = c.weights == attn::CacheElement::BF16
+            ? float(Halide::bfloat16_t(v))
+        : c.weights == attn::CacheElement::F16 ? float(Halide::float16_t(v))
+                                                : v;
+  Halide::Buffer<> packed =
+      attn::packLinearWeights(w.data(), c.in, c.out, c.weights);
   Halide::ParamMap params;
   params.set(kernel.inputs[0], input);
-  if (c.weights == attn::CacheElement::BF16)
-    params.set(kernel.inputs[1], weightBf16);
-  else if (c.weights == attn::CacheElement::F16)
-    params.set(kernel.inputs[1], weightF16);
-  else
-    params.set(kernel.inputs[1], weight);
+  params.set(kernel.inputs[1], packed);
   if (c.bias)
     params.set(kernel.inputs[2], bias);
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
@@ -227,8 +216,8 @@ TEST_P(ArgmaxTest, PicksTheFirstMaximumAndRefusesNaN) {
   if (c.tokens > 2)
     x[size_t(1) * c.in + c.in / 2] = std::nanf("");
   Halide::Buffer<float> input(x.data(), c.in, c.tokens),
-      weight(w.data(), c.vocabulary, c.in), bias(b.data(), c.vocabulary),
-      output(c.vocabulary, c.tokens);
+      bias(b.data(), c.vocabulary), output(c.vocabulary, c.tokens);
+  Halide::Buffer<> weight = attn::packLinearWeights(w.data(), c.in, c.vocabulary);
   Halide::Buffer<int32_t> best(c.tokens);
   Halide::ParamMap params;
   params.set(kernel.inputs[0], input);

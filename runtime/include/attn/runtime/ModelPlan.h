@@ -69,6 +69,9 @@ struct ModelPlan {
   /// How the linear kernels read their weights (F32, F16 or BF16): what a
   /// checkpoint is converted to at load.
   DType weightType = DType::F32;
+  /// Output features per panel of the linear kernels' weights
+  /// ([panel][in][weightPanel], zero-padded): how the runtime lays them out.
+  int weightPanel = 0;
   std::vector<PlanOp> ops;
 };
 

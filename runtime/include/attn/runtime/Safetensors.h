@@ -90,6 +90,9 @@ bool readableAs(TensorType stored, TensorType expected);
 
 /// A F32, F16 or BF16 tensor's elements as floats (exact).
 std::vector<float> readFloats(const TensorView &tensor);
+/// The same into `destination` (tensor.bytes / byteSize(tensor.type)
+/// floats).
+void readFloats(const TensorView &tensor, float *destination);
 
 } // namespace attn::runtime
 

@@ -138,9 +138,13 @@ enum class Activation {
 /// A linear layer, out = act(in · W + bias) + residual, the building block of
 /// projections, FFNs and output heads. Buffers (C order, float):
 ///   input   [tokens][inFeatures]
-///   weight  [inFeatures][outFeatures] weightElement (the transpose of
-///           PyTorch's [out][in]: the runtime stores it so output features
-///           are contiguous, which is what the kernel vectorizes over)
+///   weight  [panels][inFeatures][kWeightPanel] weightElement: W in panels
+///           of kWeightPanel output features, panels = ceil(outFeatures /
+///           kWeightPanel), the last one padded with zeros; W(k, n) (PyTorch's
+///           [out][in] element [n][k]) is at ((n / 16)·in + k)·16 + n % 16.
+///           Output features are contiguous within a panel (what the kernel
+///           vectorizes over) and a panel's rows follow each other, so a
+///           register tile streams contiguous memory.
 ///   bias    [outFeatures] (when `bias`)
 ///   residual [tokens][outFeatures] (when `residual`: added after the
 ///           activation, so an output projection or FFN down projection
@@ -183,6 +187,9 @@ enum class Activation {
 /// [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
 /// value_scales]], [best_token].
 constexpr int kAppendOutputAlignment = 128;
+/// Output features per panel of a linear kernel's weight (the runtime
+/// reads it from the plan's weight_panel).
+constexpr int kWeightPanel = 16;
 /// How RoPE's inverse frequencies follow from ropeTheta (transformers'
 /// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
 /// divides the low frequencies (wavelength above originalMaxPositions /
