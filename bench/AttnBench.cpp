@@ -397,6 +397,9 @@ void registerLinear() {
                                  CacheElement::BF16},
                                 {1, 2048, 32000, "head_argmax",
                                  CacheElement::BF16},
+                                // Llama-3-8B's FFN up, far beyond the LLC.
+                                {1, 4096, 14336},
+                                {1, 4096, 14336, "bias", CacheElement::BF16},
                                 // TinyLlama-1.1B's projections, one token.
                                 {1, 2048, 2560, "qkv_rope"},
                                 {1, 2048, 2560, "qkv_rope", CacheElement::BF16},

@@ -325,6 +325,9 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
                      .Case("f16", types.getF16Type())
                      .Case("bf16", types.getBF16Type())
                      .Default(types.getF32Type());
+  // How its checkpoints name their tensors, when the description says.
+  llvm::StringRef naming =
+      model.optionalEnum("weight_naming", {"llama", "gpt2", "bart"}, "");
   CacheSettings cache;
   bool cacheOk = readCache(model, locator, cache);
   // Whole blocks: a "stacks" array. Attention layers alone: a "layers"
@@ -367,6 +370,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     ModelBuilder builder(context, locator.at(JsonPath{}), name, kind, *dModel,
                          options.maxBatch.value_or(maxBatch.value_or(1)));
     builder.setWeightDtype(weights);
+    if (!naming.empty())
+      builder.setWeightNaming(naming);
     int blockCount = 0, layerCount = 0;
     std::optional<int64_t> sourceLength;
     for (size_t i = 0; i < stacks->size(); i++) {

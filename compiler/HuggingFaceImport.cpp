@@ -198,6 +198,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
   builder.setWeightDtype(weightDtype(config, context));
+  builder.setWeightNaming(gpt2 ? "gpt2" : "llama");
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
   builder.addEmbedding("embedding", *vocabulary,
@@ -274,6 +275,7 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
   ModelBuilder builder(context, loc, name, "encoder-decoder", *dModel,
                        options.maxBatch.value_or(1));
   builder.setWeightDtype(weightDtype(config, context));
+  builder.setWeightNaming("bart"); // Marian's tensors are named as BART's
   const float embedScale =
       scaleEmbedding ? float(std::sqrt(double(*dModel))) : 1.0f;
   const int64_t positionOffset = bart ? 2 : 0;

@@ -15,7 +15,8 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
     : builder(&context), module(ModuleOp::create(loc)) {
   builder.setInsertionPointToEnd(module->getBody());
   auto model = builder.create<attn::ModelOp>(
-      loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr());
+      loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr(),
+      StringAttr());
   model.getBody().emplaceBlock();
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
@@ -66,6 +67,11 @@ void ModelBuilder::setWeightDtype(Type type) {
   auto model = cast<attn::ModelOp>(builder.getBlock()->getParentOp());
   model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
                                                  : TypeAttr());
+}
+
+void ModelBuilder::setWeightNaming(llvm::StringRef naming) {
+  auto model = cast<attn::ModelOp>(builder.getBlock()->getParentOp());
+  model.setWeightNamingAttr(builder.getStringAttr(naming));
 }
 
 void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,

@@ -56,6 +56,8 @@ public:
   /// `tied`: the head's weight is the embedding's (tie_word_embeddings).
   /// How the model's linear kernels read their weights (f32, f16, bf16).
   void setWeightDtype(mlir::Type type);
+  /// How its checkpoints name their tensors: llama, gpt2 or bart.
+  void setWeightNaming(llvm::StringRef naming);
   void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc,
                      bool tied = false);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.

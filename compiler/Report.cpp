@@ -219,7 +219,11 @@ std::string renderPlanJson(ModuleOp module,
       {"max_batch", int64_t(model.getMaxBatch())},
       {"devices", llvm::json::Array(devices)},
       {"weight_dtype", typeName(weightDtype(model))},
-      {"weight_panel", int64_t(::attn::kWeightPanel)},
+      {"weight_naming", model.getWeightNaming().value_or("")},
+      {"weight_panel",
+       int64_t(::attn::weightPanel(weightDtype(model).isBF16()
+                                       ? ::attn::CacheElement::BF16
+                                       : ::attn::CacheElement::F32))},
       {"weight_bytes_per_token", weightBytesPerToken(model)},
       {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
       {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},

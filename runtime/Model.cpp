@@ -320,8 +320,12 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
         continue;
       }
       std::fill(line.begin(), line.end(), 0.0f);
+      // bf16 in pairs: uint16 2p is feature p, 2p + 1 feature p + panel/2
+      // (the words of a little-endian uint32).
+      const bool pairs = to == DType::BF16;
       for (int64_t p = 0; p < width; p++)
-        line[p] = rows[first + p][k];
+        line[pairs ? (p % (panel / 2)) * 2 + p / (panel / 2) : p] =
+            rows[first + p][k];
       encode(to, line.data(), &narrow[at], size_t(panel));
     }
   }
@@ -397,6 +401,25 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
                    WeightNaming naming, const DeviceApi &device,
                    std::unique_ptr<Model> &model) {
   return load(planJson, table, tableSize, weightsPath, naming, &device, model);
+}
+
+Status Model::load(const std::string &planJson, const KernelEntry *table,
+                   size_t tableSize, const std::string &weightsPath,
+                   std::unique_ptr<Model> &model) {
+  ModelPlan plan;
+  if (Status status = parsePlan(planJson, table, tableSize, plan); !status)
+    return status;
+  for (WeightNaming naming :
+       {WeightNaming::Llama, WeightNaming::Gpt2, WeightNaming::Bart})
+    if (plan.weightNaming == name(naming))
+      return load(planJson, table, tableSize, weightsPath, naming, nullptr,
+                  model);
+  return Status(StatusCode::InvalidArgument,
+                "the plan does not say how its checkpoint names tensors "
+                "(weight_naming '" +
+                    plan.weightNaming +
+                    "'): attnc states it for Hugging Face configs; pass a "
+                    "WeightNaming");
 }
 
 Model::~Model() {

@@ -80,6 +80,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
     result.kvBytes = root["kv_bytes"].get<int64_t>();
   result.weightPanel = model.integer("weight_panel");
+  if (root.contains("weight_naming") && root["weight_naming"].is_string())
+    result.weightNaming = root["weight_naming"].get<std::string>();
   if (model.status() && (result.weightPanel < 1 || result.weightPanel > 1024))
     return planError("weight_panel must be in [1, 1024]");
   // Plans from before weight dtypes hold f32 weights.

@@ -71,9 +71,13 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
                       std::to_string(w.in) + " x " + std::to_string(w.out) +
                       " for a " + std::to_string(inF) + " -> " +
                       std::to_string(outF) + " projection");
-  // [panels][in][panel] (Model::Weights).
-  BufferView weight(w.data(), halideType(w.type),
-                    {{w.panel, 1}, {inF, w.panel}, {w.panels(), inF * w.panel}});
+  // [panels][in][words] (Model::Weights; bf16 pairs as uint32 words).
+  const halide_type_t weightType = w.type == DType::BF16
+                                       ? halide_type_t{halide_type_uint, 32, 1}
+                                       : halideType(w.type);
+  BufferView weight(w.data(), weightType,
+                    {{w.words(), 1}, {inF, w.words()},
+                     {w.panels(), inF * w.words()}});
   BufferView bias(b.data(), float32Type(), {{outF, 1}});
   BufferView position(positions, int32Type(), {{tokens, 1}});
   BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});

@@ -52,7 +52,9 @@ using Floats = std::vector<float, PoolAllocator<float>>;
 
 /// A linear kernel's W as the kernel reads it: panels of `panel` output
 /// features, [ceil(out / panel)][in][panel] (the last one zero-padded), in
-/// the plan's weight_dtype: f32 values, or the bits of f16 / bf16 ones;
+/// the plan's weight_dtype: f32 values, or the bits of f16 / bf16 ones
+/// (bf16 in pairs: 32 features a panel row as 16 uint32 words, feature p
+/// in word p's low half and p + 16 in its high half; KernelSpec.h);
 /// page-aligned once large, so a panel row never straddles more cache
 /// lines than it must.
 struct WeightMatrix {
@@ -67,6 +69,8 @@ struct WeightMatrix {
   void pack(const std::vector<const Floats *> &blocks, int64_t in,
             int64_t panel, DType to);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
+  /// Words per panel row as the kernel types them (uint32 for bf16 pairs).
+  int64_t words() const { return type == DType::BF16 ? panel / 2 : panel; }
   const void *data() const {
     return type == DType::F32 ? static_cast<const void *>(f32.data())
                               : narrow.data();

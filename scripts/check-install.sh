@@ -11,3 +11,4 @@ cmake -S "$source_dir/examples/embed" -B "$scratch/embed" -G Ninja \
   -DCMAKE_PREFIX_PATH="$scratch/prefix" > /dev/null
 cmake --build "$scratch/embed" > /dev/null
 "$scratch/embed/embed"
+"$scratch/embed/embed-model"

@@ -175,6 +175,9 @@ LogicalResult ModelOp::verify() {
   if (std::optional<Type> weights = getWeightDtype();
       weights && !isWeightElementType(*weights))
     return emitOpError() << "weight_dtype must be f32, f16 or bf16";
+  if (std::optional<StringRef> naming = getWeightNaming();
+      naming && *naming != "llama" && *naming != "gpt2" && *naming != "bart")
+    return emitOpError() << "weight_naming must be llama, gpt2 or bart";
   StringRef kind = getKind();
   if (kind != "decoder-only" && kind != "encoder" && kind != "encoder-decoder")
     return emitOpError() << "kind must be decoder-only, encoder or "

@@ -173,6 +173,10 @@ INSTANTIATE_TEST_SUITE_P(
                                attn::CacheElement::BF16},
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
                                attn::CacheElement::F16},
+                    LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                               attn::CacheElement::BF16},
+                    LinearCase{4352, 3 * 128, 5, false, {}, 2, 128, 10000.0f,
+                               {}, attn::CacheElement::BF16},
                     LinearCase{100, 37, 13, true, {}, 0, 0, 0.0f, {},
                                attn::CacheElement::BF16}));
 

@@ -705,6 +705,25 @@ TEST(ModelTest, ShardedSixteenBitCheckpointsLoadAsPublished) {
       << s.message();
 }
 
+TEST(ModelTest, PlansOfHuggingFaceConfigsNameTheirTensors) {
+  // attnc writes the naming into the plan of a Hugging Face config; the
+  // application need not pass it. A native description's plan has none.
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kLlama.plan, entries(kLlama.table), kLlama.size, plan));
+  EXPECT_EQ(plan.weightNaming, "llama");
+  std::string path =
+      writeSafetensors("llama_named", randomWeights(plan, 8, WeightNaming::Llama));
+  std::unique_ptr<Model> model;
+  Status s = Model::load(kLlama.plan, entries(kLlama.table), kLlama.size, path,
+                         model);
+  ASSERT_TRUE(s) << s.message();
+  s = Model::load(kPaged.plan, entries(kPaged.table), kPaged.size, path, model);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("does not say how its checkpoint names tensors"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(ModelTest, Qwen2HasNoOutputBiasAndWindowsOnlyLaterLayers) {
   // Qwen2: Q/K/V biases but none on o_proj (what real checkpoints hold);
   // layer 0 (below max_window_layers) attends fully, layer 1 in a window

@@ -202,7 +202,9 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     cache is planned for. `weight_dtype` (f32 when absent, f16 or bf16) is
     how the linear kernels read their weights: the runtime converts a
     checkpoint to it once, at load (round to nearest even), and every
-    product accumulates in fp32.
+    product accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
+    `bart`, set by the Hugging Face importer from `model_type`) is how a
+    checkpoint of the model names its tensors.
 
     ```mlir
     attn.model @tiny attributes {d_model = 256 : i64, kind = "decoder-only",
@@ -213,7 +215,8 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_PositiveI64:$d_model,
                        StrAttr:$kind, Attn_PositiveI64:$max_batch,
-                       OptionalAttr<TypeAttr>:$weight_dtype);
+                       OptionalAttr<TypeAttr>:$weight_dtype,
+                       OptionalAttr<StrAttr>:$weight_naming);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;

@@ -1,9 +1,11 @@
 //===- Model.h - running a whole generated model --------------*- C++ -*-===//
 //
 // A Model is a plan (which ops, in which order, with which generated
-// kernels) plus weights loaded from a safetensors file, laid out for those
-// kernels: linear weights transposed to [in][out], Q/K/V concatenated where
-// attnc fused the projections. It runs the encoder, one decoder step for a
+// kernels) plus weights loaded from a checkpoint (Checkpoint.h: one
+// safetensors file, shards and their index, or a model folder), laid out
+// for those kernels: linear weights in panels of output features, in the
+// plan's weight dtype, Q/K/V concatenated where attnc fused the
+// projections. It runs the encoder, one decoder step for a
 // batch of sequences over KV caches, or the decoder without any cache (the
 // reference a cache must reproduce).
 //
@@ -103,11 +105,20 @@ struct Workspace {
 class Model {
 public:
   /// Parses the plan, resolves its kernels in `table`, opens `weightsPath`
-  /// and checks that it holds exactly the tensors the plan needs (every
-  /// problem named), then lays the weights out for the kernels.
+  /// (a .safetensors file, a model.safetensors.index.json, or a folder
+  /// holding either) and checks that it holds exactly the tensors the plan
+  /// needs, F32, F16 or BF16 (every problem named), then lays the weights
+  /// out for the kernels, converted to the plan's weight dtype.
   static Status load(const std::string &planJson, const KernelEntry *table,
                      size_t tableSize, const std::string &weightsPath,
                      WeightNaming naming, std::unique_ptr<Model> &model);
+
+  /// As load, with the tensor naming the plan states (`weight_naming`:
+  /// plans of Hugging Face configs); InvalidArgument for a plan without
+  /// one (native descriptions: pass the naming).
+  static Status load(const std::string &planJson, const KernelEntry *table,
+                     size_t tableSize, const std::string &weightsPath,
+                     std::unique_ptr<Model> &model);
 
   /// As load, for the library's GPU kernels: `device` is the generated
   /// `<model>_device_api` of a library attnc built with a GPU target

@@ -72,6 +72,9 @@ struct ModelPlan {
   /// Output features per panel of the linear kernels' weights
   /// ([panel][in][weightPanel], zero-padded): how the runtime lays them out.
   int weightPanel = 0;
+  /// How a checkpoint names its tensors ("llama", "gpt2", "bart"), where
+  /// attnc knew it (Hugging Face configs); empty otherwise.
+  std::string weightNaming;
   std::vector<PlanOp> ops;
 };
 

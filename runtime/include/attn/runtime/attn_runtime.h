@@ -93,9 +93,10 @@ uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache);
 
 /* A whole generated model: its plan and kernel table, as the generated header
  * declares them (<name>_plan_json, <name>_kernel_table and
- * <NAME>_KERNEL_TABLE_SIZE), and its weights (a safetensors file whose tensor
- * names follow `naming`). Loading checks every tensor and names each
- * missing, extra or misshaped one in attn_last_error(). */
+ * <NAME>_KERNEL_TABLE_SIZE), and its weights (a safetensors file, a
+ * model.safetensors.index.json with its shards, or a model folder; F32, F16
+ * or BF16 tensors whose names follow `naming`). Loading checks every tensor
+ * and names each missing, extra or misshaped one in attn_last_error(). */
 typedef enum {
   ATTN_NAMING_BART = 0,
   ATTN_NAMING_LLAMA = 1,

@@ -138,13 +138,17 @@ enum class Activation {
 /// A linear layer, out = act(in · W + bias) + residual, the building block of
 /// projections, FFNs and output heads. Buffers (C order, float):
 ///   input   [tokens][inFeatures]
-///   weight  [panels][inFeatures][kWeightPanel] weightElement: W in panels
-///           of kWeightPanel output features, panels = ceil(outFeatures /
-///           kWeightPanel), the last one padded with zeros; W(k, n) (PyTorch's
-///           [out][in] element [n][k]) is at ((n / 16)·in + k)·16 + n % 16.
-///           Output features are contiguous within a panel (what the kernel
-///           vectorizes over) and a panel's rows follow each other, so a
-///           register tile streams contiguous memory.
+///   weight  [panels][inFeatures][16] words: W in panels of
+///           weightPanel(weightElement) output features, panels =
+///           ceil(outFeatures / that), the last one padded with zeros.
+///           F32 and F16: 16 features, word p of row k of panel q is
+///           W(k, 16q + p) (PyTorch's [out][in] element [n][k] is W(k, n)).
+///           BF16: 32 features, a word is uint32 holding W(k, 32q + p) in
+///           its low half and W(k, 32q + 16 + p) in its high half, so
+///           widening is a shift and a mask, no shuffle. Output features are
+///           contiguous within a panel row (what the kernel vectorizes
+///           over) and a panel's rows follow each other, so a register tile
+///           streams contiguous memory.
 ///   bias    [outFeatures] (when `bias`)
 ///   residual [tokens][outFeatures] (when `residual`: added after the
 ///           activation, so an output projection or FFN down projection
@@ -187,9 +191,11 @@ enum class Activation {
 /// [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
 /// value_scales]], [best_token].
 constexpr int kAppendOutputAlignment = 128;
-/// Output features per panel of a linear kernel's weight (the runtime
-/// reads it from the plan's weight_panel).
-constexpr int kWeightPanel = 16;
+/// Output features per panel of a linear kernel's weight: 16, or 32 for
+/// bf16 pairs (the runtime reads it from the plan's weight_panel).
+constexpr int weightPanel(CacheElement element) {
+  return element == CacheElement::BF16 ? 32 : 16;
+}
 /// How RoPE's inverse frequencies follow from ropeTheta (transformers'
 /// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
 /// divides the low frequencies (wavelength above originalMaxPositions /

@@ -46,8 +46,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
 
 /// W `weight` [in][out] (row k, column n) as the linear kernels take it:
-/// panels of kWeightPanel columns, in `element` (F32, F16 or BF16, rounded
-/// to nearest even), for tests and benchmarks (the runtime packs its own).
+/// panels (KernelSpec.h), in `element` (F32, F16 or BF16 pairs, rounded to
+/// nearest even), for tests and benchmarks (the runtime packs its own).
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    CacheElement element = CacheElement::F32);
 

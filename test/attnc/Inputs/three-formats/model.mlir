@@ -3,7 +3,8 @@
 // a SiLU-gated FFN of 96, two blocks.
 module {
   attn.model @tiny attributes {kind = "decoder-only", d_model = 64 : i64,
-                               max_batch = 1 : i64} {
+                               max_batch = 1 : i64,
+                               weight_naming = "llama"} {
     attn.embedding @embedding {vocab_size = 100 : i64, max_positions = 128 : i64,
                                positions = #attn.positions<none>}
     attn.norm @layer0_norm rms_norm {eps = 1.0e-5 : f32}
