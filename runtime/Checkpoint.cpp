@@ -37,13 +37,6 @@ bool endsWith(const std::string &text, const std::string &suffix) {
 Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
-
-std::string describeShape(const std::vector<int64_t> &shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); i++)
-    text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 } // namespace
 
 const TensorView *Checkpoint::find(const std::string &name) const {

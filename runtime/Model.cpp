@@ -321,10 +321,9 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
       }
       std::fill(line.begin(), line.end(), 0.0f);
       // bf16 in pairs: uint16 2p is feature p, 2p + 1 feature p + panel/2
-      // (the words of a little-endian uint32).
-      const bool pairs = to == DType::BF16;
+      // (the halves of a little-endian uint32 word).
       for (int64_t p = 0; p < width; p++)
-        line[pairs ? (p % (panel / 2)) * 2 + p / (panel / 2) : p] =
+        line[pairs() ? (p % words()) * 2 + p / words() : p] =
             rows[first + p][k];
       encode(to, line.data(), &narrow[at], size_t(panel));
     }

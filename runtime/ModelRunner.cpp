@@ -72,7 +72,7 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
                       " for a " + std::to_string(inF) + " -> " +
                       std::to_string(outF) + " projection");
   // [panels][in][words] (Model::Weights; bf16 pairs as uint32 words).
-  const halide_type_t weightType = w.type == DType::BF16
+  const halide_type_t weightType = w.pairs()
                                        ? halide_type_t{halide_type_uint, 32, 1}
                                        : halideType(w.type);
   BufferView weight(w.data(), weightType,

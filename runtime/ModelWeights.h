@@ -69,8 +69,10 @@ struct WeightMatrix {
   void pack(const std::vector<const Floats *> &blocks, int64_t in,
             int64_t panel, DType to);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
-  /// Words per panel row as the kernel types them (uint32 for bf16 pairs).
-  int64_t words() const { return type == DType::BF16 ? panel / 2 : panel; }
+  /// Whether the kernel reads it as bf16 pairs in uint32 words.
+  bool pairs() const { return type == DType::BF16; }
+  /// Words per panel row as the kernel types them.
+  int64_t words() const { return pairs() ? panel / 2 : panel; }
   const void *data() const {
     return type == DType::F32 ? static_cast<const void *>(f32.data())
                               : narrow.data();

@@ -35,6 +35,7 @@ constexpr TypeInfo kTypes[] = {
 Status invalid(const std::string &path, const std::string &message) {
   return Status(StatusCode::InvalidArgument, path + ": " + message);
 }
+} // namespace
 
 std::string describeShape(const std::vector<int64_t> &shape) {
   std::string text = "[";
@@ -42,7 +43,6 @@ std::string describeShape(const std::vector<int64_t> &shape) {
     text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
 }
-} // namespace
 
 const char *name(TensorType type) {
   for (const TypeInfo &info : kTypes)

@@ -13,6 +13,8 @@
 
 #include "attn/schedules/Pipelines.h"
 
+#include "TestDirectory.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -78,7 +80,7 @@ class GpuPtxTest : public testing::TestWithParam<GpuCase> {};
 TEST_P(GpuPtxTest, PtxAssemblesForSm80AndSm90) {
   const GpuCase &c = GetParam();
   attn::KernelPipeline kernel = c.build(kCudaTarget);
-  const std::string base = testing::TempDir() + "attn_gpu_" + c.name;
+  const std::string base = attn::test::testDirectory() + "/attn_gpu_" + c.name;
   kernel.pipeline.compile_to_llvm_assembly(base + ".ll", kernel.arguments(),
                                            c.name, kCudaTarget);
   const std::string ptx = embeddedPtx(readFile(base + ".ll"));

@@ -33,6 +33,8 @@
 #include ATTN_ENCDEC_INT8_HEADER // <api>_encdec_int8.h
 #include ATTN_LLAMA_BF16_HEADER  // <api>_llama_bf16.h
 
+#include "TestDirectory.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -134,7 +136,7 @@ Pair loadBoth(const Library &library) {
   Status s = parsePlan(library.plan, table, library.size, plan);
   EXPECT_TRUE(s) << s.message();
   std::string path =
-      testing::TempDir() + kApi + "_" + library.name + ".safetensors";
+      attn::test::testDirectory() + "/" + kApi + "_" + library.name + ".safetensors";
   s = Model::writeRandomWeights(plan, library.naming, 11, path);
   EXPECT_TRUE(s) << s.message();
   s = Model::load(library.plan, table, library.size, path, library.naming,
@@ -529,7 +531,7 @@ generateThroughTheCApi(const std::string &weights, const void *device,
 TEST_F(DeviceModelTest, CApiLoadsOnTheDevice) {
   Pair m = loadBoth(kLlama); // writes the weights file
   const std::string weights =
-      testing::TempDir() + kApi + "_" + kLlama.name + ".safetensors";
+      attn::test::testDirectory() + "/" + kApi + "_" + kLlama.name + ".safetensors";
   const std::vector<int32_t> prompt = {2, 7, 1, 8};
   std::vector<int32_t> cpu = generateThroughTheCApi(weights, nullptr, prompt);
   std::vector<int32_t> gpu =
@@ -545,7 +547,8 @@ TEST(DeviceModelLoad, WithoutADeviceLoadingSaysWhy) {
   const auto *table = reinterpret_cast<const KernelEntry *>(kLlama.table);
   ModelPlan plan;
   ASSERT_TRUE(parsePlan(kLlama.plan, table, kLlama.size, plan));
-  const std::string path = testing::TempDir() + kApi + "_nodevice.safetensors";
+  const std::string path = attn::test::testDirectory() + "/" + kApi +
+                           "_nodevice.safetensors";
   ASSERT_TRUE(Model::writeRandomWeights(plan, kLlama.naming, 1, path));
   std::unique_ptr<Model> model;
   Status s =

@@ -23,6 +23,8 @@
 #include "ref_llama.h"
 #include "ref_qwen2.h"
 
+#include "TestDirectory.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -55,8 +57,7 @@ const KernelEntry *entries(const attnc_kernel_entry *table) {
 /// random weights: matrices uniform in ±1.5/sqrt(fan-in), norm weights
 /// near 1, biases small.
 std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
-  std::string dir = testing::TempDir() + "/" + c.name + ".XXXXXX";
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
+  std::string dir = attn::test::freshDirectory(c.name);
   std::ifstream config(std::string(ATTN_REFERENCE_MODELS) + "/" + c.name +
                            "/config.json",
                        std::ios::binary);
@@ -163,8 +164,6 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   std::printf("%s: %d greedy tokens identical; largest logit difference "
               "%.2e\n",
               c.name, steps, worst);
-  std::string cleanup = "rm -rf '" + dir + "'";
-  EXPECT_EQ(std::system(cleanup.c_str()), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -32,6 +32,8 @@
 #include "llama_tiny.h"
 #include "qwen2_tiny.h"
 
+#include "TestDirectory.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,7 +68,7 @@ std::string writeSafetensors(
     headers.push_back(tensor);
     data.push_back(values.data());
   }
-  std::string path = testing::TempDir() + name + ".safetensors";
+  std::string path = attn::test::testDirectory() + "/" + name + ".safetensors";
   Status s = attn::runtime::writeSafetensors(path, headers, data);
   EXPECT_TRUE(s) << s.message();
   return path;
@@ -644,8 +646,7 @@ TEST(ModelTest, ShardedSixteenBitCheckpointsLoadAsPublished) {
     headers.push_back(tensor);
     data.push_back(values.data());
   }
-  std::string dir = testing::TempDir() + "/llama_sharded.XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  std::string dir = attn::test::freshDirectory("llama_sharded");
   Status s = writeCheckpoint(dir, headers, data, 3);
   ASSERT_TRUE(s) << s.message();
   Checkpoint checkpoint;
@@ -1081,7 +1082,7 @@ TEST(ModelTest, WrongWeightsAreNamed) {
   EXPECT_NE(s.message().find("model.extra"), std::string::npos);
 
   s = Model::load(kPaged.plan, entries(kPaged.table), kPaged.size,
-                  testing::TempDir() + "missing.safetensors",
+                  attn::test::testDirectory() + "/missing.safetensors",
                   WeightNaming::Bart, model);
   EXPECT_FALSE(s);
 }
@@ -1125,6 +1126,43 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   EXPECT_NE(s.message().find("'position_offset' must be >= 0"),
             std::string::npos)
       << s.message();
+
+  // Weights the runtime cannot lay out.
+  s = parsePlan(edited("\"weight_panel\": 16", "\"weight_panel\": 0"),
+                entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("weight_panel must be in [1, 1024]"),
+            std::string::npos)
+      << s.message();
+  s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"f8\""),
+                entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("weight_dtype must be f32, f16 or bf16, got 'f8'"),
+            std::string::npos)
+      << s.message();
+  // A plan whose weight dtype its kernels do not read: the weights load
+  // (as bf16 pairs), and the first call is refused by the kernel's
+  // metadata, not run on misread memory.
+  {
+    std::string bf16 =
+        edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"bf16\"");
+    bf16.replace(bf16.find("\"weight_panel\": 16"), 18, "\"weight_panel\": 32");
+    ASSERT_TRUE(parsePlan(bf16, entries(kPaged.table), kPaged.size, plan));
+    std::unique_ptr<Model> model;
+    ASSERT_TRUE(Model::load(bf16, entries(kPaged.table), kPaged.size,
+                            writeSafetensors("bf16_plan", randomWeights(plan, 3)),
+                            WeightNaming::Bart, model));
+    Workspace ws;
+    std::vector<float> memory;
+    const int32_t source[] = {1, 2, 3};
+    s = model->encode(source, 3, memory, ws);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("argument 'weight' is a"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("(plan and kernels disagree)"),
+              std::string::npos)
+        << s.message();
+  }
 
   // A CUDA-only library: nothing the runtime can call.
   s = parsePlan(edited("\"cpu\"", "\"cuda\""), entries(kPaged.table),

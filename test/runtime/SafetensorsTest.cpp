@@ -3,6 +3,8 @@
 #include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/Safetensors.h"
 
+#include "TestDirectory.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,20 +18,15 @@ using namespace attn::runtime;
 
 namespace {
 
-/// A fresh directory under the test's temporary directory.
-std::string freshDirectory(const std::string &name) {
-  std::string pattern = testing::TempDir() + "/" + name + ".XXXXXX";
-  char *made = mkdtemp(pattern.data());
-  EXPECT_NE(made, nullptr) << pattern;
-  return pattern;
-}
+using attn::test::freshDirectory;
+using attn::test::testDirectory;
 
 /// Writes `header` (JSON text) and `data` as a .safetensors file; the length
 /// field may be overridden to corrupt it.
 std::string writeFile(const std::string &name, const std::string &header,
                       const std::vector<uint8_t> &data,
                       int64_t lengthOverride = -1) {
-  std::string path = testing::TempDir() + "/" + name + ".safetensors";
+  std::string path = testDirectory() + "/" + name + ".safetensors";
   std::ofstream out(path, std::ios::binary);
   uint64_t length =
       lengthOverride >= 0 ? uint64_t(lengthOverride) : header.size();
@@ -142,13 +139,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Safetensors, ShortAndMissingFiles) {
   SafetensorsFile file;
-  std::string path = testing::TempDir() + "/short.safetensors";
+  std::string path = testDirectory() + "/short.safetensors";
   std::ofstream(path, std::ios::binary) << "abc";
   Status status = SafetensorsFile::open(path, file);
   EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
   EXPECT_NE(status.message().find("truncated: 3 bytes"), std::string::npos);
   status =
-      SafetensorsFile::open(testing::TempDir() + "/nope.safetensors", file);
+      SafetensorsFile::open(testDirectory() + "/nope.safetensors", file);
   EXPECT_EQ(status.code(), StatusCode::IoError);
 }
 
@@ -159,7 +156,7 @@ TEST(Safetensors, SixteenBitFloatsReadExactly) {
   std::vector<float> values = {1.0f, -2.5f, 0.0f, 65504.0f, 1.0f / 3.0f,
                                3.14159265f, 1e-7f, -1e30f};
   const std::vector<int64_t> shape = {int64_t(values.size())};
-  std::string path = testing::TempDir() + "/sixteen.safetensors";
+  std::string path = testDirectory() + "/sixteen.safetensors";
   ASSERT_TRUE(writeSafetensors(path,
                                {{"f32", TensorType::F32, shape},
                                 {"f16", TensorType::F16, shape},

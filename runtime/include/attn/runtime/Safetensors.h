@@ -28,6 +28,8 @@ enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
 
 const char *name(TensorType type);
 size_t byteSize(TensorType type);
+/// "[2, 3]": a shape in messages.
+std::string describeShape(const std::vector<int64_t> &shape);
 
 /// One tensor inside a mapped file; `data` points into the mapping. The
 /// format guarantees no alignment (writers usually pad the header to 8
