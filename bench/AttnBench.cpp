@@ -306,7 +306,7 @@ struct LinearShape {
   /// bias, gelu, swiglu_down, qkv_rope; head_argmax: an output head with
   /// its greedy token (against `bias` of the same shape: the argmax's cost)
   const char *variant = "bias";
-  /// W's element type (F32, F16, BF16): a decode step streams W.
+  /// W's element type (F32, F16, BF16, I8): a decode step streams W.
   CacheElement weights = CacheElement::F32;
 };
 
@@ -334,6 +334,9 @@ void linear(benchmark::State &state, LinearShape s) {
   }
   spec.argmax = variant == "head_argmax";
   spec.weightElement = s.weights;
+  // What the runtime calls for one or two tokens: attnc's `_gemv` variant.
+  if (s.tokens <= 2)
+    spec.schedule.tileRows = 1;
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
   kernel.pipeline.compile_jit(gTarget);
   const int inColumns =
@@ -347,13 +350,19 @@ void linear(benchmark::State &state, LinearShape s) {
     buffer->for_each_value([&](float &x) { x = uniform(rng); });
   positions.for_each_element([&](int t) { positions(t) = t; });
   // In panels, in the weight dtype (rounded to nearest even).
+  // int8: with a scale per output feature.
+  Buffer<float> scales;
   Buffer<> packed =
-      attn::packLinearWeights(weight.data(), s.in, s.out, s.weights);
-  const double weightBytes = s.weights == CacheElement::F32 ? 4.0 : 2.0;
+      attn::packLinearWeights(weight.data(), s.in, s.out, s.weights, &scales);
+  const double weightBytes = s.weights == CacheElement::F32  ? 4.0
+                             : s.weights == CacheElement::I8 ? 1.0
+                                                             : 2.0;
   ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
   params.set(kernel.inputs[next++], packed);
+  if (s.weights == CacheElement::I8)
+    params.set(kernel.inputs[next++], scales);
   if (spec.bias)
     params.set(kernel.inputs[next++], bias);
   if (spec.ropeTheta > 0)
@@ -389,8 +398,10 @@ void registerLinear() {
                                 // for one token, and not lose at 512.
                                 {1, 4096, 4096, "bias", CacheElement::BF16},
                                 {1, 4096, 4096, "bias", CacheElement::F16},
+                                {1, 4096, 4096, "bias", CacheElement::I8},
                                 {16, 4096, 4096, "bias", CacheElement::BF16},
                                 {512, 4096, 4096, "bias", CacheElement::BF16},
+                                {512, 4096, 4096, "bias", CacheElement::I8},
                                 {1, 11008, 4096, "swiglu_down",
                                  CacheElement::BF16},
                                 {512, 11008, 4096, "swiglu_down",
@@ -400,6 +411,7 @@ void registerLinear() {
                                 // Llama-3-8B's FFN up, far beyond the LLC.
                                 {1, 4096, 14336},
                                 {1, 4096, 14336, "bias", CacheElement::BF16},
+                                {1, 4096, 14336, "bias", CacheElement::I8},
                                 // TinyLlama-1.1B's projections, one token.
                                 {1, 2048, 2560, "qkv_rope"},
                                 {1, 2048, 2560, "qkv_rope", CacheElement::BF16},
@@ -412,6 +424,7 @@ void registerLinear() {
     char name[128];
     const char *weights = s.weights == CacheElement::BF16  ? "_wbf16"
                           : s.weights == CacheElement::F16 ? "_wf16"
+                          : s.weights == CacheElement::I8  ? "_wi8"
                                                            : "";
     std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s%s", s.tokens,
                   s.in, s.out, s.variant, weights);

@@ -1,14 +1,14 @@
 //===- ModelBench.cpp - a whole checkpoint: load, prompt, decode ----------===//
 //
-// TinyLlama-1.1B's config.json (models/tinyllama) compiled twice at build
-// time for this machine: with the linear kernels reading bf16 weights (its
-// torch_dtype) and reading f32 ones. A decode step of one sequence streams
+// TinyLlama-1.1B's config.json (models/tinyllama) compiled three times at
+// build time for this machine: with the linear kernels reading bf16 weights
+// (its torch_dtype), f32 ones and int8 ones (quantized at load). A decode step of one sequence streams
 // every weight once, so its speed is bounded by weight bytes per token ÷
 // the machine's read bandwidth (measured here, in the same run).
 //
 //   attn-model-bench --write DIR      random weights, as Hugging Face
 //                                     publishes them: bf16, 2 shards, index
-//   attn-model-bench --weights DIR [--weight-dtype bf16|f32]
+//   attn-model-bench --weights DIR [--weight-dtype bf16|f32|int8]
 //                    [--prompt 512] [--steps 64]
 //
 // Prints load time, peak resident memory against the weights' size in the
@@ -25,6 +25,7 @@
 
 #include "tinyllama_bf16.h"
 #include "tinyllama_f32.h"
+#include "tinyllama_int8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -108,12 +109,15 @@ int writeRandomCheckpoint(const std::string &dir) {
 int run(const std::string &weights, const std::string &dtype, int promptLength,
         int steps) {
   const Library library =
-      dtype == "f32" ? Library{tinyllama_f32_plan_json,
-                               tinyllama_f32_kernel_table,
-                               TINYLLAMA_F32_KERNEL_TABLE_SIZE}
-                     : Library{tinyllama_bf16_plan_json,
-                               tinyllama_bf16_kernel_table,
-                               TINYLLAMA_BF16_KERNEL_TABLE_SIZE};
+      dtype == "f32"    ? Library{tinyllama_f32_plan_json,
+                                  tinyllama_f32_kernel_table,
+                                  TINYLLAMA_F32_KERNEL_TABLE_SIZE}
+      : dtype == "int8" ? Library{tinyllama_int8_plan_json,
+                                  tinyllama_int8_kernel_table,
+                                  TINYLLAMA_INT8_KERNEL_TABLE_SIZE}
+                        : Library{tinyllama_bf16_plan_json,
+                                  tinyllama_bf16_kernel_table,
+                                  TINYLLAMA_BF16_KERNEL_TABLE_SIZE};
   const nlohmann::json planJson = nlohmann::json::parse(library.plan);
   const double weightBytesPerToken = planJson["weight_bytes_per_token"];
 
@@ -215,10 +219,10 @@ int main(int argc, char **argv) {
   }
   if (!write.empty())
     return writeRandomCheckpoint(write);
-  if (weights.empty() || (dtype != "bf16" && dtype != "f32") ||
+  if (weights.empty() || (dtype != "bf16" && dtype != "f32" && dtype != "int8") ||
       promptLength < 1 || steps < 1 || promptLength + steps + 4 > 2048)
     return fail("usage: attn-model-bench --write DIR | --weights DIR "
-                "[--weight-dtype bf16|f32] [--prompt N] [--steps N] "
+                "[--weight-dtype bf16|f32|int8] [--prompt N] [--steps N] "
                 "(prompt + steps + 4 <= 2048)"),
            2;
   return run(weights, dtype, promptLength, steps);

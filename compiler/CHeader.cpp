@@ -517,6 +517,8 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
       os << "int " << spec.functionName << suffix
          << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
             "*weight, ";
+      if (spec.weightElement == attn::CacheElement::I8)
+        os << "struct halide_buffer_t *weight_scales, ";
       if (spec.bias)
         os << "struct halide_buffer_t *bias, ";
       if (spec.ropeTheta > 0)

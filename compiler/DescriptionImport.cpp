@@ -321,9 +321,11 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   Builder types(&context);
   Type weights = llvm::StringSwitch<Type>(model.optionalEnum(
                                               "weight_dtype",
-                                              {"f32", "f16", "bf16"}, "f32"))
+                                              {"f32", "f16", "bf16", "int8"},
+                                              "f32"))
                      .Case("f16", types.getF16Type())
                      .Case("bf16", types.getBF16Type())
+                     .Case("int8", types.getIntegerType(8))
                      .Default(types.getF32Type());
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming =

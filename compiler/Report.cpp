@@ -41,10 +41,12 @@ int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
   auto linear = dyn_cast_or_null<LinearKernelOp>(model.lookupSymbol(*kernel));
   if (!linear)
     return 0;
-  const int64_t element =
-      linear.getWeightDtype() ? linear.getWeightDtype()->getIntOrFloatBitWidth() / 8
-                              : 4;
-  return int64_t(linear.getInFeatures()) * linear.getOutFeatures() * element;
+  std::optional<Type> dtype = linear.getWeightDtype();
+  const int64_t element = dtype ? dtype->getIntOrFloatBitWidth() / 8 : 4;
+  // int8 weights come with an f32 scale per output feature.
+  const int64_t scales = dtype && dtype->isInteger(8) ? 4 : 0;
+  return (int64_t(linear.getInFeatures()) * element + scales) *
+         linear.getOutFeatures();
 }
 
 /// Weight bytes one decoded token streams: every linear kernel of the

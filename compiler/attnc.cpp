@@ -104,7 +104,7 @@ cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
                        cl::cat(cacheCategory));
 cl::opt<std::string> weightDtype(
     "weight-dtype",
-    cl::desc("f32, f16 or bf16: how the linear kernels read their weights "
+    cl::desc("f32, f16, bf16 or int8: how the linear kernels read their weights "
              "(overrides the description's weight_dtype and a Hugging Face "
              "config's torch_dtype)"),
     cl::cat(attncCategory));
@@ -308,9 +308,10 @@ int main(int argc, char **argv) {
                           .Case("f32", b.getF32Type())
                           .Case("f16", b.getF16Type())
                           .Case("bf16", b.getBF16Type())
+                          .Case("int8", b.getIntegerType(8))
                           .Default(nullptr);
     if (!type)
-      return fail("--weight-dtype must be f32, f16 or bf16, got '" +
+      return fail("--weight-dtype must be f32, f16, bf16 or int8, got '" +
                   weightDtype + "'");
     model.setWeightDtypeAttr(type.isF32() ? mlir::TypeAttr()
                                           : mlir::TypeAttr::get(type));

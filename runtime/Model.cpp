@@ -291,16 +291,37 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
                         int64_t inFeatures, int64_t panelWidth, DType to) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
-  // Output feature n's row: (its block, its row there).
-  std::vector<const float *> rows;
+  // Output feature n's source row: (its block, its row there).
+  std::vector<const float *> sources;
   for (const Floats *block : blocks)
     for (size_t r = 0; r < block->size() / size_t(in); r++)
-      rows.push_back(block->data() + r * size_t(in));
-  out = int64_t(rows.size());
+      sources.push_back(block->data() + r * size_t(in));
+  out = int64_t(sources.size());
   f32.clear();
   narrow.clear();
+  int8.clear();
+  scales.clear();
   if (out == 0)
     return;
+  if (to == DType::I8) {
+    // Each output feature (a source row) quantized on its own, then laid
+    // out in panels like the others.
+    scales.resize(size_t(out));
+    std::vector<int8_t> quantized(size_t(out * in));
+    for (int64_t n = 0; n < out; n++)
+      scales[size_t(n)] =
+          quantizeRow(sources[size_t(n)], &quantized[size_t(n * in)], size_t(in));
+    // Inputs in pairs: byte 2p + r of row j is input 2j + r of feature p.
+    int8.assign(size_t(panels() * rows() * words()), 0);
+    for (int64_t q = 0; q < panels(); q++) {
+      const int64_t first = q * panel, width = std::min(panel, out - first);
+      for (int64_t k = 0; k < in; k++)
+        for (int64_t p = 0; p < width; p++)
+          int8[size_t((q * rows() + k / 2) * words() + 2 * p + k % 2)] =
+              quantized[size_t((first + p) * in + k)];
+    }
+    return;
+  }
   // Panel by panel, k outermost within it: each of its `panel` source rows
   // is read in order (a transposition through cache, not memory-wide
   // strides).
@@ -316,7 +337,7 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
       const size_t at = size_t((q * in + k) * panel);
       if (to == DType::F32) {
         for (int64_t p = 0; p < width; p++)
-          f32[at + p] = rows[first + p][k];
+          f32[at + p] = sources[first + p][k];
         continue;
       }
       std::fill(line.begin(), line.end(), 0.0f);
@@ -324,7 +345,7 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
       // (the halves of a little-endian uint32 word).
       for (int64_t p = 0; p < width; p++)
         line[pairs() ? (p % words()) * 2 + p / words() : p] =
-            rows[first + p][k];
+            sources[first + p][k];
       encode(to, line.data(), &narrow[at], size_t(panel));
     }
   }

@@ -87,11 +87,13 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   // Plans from before weight dtypes hold f32 weights.
   if (root.contains("weight_dtype")) {
     std::string weights = model.string("weight_dtype");
-    if (weights != "f32" && weights != "f16" && weights != "bf16")
-      return planError("weight_dtype must be f32, f16 or bf16, got '" +
+    if (weights != "f32" && weights != "f16" && weights != "bf16" &&
+        weights != "i8")
+      return planError("weight_dtype must be f32, f16, bf16 or i8, got '" +
                        weights + "'");
     result.weightType = weights == "f16"    ? DType::F16
                         : weights == "bf16" ? DType::BF16
+                        : weights == "i8"   ? DType::I8
                                             : DType::F32;
   }
   // The kernel sets the library holds (plans before GPU targets had only

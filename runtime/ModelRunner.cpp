@@ -71,18 +71,22 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
                       std::to_string(w.in) + " x " + std::to_string(w.out) +
                       " for a " + std::to_string(inF) + " -> " +
                       std::to_string(outF) + " projection");
-  // [panels][in][words] (Model::Weights; bf16 pairs as uint32 words).
+  // [panels][rows][words] (Model::Weights; bf16 pairs as uint32 words,
+  // int8 with inputs in pairs).
   const halide_type_t weightType = w.pairs()
                                        ? halide_type_t{halide_type_uint, 32, 1}
                                        : halideType(w.type);
   BufferView weight(w.data(), weightType,
-                    {{w.words(), 1}, {inF, w.words()},
-                     {w.panels(), inF * w.words()}});
+                    {{w.words(), 1}, {w.rows(), w.words()},
+                     {w.panels(), w.rows() * w.words()}});
+  BufferView scales(w.scales.data(), float32Type(), {{outF, 1}});
   BufferView bias(b.data(), float32Type(), {{outF, 1}});
   BufferView position(positions, int32Type(), {{tokens, 1}});
   BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});
   BufferView output(out, float32Type(), {{outF, 1}, {tokens, outF}});
   std::vector<BufferView *> args = {&input, &weight};
+  if (w.type == DType::I8)
+    args.push_back(&scales);
   if (!b.empty())
     args.push_back(&bias);
   if (positions)

@@ -52,9 +52,12 @@ using Floats = std::vector<float, PoolAllocator<float>>;
 
 /// A linear kernel's W as the kernel reads it: panels of `panel` output
 /// features, [ceil(out / panel)][in][panel] (the last one zero-padded), in
-/// the plan's weight_dtype: f32 values, or the bits of f16 / bf16 ones
+/// the plan's weight_dtype: f32 values, the bits of f16 / bf16 ones
 /// (bf16 in pairs: 32 features a panel row as 16 uint32 words, feature p
-/// in word p's low half and p + 16 in its high half; KernelSpec.h);
+/// in word p's low half and p + 16 in its high half; KernelSpec.h), or
+/// int8 values with a scale per output feature (W = q · scale), inputs in
+/// pairs: [panels][ceil(in / 2)][2 · panel], byte 2p + r of row j holding
+/// input 2j + r of feature p (the kernel's vpdpwssd operand);
 /// page-aligned once large, so a panel row never straddles more cache
 /// lines than it must.
 struct WeightMatrix {
@@ -62,6 +65,9 @@ struct WeightMatrix {
   int64_t in = 0, out = 0, panel = 0;
   Floats f32;
   std::vector<uint16_t, PoolAllocator<uint16_t>> narrow;
+  std::vector<int8_t, PoolAllocator<int8_t>> int8;
+  Floats scales; // [out], int8 only: max |W(:, n)| / 127
+
 
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
   /// output features: fused Q | K | V, gate | up) in panels of `panel`,
@@ -71,16 +77,21 @@ struct WeightMatrix {
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
   /// Whether the kernel reads it as bf16 pairs in uint32 words.
   bool pairs() const { return type == DType::BF16; }
-  /// Words per panel row as the kernel types them.
-  int64_t words() const { return pairs() ? panel / 2 : panel; }
+  /// Words per panel row as the kernel types them, and rows per panel.
+  int64_t words() const {
+    return pairs() ? panel / 2 : type == DType::I8 ? 2 * panel : panel;
+  }
+  int64_t rows() const { return type == DType::I8 ? (in + 1) / 2 : in; }
   const void *data() const {
-    return type == DType::F32 ? static_cast<const void *>(f32.data())
-                              : narrow.data();
+    return type == DType::F32  ? static_cast<const void *>(f32.data())
+           : type == DType::I8 ? static_cast<const void *>(int8.data())
+                               : narrow.data();
   }
   size_t bytes() const {
-    return f32.size() * sizeof(float) + narrow.size() * sizeof(uint16_t);
+    return f32.size() * sizeof(float) + narrow.size() * sizeof(uint16_t) +
+           int8.size();
   }
-  bool empty() const { return f32.empty() && narrow.empty(); }
+  bool empty() const { return f32.empty() && narrow.empty() && int8.empty(); }
 };
 
 /// Weights of one op, in the layouts its kernels read. Empty when unused.
@@ -104,8 +115,11 @@ struct Model::Weights {
          {&table, &positionTable, &normWeight, &normBias, &queryBias,
           &keyValueBias, &outputBias, &upBias, &downBias, &headBias})
       all.push_back({v->data(), v->size() * sizeof(float)});
-    for (const WeightMatrix *m : {&query, &keyValue, &output, &up, &down, &head})
+    for (const WeightMatrix *m :
+         {&query, &keyValue, &output, &up, &down, &head}) {
       all.push_back({m->data(), m->bytes()});
+      all.push_back({m->scales.data(), m->scales.size() * sizeof(float)});
+    }
     return all;
   }
 };

@@ -19,9 +19,12 @@
 #include "Common.h"
 #include "attn/schedules/Pipelines.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 
 using namespace Halide;
 
@@ -205,11 +208,34 @@ Func applyActivation(Func f, Activation activation) {
 } // namespace
 
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
-                                   CacheElement element) {
+                                   CacheElement element,
+                                   Halide::Buffer<float> *scales) {
   const int P = weightPanel(element), panels = (out + P - 1) / P;
   auto at = [&](int k, int n) {
     return n < out ? weight[size_t(k) * out + n] : 0.0f;
   };
+  if (element == CacheElement::I8) { // per output feature: absmax / 127
+    assert(scales && "int8 weights come with their scales");
+    *scales = Buffer<float>(out);
+    for (int n = 0; n < out; n++) {
+      float largest = 0.0f;
+      for (int k = 0; k < in; k++)
+        if (std::isfinite(at(k, n)))
+          largest = std::max(largest, std::fabs(at(k, n)));
+      (*scales)(n) = largest / 127.0f;
+    }
+    // Byte 2p + r of row j: input 2j + r (pairs), feature p.
+    Buffer<int8_t> packed(2 * P, (in + 1) / 2, panels);
+    packed.for_each_element([&](int b, int j, int q) {
+      const int n = q * P + b / 2, k = 2 * j + b % 2;
+      const float scale = n < out ? (*scales)(n) : 0.0f;
+      const float v =
+          k < in && scale > 0.0f ? std::nearbyint(at(k, n) / scale) : 0.0f;
+      packed(b, j, q) =
+          std::isnan(v) ? int8_t(0) : int8_t(std::clamp(v, -127.0f, 127.0f));
+    });
+    return packed;
+  }
   if (element == CacheElement::BF16) { // pairs 16 apart in a uint32
     Buffer<uint32_t> packed(16, in, panels);
     packed.for_each_element([&](int p, int k, int q) {
@@ -277,13 +303,24 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // bf16 comes in pairs: a uint32 word holds features p and p + 16 of its
   // panel, widened by a shift and a mask (a zero-extending shuffle per
   // vector otherwise: 20% slower where W streams from memory).
+  // int8: each output feature's weights are q · scale(n). The inputs are
+  // quantized too, to int16 per block of kInt8InputBlock inputs and token
+  // (scale: the block's largest magnitude / 32767), so the products are
+  // integer dot products of input pairs (vpdpwssd, or vpmaddwd without
+  // AVX512-VNNI: 32 products an instruction, where widening each weight to
+  // fp32 took three instructions per 16 and left a one-token GEMV
+  // instruction-bound at half the read bandwidth). Each block's int32 sum
+  // is scaled into an fp32 accumulator; the weight scale comes last.
   const bool pairs = spec.weightElement == CacheElement::BF16;
+  const bool int8 = spec.weightElement == CacheElement::I8;
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
-  const Type weightType = pairs ? UInt(32)
+  const Type weightType = pairs   ? UInt(32)
+                          : int8  ? Int(8)
                           : spec.weightElement == CacheElement::F16 ? Float(16)
                                                                     : Float(32);
   ImageParam weight(weightType, 3, "weight");
+  ImageParam weightScales(Float(32), 1, "weight_scales"); // (n), int8 only
   ImageParam bias(Float(32), 1, "bias");     // (n)
   Var n("n"), m("m");
   RDom rk(0, in, "rk");
@@ -313,7 +350,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // (Matrix-vector variants read W once anyway.)
   int kBlock = 0;
   const bool gpu = target.has_gpu_feature();
-  if (!gpu && s.tileRows > 1 && int64_t(in) * tileN * 4 > (int64_t(1) << 20))
+  if (gpu && int8)
+    throw std::invalid_argument(
+        "linear kernel " + spec.functionName +
+        ": int8 weights are CPU-only (the GPU schedules read f32 weights)");
+  if (!gpu && !int8 && s.tileRows > 1 &&
+      int64_t(in) * tileN * 4 > (int64_t(1) << 20))
     for (int b = 2048; b >= 256 && !kBlock; b--)
       if (in % b == 0)
         kBlock = b;
@@ -334,12 +376,46 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     return (gated ? gatedInput(k, row) : input(k, row)) * weightAt(k);
   };
   Func accumulate("accumulate");
-  accumulate(p, q, m) = spec.bias ? bias(min(q * P + p, out - 1)) : 0.0f;
+  accumulate(p, q, m) =
+      spec.bias && !int8 ? bias(min(q * P + p, out - 1)) : 0.0f;
   Func partial("partial"); // (p, q, m, block): one block's share of the sum
   Var kb("kb");
   RDom rki(0, std::max(kBlock, 1), "rki");
   RDom rkb(0, kBlock ? in / kBlock : 1, "rkb");
-  if (kBlock) {
+  // int8: the quantized inputs and each (block, token)'s scale. A block
+  // with a non-finite input gets an infinite scale, so its outputs are
+  // non-finite as in fp32 (never a silent 0).
+  const int inputBlocks = (in + kInt8InputBlock - 1) / kInt8InputBlock,
+            weightRows = int8 ? (in + 1) / 2 : in;
+  Func inputScale("input_scale"), input16("input16"), blockDot("block_dot");
+  RDom rq(0, kInt8InputBlock, "rq");
+  RDom rd(0, 2, 0, kInt8InputBlock / 2, "rd"); // (pair member, pair)
+  RDom rb(0, inputBlocks, "rb");
+  if (int8) {
+    auto x = [&](Expr k, Expr t) {
+      Expr kk = min(k, in - 1);
+      return gated ? gatedInput(kk, t) : input(kk, t);
+    };
+    Expr v = x(kb * kInt8InputBlock + rq, m);
+    inputScale(kb, m) =
+        maximum(select(kb * kInt8InputBlock + rq >= in, 0.0f,
+                       select(is_finite(v), abs(v),
+                              std::numeric_limits<float>::infinity()))) /
+        32767.0f;
+    Expr scale = inputScale(k / kInt8InputBlock, m);
+    // |x / scale| <= 32767 by construction; an infinite scale gives 0.
+    input16(k, m) = select(k < in && scale > 0.0f,
+                           cast<int16_t>(round(x(k, m) / scale)),
+                           cast<int16_t>(0));
+    // Rows past the last pair are clamped and meet zero inputs.
+    Expr pair = min(kb * (kInt8InputBlock / 2) + rd.y, weightRows - 1);
+    blockDot(p, q, m, kb) = 0;
+    blockDot(p, q, m, kb) +=
+        cast<int32_t>(cast<int16_t>(weight(2 * p + rd.x, pair, panel))) *
+        cast<int32_t>(input16(kb * kInt8InputBlock + 2 * rd.y + rd.x, row));
+    accumulate(p, q, m) +=
+        cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
+  } else if (kBlock) {
     partial(p, q, m, kb) = 0.0f;
     partial(p, q, m, kb) += product(kb * kBlock + rki);
     accumulate(p, q, m) += partial(p, q, m, rkb);
@@ -349,6 +425,11 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // Output feature n of token m.
   Func sum("sum");
   sum(n, m) = accumulate(n % P, n / P, m);
+  if (int8) {
+    Expr scaled = sum(n, m) * weightScales(n);
+    sum = Func("scaled_sum");
+    sum(n, m) = spec.bias ? scaled + bias(n) : scaled;
+  }
   Func output("output");
   ImageParam positions(Int(32), 1, "positions"); // (m)
   if (rope) {
@@ -386,16 +467,20 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int inputWidth = gated ? 2 * in : in;
   input.dim(0).set_min(0).set_extent(inputWidth).set_stride(1);
   input.dim(1).set_min(0).set_stride(inputWidth);
-  weight.dim(0).set_min(0).set_extent(16).set_stride(1);
-  weight.dim(1).set_min(0).set_extent(in).set_stride(16);
-  weight.dim(2).set_min(0).set_extent(panels).set_stride(16 * in);
+  const int words = int8 ? 32 : 16;
+  weight.dim(0).set_min(0).set_extent(words).set_stride(1);
+  weight.dim(1).set_min(0).set_extent(weightRows).set_stride(words);
+  weight.dim(2).set_min(0).set_extent(panels).set_stride(words * weightRows);
   bias.dim(0).set_min(0).set_extent(out).set_stride(1);
+  weightScales.dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(out);
 
   // The pipeline's arguments in order, and the cache append's outputs.
   auto finish = [&]() -> KernelPipeline {
     std::vector<ImageParam> inputs = {input, weight};
+    if (int8)
+      inputs.push_back(weightScales);
     if (spec.bias)
       inputs.push_back(bias);
     if (rope)
@@ -471,7 +556,35 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         .unroll(q)
         .unroll(m);
   };
-  if (kBlock) {
+  if (int8) {
+    // Per block, the int32 dot products of a register tile, scaled into
+    // the fp32 tile (in registers or L1) once per block.
+    accumulate.compute_at(output, mo);
+    registerTile(accumulate, rb);
+    blockDot.compute_at(accumulate, rb)
+        .bound_extent(p, P)
+        .bound_extent(q, tilePanels)
+        .bound_extent(m, s.tileRows)
+        .reorder(p, q, m)
+        .vectorize(p, vec)
+        .unroll(p)
+        .unroll(q)
+        .unroll(m);
+    // Pair members and features together: the products of a 32-lane
+    // vector summed in pairs, what vpdpwssd / vpmaddwd compute.
+    blockDot.update()
+        .reorder(rd.x, p, q, m, rd.y)
+        .atomic()
+        .vectorize(rd.x)
+        .vectorize(p, vec)
+        .unroll(p)
+        .unroll(q)
+        .unroll(m);
+    inputScale.compute_root();
+    input16.compute_root()
+        .parallel(m, 8, TailStrategy::GuardWithIf)
+        .vectorize(k, vec, guard);
+  } else if (kBlock) {
     // All of the task's tokens x tileN in L2; per block, per token tile,
     // a register tile of the block's partial sums added in.
     Var mo2("mo2"), mi2("mi2");

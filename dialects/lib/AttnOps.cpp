@@ -166,15 +166,17 @@ LogicalResult SdpaOp::verify() {
 // Model level
 //===----------------------------------------------------------------------===//
 
-/// f32, f16 or bf16: the weight element types the linear kernels read.
+/// f32, f16, bf16 or i8 (with per-output-feature scales): the weight
+/// element types the linear kernels read.
 static bool isWeightElementType(Type type) {
-  return type.isF32() || type.isF16() || type.isBF16();
+  return type.isF32() || type.isF16() || type.isBF16() ||
+         type.isSignlessInteger(8);
 }
 
 LogicalResult ModelOp::verify() {
   if (std::optional<Type> weights = getWeightDtype();
       weights && !isWeightElementType(*weights))
-    return emitOpError() << "weight_dtype must be f32, f16 or bf16";
+    return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8";
   if (std::optional<StringRef> naming = getWeightNaming();
       naming && *naming != "llama" && *naming != "gpt2" && *naming != "bart")
     return emitOpError() << "weight_naming must be llama, gpt2 or bart";
@@ -471,7 +473,7 @@ LogicalResult OutputHeadOp::verify() {
 LogicalResult LinearKernelOp::verify() {
   if (std::optional<Type> weights = getWeightDtype();
       weights && !isWeightElementType(*weights))
-    return emitOpError() << "weight_dtype must be f32, f16 or bf16";
+    return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8";
   bool rope = getRopeTheta().has_value();
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!rope)

@@ -5,7 +5,10 @@
 // input widths that take the K-blocked reduction.
 // Tolerance: 1e-5 relative to sqrt(inFeatures) — inputs in [-1, 1] make
 // outputs sums of inFeatures products, whose fp32 rounding grows like the
-// square root of their count.
+// square root of their count. int8 weights: the same, against the inputs
+// as the kernel rounds them (int16 per block); the exact inputs' result
+// differs by at most the rounding's bound (checked), here about
+// 1.5e-5 · sum |W|.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +32,8 @@ struct LinearCase {
   int ropeHeads = 0, ropeHeadDim = 0;
   float ropeTheta = 0.0f;
   attn::RopeScaling ropeScaling = {};
-  /// W's element type (F32, F16, BF16); the reference uses the same
-  /// rounded values.
+  /// W's element type (F32, F16, BF16, I8); the reference uses the same
+  /// rounded (dequantized) values.
   attn::CacheElement weights = attn::CacheElement::F32;
 };
 
@@ -90,25 +93,70 @@ TEST_P(LinearTest, MatchesDoubleReference) {
             ? float(Halide::bfloat16_t(v))
         : c.weights == attn::CacheElement::F16 ? float(Halide::float16_t(v))
                                                 : v;
+  // int8: the reference multiplies the dequantized values q · scale.
+  Halide::Buffer<float> scales;
   Halide::Buffer<> packed =
-      attn::packLinearWeights(w.data(), c.in, c.out, c.weights);
+      attn::packLinearWeights(w.data(), c.in, c.out, c.weights, &scales);
+  const bool int8 = c.weights == attn::CacheElement::I8;
+  if (int8)
+    for (int k = 0; k < c.in; k++)
+      for (int n = 0; n < c.out; n++)
+        w[size_t(k) * c.out + n] =
+            float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
+            scales(n);
   Halide::ParamMap params;
-  params.set(kernel.inputs[0], input);
-  params.set(kernel.inputs[1], packed);
+  size_t next = 0;
+  params.set(kernel.inputs[next++], input);
+  params.set(kernel.inputs[next++], packed);
+  if (int8)
+    params.set(kernel.inputs[next++], scales);
   if (c.bias)
-    params.set(kernel.inputs[2], bias);
+    params.set(kernel.inputs[next++], bias);
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
   if (c.ropeTheta > 0)
-    params.set(kernel.inputs[c.bias ? 3 : 2], positions);
+    params.set(kernel.inputs[next++], positions);
+  ASSERT_EQ(next, kernel.inputs.size());
   kernel.pipeline.realize(output, target, params);
 
+  // int8 kernels see each input rounded to int16 per block of
+  // kInt8InputBlock (scale: the block's max |x| / 32767): the reference
+  // takes the same values, and the exact inputs' result must lie within
+  // the rounding's bound, sum_k |W(k, n)| · scale(k) / 2.
+  auto seen = [&](int m) {
+    std::vector<double> row(x.begin() + size_t(m) * c.in,
+                            x.begin() + size_t(m + 1) * c.in),
+        halfStep(c.in, 0.0);
+    if (!int8)
+      return std::pair{row, halfStep};
+    for (int b0 = 0; b0 < c.in; b0 += attn::kInt8InputBlock) {
+      const int b1 = std::min(c.in, b0 + attn::kInt8InputBlock);
+      float largest = 0;
+      for (int k = b0; k < b1; k++)
+        largest = std::max(largest, std::fabs(float(row[k])));
+      const float scale = largest / 32767.0f;
+      for (int k = b0; k < b1; k++) {
+        row[k] = std::nearbyint(float(row[k]) / scale) * double(scale);
+        halfStep[k] = scale / 2.0;
+      }
+    }
+    return std::pair{row, halfStep};
+  };
+  const double tolerance = 1e-5 * std::sqrt(double(c.in));
   double worst = 0;
   std::vector<double> linear(c.out);
   for (int m = 0; m < c.tokens; m++) {
+    auto [row, halfStep] = seen(m);
     for (int n = 0; n < c.out; n++) {
       linear[n] = c.bias ? b[n] : 0.0;
-      for (int k = 0; k < c.in; k++)
-        linear[n] += double(x[size_t(m) * c.in + k]) * w[size_t(k) * c.out + n];
+      double exact = linear[n], bound = 0;
+      for (int k = 0; k < c.in; k++) {
+        const double weight = w[size_t(k) * c.out + n];
+        linear[n] += row[k] * weight;
+        exact += double(x[size_t(m) * c.in + k]) * weight;
+        bound += std::fabs(weight) * halfStep[k];
+      }
+      if (n >= c.ropeHeads * c.ropeHeadDim) // unrotated
+        EXPECT_LE(std::fabs(output(n, m) - exact), bound + tolerance);
     }
     for (int n = 0; n < c.out; n++) {
       double expected = linear[n];
@@ -125,7 +173,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       worst = std::max(worst, std::fabs(output(n, m) - expected));
     }
   }
-  EXPECT_LE(worst, 1e-5 * std::sqrt(double(c.in)));
+  EXPECT_LE(worst, tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -178,7 +226,19 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{4352, 3 * 128, 5, false, {}, 2, 128, 10000.0f,
                                {}, attn::CacheElement::BF16},
                     LinearCase{100, 37, 13, true, {}, 0, 0, 0.0f, {},
-                               attn::CacheElement::BF16}));
+                               attn::CacheElement::BF16},
+                    // int8 with a scale per output feature: register and
+                    // one-row tiles, K-blocked, RoPE after the scale, odd.
+                    LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
+                               attn::CacheElement::I8},
+                    LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::CacheElement::I8},
+                    LinearCase{5000, 128, 13, false, {}, 0, 0, 0.0f, {},
+                               attn::CacheElement::I8},
+                    LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                               attn::CacheElement::I8},
+                    LinearCase{100, 37, 2, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::CacheElement::I8}));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

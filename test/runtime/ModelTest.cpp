@@ -1137,7 +1137,7 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"f8\""),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("weight_dtype must be f32, f16 or bf16, got 'f8'"),
+  EXPECT_NE(s.message().find("weight_dtype must be f32, f16, bf16 or i8, got 'f8'"),
             std::string::npos)
       << s.message();
   // A plan whose weight dtype its kernels do not read: the weights load

@@ -199,10 +199,11 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     execution order and, after `--attn-specialize-kernels`, the
     `attn.kernel` ops they reference. `kind` is `decoder-only`, `encoder`
     or `encoder-decoder`; `max_batch` is the number of sequences the KV
-    cache is planned for. `weight_dtype` (f32 when absent, f16 or bf16) is
-    how the linear kernels read their weights: the runtime converts a
-    checkpoint to it once, at load (round to nearest even), and every
-    product accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
+    cache is planned for. `weight_dtype` (f32 when absent, f16, bf16 or i8)
+    is how the linear kernels read their weights: the runtime converts a
+    checkpoint to it once, at load (round to nearest even; i8 symmetric per
+    output feature with an f32 scale, absmax / 127), and every product
+    accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
     `bart`, set by the Hugging Face importer from `model_type`) is how a
     checkpoint of the model names its tensors.
 
@@ -424,8 +425,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                                   [Symbol, HasParent<"ModelOp">]> {
   let summary = "a specialized projection kernel: act(x·W + b) + residual";
   let description = [{
-    `weight_dtype` (f32 when absent, f16, bf16) is the element type of W
-    (widened to fp32 as it is read). With `rope_theta` (and the layer's
+    `weight_dtype` (f32 when absent, f16, bf16, i8) is the element type of
+    W (widened to fp32 as it is read; i8 with a scale per output feature,
+    applied once to each sum). With `rope_theta` (and the layer's
     `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
     projection's Q and K). With `input_gate`, the input has 2·in_features

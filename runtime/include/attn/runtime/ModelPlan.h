@@ -66,7 +66,7 @@ struct ModelPlan {
   int maxBatch = 0;
   /// The compiler's KV-cache total for maxBatch sequences at max length.
   int64_t kvBytes = 0;
-  /// How the linear kernels read their weights (F32, F16 or BF16): what a
+  /// How the linear kernels read their weights (F32, F16, BF16 or I8): what a
   /// checkpoint is converted to at load.
   DType weightType = DType::F32;
   /// Output features per panel of the linear kernels' weights

@@ -145,10 +145,21 @@ enum class Activation {
 ///           W(k, 16q + p) (PyTorch's [out][in] element [n][k] is W(k, n)).
 ///           BF16: 32 features, a word is uint32 holding W(k, 32q + p) in
 ///           its low half and W(k, 32q + 16 + p) in its high half, so
-///           widening is a shift and a mask, no shuffle. Output features are
+///           widening is a shift and a mask, no shuffle. I8: 16 features
+///           and inputs in pairs, [panels][ceil(in / 2)][32] bytes: byte
+///           2p + r of row j of panel q is the int8 of W(2j + r, 16q + p)
+///           (0 past the inputs), W(k, n) = that · weight_scales[n]; the
+///           kernel multiplies pairs of them with pairs of int16 inputs
+///           (vpdpwssd / vpmaddwd). Output features are
 ///           contiguous within a panel row (what the kernel vectorizes
 ///           over) and a panel's rows follow each other, so a register tile
 ///           streams contiguous memory.
+///   weight_scales [outFeatures] float (I8 weights only: symmetric per
+///           output feature, scale = max_k |W(k, n)| / 127; the kernel
+///           rounds the input to int16 per block of kInt8InputBlock inputs
+///           and token (scale: the block's max |x| / 32767), sums the
+///           integer products per block, scales each block's sum, and
+///           multiplies by the weight scale once per output)
 ///   bias    [outFeatures] (when `bias`)
 ///   residual [tokens][outFeatures] (when `residual`: added after the
 ///           activation, so an output projection or FFN down projection
@@ -187,10 +198,13 @@ enum class Activation {
 ///   best_token [tokens] int32: the lowest index of the token's largest
 ///              output (what std::max_element picks), or -1 when any of
 ///              its outputs is NaN (the caller reports it; no token wins).
-/// Inputs in order: input, weight, [bias], [positions], [residual],
-/// [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
+/// Inputs in order: input, weight, [weight_scales], [bias], [positions],
+/// [residual], [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
 /// value_scales]], [best_token].
 constexpr int kAppendOutputAlignment = 128;
+/// Inputs per int16 quantization block of an int8-weight linear kernel:
+/// a block's int32 sum is at most 256 · 32767 · 127 < 2^31.
+constexpr int kInt8InputBlock = 256;
 /// Output features per panel of a linear kernel's weight: 16, or 32 for
 /// bf16 pairs (the runtime reads it from the plan's weight_panel).
 constexpr int weightPanel(CacheElement element) {
@@ -226,8 +240,8 @@ struct LinearSpec {
   int ropeHeads = 0;
   int ropeHeadDim = 0;
   RopeScaling ropeScaling;
-  /// W's element type: F32, F16 or BF16 (widened to fp32 as it is read;
-  /// CPU targets only).
+  /// W's element type: F32, F16, BF16 or I8 (widened to fp32 as it is
+  /// read; CPU targets only).
   CacheElement weightElement = CacheElement::F32;
   CacheAppend cacheAppend;
   bool argmax = false;

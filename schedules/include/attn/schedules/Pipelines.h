@@ -40,16 +40,19 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Halide::Target &target);
 
-/// Builds the linear pipeline for `spec`. Inputs: input, weight, then bias,
-/// positions and residual when the spec has them; then the output.
+/// Builds the linear pipeline for `spec`. Inputs: input, weight, then
+/// weight_scales (int8 weights), bias, positions, residual and cache_slots
+/// when the spec has them; then the outputs (KernelSpec.h).
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
 
 /// W `weight` [in][out] (row k, column n) as the linear kernels take it:
 /// panels (KernelSpec.h), in `element` (F32, F16 or BF16 pairs, rounded to
-/// nearest even), for tests and benchmarks (the runtime packs its own).
+/// nearest even; I8 quantized per output feature, its scales [out] in
+/// `*scales`), for tests and benchmarks (the runtime packs its own).
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
-                                   CacheElement element = CacheElement::F32);
+                                   CacheElement element = CacheElement::F32,
+                                   Halide::Buffer<float> *scales = nullptr);
 
 /// Builds the layer / RMS norm pipeline. Inputs: input, weight, then bias
 /// for layer norm; then the output.
