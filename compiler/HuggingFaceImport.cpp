@@ -108,6 +108,15 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
             jsonToDictionary(*scaling, scalingPath, locator, context);
         if (!layer.ropeScaling)
           return nullptr;
+        // transformers' yarn: the pretrained context is the config's
+        // max_position_embeddings unless the rule names its own.
+        if (ropeScalingType(layer.ropeScaling) == "yarn" &&
+            !layer.ropeScaling.get("original_max_position_embeddings")) {
+          NamedAttrList entries(layer.ropeScaling);
+          entries.set("original_max_position_embeddings",
+                      Builder(&context).getI64IntegerAttr(*positions));
+          layer.ropeScaling = entries.getDictionary(&context);
+        }
         if (std::string problem = ropeScalingProblem(layer.ropeScaling);
             !problem.empty()) {
           emitError(locator.at(scalingPath)) << problem;

@@ -103,7 +103,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.ropeHeadDim = *kernel.getRopeHeadDim();
       }
       if (DictionaryAttr scaling = kernel.getRopeScalingAttr()) {
-        // Verified: linear or llama3 with every number it needs.
+        // Verified: linear, llama3 or yarn with every number it needs.
         auto number = [&](StringRef key) {
           return *mlir::attn::ropeScalingNumber(scaling, key);
         };
@@ -116,6 +116,24 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
           rule.highFreqFactor = number("high_freq_factor");
           rule.originalMaxPositions =
               number("original_max_position_embeddings");
+        }
+        if (mlir::attn::ropeScalingType(scaling) == "yarn") {
+          // Optional keys take transformers' defaults.
+          auto optional = [&](StringRef key, double otherwise) {
+            return mlir::attn::ropeScalingNumber(scaling, key)
+                .value_or(otherwise);
+          };
+          rule.type = ::attn::RopeScaling::Type::Yarn;
+          rule.originalMaxPositions =
+              number("original_max_position_embeddings");
+          rule.betaFast = optional("beta_fast", 32);
+          rule.betaSlow = optional("beta_slow", 1);
+          if (auto truncate = scaling.getAs<BoolAttr>("truncate"))
+            rule.truncate = truncate.getValue();
+          rule.attentionFactor = optional(
+              "attention_factor",
+              ::attn::yarnAttentionFactor(rule.factor, optional("mscale", 0),
+                                          optional("mscale_all_dim", 0)));
         }
       }
       if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {

@@ -268,6 +268,27 @@ std::vector<double> ropeInverseFrequencies(double theta, int headDim,
     case RopeScaling::Type::Linear:
       f /= scaling.factor;
       break;
+    case RopeScaling::Type::Yarn: {
+      // The dimension at which a frequency turns `rotations` times over
+      // the original context, and the ramp between betaFast's and
+      // betaSlow's (transformers' find_correction_range).
+      auto dimension = [&](double rotations) {
+        return headDim *
+               std::log(scaling.originalMaxPositions / (rotations * 2 * pi)) /
+               (2 * std::log(theta));
+      };
+      double low = dimension(scaling.betaFast),
+             high = dimension(scaling.betaSlow);
+      if (scaling.truncate)
+        low = std::floor(low), high = std::ceil(high);
+      low = std::max(low, 0.0), high = std::min(high, double(headDim - 1));
+      if (low == high)
+        high += 0.001;
+      const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0),
+                   extrapolation = 1 - ramp;
+      f = f / scaling.factor * (1 - extrapolation) + f * extrapolation;
+      break;
+    }
     case RopeScaling::Type::Llama3: {
       // transformers' _compute_llama3_parameters.
       const double wavelength = 2 * pi / f,
@@ -290,6 +311,14 @@ std::vector<double> ropeInverseFrequencies(double theta, int headDim,
     frequencies[i] = f;
   }
   return frequencies;
+}
+
+double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim) {
+  auto scale = [&](double m) {
+    return factor <= 1 ? 1.0 : 0.1 * m * std::log(factor) + 1.0;
+  };
+  return mscale > 0 && mscaleAllDim > 0 ? scale(mscale) / scale(mscaleAllDim)
+                                        : scale(1.0);
 }
 
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
@@ -449,6 +478,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                  inverseFrequency(clamp(i % half, 0, half - 1));
     Expr rotated = sum(n, m) * cos(angle) +
                    select(i < half, -1.0f, 1.0f) * sum(partner, m) * sin(angle);
+    if (spec.ropeScaling.attentionFactor != 1)
+      rotated *= float(spec.ropeScaling.attentionFactor);
     output(n, m) = select(n < spec.ropeHeads * headDim, rotated, sum(n, m));
     positions.dim(0).set_min(0).set_stride(1);
   } else {

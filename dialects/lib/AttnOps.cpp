@@ -72,24 +72,35 @@ std::optional<double> mlir::attn::ropeScalingNumber(DictionaryAttr scaling,
 
 std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
   StringRef type = ropeScalingType(scaling);
-  SmallVector<StringRef> numbers;
+  // Required positive numbers, and the optional keys of the type.
+  SmallVector<StringRef> numbers, optional;
   if (type == "linear")
     numbers = {"factor"};
   else if (type == "llama3")
     numbers = {"factor", "low_freq_factor", "high_freq_factor",
                "original_max_position_embeddings"};
-  else if (type == "dynamic" || type == "yarn" || type == "longrope")
+  else if (type == "yarn")
+    numbers = {"factor", "original_max_position_embeddings"},
+    optional = {"attention_factor", "beta_fast", "beta_slow", "mscale",
+                "mscale_all_dim"};
+  else if (type == "dynamic" || type == "longrope")
     return ("rope_scaling type '" + type +
-            "' is not supported yet (attnc computes default, linear and "
-            "llama3)")
+            "' is not supported yet (attnc computes default, linear, llama3 "
+            "and yarn)")
         .str();
   else if (type != "default")
     return ("unknown rope_scaling type '" + type +
-            "' (expected default, linear or llama3)")
+            "' (expected default, linear, llama3 or yarn)")
         .str();
   for (NamedAttribute entry : scaling) {
     StringRef key = entry.getName().getValue();
-    if (key != "rope_type" && key != "type" && !llvm::is_contained(numbers, key))
+    if (type == "yarn" && key == "truncate") {
+      if (!isa<BoolAttr>(entry.getValue()))
+        return "rope_scaling yarn's 'truncate' must be true or false";
+      continue;
+    }
+    if (key != "rope_type" && key != "type" &&
+        !llvm::is_contained(numbers, key) && !llvm::is_contained(optional, key))
       return ("rope_scaling key '" + key + "' is not used by type '" + type +
               "': attnc would ignore it")
           .str();
@@ -99,6 +110,13 @@ std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
     if (!value || !(*value > 0.0) || !std::isfinite(*value))
       return ("rope_scaling '" + type + "' needs '" + key +
               "', a positive number")
+          .str();
+  }
+  for (StringRef key : optional) {
+    std::optional<double> value = ropeScalingNumber(scaling, key);
+    if (scaling.get(key) && (!value || !(*value > 0.0) || !std::isfinite(*value)))
+      return ("rope_scaling '" + type + "' key '" + key +
+              "' must be a positive number")
           .str();
   }
   if (type == "llama3" && !(*ropeScalingNumber(scaling, "low_freq_factor") <

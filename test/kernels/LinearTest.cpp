@@ -45,6 +45,23 @@ double referenceFrequency(int i, int d, double theta,
   double f = 1.0 / std::pow(theta, 2.0 * i / d);
   if (s.type == attn::RopeScaling::Type::Linear)
     return f / s.factor;
+  if (s.type == attn::RopeScaling::Type::Yarn) {
+    // find_correction_dim for beta_fast and beta_slow, truncated and
+    // clamped to [0, d - 1]; then the linear ramp over pair index i.
+    const double pi = std::acos(-1.0);
+    auto correction = [&](double rotations) {
+      return d * std::log(s.originalMaxPositions / (rotations * 2 * pi)) /
+             (2 * std::log(theta));
+    };
+    double low = std::max(0.0, std::floor(correction(s.betaFast)));
+    double high = std::min(double(d - 1), std::ceil(correction(s.betaSlow)));
+    if (low == high)
+      high += 0.001;
+    double ramp = std::min(1.0, std::max(0.0, (i - low) / (high - low)));
+    double extrapolationFactor = 1 - ramp;
+    return (f / s.factor) * (1 - extrapolationFactor) +
+           f * extrapolationFactor;
+  }
   if (s.type != attn::RopeScaling::Type::Llama3)
     return f;
   const double pi = std::acos(-1.0), wavelen = 2 * pi / f,
@@ -167,8 +184,10 @@ TEST_P(LinearTest, MatchesDoubleReference) {
             referenceFrequency(i % half, d, c.ropeTheta, c.ropeScaling));
         double angle = double(float(pos[m]) * frequency);
         int partner = n - i + (i + half) % d;
-        expected = linear[n] * std::cos(angle) +
-                   (i < half ? -1.0 : 1.0) * linear[partner] * std::sin(angle);
+        expected = (linear[n] * std::cos(angle) +
+                    (i < half ? -1.0 : 1.0) * linear[partner] *
+                        std::sin(angle)) *
+                   c.ropeScaling.attentionFactor;
       }
       worst = std::max(worst, std::fabs(output(n, m) - expected));
     }
@@ -199,6 +218,13 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{96, 8 * 64, 9, true, {}, 6, 64, 500000.0f,
                                {attn::RopeScaling::Type::Llama3, 8.0, 1.0,
                                 4.0, 8192.0}},
+                    // yarn (Qwen2.5's: factor 4 over 32768 positions, so
+                    // d 64's ramp runs over pairs 11-20 of 32), with its
+                    // attention factor 0.1·ln 4 + 1 on Q and K.
+                    LinearCase{96, 8 * 64, 9, true, {}, 6, 64, 1000000.0f,
+                               {attn::RopeScaling::Type::Yarn, 4.0, 1.0, 4.0,
+                                32768.0, 32.0, 1.0, true,
+                                0.1 * std::log(4.0) + 1.0}},
                     // Wide inputs: W slices past L2 (in x 64 features, or
                     // x 128 for RoPE tiles, over 1 MiB) take the K-blocked
                     // reduction (4 blocks of 1250; 3 of 1536 with a tail of

@@ -171,7 +171,7 @@ enum class Activation {
 /// their token's position (Hugging Face's rotate_half convention: feature i
 /// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
 /// headDim/2, as `ropeScaling` rescales it, angles in fp32 like the
-/// reference implementations); the kernel
+/// reference implementations; times its attention factor, yarn's); the kernel
 /// then takes `positions` [tokens] int32 after the bias. With `inputGate`
 /// (a gated FFN's down projection), input is [tokens][2·inFeatures], a
 /// gate half and an up half, and the product reads
@@ -214,12 +214,24 @@ constexpr int weightPanel(CacheElement element) {
 /// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
 /// divides the low frequencies (wavelength above originalMaxPositions /
 /// lowFreqFactor) by `factor`, keeps the high ones (below
-/// originalMaxPositions / highFreqFactor) and blends in between.
+/// originalMaxPositions / highFreqFactor) and blends in between; Yarn
+/// (transformers' _compute_yarn_parameters) keeps the frequencies that turn
+/// more than betaFast times over originalMaxPositions, divides those that
+/// turn fewer than betaSlow times by `factor`, ramps linearly between
+/// (bounds floored/ceiled with `truncate`), and multiplies the rotated
+/// features by attentionFactor (so Q·K by its square).
 struct RopeScaling {
-  enum class Type { Default, Linear, Llama3 } type = Type::Default;
+  enum class Type { Default, Linear, Llama3, Yarn } type = Type::Default;
   double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   double originalMaxPositions = 8192;
+  double betaFast = 32, betaSlow = 1;
+  bool truncate = true;
+  double attentionFactor = 1;
 };
+/// Yarn's default attention factor: 0.1·mscale·ln(factor) + 1 (1 when
+/// factor <= 1), or the ratio of that for `mscale` and `mscaleAllDim` when
+/// both are given (transformers' get_mscale).
+double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim);
 /// The headDim/2 inverse frequencies of a RoPE head.
 std::vector<double> ropeInverseFrequencies(double theta, int headDim,
                                            const RopeScaling &scaling);
