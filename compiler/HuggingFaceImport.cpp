@@ -109,9 +109,12 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
         if (!layer.ropeScaling)
           return nullptr;
         // transformers' yarn: the pretrained context is the config's
-        // max_position_embeddings unless the rule names its own.
-        if (ropeScalingType(layer.ropeScaling) == "yarn" &&
-            !layer.ropeScaling.get("original_max_position_embeddings")) {
+        // max_position_embeddings unless the rule names its own; its
+        // dynamic NTK always takes max_position_embeddings.
+        StringRef rule = ropeScalingType(layer.ropeScaling);
+        if ((rule == "yarn" &&
+             !layer.ropeScaling.get("original_max_position_embeddings")) ||
+            rule == "dynamic") {
           NamedAttrList entries(layer.ropeScaling);
           entries.set("original_max_position_embeddings",
                       Builder(&context).getI64IntegerAttr(*positions));

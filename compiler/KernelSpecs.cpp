@@ -103,7 +103,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.ropeHeadDim = *kernel.getRopeHeadDim();
       }
       if (DictionaryAttr scaling = kernel.getRopeScalingAttr()) {
-        // Verified: linear, llama3 or yarn with every number it needs.
+        // Verified: linear, llama3, yarn or dynamic with every number it
+        // needs.
         auto number = [&](StringRef key) {
           return *mlir::attn::ropeScalingNumber(scaling, key);
         };
@@ -114,6 +115,11 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
           rule.type = ::attn::RopeScaling::Type::Llama3;
           rule.lowFreqFactor = number("low_freq_factor");
           rule.highFreqFactor = number("high_freq_factor");
+          rule.originalMaxPositions =
+              number("original_max_position_embeddings");
+        }
+        if (mlir::attn::ropeScalingType(scaling) == "dynamic") {
+          rule.type = ::attn::RopeScaling::Type::Dynamic;
           rule.originalMaxPositions =
               number("original_max_position_embeddings");
         }

@@ -268,6 +268,8 @@ std::vector<double> ropeInverseFrequencies(double theta, int headDim,
     case RopeScaling::Type::Linear:
       f /= scaling.factor;
       break;
+    case RopeScaling::Type::Dynamic: // the default until a call is longer
+      break;
     case RopeScaling::Type::Yarn: {
       // The dimension at which a frequency turns `rotations` times over
       // the original context, and the ramp between betaFast's and
@@ -468,6 +470,34 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         ropeInverseFrequencies(spec.ropeTheta, headDim, spec.ropeScaling);
     for (int i = 0; i < headDim / 2; i++)
       inverseFrequency(i) = float(frequencies[i]);
+    Func frequency("rope_frequency");
+    Var j("j");
+    frequency(j) = inverseFrequency(j);
+    if (spec.ropeScaling.type == RopeScaling::Type::Dynamic) {
+      // Dynamic NTK: past the original context, the base grows with the
+      // call's longest sequence L (its largest position + 1, over all its
+      // tokens, as transformers' dynamic_rope_update takes it), to
+      // θ·(factor·L/original - (factor - 1))^(d/(d-2)); in double, once
+      // per call, so each frequency is the correctly rounded float.
+      const RopeScaling &rule = spec.ropeScaling;
+      Func longest("rope_longest");
+      RDom rt(0, positions.dim(0).extent(), "rt");
+      longest() = cast<double>(maximum(positions(rt)) + 1);
+      auto constant = [](double x) { return Expr(x); };
+      Expr length = longest(), original = constant(rule.originalMaxPositions),
+           factor = constant(rule.factor);
+      Expr base = constant(spec.ropeTheta) *
+                  pow(factor * length / original - (factor - constant(1.0)),
+                      constant(double(headDim) / (headDim - 2)));
+      frequency(j) =
+          select(length > original,
+                 cast<float>(constant(1.0) /
+                             pow(base, cast<double>(2 * j) /
+                                           constant(double(headDim)))),
+                 inverseFrequency(j));
+      longest.compute_root();
+      frequency.compute_root();
+    }
     Expr i = n % headDim, half = headDim / 2;
     // Always inside n's tile (tiles hold whole heads); the clamp tells
     // Halide's bounds inference so.
@@ -475,7 +505,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     Expr partner =
         clamp(n - i + (i + half) % headDim, tileStart, tileStart + tileN - 1);
     Expr angle = cast<float>(positions(row)) *
-                 inverseFrequency(clamp(i % half, 0, half - 1));
+                 frequency(clamp(i % half, 0, half - 1));
     Expr rotated = sum(n, m) * cos(angle) +
                    select(i < half, -1.0f, 1.0f) * sum(partner, m) * sin(angle);
     if (spec.ropeScaling.attentionFactor != 1)

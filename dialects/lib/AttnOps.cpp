@@ -83,14 +83,16 @@ std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
     numbers = {"factor", "original_max_position_embeddings"},
     optional = {"attention_factor", "beta_fast", "beta_slow", "mscale",
                 "mscale_all_dim"};
-  else if (type == "dynamic" || type == "longrope")
+  else if (type == "dynamic")
+    numbers = {"factor", "original_max_position_embeddings"};
+  else if (type == "longrope")
     return ("rope_scaling type '" + type +
-            "' is not supported yet (attnc computes default, linear, llama3 "
-            "and yarn)")
+            "' is not supported yet (attnc computes default, linear, llama3, "
+            "yarn and dynamic)")
         .str();
   else if (type != "default")
     return ("unknown rope_scaling type '" + type +
-            "' (expected default, linear, llama3 or yarn)")
+            "' (expected default, linear, llama3, yarn or dynamic)")
         .str();
   for (NamedAttribute entry : scaling) {
     StringRef key = entry.getName().getValue();

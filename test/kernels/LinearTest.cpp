@@ -75,6 +75,19 @@ double referenceFrequency(int i, int d, double theta,
   return medium ? smoothed : llama;
 }
 
+/// Dynamic NTK's frequency for a call whose longest sequence is `length`
+/// (transformers' _compute_dynamic_ntk_parameters; the default ones until
+/// the call passes the original context).
+double dynamicFrequency(int i, int d, double theta, double length,
+                        const attn::RopeScaling &s) {
+  if (length <= s.originalMaxPositions)
+    return 1.0 / std::pow(theta, 2.0 * i / d);
+  double base = theta * std::pow(s.factor * length / s.originalMaxPositions -
+                                     (s.factor - 1),
+                                 double(d) / (d - 2));
+  return 1.0 / std::pow(base, 2.0 * i / d);
+}
+
 class LinearTest : public testing::TestWithParam<LinearCase> {};
 
 TEST_P(LinearTest, MatchesDoubleReference) {
@@ -180,8 +193,14 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       if (c.ropeTheta > 0 && n < c.ropeHeads * c.ropeHeadDim) {
         // rotate_half: feature i pairs with i ± d/2; fp32 angles.
         int d = c.ropeHeadDim, half = d / 2, i = n % d;
-        float frequency = float(
-            referenceFrequency(i % half, d, c.ropeTheta, c.ropeScaling));
+        float frequency =
+            c.ropeScaling.type == attn::RopeScaling::Type::Dynamic
+                ? float(dynamicFrequency(
+                      i % half, d, c.ropeTheta,
+                      *std::max_element(pos.begin(), pos.end()) + 1.0,
+                      c.ropeScaling))
+                : float(referenceFrequency(i % half, d, c.ropeTheta,
+                                           c.ropeScaling));
         double angle = double(float(pos[m]) * frequency);
         int partner = n - i + (i + half) % d;
         expected = (linear[n] * std::cos(angle) +
@@ -225,6 +244,15 @@ INSTANTIATE_TEST_SUITE_P(
                                {attn::RopeScaling::Type::Yarn, 4.0, 1.0, 4.0,
                                 32768.0, 32.0, 1.0, true,
                                 0.1 * std::log(4.0) + 1.0}},
+                    // Dynamic NTK: positions up to 4K against an original
+                    // context of 2048 (the base grows), and of 8192 (it
+                    // does not).
+                    LinearCase{96, 8 * 64, 9, true, {}, 6, 64, 10000.0f,
+                               {attn::RopeScaling::Type::Dynamic, 2.0, 1.0,
+                                4.0, 2048.0}},
+                    LinearCase{96, 8 * 64, 9, false, {}, 6, 64, 10000.0f,
+                               {attn::RopeScaling::Type::Dynamic, 2.0, 1.0,
+                                4.0, 8192.0}},
                     // Wide inputs: W slices past L2 (in x 64 features, or
                     // x 128 for RoPE tiles, over 1 MiB) take the K-blocked
                     // reduction (4 blocks of 1250; 3 of 1536 with a tail of

@@ -219,9 +219,14 @@ constexpr int weightPanel(CacheElement element) {
 /// more than betaFast times over originalMaxPositions, divides those that
 /// turn fewer than betaSlow times by `factor`, ramps linearly between
 /// (bounds floored/ceiled with `truncate`), and multiplies the rotated
-/// features by attentionFactor (so Q·K by its square).
+/// features by attentionFactor (so Q·K by its square); Dynamic (NTK)
+/// keeps the default frequencies while a call's longest sequence L (its
+/// largest position + 1) is within originalMaxPositions, and past it uses
+/// the base θ·(factor·L/originalMaxPositions - (factor - 1))^(d/(d-2)),
+/// computed per call in the kernel.
 struct RopeScaling {
-  enum class Type { Default, Linear, Llama3, Yarn } type = Type::Default;
+  enum class Type { Default, Linear, Llama3, Yarn, Dynamic } type =
+      Type::Default;
   double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   double originalMaxPositions = 8192;
   double betaFast = 32, betaSlow = 1;
