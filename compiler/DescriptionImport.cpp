@@ -172,7 +172,8 @@ bool readStack(const json::Object &object, const JsonPath &path,
     JsonObjectReader reader(*embedding, embeddingPath, locator);
     int64_t vocab = reader.getInt("vocab_size", true, 1, 1 << 24).value_or(1);
     PositionKind positions = *symbolizePositionKind(reader.optionalEnum(
-        "positions", {"none", "sinusoidal", "learned"}, "none"));
+        "positions", {"none", "sinusoidal", "learned", "sinusoidal_halves"},
+        "none"));
     int64_t maxPositions =
         reader.getInt("max_positions", false, 1, 1 << 24, 4096).value_or(1);
     float scale = float(reader.optionalPositiveNumber("scale").value_or(1.0));

@@ -242,9 +242,9 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
 }
 
 /// Marian and BART: post-norm encoder and decoder stacks (attention, then
-/// its layer norm; FFN, then its layer norm), learned positions (BART's
-/// table starts 2 rows in; Marian's static sinusoid table is the
-/// checkpoint's embed_positions, sin in the first half of the channels),
+/// its layer norm; FFN, then its layer norm), positions (BART's learned
+/// table starts 2 rows in; Marian's static sinusoids, sin in the first half
+/// of the channels, are computed),
 /// token rows scaled by √d_model with scale_embedding, BART's
 /// layernorm_embedding, and an output head with a bias (final_logits_bias).
 /// Keys a config leaves out take the config class's defaults, as in
@@ -292,10 +292,14 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
       scaleEmbedding ? float(std::sqrt(double(*dModel))) : 1.0f;
   const int64_t positionOffset = bart ? 2 : 0;
   const float eps = 1e-5f; // nn.LayerNorm's default, which both use
+  // Marian's positions are its frozen sinusoid table (sines in the first
+  // half of the channels), computed by the kernel: checkpoints saved
+  // without embed_positions load too.
   auto embedding = [&](llvm::StringRef stack, int64_t vocab) {
     builder.addEmbedding((stack + "_embedding").str(), vocab,
-                         PositionKind::Learned, *positions, stack, loc,
-                         embedScale, positionOffset);
+                         bart ? PositionKind::Learned
+                              : PositionKind::SinusoidalHalves,
+                         *positions, stack, loc, embedScale, positionOffset);
     if (bart)
       builder.addNorm((stack + "_embedding_norm").str(), NormKind::LayerNorm,
                       eps, stack, loc, /*post=*/true);

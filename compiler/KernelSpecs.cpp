@@ -20,6 +20,8 @@ static_assert(int(::attn::Activation::GeluTanh) ==
                   int(mlir::attn::Activation::Silu));
 static_assert(int(::attn::PositionKind::Learned) ==
               int(mlir::attn::PositionKind::Learned));
+static_assert(int(::attn::PositionKind::SinusoidalHalves) ==
+              int(mlir::attn::PositionKind::SinusoidalHalves));
 static_assert(int(::attn::Activation::Gelu) ==
               int(mlir::attn::Activation::Gelu));
 

@@ -493,9 +493,16 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   for (const auto &[tensor, view] : file.tensors())
     if (isHarmlessBuffer(tensor, naming))
       tolerated.insert(tensor);
-  for (const PlanOp &op : plan.ops) // transformers ties over it
+  for (const PlanOp &op : plan.ops) { // transformers ties over it
     if (op.kind == OpKind::OutputHead && op.tied)
       tolerated.insert("lm_head.weight");
+    // Marian's sinusoids are a frozen table transformers fills itself: the
+    // kernel computes them, whether or not the checkpoint saved them.
+    if (op.kind == OpKind::Embedding && op.positions == "sinusoidal_halves")
+      tolerated.insert(Naming{naming}.positions(op.stack.empty() ? "decoder"
+                                                                 : op.stack) +
+                       ".weight");
+  }
   if (Status status = checkTensors(file, distinctTensors(names), tolerated);
       !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +

@@ -42,6 +42,14 @@ KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
       denominator(i) = float(std::pow(10000.0, 2.0 * i / dim));
     Expr angle = cast<float>(position) / denominator(c / 2);
     positionTerm = select(c % 2 == 0, sin(angle), cos(angle));
+  } else if (spec.positions == PositionKind::SinusoidalHalves) {
+    // Marian's frozen table, which transformers fills in float64 and
+    // rounds: sines in the first ceil(dim/2) channels, cosines after.
+    const int sines = (dim + 1) / 2;
+    Expr k = select(c < sines, c, c - sines);
+    Expr angle = cast<double>(position) /
+                 pow(Expr(10000.0), cast<double>(2 * k) / Expr(double(dim)));
+    positionTerm = cast<float>(select(c < sines, sin(angle), cos(angle)));
   }
   Func output("output");
   Expr row = table(c, token);

@@ -145,6 +145,16 @@ TEST_P(EmbeddingTest, MatchesReference) {
         double angle = double(float(pos[t]) / period);
         expected += i % 2 == 0 ? std::sin(angle) : std::cos(angle);
       }
+      if (c.positions == attn::PositionKind::SinusoidalHalves) {
+        // transformers' MarianSinusoidalPositionalEmbedding: the angle of
+        // column j is pos / 10000^(2·(j / 2) / dim) in float64; sines of
+        // the even columns fill the first ceil(dim/2) channels, cosines of
+        // the odd ones the rest; then rounded to float.
+        const int sentinel = (c.dim + 1) / 2;
+        const int j = i < sentinel ? 2 * i : 2 * (i - sentinel) + 1;
+        const double angle = pos[t] / std::pow(10000.0, 2.0 * (j / 2) / c.dim);
+        expected += float(i < sentinel ? std::sin(angle) : std::cos(angle));
+      }
       worst = std::max(worst, std::fabs(output(i, t) - expected));
     }
   EXPECT_LE(worst, 1e-6);
@@ -159,7 +169,11 @@ INSTANTIATE_TEST_SUITE_P(
         EmbeddingCase{attn::PositionKind::None, 7, 8, 7},
         // BART: scaled by √d_model, positions 2 rows in
         EmbeddingCase{attn::PositionKind::Learned, 101, 48, 9, 6.92820323f, 2},
-        EmbeddingCase{attn::PositionKind::Sinusoidal, 30, 16, 5, 4.0f}));
+        EmbeddingCase{attn::PositionKind::Sinusoidal, 30, 16, 5, 4.0f},
+        // Marian (scaled by √d_model), even and odd widths
+        EmbeddingCase{attn::PositionKind::SinusoidalHalves, 65, 512, 9,
+                      22.627417f},
+        EmbeddingCase{attn::PositionKind::SinusoidalHalves, 40, 97, 17}));
 
 struct EpilogueCase {
   int in, out, tokens;

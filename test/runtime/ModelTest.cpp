@@ -21,6 +21,7 @@
 #include "attn/runtime/Generator.h"
 
 #include "bart_tiny.h"
+#include "marian_tiny.h"
 
 #include "decoder_rope.h"
 #include "decoder_window.h"
@@ -123,6 +124,8 @@ const Generated kPost{encdec_post_plan_json, encdec_post_kernel_table,
                       ENCDEC_POST_KERNEL_TABLE_SIZE};
 const Generated kBart{bart_tiny_plan_json, bart_tiny_kernel_table,
                       BART_TINY_KERNEL_TABLE_SIZE};
+const Generated kMarian{marian_tiny_plan_json, marian_tiny_kernel_table,
+                        MARIAN_TINY_KERNEL_TABLE_SIZE};
 const Generated kDecoderRope{decoder_rope_plan_json, decoder_rope_kernel_table,
                              DECODER_ROPE_KERNEL_TABLE_SIZE};
 const Generated kWindow{decoder_window_plan_json, decoder_window_kernel_table,
@@ -523,6 +526,54 @@ TEST(ModelTest, BartFromHuggingFaceConfigCacheMatchesRecomputation) {
   auto model = loadRandom(kBart, "bart", 6);
   ASSERT_TRUE(model);
   decodeAndCompare(*model, {3, 9}, 13, true);
+}
+
+TEST(ModelTest, MarianPositionsAreComputedWithOrWithoutTheirTable) {
+  // Marian's sinusoids are a frozen buffer: older uploads hold it as
+  // model.{encoder,decoder}.embed_positions.weight, what save_pretrained
+  // writes now may not. The kernel computes them, so both load, to the same
+  // logits; the cache agrees with recomputation.
+  ModelPlan plan;
+  ASSERT_TRUE(
+      parsePlan(kMarian.plan, entries(kMarian.table), kMarian.size, plan));
+  auto without = randomWeights(plan, 33, WeightNaming::Bart);
+  for (const auto &[tensor, values] : without)
+    EXPECT_EQ(tensor.name.find("embed_positions"), std::string::npos);
+  // The table as transformers fills it (float64, sines first), 24 x 32.
+  const int64_t positions = 24, d = plan.dModel;
+  std::vector<float> table(size_t(positions * d));
+  for (int64_t p = 0; p < positions; p++)
+    for (int64_t j = 0; j < d; j++) {
+      double angle = double(p) / std::pow(10000.0, 2.0 * double(j / 2) / d);
+      table[size_t(p * d + (j % 2 ? d / 2 + j / 2 : j / 2))] =
+          float(j % 2 ? std::cos(angle) : std::sin(angle));
+    }
+  auto with = without;
+  for (const char *stack : {"encoder", "decoder"})
+    with.push_back({{std::string("model.") + stack + ".embed_positions.weight",
+                     TensorType::F32, {positions, d}},
+                    table});
+  const int64_t vocab = plan.ops.back().vocabSize;
+  std::vector<int32_t> source = {3, 1, 4, 1, 5, 9, 2}, prefix = {0, 7, 2, 6};
+  std::vector<float> reference;
+  for (auto *tensors : {&without, &with}) {
+    std::string path = writeSafetensors("marian", *tensors);
+    std::unique_ptr<Model> model;
+    Status s = Model::load(kMarian.plan, entries(kMarian.table), kMarian.size,
+                           path, WeightNaming::Bart, model);
+    ASSERT_TRUE(s) << s.message();
+    Workspace ws;
+    std::vector<float> memory, logits(prefix.size() * vocab);
+    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, ws));
+    ASSERT_TRUE(model->decodeWithoutCache(prefix.data(), int(prefix.size()),
+                                          memory.data(), int(source.size()),
+                                          logits.data(), ws));
+    if (reference.empty())
+      reference = logits;
+    else
+      EXPECT_EQ(logits, reference);
+    decodeAndCompare(*model, {3, 9, 4}, 11, true);
+  }
 }
 
 TEST(ModelTest, TiedEmbeddingCheckpointsLoadLikeUntiedOnes) {

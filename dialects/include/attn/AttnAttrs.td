@@ -64,7 +64,8 @@ def Attn_PositionKind : I32EnumAttr<"PositionKind",
                                     "positions added to token embeddings", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Sinusoidal", 1, "sinusoidal">,
-    I32EnumAttrCase<"Learned", 2, "learned">]> {
+    I32EnumAttrCase<"Learned", 2, "learned">,
+    I32EnumAttrCase<"SinusoidalHalves", 3, "sinusoidal_halves">]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }

@@ -30,7 +30,7 @@ struct PlanOp {
   std::string stack; ///< "encoder", "decoder", or empty (decoder-only)
 
   int vocabSize = 0;        ///< embedding, output head
-  std::string positions;    ///< embedding: none, sinusoidal, learned
+  std::string positions; ///< embedding: none, sinusoidal, learned, sinusoidal_halves
   int maxPositions = 0;     ///< embedding
   int positionOffset = 0;   ///< embedding: learned table rows before row 0
   bool layerNorm = true;    ///< norm: layer norm, else RMS norm

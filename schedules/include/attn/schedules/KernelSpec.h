@@ -283,7 +283,10 @@ struct NormSpec {
 
 /// Token embedding (times `scale`) plus positions. `Sinusoidal` adds
 /// Vaswani et al.'s table (channel 2i: sin(pos/10000^(2i/dim)), channel
-/// 2i+1: the cosine), computed in the kernel; `Learned` adds row
+/// 2i+1: the cosine), computed in the kernel; `SinusoidalHalves` adds
+/// Marian's (channel c < ceil(dim/2): sin(pos/10000^(2c/dim)), channel
+/// ceil(dim/2) + c: cos(pos/10000^(2c/dim))), computed in double and
+/// rounded, as transformers fills its frozen table; `Learned` adds row
 /// position + positionOffset of a position table. Buffers:
 ///   tokens         [tokens] int32, each in [0, vocabSize)
 ///   positions      [tokens] int32, each in [0, maxPositions)
@@ -292,7 +295,7 @@ struct NormSpec {
 ///   output         [tokens][dim] float
 /// Ids outside their range are clamped (the runtime rejects them before a
 /// kernel runs; the clamp only keeps a bad id from reading out of bounds).
-enum class PositionKind { None, Sinusoidal, Learned };
+enum class PositionKind { None, Sinusoidal, Learned, SinusoidalHalves };
 struct EmbeddingSpec {
   std::string functionName;
   int vocabSize = 0;
