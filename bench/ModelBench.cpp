@@ -39,6 +39,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace attn::runtime;
 
@@ -54,6 +55,18 @@ double peakResidentBytes() {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
   return double(usage.ru_maxrss) * 1024.0; // Linux: KiB
+}
+
+/// Resident now (/proc/self/statm), against the peak: what loading
+/// holds at once beyond what stays.
+double residentBytes() {
+  long pages = 0, resident = 0;
+  if (FILE *statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(statm);
+  }
+  return double(resident) * double(sysconf(_SC_PAGESIZE));
 }
 
 int fail(const std::string &message) {
@@ -128,7 +141,8 @@ int run(const std::string &weights, const std::string &dtype, int promptLength,
       !s)
     return fail(s.message());
   const double loadSeconds = now() - start;
-  const double afterLoad = peakResidentBytes();
+  const double afterLoad = peakResidentBytes(),
+               residentAfterLoad = residentBytes();
 
   KvCacheConfig config;
   KvCache cache;
@@ -175,8 +189,8 @@ int run(const std::string &weights, const std::string &dtype, int promptLength,
               "decoded token, KV cache %.1f MiB\n",
               dtype.c_str(), weightBytesPerToken / 1e9,
               double(cache.poolBytes()) / (1 << 20));
-  std::printf("load: %.2f s; peak RSS after load %.2f GB\n", loadSeconds,
-              afterLoad / 1e9);
+  std::printf("load: %.2f s; peak RSS after load %.2f GB (resident %.2f GB)\n",
+              loadSeconds, afterLoad / 1e9, residentAfterLoad / 1e9);
   std::printf("prompt: %d tokens in %.2f s = %.1f tokens/s\n", promptLength,
               promptSeconds, promptLength / promptSeconds);
   std::printf("decode: %d steps after %d, context %d..%d: %.2f tokens/s = "

@@ -287,44 +287,52 @@ bool isHarmlessBuffer(const std::string &tensor, WeightNaming naming) {
 
 } // namespace
 
-void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
+void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                         int64_t inFeatures, int64_t panelWidth, DType to) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
-  // Output feature n's source row: (its block, its row there).
-  std::vector<const float *> sources;
-  for (const Floats *block : blocks)
-    for (size_t r = 0; r < block->size() / size_t(in); r++)
-      sources.push_back(block->data() + r * size_t(in));
-  out = int64_t(sources.size());
+  for (const WeightRows &block : blocks)
+    out += block.count;
   f32.clear();
   narrow.clear();
   int8.clear();
   scales.clear();
   if (out == 0)
     return;
+  // Panel by panel: its `panel` source rows (PyTorch's [out][in]) are read
+  // into `rows` (a few MiB at most: the whole f32 matrix never exists) and
+  // laid out k outermost, a transposition through cache.
+  std::vector<float> rows(size_t(panel * in));
+  auto readPanel = [&](int64_t first, int64_t width) {
+    int64_t begin = 0; // the first row of the block at hand
+    for (const WeightRows &block : blocks) {
+      const int64_t from = std::max(first, begin),
+                    until = std::min(first + width, begin + block.count);
+      if (from < until)
+        block.read(from - begin, until - from,
+                   &rows[size_t((from - first) * in)]);
+      begin += block.count;
+    }
+  };
   if (to == DType::I8) {
-    // Each output feature (a source row) quantized on its own, then laid
-    // out in panels like the others.
+    // Each output feature quantized on its own; inputs in pairs: byte
+    // 2p + r of row j is input 2j + r of feature p.
     scales.resize(size_t(out));
-    std::vector<int8_t> quantized(size_t(out * in));
-    for (int64_t n = 0; n < out; n++)
-      scales[size_t(n)] =
-          quantizeRow(sources[size_t(n)], &quantized[size_t(n * in)], size_t(in));
-    // Inputs in pairs: byte 2p + r of row j is input 2j + r of feature p.
-    int8.assign(size_t(panels() * rows() * words()), 0);
+    int8.assign(size_t(panels() * this->rows() * words()), 0);
+    std::vector<int8_t> quantized(static_cast<size_t>(in));
     for (int64_t q = 0; q < panels(); q++) {
       const int64_t first = q * panel, width = std::min(panel, out - first);
-      for (int64_t k = 0; k < in; k++)
-        for (int64_t p = 0; p < width; p++)
-          int8[size_t((q * rows() + k / 2) * words() + 2 * p + k % 2)] =
-              quantized[size_t((first + p) * in + k)];
+      readPanel(first, width);
+      for (int64_t p = 0; p < width; p++) {
+        scales[size_t(first + p)] =
+            quantizeRow(&rows[size_t(p * in)], quantized.data(), size_t(in));
+        for (int64_t k = 0; k < in; k++)
+          int8[size_t((q * this->rows() + k / 2) * words() + 2 * p + k % 2)] =
+              quantized[size_t(k)];
+      }
     }
     return;
   }
-  // Panel by panel, k outermost within it: each of its `panel` source rows
-  // is read in order (a transposition through cache, not memory-wide
-  // strides).
   const size_t count = size_t(panels() * in * panel);
   if (to == DType::F32)
     f32.assign(count, 0.0f);
@@ -333,11 +341,12 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
   std::vector<float> line(static_cast<size_t>(panel));
   for (int64_t q = 0; q < panels(); q++) {
     const int64_t first = q * panel, width = std::min(panel, out - first);
+    readPanel(first, width);
     for (int64_t k = 0; k < in; k++) {
       const size_t at = size_t((q * in + k) * panel);
       if (to == DType::F32) {
         for (int64_t p = 0; p < width; p++)
-          f32[at + p] = sources[first + p][k];
+          f32[at + p] = rows[size_t(p * in + k)];
         continue;
       }
       std::fill(line.begin(), line.end(), 0.0f);
@@ -345,7 +354,7 @@ void WeightMatrix::pack(const std::vector<const Floats *> &blocks,
       // (the halves of a little-endian uint32 word).
       for (int64_t p = 0; p < width; p++)
         line[pairs() ? (p % words()) * 2 + p / words() : p] =
-            sources[first + p][k];
+            rows[size_t(p * in + k)];
       encode(to, line.data(), &narrow[at], size_t(panel));
     }
   }
@@ -530,6 +539,40 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
         transposed[size_t(o * in + k)] = values[size_t(k * out + begin + o)];
     return transposed;
   };
+  // A linear weight's rows, read from the file a panel at a time (GPT-2's
+  // Conv1D slices, [in][out] in the file, are transposed whole first).
+  // `done` releases the tensors' pages once packed.
+  std::vector<const TensorView *> packed;
+  auto rows = [&](const OpTensorNames &n, const char *role) -> WeightRows {
+    const OpTensorNames::Entry *entry = n.find(role);
+    if (!entry)
+      return {};
+    if (entry->conv1d) {
+      auto values = std::make_shared<Floats>(get(n, role));
+      const int64_t in = entry->shape[0];
+      return {int64_t(values->size()) / in,
+              [values, in](int64_t first, int64_t count, float *out) {
+                std::copy_n(values->data() + first * in, count * in, out);
+              }};
+    }
+    const TensorView *tensor = file.find(entry->tensor);
+    packed.push_back(tensor);
+    const int64_t in = tensor->shape[1];
+    const size_t rowBytes = size_t(in) * byteSize(tensor->type);
+    return {tensor->shape[0], [tensor, rowBytes](int64_t first, int64_t count,
+                                                 float *out) {
+              TensorView slice = *tensor;
+              slice.data = static_cast<const char *>(tensor->data) +
+                           size_t(first) * rowBytes;
+              slice.bytes = size_t(count) * rowBytes;
+              readFloats(slice, out);
+            }};
+  };
+  auto done = [&] {
+    for (const TensorView *tensor : packed)
+      file.release(*tensor);
+    packed.clear();
+  };
   const int64_t d = plan.dModel;
   for (size_t i = 0; i < plan.ops.size(); i++) {
     const PlanOp &op = plan.ops[i];
@@ -547,16 +590,17 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     case OpKind::Attention: {
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
-      Floats wq = get(n, "q.weight"), wk = get(n, "k.weight"),
-                         wv = get(n, "v.weight"), bq = get(n, "q.bias"),
-                         bk = get(n, "k.bias"), bv = get(n, "v.bias");
+      const WeightRows wq = rows(n, "q.weight"), wk = rows(n, "k.weight"),
+                       wv = rows(n, "v.weight");
+      const Floats bq = get(n, "q.bias"), bk = get(n, "k.bias"),
+                   bv = get(n, "v.bias");
       // Fused: Q | K | V. Else Q, and K | V.
       const int64_t panel = plan.weightPanel;
       if (op.fusedProjections) {
-        w->query.pack({&wq, &wk, &wv}, d, panel, plan.weightType);
+        w->query.pack({wq, wk, wv}, d, panel, plan.weightType);
       } else {
-        w->query.pack({&wq}, d, panel, plan.weightType);
-        w->keyValue.pack({&wk, &wv}, d, panel, plan.weightType);
+        w->query.pack({wq}, d, panel, plan.weightType);
+        w->keyValue.pack({wk, wv}, d, panel, plan.weightType);
       }
       if (op.bias) {
         Floats &kvBias =
@@ -565,32 +609,32 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
-      const Floats wo = get(n, "out.weight");
-      w->output.pack({&wo}, q, panel, plan.weightType);
+      w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType);
+      done();
       w->outputBias = get(n, "out.bias");
       break;
     }
     case OpKind::Ffn: {
       // Gated: up is gate | up, the halves the down kernel pairs.
       const int64_t f = op.intermediateSize;
-      const Floats gate = get(n, "gate.weight"),
-                               up = get(n, "up.weight"),
-                               down = get(n, "down.weight");
+      const WeightRows gate = rows(n, "gate.weight"), up = rows(n, "up.weight"),
+                       down = rows(n, "down.weight");
       if (op.gated) {
-        w->up.pack({&gate, &up}, d, plan.weightPanel, plan.weightType);
+        w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType);
         w->upBias = get(n, "gate.bias");
       } else {
-        w->up.pack({&up}, d, plan.weightPanel, plan.weightType);
+        w->up.pack({up}, d, plan.weightPanel, plan.weightType);
       }
       Floats upBias = get(n, "up.bias");
       w->upBias.insert(w->upBias.end(), upBias.begin(), upBias.end());
-      w->down.pack({&down}, f, plan.weightPanel, plan.weightType);
+      w->down.pack({down}, f, plan.weightPanel, plan.weightType);
+      done();
       w->downBias = get(n, "down.bias");
       break;
     }
     case OpKind::OutputHead: {
-      const Floats head = get(n, "weight");
-      w->head.pack({&head}, d, plan.weightPanel, plan.weightType);
+      w->head.pack({rows(n, "weight")}, d, plan.weightPanel, plan.weightType);
+      done();
       w->headBias = get(n, "bias");
       break;
     }

@@ -12,6 +12,7 @@
 #include "attn/runtime/Model.h"
 #include "attn/runtime/PoolAllocator.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +46,14 @@ struct OpTensorNames {
   const Entry *find(const std::string &role) const;
 };
 
+/// `count` output rows of a linear weight in PyTorch's [out][in] layout,
+/// read on demand: read(first, n, out) converts rows [first, first + n) to
+/// floats at `out` ([n][in]).
+struct WeightRows {
+  int64_t count = 0;
+  std::function<void(int64_t first, int64_t n, float *out)> read;
+};
+
 /// Weight storage: large tensors on 2 MiB pages (PoolAllocator.h), which
 /// takes loading a 1.1B-parameter checkpoint from millions of page faults
 /// to thousands, and spares decode a TLB miss every 4 KiB of its stream.
@@ -71,9 +80,9 @@ struct WeightMatrix {
 
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
   /// output features: fused Q | K | V, gate | up) in panels of `panel`,
-  /// stored as `to` (round to nearest even).
-  void pack(const std::vector<const Floats *> &blocks, int64_t in,
-            int64_t panel, DType to);
+  /// stored as `to` (round to nearest even; int8 quantized per row).
+  void pack(const std::vector<WeightRows> &blocks, int64_t in, int64_t panel,
+            DType to);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
   /// Whether the kernel reads it as bf16 pairs in uint32 words.
   bool pairs() const { return type == DType::BF16; }
