@@ -444,7 +444,9 @@ OwningOpRef<ModuleOp> importJsonDescription(llvm::SourceMgr &sourceMgr,
   unsigned id = sourceMgr.getMainFileID();
   JsonLocator locator(sourceMgr, id, context);
   const llvm::MemoryBuffer *buffer = sourceMgr.getMemoryBuffer(id);
-  std::optional<json::Value> document = parseJson(buffer->getBuffer(), locator);
+  std::vector<JsonDuplicateKey> duplicates;
+  std::optional<json::Value> document =
+      parseJson(buffer->getBuffer(), locator, &duplicates);
   if (!document)
     return nullptr;
   const json::Object *root = document->getAsObject();
@@ -453,7 +455,22 @@ OwningOpRef<ModuleOp> importJsonDescription(llvm::SourceMgr &sourceMgr,
         << "a model description must be a JSON object";
     return nullptr;
   }
-  if (root->get("model_type"))
+  // A key stated twice: transformers (Python's json) takes the last, as
+  // llvm::json does, so a Hugging Face config gets a warning; in attnc's
+  // own format it is an error.
+  const bool huggingFace = root->get("model_type");
+  for (const JsonDuplicateKey &d : duplicates) {
+    InFlightDiagnostic diagnostic =
+        huggingFace ? emitWarning(locator.atOffset(d.second))
+                          << "duplicate key '" << d.key
+                          << "': the last one counts, as in transformers"
+                    : emitError(locator.atOffset(d.second))
+                          << "duplicate key '" << d.key << "'";
+    diagnostic.attachNote(locator.atOffset(d.first)) << "first stated here";
+  }
+  if (!huggingFace && !duplicates.empty())
+    return nullptr;
+  if (huggingFace)
     return importHuggingFaceConfig(*root, locator, context, options,
                                    buffer->getBufferIdentifier());
   return importNative(*root, locator, context, options,

@@ -89,11 +89,70 @@ Location JsonLocator::at(const JsonPath &path, bool atKey) const {
   return at((atKey ? key : node)->getSourceRange().Start.getPointer());
 }
 
+namespace {
+/// One pass over the text's structure (strings skipped, escapes honoured):
+/// the offset of the first bracket past kMaxJsonDepth (npos: none), and
+/// each object's repeated keys. Keys compare as written (escapes and all).
+size_t scanStructure(llvm::StringRef text,
+                     std::vector<JsonDuplicateKey> &duplicates) {
+  struct Level {
+    bool object;
+    llvm::StringMap<size_t> keys; // key -> offset of its first statement
+  };
+  std::vector<Level> levels;
+  for (size_t i = 0; i < text.size(); i++) {
+    const char c = text[i];
+    if (c == '"') {
+      const size_t start = i;
+      for (i++; i < text.size() && text[i] != '"'; i++)
+        if (text[i] == '\\')
+          i++;
+      if (levels.empty() || !levels.back().object)
+        continue;
+      // A key is a string followed by ':'.
+      size_t next = text.find_first_not_of(" \t\r\n", i + 1);
+      if (next == llvm::StringRef::npos || text[next] != ':')
+        continue;
+      llvm::StringRef key = text.slice(start + 1, std::min(i, text.size()));
+      auto [entry, fresh] = levels.back().keys.try_emplace(key, start);
+      if (!fresh)
+        duplicates.push_back({key.str(), entry->second, start});
+    } else if (c == '{' || c == '[') {
+      if (levels.size() == size_t(kMaxJsonDepth))
+        return i;
+      levels.push_back({c == '{', {}});
+    } else if ((c == '}' || c == ']') && !levels.empty()) {
+      levels.pop_back();
+    }
+  }
+  return llvm::StringRef::npos;
+}
+} // namespace
+
 std::optional<json::Value> parseJson(llvm::StringRef text,
-                                     const JsonLocator &locator) {
+                                     const JsonLocator &locator,
+                                     std::vector<JsonDuplicateKey> *duplicates) {
+  std::vector<JsonDuplicateKey> repeated;
+  if (size_t deep = scanStructure(text, repeated);
+      deep != llvm::StringRef::npos) {
+    emitError(locator.atOffset(deep))
+        << "invalid JSON: nested deeper than " << kMaxJsonDepth << " levels";
+    return std::nullopt;
+  }
   llvm::Expected<json::Value> value = json::parse(text);
-  if (value)
+  if (value && !duplicates && !repeated.empty()) {
+    for (const JsonDuplicateKey &d : repeated) {
+      InFlightDiagnostic diagnostic = emitError(locator.atOffset(d.second))
+                                      << "duplicate key '" << d.key << "'";
+      diagnostic.attachNote(locator.atOffset(d.first)) << "first stated here";
+    }
+    return std::nullopt;
+  }
+  if (value) {
+    if (duplicates)
+      *duplicates = std::move(repeated);
     return std::move(*value);
+  }
   // ParseError keeps its position private; its log() text
   // "[line:col, byte=N]: message" is the public form.
   std::string message = llvm::toString(value.takeError());

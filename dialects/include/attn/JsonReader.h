@@ -17,6 +17,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <optional>
+#include <vector>
 #include <string>
 #include <variant>
 
@@ -51,9 +52,24 @@ private:
   const llvm::MemoryBuffer *buffer;
 };
 
-/// Parses the locator's buffer; a syntax error is reported at its position.
-std::optional<llvm::json::Value> parseJson(llvm::StringRef text,
-                                           const JsonLocator &locator);
+/// A key an object states twice: the byte offsets of both.
+struct JsonDuplicateKey {
+  std::string key;
+  size_t first, second;
+};
+
+/// Objects and arrays nested deeper than this are refused before parsing
+/// (llvm::json and the YAML parser behind JsonLocator recurse per level:
+/// 10^5 levels overflowed the stack).
+constexpr int kMaxJsonDepth = 256;
+
+/// Parses the locator's buffer; a syntax error is reported at its position,
+/// so is nesting deeper than kMaxJsonDepth. A key stated twice in one
+/// object (llvm::json keeps the last silently) is an error, or, with
+/// `duplicates`, collected there for the caller to judge.
+std::optional<llvm::json::Value>
+parseJson(llvm::StringRef text, const JsonLocator &locator,
+          std::vector<JsonDuplicateKey> *duplicates = nullptr);
 
 /// Reads the keys of one JSON object against a schema, reporting each
 /// problem at the offending value and, in finish(), any key the schema does
