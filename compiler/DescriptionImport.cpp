@@ -7,12 +7,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "DescriptionImport.h"
+
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
 #include "attn/JsonReader.h"
+#include "attn/Limits.h"
 
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -45,10 +47,10 @@ bool readCache(JsonObjectReader &parent, const JsonLocator &locator,
           .optionalEnum("dtype", {"f32", "f16", "bf16", "int8"}, settings.dtype)
           .str();
   settings.pageSize =
-      cache.getInt("page_size", false, 1, 1 << 20, settings.pageSize)
+      cache.getInt("page_size", false, 1, limits::kPageSize, settings.pageSize)
           .value_or(0);
   settings.maxLength =
-      cache.getInt("max_length", false, 1, 1 << 30, settings.maxLength)
+      cache.getInt("max_length", false, 1, limits::kLength, settings.maxLength)
           .value_or(0);
   return cache.finish();
 }
@@ -68,12 +70,12 @@ bool readLayer(const json::Object &object, const JsonPath &path,
                    ? LayerKind::Cross
                    : LayerKind::Self;
   layer.queryHeads =
-      reader.getInt("num_query_heads", true, 1, 1 << 16).value_or(1);
-  layer.kvHeads = reader.getInt("num_kv_heads", true, 1, 1 << 16).value_or(1);
-  layer.headDim = reader.getInt("head_dim", true, 1, 1 << 16).value_or(1);
+      reader.getInt("num_query_heads", true, 1, limits::kHeads).value_or(1);
+  layer.kvHeads = reader.getInt("num_kv_heads", true, 1, limits::kHeads).value_or(1);
+  layer.headDim = reader.getInt("head_dim", true, 1, limits::kHeadDim).value_or(1);
   layer.mask = *symbolizeMaskKind(reader.optionalEnum(
       "mask", {"none", "causal", "sliding_window"}, "none"));
-  layer.window = reader.getInt("window", false, 1, 1 << 30);
+  layer.window = reader.getInt("window", false, 1, limits::kLength);
   if (auto scale = reader.optionalPositiveNumber("scale"))
     layer.scale = float(*scale);
   if (auto softcap = reader.optionalPositiveNumber("softcap"))
@@ -96,7 +98,7 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   std::optional<llvm::StringRef> stack = reader.optionalString("stack");
   if (stack)
     layer.stack = stack->str();
-  repeat = reader.getInt("repeat", false, 1, 4096, 1).value_or(1);
+  repeat = reader.getInt("repeat", false, 1, limits::kRepeat, 1).value_or(1);
   bool cached = reader.optionalBool("cached").value_or(true);
   CacheSettings cache = modelCache;
   if (layer.kind == LayerKind::Cross && sourceLength)
@@ -170,12 +172,12 @@ bool readStack(const json::Object &object, const JsonPath &path,
 
   if (embedding) {
     JsonObjectReader reader(*embedding, embeddingPath, locator);
-    int64_t vocab = reader.getInt("vocab_size", true, 1, 1 << 24).value_or(1);
+    int64_t vocab = reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
     PositionKind positions = *symbolizePositionKind(reader.optionalEnum(
         "positions", {"none", "sinusoidal", "learned", "sinusoidal_halves"},
         "none"));
     int64_t maxPositions =
-        reader.getInt("max_positions", false, 1, 1 << 24, 4096).value_or(1);
+        reader.getInt("max_positions", false, 1, limits::kPositions, 4096).value_or(1);
     float scale = float(reader.optionalPositiveNumber("scale").value_or(1.0));
     int64_t offset =
         reader.getInt("position_offset", false, 0, 1 << 24, 0).value_or(0);
@@ -213,7 +215,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
     }
     JsonObjectReader block(*blockObject, blockPath, locator);
     lastBlock = block.location();
-    int64_t repeat = block.getInt("repeat", false, 1, 4096, 1).value_or(1);
+    int64_t repeat = block.getInt("repeat", false, 1, limits::kRepeat, 1).value_or(1);
     bool normOk = readNorm(block, locator, norm);
     JsonPath attentionPath, ffnPath;
     const json::Array *attention =
@@ -261,7 +263,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
       activation = *symbolizeActivation(reader.optionalEnum(
           "activation", {"gelu", "gelu_tanh", "relu", "silu"}, "gelu_tanh"));
       ffnSize =
-          reader.getInt("intermediate_size", true, 1, 1 << 24).value_or(1);
+          reader.getInt("intermediate_size", true, 1, limits::kFfn).value_or(1);
       ffnBias = reader.optionalBool("bias").value_or(false);
       ffnGated = reader.optionalBool("gated").value_or(false);
       if (!reader.finish())
@@ -297,7 +299,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
     builder.addNorm(prefix + "final_norm", norm.kind, norm.eps, tag, lastBlock);
   if (head) {
     JsonObjectReader reader(*head, headPath, locator);
-    int64_t vocab = reader.getInt("vocab_size", true, 1, 1 << 24).value_or(1);
+    int64_t vocab = reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
     bool bias = reader.optionalBool("bias").value_or(false);
     if (!reader.finish())
       return false;
@@ -315,9 +317,9 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   std::optional<llvm::StringRef> describedName = model.optionalString("name");
   llvm::StringRef kind = model.optionalEnum(
       "kind", {"decoder-only", "encoder", "encoder-decoder"}, "decoder-only");
-  std::optional<int64_t> dModel = model.getInt("d_model", false, 1, 1 << 20);
+  std::optional<int64_t> dModel = model.getInt("d_model", false, 1, limits::kDModel);
   std::optional<int64_t> maxBatch =
-      model.getInt("max_batch", false, 1, 1 << 16, 1);
+      model.getInt("max_batch", false, 1, limits::kBatch, 1);
   // How the linear kernels read their weights (whole models only).
   Builder types(&context);
   Type weights = llvm::StringSwitch<Type>(model.optionalEnum(

@@ -32,10 +32,27 @@ void Generator::finish(Request &r, FinishReason reason) {
   r.crossSequence = -1;
 }
 
+namespace {
+/// Refuses a call made from inside a token callback.
+Status reentered(const char *what) {
+  return Status(StatusCode::InvalidArgument,
+                std::string("Generator::") + what +
+                    " from inside a token callback (it would change the "
+                    "requests being stepped); call it after the step returns");
+}
+} // namespace
+
 void Generator::accept(Request &r, int32_t token) {
   r.generated.push_back(token);
   const GenerationRequest &q = r.request;
-  bool keep = !q.onToken || q.onToken(token);
+  bool keep = true;
+  if (q.onToken) {
+    struct Flag { // cleared however the callback leaves
+      bool &flag;
+      ~Flag() { flag = false; }
+    } inside{inCallback_ = true};
+    keep = q.onToken(token);
+  }
   if (std::find(q.stopTokens.begin(), q.stopTokens.end(), token) !=
       q.stopTokens.end())
     finish(r, FinishReason::StopToken);
@@ -50,6 +67,8 @@ void Generator::accept(Request &r, int32_t token) {
 }
 
 Status Generator::submit(GenerationRequest request, int &id) {
+  if (inCallback_)
+    return reentered("submit");
   if (request.prompt.empty() || request.maxNewTokens < 1)
     return Status(StatusCode::InvalidArgument,
                   "a request needs a prompt and maxNewTokens >= 1");
@@ -116,6 +135,8 @@ Status Generator::submit(GenerationRequest request, int &id) {
 }
 
 Status Generator::step() {
+  if (inCallback_)
+    return reentered("step");
   std::vector<int> batch;
   std::vector<SequenceId> sequences, crossSequences;
   std::vector<int32_t> tokens;
@@ -180,6 +201,8 @@ Status Generator::run() {
 }
 
 Status Generator::clear() {
+  if (inCallback_)
+    return reentered("clear");
   if (running() > 0)
     return Status(StatusCode::InvalidArgument,
                   std::to_string(running()) +

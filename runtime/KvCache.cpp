@@ -5,6 +5,7 @@
 #include "DeviceShadows.h"
 
 #include <algorithm>
+#include <new>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -49,14 +50,25 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
     return invalid("KV cache: pool size overflows");
   KvCache fresh;
   fresh.config_ = config;
-  fresh.keys_.assign(config.numLayers, Pool(page * config.numPages));
-  fresh.values_.assign(config.numLayers, Pool(page * config.numPages));
-  if (config.dtype == DType::I8) {
-    size_t rows = size_t(config.numPages) * config.pageSize * config.numKvHeads;
-    fresh.keyScales_.assign(config.numLayers, std::vector<float>(rows));
-    fresh.valueScales_.assign(config.numLayers, std::vector<float>(rows));
+  // A pool the machine cannot hold is a status, not an exception.
+  try {
+    fresh.keys_.assign(config.numLayers, Pool(page * config.numPages));
+    fresh.values_.assign(config.numLayers, Pool(page * config.numPages));
+    if (config.dtype == DType::I8) {
+      size_t rows =
+          size_t(config.numPages) * config.pageSize * config.numKvHeads;
+      fresh.keyScales_.assign(config.numLayers, std::vector<float>(rows));
+      fresh.valueScales_.assign(config.numLayers, std::vector<float>(rows));
+    }
+    fresh.refCounts_.assign(config.numPages, 0);
+    fresh.freeList_.reserve(size_t(config.numPages));
+  } catch (const std::bad_alloc &) {
+    return Status(StatusCode::OutOfMemory,
+                  "KV cache: cannot allocate " +
+                      std::to_string(2 * page * config.numPages *
+                                     config.numLayers) +
+                      " bytes of pools");
   }
-  fresh.refCounts_.assign(config.numPages, 0);
   // Pop order 0, 1, 2...: the stack holds the ids in reverse.
   for (int32_t p = config.numPages - 1; p >= 0; p--)
     fresh.freeList_.push_back(p);

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -697,9 +698,17 @@ Status cacheConfig(const ModelPlan &plan, bool cross, int maxSequences,
   if (maxSequences < 1)
     return Status(StatusCode::InvalidArgument, "maxSequences must be >= 1");
   if (result.numLayers > 0) {
-    int pagesPerSequence =
-        (result.maxSequenceLength + result.pageSize - 1) / result.pageSize;
-    result.numPages = pagesPerSequence * maxSequences;
+    const int64_t pagesPerSequence =
+        (int64_t(result.maxSequenceLength) + result.pageSize - 1) /
+        result.pageSize;
+    const int64_t pages = pagesPerSequence * maxSequences;
+    if (pages > std::numeric_limits<int32_t>::max())
+      return Status(StatusCode::CapacityExceeded,
+                    std::to_string(maxSequences) + " sequences of " +
+                        std::to_string(result.maxSequenceLength) +
+                        " tokens need " + std::to_string(pages) +
+                        " cache pages, more than a cache can index");
+    result.numPages = int(pages);
   }
   config = result;
   return Status::ok();

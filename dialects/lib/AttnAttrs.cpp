@@ -1,6 +1,7 @@
 //===- AttnAttrs.cpp - attn dialect attributes ----------------------------===//
 
 #include "attn/AttnDialect.h"
+#include "attn/Limits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -24,12 +25,12 @@ void AttnDialect::registerAttributes() {
 LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CacheLayout layout, int64_t pageSize,
                                   Type dtype, int64_t maxLength) {
-  if (maxLength < 1)
-    return emitError() << "KV cache max_length must be positive, got "
-                       << maxLength;
-  if (pageSize < 1)
-    return emitError() << "KV cache page_size must be positive, got "
-                       << pageSize;
+  if (maxLength < 1 || maxLength > limits::kLength)
+    return emitError() << "KV cache max_length must be in [1, "
+                       << limits::kLength << "], got " << maxLength;
+  if (pageSize < 1 || pageSize > limits::kPageSize)
+    return emitError() << "KV cache page_size must be in [1, "
+                       << limits::kPageSize << "], got " << pageSize;
   if (!isCacheElementType(dtype))
     return emitError() << "KV cache dtype must be f32, f16, bf16 or i8, got "
                        << dtype;

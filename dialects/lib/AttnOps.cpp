@@ -1,6 +1,7 @@
 //===- AttnOps.cpp - attn dialect operations ------------------------------===//
 
 #include "attn/AttnOps.h"
+#include "attn/Limits.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -193,7 +194,19 @@ static bool isWeightElementType(Type type) {
          type.isSignlessInteger(8);
 }
 
+/// `value` of attribute `name` within attnc's limit (Limits.h).
+static LogicalResult checkAtMost(Operation *op, StringRef name, int64_t value,
+                                 int64_t limit) {
+  if (value <= limit)
+    return success();
+  return op->emitOpError() << name << " must be at most " << limit << ", got "
+                           << value;
+}
+
 LogicalResult ModelOp::verify() {
+  if (failed(checkAtMost(*this, "d_model", getDModel(), limits::kDModel)) ||
+      failed(checkAtMost(*this, "max_batch", getMaxBatch(), limits::kBatch)))
+    return failure();
   if (std::optional<Type> weights = getWeightDtype();
       weights && !isWeightElementType(*weights))
     return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8";
@@ -248,6 +261,16 @@ verifyComputeDtype(Operation *op, std::optional<Type> dtype, uint64_t headDim) {
 
 LogicalResult AttentionLayerOp::verify() {
   int64_t queryHeads = getNumQueryHeads(), kvHeads = getNumKvHeads();
+  if (failed(checkAtMost(*this, "num_query_heads", queryHeads,
+                         limits::kHeads)) ||
+      failed(checkAtMost(*this, "num_kv_heads", kvHeads, limits::kHeads)) ||
+      failed(checkAtMost(*this, "head_dim", getHeadDim(), limits::kHeadDim)) ||
+      failed(checkAtMost(*this, "(num_query_heads + 2 * num_kv_heads) * head_dim",
+                         (queryHeads + 2 * kvHeads) * getHeadDim(),
+                         limits::kFeatures)) ||
+      failed(checkAtMost(*this, "window", int64_t(getWindow().value_or(0)),
+                         limits::kLength)))
+    return failure();
   if (queryHeads % kvHeads != 0)
     return emitOpError() << "num_query_heads (" << queryHeads
                          << ") must be a multiple of num_kv_heads (" << kvHeads
@@ -453,6 +476,11 @@ LogicalResult verifyKernelRefs(
 } // namespace
 
 LogicalResult EmbeddingOp::verify() {
+  if (failed(checkAtMost(*this, "vocab_size", getVocabSize(),
+                         limits::kVocabulary)) ||
+      failed(checkAtMost(*this, "max_positions", getMaxPositions(),
+                         limits::kPositions)))
+    return failure();
   if (failed(checkPositiveFinite(*this, "scale", getScale())))
     return failure();
   if (std::optional<int64_t> offset = getPositionOffset()) {
@@ -469,14 +497,17 @@ LogicalResult EmbeddingOp::verify() {
 
 LogicalResult NormOp::verify() {
   float eps = getEps().convertToFloat();
-  if (!(eps > 0.0f) || !std::isfinite(eps))
-    return emitOpError() << "eps must be positive and finite, got " << eps;
+  if (!(eps > 0.0f) || !(eps <= 1.0f))
+    return emitOpError() << "eps must be in (0, 1], got " << eps;
   return failure(
       failed(verifyStack(*this, getStack())) ||
       failed(verifyKernelRefs(*this, {{"kernel", getKernelAttr()}})));
 }
 
 LogicalResult FfnOp::verify() {
+  if (failed(checkAtMost(*this, "intermediate_size", getIntermediateSize(),
+                         limits::kFfn)))
+    return failure();
   if (getActivation() == Activation::None)
     return emitOpError() << "an FFN needs an activation (gelu, gelu_tanh, "
                             "relu or silu)";
@@ -487,10 +518,18 @@ LogicalResult FfnOp::verify() {
 }
 
 LogicalResult OutputHeadOp::verify() {
+  if (failed(checkAtMost(*this, "vocab_size", getVocabSize(),
+                         limits::kVocabulary)))
+    return failure();
   return verifyKernelRefs(*this, {{"kernel", getKernelAttr()}});
 }
 
 LogicalResult LinearKernelOp::verify() {
+  if (failed(checkAtMost(*this, "in_features", getInFeatures(),
+                         limits::kFeatures)) ||
+      failed(checkAtMost(*this, "out_features", getOutFeatures(),
+                         limits::kFeatures)))
+    return failure();
   if (std::optional<Type> weights = getWeightDtype();
       weights && !isWeightElementType(*weights))
     return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8";

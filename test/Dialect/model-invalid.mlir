@@ -54,7 +54,7 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{eps must be positive and finite, got -1}}
+  // expected-error @+1 {{eps must be in (0, 1], got -1}}
   attn.norm @n layer_norm {eps = -1.0 : f32}
 }
 
@@ -142,4 +142,61 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
   // expected-error @+2 {{redefinition of symbol named 'l'}}
   // expected-note @-2 {{see existing symbol definition here}}
   attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}
+
+// -----
+
+// Sizes beyond attnc's limits (attn/Limits.h) are refused in .mlir input as
+// in descriptions: 2^40 heads or d_model used to reach the backend (SIGFPE)
+// and a 2^63 - 1 max_length overflowed the cache's byte count.
+// expected-error @+1 {{d_model must be at most 1048576, got 1099511627776}}
+attn.model @m attributes {d_model = 1099511627776 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{max_batch must be at most 65536, got 9223372036854775807}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 9223372036854775807 : i64} {
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{num_query_heads must be at most 65536, got 1099511627776}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1099511627776 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{(num_query_heads + 2 * num_kv_heads) * head_dim must be at most 67108864, got 201326592}}
+  attn.attention_layer @l self {head_dim = 65536 : i64, mask = #attn.mask<causal>, num_kv_heads = 512 : i64, num_query_heads = 2048 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{KV cache max_length must be in [1, 1073741824], got 9223372036854775807}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 9223372036854775807>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{KV cache page_size must be in [1, 1048576], got 1099511627776}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 1099511627776, dtype = f32, max_length = 64>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{eps must be in (0, 1], got 1.099512e+12}}
+  attn.norm @n layer_norm {eps = 1099511627776.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{vocab_size must be at most 16777216, got 1099511627776}}
+  attn.output_head @h {vocab_size = 1099511627776 : i64}
 }

@@ -62,6 +62,22 @@ int main(void) {
     bad.page_size = 0;
     CHECK(attn_kv_cache_create(&bad, &none) == ATTN_INVALID_ARGUMENT);
     CHECK(none == NULL);
+    /* A dtype outside the enum, checked as the integer it is. */
+    bad = config;
+    *(int32_t *)&bad.dtype = 7;
+    CHECK(attn_kv_cache_create(&bad, &none) == ATTN_INVALID_ARGUMENT &&
+          strstr(attn_last_error(), "unknown dtype") && none == NULL);
+    /* 4 TiB of pool per layer: a status, not an exception through C (it
+       used to terminate the process). */
+    bad = config;
+    bad.num_kv_heads = 8;
+    bad.head_dim = 128;
+    bad.dtype = ATTN_F32;
+    bad.page_size = 16;
+    bad.num_pages = 1 << 26;
+    bad.max_sequence_length = 1 << 20;
+    CHECK(attn_kv_cache_create(&bad, &none) == ATTN_OUT_OF_MEMORY &&
+          none == NULL);
   }
   /* Out of pages: 3 free, 16 tokens need 4. */
   {

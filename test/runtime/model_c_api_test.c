@@ -11,6 +11,28 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Calls back into its own generator: a submit (refused: it would change the
+ * requests being stepped), then a destroy (done when the call that ran the
+ * callback returns). Both used to touch freed memory. */
+struct reentry {
+  attn_generator *generator;
+  attn_status submitted;
+  int calls;
+};
+static int reenter(void *user, int32_t request, int32_t token) {
+  struct reentry *r = (struct reentry *)user;
+  const int32_t again[2] = {1, 2};
+  int32_t id = -1;
+  (void)request;
+  (void)token;
+  if (r->calls++ == 0)
+    r->submitted = attn_generator_submit(r->generator, again, 2, 4, NULL, 0,
+                                         NULL, NULL, NULL, &id);
+  else
+    attn_generator_destroy(r->generator);
+  return 1;
+}
+
 static int cancel_after_three(void *user, int32_t request, int32_t token) {
   int *seen = (int *)user;
   (void)request;
@@ -119,6 +141,20 @@ int main(int argc, char **argv) {
           id == -7 && strstr(attn_last_error(), "decoder-only"));
   }
   attn_generator_destroy(generator);
+  {
+    struct reentry r = {NULL, ATTN_OK, 0};
+    int32_t id = -1;
+    /* 2^31 - 1 sequences: more cache pages than a cache can index. */
+    CHECK(attn_generator_create(model, 2147483647, &r.generator) ==
+              ATTN_CAPACITY_EXCEEDED &&
+          r.generator == NULL);
+    CHECK(attn_generator_create(model, 2, &r.generator) == ATTN_OK);
+    CHECK(attn_generator_submit(r.generator, prompt, 5, 8, NULL, 0, NULL,
+                                reenter, &r, &id) == ATTN_OK);
+    CHECK(r.calls == 1 && r.submitted == ATTN_INVALID_ARGUMENT);
+    /* The next token's callback destroys the generator; step returns. */
+    CHECK(attn_generator_step(r.generator) == ATTN_OK && r.calls == 2);
+  }
   attn_model_destroy(model);
   attn_generator_destroy(NULL);
   attn_model_destroy(NULL);

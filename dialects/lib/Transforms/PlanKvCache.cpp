@@ -4,6 +4,7 @@
 #include "attn/Support.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -19,6 +20,19 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
     ModelOp model = getOperation();
     Builder builder(&getContext());
     int64_t perToken = 0, perSequence = 0;
+    // Every product checked: a description within the verifiers' limits can
+    // still ask for more than 2^63 bytes (many long, wide layers).
+    bool overflow = false;
+    auto multiply = [&](int64_t a, int64_t b) {
+      int64_t product = 0;
+      overflow |= llvm::MulOverflow(a, b, product);
+      return product;
+    };
+    auto add = [&](int64_t a, int64_t b) {
+      int64_t sum = 0;
+      overflow |= llvm::AddOverflow(a, b, sum);
+      return sum;
+    };
     std::vector<std::pair<int64_t, AttentionLayerOp>> consumers;
     for (AttentionLayerOp layer : model.getLayers()) {
       KvCacheAttr cache = layer.getCacheAttr();
@@ -30,16 +44,22 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
           cache.getTokenBytes(layer.getNumKvHeads(), layer.getHeadDim());
       int64_t pages = (cache.getMaxLength() + cache.getPageSize() - 1) /
                       cache.getPageSize();
-      int64_t sequenceBytes = tokenBytes * pages * cache.getPageSize();
+      int64_t sequenceBytes =
+          multiply(tokenBytes, multiply(pages, cache.getPageSize()));
       layer->setAttr("kv_bytes_per_token",
                      builder.getI64IntegerAttr(tokenBytes));
       layer->setAttr("kv_bytes_per_sequence",
                      builder.getI64IntegerAttr(sequenceBytes));
-      perToken += tokenBytes;
-      perSequence += sequenceBytes;
+      perToken = add(perToken, tokenBytes);
+      perSequence = add(perSequence, sequenceBytes);
       consumers.emplace_back(sequenceBytes, layer);
     }
-    int64_t total = perSequence * int64_t(model.getMaxBatch());
+    int64_t total = multiply(perSequence, int64_t(model.getMaxBatch()));
+    if (overflow) {
+      model.emitError() << "the KV cache's size overflows 64-bit byte counts "
+                           "(the layers' caches are too long or too wide)";
+      return signalPassFailure();
+    }
     model->setAttr("kv_bytes_per_token", builder.getI64IntegerAttr(perToken));
     model->setAttr("kv_bytes_per_sequence",
                    builder.getI64IntegerAttr(perSequence));

@@ -90,6 +90,11 @@ public:
   FinishReason finishReason(int id) const;
   /// Tokens generated so far (prompt excluded).
   const std::vector<int32_t> &tokens(int id) const;
+  /// Whether a token callback is running. From inside one, submit(),
+  /// step(), run() and clear() are refused (InvalidArgument): they would
+  /// change the requests the generator is iterating. Reading results and
+  /// cancelling (the callback's return value) are fine.
+  bool inCallback() const { return inCallback_; }
 
 private:
   struct Request {
@@ -122,6 +127,7 @@ private:
   std::vector<float> logits_;
   std::vector<int32_t> greedy_; ///< [batch]: each row's argmax
   std::vector<float> memory_;   ///< encoder output [source tokens][dModel]
+  bool inCallback_ = false;
 };
 
 } // namespace attn::runtime
