@@ -72,10 +72,11 @@ Status upload(Shadow &shadow) {
   return Status::ok();
 }
 
-void handleHalideError(void *, const char *message) {
+} // namespace
+
+void recordHalideError(void *, const char *message) {
   lastDeviceError += message;
 }
-} // namespace
 
 Status track(const DeviceApi &api, const void *host, size_t bytes,
              bool hostHasData) {
@@ -313,7 +314,7 @@ std::string takeLastDeviceError() {
 }
 
 void installErrorHandler(const DeviceApi &api) {
-  api.setErrorHandler(handleHalideError);
+  api.setErrorHandler(recordHalideError);
 }
 
 } // namespace attn::runtime::shadows

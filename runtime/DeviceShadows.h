@@ -88,10 +88,12 @@ Status copyOnDevice(const DeviceApi &api, halide_buffer_t &from,
 /// exceeds Halide's 32-bit extents): the caller copies on the host.
 Status copyBytes(const void *from, void *to, size_t bytes, bool &done);
 
-/// The last error Halide's runtime reported on this thread (device runs
-/// install a handler that records instead of aborting).
+/// The last error Halide's runtime reported on this thread (CPU and device
+/// runs install a handler that records it instead of aborting).
 std::string takeLastDeviceError();
 void installErrorHandler(const DeviceApi &api);
+/// The handler itself, for the CPU path (KernelCall.cpp).
+void recordHalideError(void *userContext, const char *message);
 
 } // namespace attn::runtime::shadows
 

@@ -6,7 +6,14 @@
 
 #include <climits>
 #include <cstring>
+#include <mutex>
 #include <optional>
+
+// The Halide runtime linked with a model library (weak: a program without
+// one leaves it null). Its default error handler calls abort(); a kernel
+// whose buffers break a constraint (a plan edited against its kernels)
+// must instead fail its call, with Halide's message.
+#pragma weak halide_set_error_handler
 
 namespace attn::runtime {
 
@@ -83,6 +90,11 @@ Status checkArguments(const Kernel &kernel,
 
 Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
                   const DeviceApi *device) {
+  static std::once_flag handlerInstalled;
+  std::call_once(handlerInstalled, [] {
+    if (&halide_set_error_handler != nullptr)
+      halide_set_error_handler(shadows::recordHalideError);
+  });
   const halide_filter_metadata_t *metadata =
       kernel.metadata ? kernel.metadata() : nullptr;
   if (metadata)
@@ -121,6 +133,7 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
   using B = halide_buffer_t *;
   void (*f)(void) = kernel.function;
   int result;
+  (void)shadows::takeLastDeviceError(); // nothing stale in this call's report
   // Every kernel takes only buffers; cast back to the arity it was built with.
   switch (b.size()) {
   case 3:
@@ -163,7 +176,7 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
                       std::to_string(b.size()) + " buffers");
   }
   if (result != 0) {
-    std::string detail = device ? shadows::takeLastDeviceError() : "";
+    std::string detail = shadows::takeLastDeviceError();
     return Status(StatusCode::KernelFailed,
                   "kernel " + kernel.name + " failed with Halide error " +
                       std::to_string(result) +

@@ -1151,6 +1151,44 @@ TEST(ModelTest, PlanAndKernelTableMustAgree) {
       parsePlan("{not json", entries(kPaged.table), kPaged.size, plan));
 }
 
+TEST(ModelTest, APlanThatDisagreesWithItsKernelsFailsTheCall) {
+  // An FFN width edited in the plan (64 -> 32 in every block), with
+  // weights of the edited shapes: loading succeeds, and the kernels,
+  // specialized for 64, refuse the buffers before touching them. That is a
+  // KernelFailed status with Halide's message ("Output buffer ... is
+  // accessed at 127, which is beyond the max (63)"); Halide's default
+  // handler used to abort the process.
+  std::string plan = kLlama.plan;
+  const std::string from = "\"intermediate_size\": 64";
+  size_t edits = 0;
+  for (size_t at; (at = plan.find(from)) != std::string::npos; edits++)
+    plan.replace(at, from.size(), "\"intermediate_size\": 32");
+  ASSERT_GT(edits, 0u);
+  ModelPlan parsed;
+  ASSERT_TRUE(parsePlan(plan, entries(kLlama.table), kLlama.size, parsed));
+  std::string path = writeSafetensors(
+      "tampered", randomWeights(parsed, 5, WeightNaming::Llama));
+  std::unique_ptr<Model> model;
+  Status s = Model::load(plan, entries(kLlama.table), kLlama.size, path,
+                         WeightNaming::Llama, model);
+  ASSERT_TRUE(s) << s.message();
+  KvCacheConfig config;
+  ASSERT_TRUE(model->selfCacheConfig(1, config));
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(config, cache));
+  SequenceId sequence;
+  ASSERT_TRUE(cache.addSequence(sequence));
+  Workspace ws;
+  std::vector<float> logits(model->targetVocabulary());
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  s = model->prefill(prompt.data(), int(prompt.size()), cache, sequence,
+                     logits.data(), ws);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.code(), StatusCode::KernelFailed);
+  EXPECT_NE(s.message().find("is beyond the max"), std::string::npos)
+      << s.message();
+}
+
 TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   // A plan is generated, but a hand-edited one must not reach a kernel:
   // a fused cache append on a layer without a cache (the encoder's first
