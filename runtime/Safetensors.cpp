@@ -147,8 +147,9 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &file) {
       }
       continue;
     }
+    const std::string &name = key; // (a lambda cannot capture a binding)
     auto bad = [&](const std::string &what) {
-      return invalid(path, "tensor '" + key + "': " + what);
+      return invalid(path, "tensor '" + name + "': " + what);
     };
     if (!entry.is_object() || !entry.contains("dtype") ||
         !entry.contains("shape") || !entry.contains("data_offsets"))

@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev                                      # JSON for the runtime (safetensors headers)
   pocl-opencl-icd ocl-icd-libopencl1                      # an OpenCL device on the CPU: runs the GPU kernels in tests
   python3-numpy                                           # tools/hf_reference.py: whole models' independent reference
+  clang-14 libclang-rt-14-dev                             # libFuzzer (fuzz/, scripts/run-fuzzers.sh)
   cmake ninja-build ccache g++ python3                    # build tools; lit needs a python3
 )
 

@@ -19,3 +19,13 @@ cmake --build build-asan --target runtime-test c-api-test model-test \
 # report as a fatal error instead of failing the allocation.
 ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure \
   -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test|opencl-model-test)$'
+
+# The fuzzers (fuzz/): libFuzzer in a clang build with ASan + UBSan, each
+# run briefly from its seed corpus, so a regression in an input path shows
+# here; kernels again from the release attnc.
+[ -f build-fuzz/build.ninja ] ||
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DATTN_FUZZ=ON \
+    -DATTN_SANITIZE=ON -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
+cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan
+scripts/run-fuzzers.sh 20
