@@ -311,7 +311,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                     until = std::min(first + width, begin + block.count);
       if (from < until)
         block.read(from - begin, until - from,
-                   &rows[size_t((from - first) * in)]);
+                   rows.data() + size_t((from - first) * in));
       begin += block.count;
     }
   };

@@ -22,11 +22,17 @@ public:
   Fields(const json &object, std::string where)
       : object(object), where(std::move(where)) {}
 
-  int integer(const char *key) {
+  /// An integer in [min, max] (a size: positive unless said otherwise;
+  /// 2^30 bounds what any extent of a generated kernel can be).
+  int integer(const char *key, int64_t min = 1, int64_t max = 1 << 30) {
     const json *value = find(key);
-    if (value && !value->is_number_integer())
-      fail(std::string("'") + key + "' must be an integer");
-    return value && value->is_number_integer() ? value->get<int>() : 0;
+    if (value && (!value->is_number_integer() || value->get<int64_t>() < min ||
+                  value->get<int64_t>() > max)) {
+      fail(std::string("'") + key + "' must be an integer in [" +
+           std::to_string(min) + ", " + std::to_string(max) + "]");
+      return int(min);
+    }
+    return value ? int(value->get<int64_t>()) : int(min);
   }
   std::string string(const char *key, bool required = true) {
     const json *value = required ? find(key) : findOptional(key);
@@ -79,11 +85,9 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.maxBatch = model.integer("max_batch");
   if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
     result.kvBytes = root["kv_bytes"].get<int64_t>();
-  result.weightPanel = model.integer("weight_panel");
+  result.weightPanel = model.integer("weight_panel", 1, 1024);
   if (root.contains("weight_naming") && root["weight_naming"].is_string())
     result.weightNaming = root["weight_naming"].get<std::string>();
-  if (model.status() && (result.weightPanel < 1 || result.weightPanel > 1024))
-    return planError("weight_panel must be in [1, 1024]");
   // Plans from before weight dtypes hold f32 weights.
   if (root.contains("weight_dtype")) {
     std::string weights = model.string("weight_dtype");
@@ -158,9 +162,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.positions = at.string("positions");
       op.maxPositions = at.integer("max_positions");
       if (entry.contains("position_offset"))
-        op.positionOffset = at.integer("position_offset");
-      if (op.positionOffset < 0)
-        at.fail("'position_offset' must be >= 0");
+        op.positionOffset = at.integer("position_offset", 0);
       resolve(at, "kernel", op.kernel);
     } else if (kind == "norm") {
       op.kind = OpKind::Norm;

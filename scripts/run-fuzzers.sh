@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target of build-fuzz for SECONDS (default 20) from a
-# copy of its seed corpus (fuzz/corpus/<name>/; the plan fuzzer starts from
+# copy of its seed corpus (fuzz/corpus/<name>/; the plan fuzzer also from
 # the plan attnc generated for llama_tiny), under ASan + UBSan. A crash
 # leaves its input as build-fuzz/crash-*; the script then fails.
 # For a campaign of hours: docs/fuzzing.md.

@@ -1189,6 +1189,30 @@ TEST(ModelTest, APlanThatDisagreesWithItsKernelsFailsTheCall) {
       << s.message();
 }
 
+TEST(ModelTest, PlanSizesOutOfRangeAreRefused) {
+  // A zero head_dim (found by fuzz-plan, fuzz/corpus/plan/head_dim_zero.json)
+  // made an output projection of no inputs, which packing indexed as if it
+  // had rows (UBSan: a reference to null); sizes past 2^30 would not fit a
+  // kernel's int32 extents.
+  for (const auto &[from, to] :
+       {std::pair<std::string, std::string>{"\"head_dim\": 8", "\"head_dim\": 0"},
+        {"\"intermediate_size\": 64", "\"intermediate_size\": 4294967296"},
+        {"\"num_kv_heads\": 2", "\"num_kv_heads\": -2"}}) {
+    std::string plan = kLlama.plan;
+    size_t at = plan.find(from, plan.find("\"layers\"")); // a layer's
+    if (from.find("intermediate_size") != std::string::npos)
+      at = plan.find(from); // an FFN op's
+    ASSERT_NE(at, std::string::npos) << from;
+    plan.replace(at, from.size(), to);
+    ModelPlan parsed;
+    Status s = parsePlan(plan, entries(kLlama.table), kLlama.size, parsed);
+    ASSERT_FALSE(s) << to;
+    EXPECT_NE(s.message().find("must be an integer in [1, 1073741824]"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
 TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   // A plan is generated, but a hand-edited one must not reach a kernel:
   // a fused cache append on a layer without a cache (the encoder's first
@@ -1212,7 +1236,7 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
       edited("\"position_offset\": 0", "\"position_offset\": -1").c_str(),
       entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("'position_offset' must be >= 0"),
+  EXPECT_NE(s.message().find("'position_offset' must be an integer in [0, "),
             std::string::npos)
       << s.message();
 
@@ -1220,7 +1244,7 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   s = parsePlan(edited("\"weight_panel\": 16", "\"weight_panel\": 0"),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("weight_panel must be in [1, 1024]"),
+  EXPECT_NE(s.message().find("'weight_panel' must be an integer in [1, 1024]"),
             std::string::npos)
       << s.message();
   s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"f8\""),
