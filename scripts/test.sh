@@ -28,4 +28,4 @@ ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DATTN_FUZZ=ON \
     -DATTN_SANITIZE=ON -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
 cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan
-scripts/run-fuzzers.sh 20
+scripts/run-fuzzers.sh
