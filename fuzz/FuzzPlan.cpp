@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzScratch.h"
+
 #include "attn/runtime/Model.h"
 #include "attn/runtime/Safetensors.h"
 
@@ -56,13 +58,7 @@ bool writeWeights(const ModelPlan &plan, const std::string &path) {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
-  static const std::string path = [] {
-    char name[] = "/tmp/attn-fuzz-plan-XXXXXX";
-    int fd = mkstemp(name);
-    if (fd >= 0)
-      close(fd);
-    return std::string(name);
-  }();
+  const std::string &path = fuzzScratchFile("weights.safetensors");
   const std::string text(reinterpret_cast<const char *>(bytes), size);
   ModelPlan plan;
   if (!parsePlan(text, table(), LLAMA_TINY_KERNEL_TABLE_SIZE, plan))

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzScratch.h"
+
 #include "attn/runtime/Safetensors.h"
 
 #include <cstdint>
@@ -18,13 +20,7 @@ using namespace attn::runtime;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // The reader maps files: each input goes through a private temporary one.
-  static const std::string path = [] {
-    char name[] = "/tmp/attn-fuzz-XXXXXX";
-    int fd = mkstemp(name);
-    if (fd >= 0)
-      close(fd);
-    return std::string(name);
-  }();
+  const std::string &path = fuzzScratchFile("input.safetensors");
   if (FILE *file = std::fopen(path.c_str(), "wb")) {
     std::fwrite(data, 1, size, file);
     std::fclose(file);
