@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CallTimer.h"
-#include "Roofline.h"
+#include "attn/schedules/Roofline.h"
 
 #include "attn/runtime/PoolAllocator.h"
 #include "attn/schedules/Pipelines.h"
@@ -42,7 +42,7 @@ using attn::CacheElement;
 
 namespace {
 
-attn::bench::Roofline gRoofline;
+attn::Roofline gRoofline;
 Target gTarget;
 
 struct PrefillShape {
@@ -285,10 +285,7 @@ void registerDecode() {
                                 {16, 32768, 16, CacheElement::F16},
                                 {16, 32768, 16, CacheElement::I8}};
   for (const DecodeShape &s : shapes) {
-    const char *element = s.element == CacheElement::F32    ? "f32"
-                          : s.element == CacheElement::F16  ? "f16"
-                          : s.element == CacheElement::BF16 ? "bf16"
-                                                            : "i8";
+    const char *element = attn::elementName(s.element);
     std::string layout = s.pageSize == s.kvLength
                              ? "contiguous"
                              : "page" + std::to_string(s.pageSize);
@@ -510,7 +507,7 @@ int main(int argc, char **argv) {
   const char *threadsEnv = std::getenv("HL_NUM_THREADS");
   int threads = threadsEnv ? std::atoi(threadsEnv)
                            : int(std::thread::hardware_concurrency());
-  gRoofline = attn::bench::measureRoofline(threads);
+  gRoofline = attn::measureRoofline(threads);
   std::printf("roofline: %d threads, fp32 FMA peak %.1f GFLOP/s, STREAM "
               "triad %.1f GB/s, read %.1f GB/s; Halide target %s\n",
               threads, gRoofline.fmaGflops, gRoofline.triadGBps,

@@ -13,6 +13,7 @@
 
 #include "CallTimer.h"
 
+#include "attn/runtime/DeviceProbe.h"
 #include "attn/schedules/CudaDevice.h"
 #include "attn/schedules/Pipelines.h"
 
@@ -63,7 +64,7 @@ double fmaPeakFromDriver(void *driver, std::string &name) {
 /// Why there is nothing to measure; empty when a device is usable.
 std::string openDevice() {
   void *driver = nullptr;
-  std::string reason = attn::whyNoCudaDevice(&driver);
+  std::string reason = attn::runtime::whyNoDevice("cuda", &driver);
   if (reason.empty())
     gDevice.fmaGflops = fmaPeakFromDriver(driver, gDevice.name);
   return reason;

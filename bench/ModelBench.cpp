@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Roofline.h"
+#include "attn/schedules/Roofline.h"
 
 #include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/Model.h"
@@ -183,7 +183,7 @@ int run(const std::string &weights, const std::string &dtype, int promptLength,
   const double peak = peakResidentBytes();
 
   const int threads = int(std::thread::hardware_concurrency());
-  attn::bench::Roofline roofline = attn::bench::measureRoofline(threads);
+  attn::Roofline roofline = attn::measureRoofline(threads);
   const double weightGBps = weightBytesPerToken * tokensPerSecond / 1e9;
   std::printf("model: TinyLlama-1.1B shape, %s weights, %.2f GB read per "
               "decoded token, KV cache %.1f MiB\n",

@@ -2,10 +2,14 @@
 
 #include "CHeader.h"
 
+#include "attn/schedules/KernelAbi.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
 
 namespace attnc {
 
@@ -198,6 +202,16 @@ std::string kernelCall(const std::string &function, llvm::StringRef suffix,
          "), &o,\n                               all, count);\n  }";
 }
 
+/// A wrapper's arguments to its kernel: the local halide_buffer_t that
+/// `locals` names for each declared buffer, in the declaration's order.
+std::string kernelArguments(const std::vector<attn::KernelBuffer> &buffers,
+                            const std::map<std::string, std::string> &locals) {
+  std::string arguments;
+  for (const attn::KernelBuffer &buffer : buffers)
+    arguments += (arguments.empty() ? "&" : ", &") + locals.at(buffer.name);
+  return arguments;
+}
+
 /// A line for a GPU wrapper's comment.
 const char *kDeviceWrapperNote =
     "\n *   GPU: the arrays are host memory, copied to the device and `out` "
@@ -271,7 +285,12 @@ static inline int {0}(const float *query, const float *key,
            : "",
       bf16 ? 1 : 0,
       kernelCall(function, suffix,
-                 std::string("&q, &k, &v, ") + (padded ? "&n, " : "") + "&o"),
+                 kernelArguments(attn::kernelBuffers(spec),
+                                 {{"query", "q"},
+                                  {"key", "k"},
+                                  {"value", "v"},
+                                  {"key_lengths", "n"},
+                                  {"output", "o"}})),
       suffix.empty() ? "" : kDeviceWrapperNote);
 }
 
@@ -301,7 +320,7 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
   int bits = f32 ? 32 : int8 ? 8 : 16;
   // I8: two more inputs, the scale pools, described as 3-d float arrays
   // (a 4-d description with a unit outermost extent, cut to 3 dims).
-  std::string scaleParameters, scaleChecks, scaleBuffers, scaleArguments;
+  std::string scaleParameters, scaleChecks, scaleBuffers;
   if (int8) {
     scaleParameters = "const float *key_scales, const float *value_scales, ";
     scaleChecks = " || !key_scales || !value_scales";
@@ -316,7 +335,6 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
   ks.dimensions = vs.dimensions = 3;
 )",
         hkv, spec.pageSize);
-    scaleArguments = "&ks, &vs, ";
   }
   os << llvm::formatv(
       R"(
@@ -378,9 +396,20 @@ static inline int {0}(const float *query, const {9} *key_pages,
             "keys j <= L - q_len + t."
           : "",
       macro, element, pageType, typeCode, bits, scaleParameters, scaleChecks,
-      scaleBuffers, scaleArguments,
+      scaleBuffers, "",
       kernelCall(function, suffix,
-                 "&q, &k, &v, " + scaleArguments + "&t, &l, &o"),
+                 kernelArguments(
+                     attn::kernelBuffers(spec, suffix.empty()
+                                                   ? attn::KernelPlace::Cpu
+                                                   : attn::KernelPlace::Gpu),
+                     {{"query", "q"},
+                      {"key_pages", "k"},
+                      {"value_pages", "v"},
+                      {"key_scales", "ks"},
+                      {"value_scales", "vs"},
+                      {"block_table", "t"},
+                      {"seq_lens", "l"},
+                      {"output", "o"}})),
       suffix.empty() ? "" : kDeviceWrapperNote);
 }
 } // namespace
@@ -493,68 +522,36 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include \"HalideRuntime.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  // CPU kernels, then their GPU twins (`_cuda`, `_opencl`): the same
-  // arguments.
+  // CPU kernels, then their GPU twins (`_cuda`, `_opencl`), each with the
+  // buffers its family declares (schedules/KernelAbi.cpp).
   for (const std::string &suffix : specs.deviceSuffixes()) {
+    const attn::KernelPlace place =
+        suffix.empty() ? attn::KernelPlace::Cpu : attn::KernelPlace::Gpu;
+    auto declare = [&](const std::string &function,
+                       const std::vector<attn::KernelBuffer> &buffers) {
+      std::string inputs, outputs, parameters;
+      for (const attn::KernelBuffer &buffer : buffers) {
+        std::string &list = buffer.isOutput() ? outputs : inputs;
+        list += (list.empty() ? "" : ", ") + buffer.name + " " +
+                attn::bufferElementName(buffer.element) + buffer.shape;
+        parameters += (parameters.empty() ? "" : ", ") +
+                      std::string("struct halide_buffer_t *") + buffer.name;
+      }
+      os << "/* in: " << inputs << "\n   out: " << outputs << " */\n"
+         << "int " << function << suffix << "_kernel(" << parameters
+         << ");\n";
+    };
     for (const attn::SdpaSpec &spec : specs.prefill)
-      os << "int " << spec.functionName << suffix
-         << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
-            "*key, struct halide_buffer_t *value, "
-         << (spec.keyPadding ? "struct halide_buffer_t *key_lengths, " : "")
-         << "struct halide_buffer_t *output);\n";
+      declare(spec.functionName, attn::kernelBuffers(spec));
     for (const attn::DecodeSpec &spec : specs.decode)
-      os << "int " << spec.functionName << suffix
-         << "_kernel(struct halide_buffer_t *query, struct halide_buffer_t "
-            "*key_pages, struct halide_buffer_t *value_pages, "
-         << (spec.cacheElement == attn::CacheElement::I8
-                 ? "struct halide_buffer_t *key_scales, struct halide_buffer_t "
-                   "*value_scales, "
-                 : "")
-         << "struct halide_buffer_t *block_table, struct halide_buffer_t "
-            "*seq_lens, struct halide_buffer_t *output);\n";
+      declare(spec.functionName, attn::kernelBuffers(spec, place));
     for (const attn::LinearSpec &spec :
-         specs.linearVariants(/*fewTokens=*/suffix.empty())) {
-      os << "int " << spec.functionName << suffix
-         << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
-            "*weight, ";
-      if (spec.weightElement == attn::CacheElement::I8)
-        os << "struct halide_buffer_t *weight_scales, ";
-      if (spec.bias)
-        os << "struct halide_buffer_t *bias, ";
-      if (spec.ropeTheta > 0)
-        os << "struct halide_buffer_t *positions, ";
-      if (spec.residual)
-        os << "struct halide_buffer_t *residual, ";
-      if (spec.cacheAppend.kvHeads > 0)
-        os << "struct halide_buffer_t *cache_slots, ";
-      os << "struct halide_buffer_t *output";
-      if (spec.cacheAppend.kvHeads > 0)
-        os << ", struct halide_buffer_t *key_cache, "
-              "struct halide_buffer_t *value_cache";
-      if (spec.cacheAppend.kvHeads > 0 &&
-          spec.cacheAppend.element == attn::CacheElement::I8)
-        os << ", struct halide_buffer_t *key_scales, "
-              "struct halide_buffer_t *value_scales";
-      if (spec.argmax)
-        os << ", struct halide_buffer_t *best_token";
-      os << ");\n";
-    }
+         specs.linearVariants(/*fewTokens=*/suffix.empty()))
+      declare(spec.functionName, attn::kernelBuffers(spec, place));
     for (const attn::NormSpec &spec : specs.norm)
-      os << "int " << spec.functionName << suffix
-         << "_kernel(struct halide_buffer_t *input, struct halide_buffer_t "
-            "*weight, "
-         << (spec.kind == attn::NormKind::LayerNorm
-                 ? "struct halide_buffer_t *bias, "
-                 : "")
-         << "struct halide_buffer_t *output);\n";
+      declare(spec.functionName, attn::kernelBuffers(spec));
     for (const attn::EmbeddingSpec &spec : specs.embedding)
-      os << "int " << spec.functionName << suffix
-         << "_kernel(struct halide_buffer_t *tokens, struct halide_buffer_t "
-            "*positions, struct halide_buffer_t *table, "
-         << (spec.positions == attn::PositionKind::Learned
-                 ? "struct halide_buffer_t *position_table, "
-                 : "")
-         << "struct halide_buffer_t *output);\n";
+      declare(spec.functionName, attn::kernelBuffers(spec));
   }
   // What each kernel takes, as Halide describes it: the runtime checks its
   // calls against it.

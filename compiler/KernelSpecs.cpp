@@ -36,21 +36,33 @@ namespace {
                                  : ::attn::CacheElement::I8;
 }
 
-/// What prefill and decode specs share: the attention the kernel computes.
-template <class Spec>
-void fillAttentionFields(Spec &spec, KernelOp kernel, const std::string &name) {
-  spec.functionName = name;
-  spec.numQueryHeads = kernel.getNumQueryHeads();
-  spec.numKvHeads = kernel.getNumKvHeads();
-  spec.headDim = kernel.getHeadDim();
-  spec.causal = kernel.getCausal();
-  spec.window = kernel.getWindow().value_or(0);
-  spec.scale = kernel.getScale().convertToFloat();
-  spec.softcap =
-      kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0f;
-  spec.alibi = kernel.getAlibi();
+} // namespace
+
+namespace {
+/// What prefill and decode specs share: the attention the kernel computes,
+/// from the attributes attn.kernel and attn.sdpa have in common.
+template <class Op>
+::attn::AttentionSettings commonSettings(Op op, float scale) {
+  ::attn::AttentionSettings settings;
+  settings.numQueryHeads = op.getNumQueryHeads();
+  settings.numKvHeads = op.getNumKvHeads();
+  settings.headDim = op.getHeadDim();
+  settings.causal = op.getCausal();
+  settings.window = op.getWindow().value_or(0);
+  settings.scale = scale;
+  settings.softcap = op.getSoftcap() ? op.getSoftcap()->convertToFloat() : 0.0f;
+  settings.alibi = op.getAlibi();
+  return settings;
 }
 } // namespace
+
+::attn::AttentionSettings attentionSettings(KernelOp op) {
+  return commonSettings(op, op.getScale().convertToFloat());
+}
+
+::attn::AttentionSettings attentionSettings(mlir::attn::SdpaOp op) {
+  return commonSettings(op, op.getEffectiveScale());
+}
 
 LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
   auto models = module.getOps<ModelOp>();
@@ -68,7 +80,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
     std::string name = prefix + kernel.getSymName().str();
     if (kernel.getFamily() == KernelFamily::Prefill) {
       ::attn::SdpaSpec spec;
-      fillAttentionFields(spec, kernel, name);
+      static_cast<::attn::AttentionSettings &>(spec) = attentionSettings(kernel);
+      spec.functionName = name;
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.queryBlock = schedule->getQueryBlock();
       spec.schedule.kvChunk = schedule->getKvChunk();
@@ -80,7 +93,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       specs.prefill.push_back(spec);
     } else {
       ::attn::DecodeSpec spec;
-      fillAttentionFields(spec, kernel, name);
+      static_cast<::attn::AttentionSettings &>(spec) = attentionSettings(kernel);
+      spec.functionName = name;
       spec.pageSize = *kernel.getPageSize();
       spec.cacheElement = cacheElement(kernel.getKvDtype().value_or(Type()));
       spec.schedule.vectorWidth = schedule->getVectorWidth();

@@ -5,6 +5,8 @@
 
 #include "ModelSpecs.h"
 
+#include "attn/AttnOps.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -17,6 +19,12 @@ namespace attnc {
 /// Emits an error and fails for kernels the backend cannot generate.
 mlir::LogicalResult collectKernelSpecs(mlir::ModuleOp module,
                                        ModelSpecs &specs);
+
+/// The plain attention settings of an op's attributes: attn.kernel (what
+/// attnc generates) and attn.sdpa (the math-level op; tests check the
+/// kernels against its interpretation). The one conversion of them.
+::attn::AttentionSettings attentionSettings(mlir::attn::KernelOp op);
+::attn::AttentionSettings attentionSettings(mlir::attn::SdpaOp op);
 
 } // namespace attnc
 

@@ -1,244 +1,20 @@
-//===- Report.cpp - the plan file and the human report --------------------===//
+//===- Report.cpp - what attnc decided, for people -------------------------===//
 
 #include "Report.h"
 
+#include "ModelFacts.h"
+
 #include "attn/AttnOps.h"
 #include "attn/Support.h"
-#include "attn/schedules/KernelSpec.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
 namespace attnc {
-namespace {
-ModelOp theModel(ModuleOp module) { return *module.getOps<ModelOp>().begin(); }
-
-int64_t intAttr(Operation *op, StringRef name) {
-  auto attr = op->getAttrOfType<IntegerAttr>(name);
-  return attr ? attr.getInt() : 0;
-}
-
-std::string typeName(Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
-}
-
-Type weightDtype(ModelOp model) {
-  return model.getWeightDtype().value_or(Float32Type::get(model.getContext()));
-}
-
-/// Bytes of W a linear kernel reads per call (absent: 0).
-int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
-  if (!kernel)
-    return 0;
-  auto linear = dyn_cast_or_null<LinearKernelOp>(model.lookupSymbol(*kernel));
-  if (!linear)
-    return 0;
-  std::optional<Type> dtype = linear.getWeightDtype();
-  const int64_t element = dtype ? dtype->getIntOrFloatBitWidth() / 8 : 4;
-  // int8 weights come with an f32 scale per output feature.
-  const int64_t scales = dtype && dtype->isInteger(8) ? 4 : 0;
-  return (int64_t(linear.getInFeatures()) * element + scales) *
-         linear.getOutFeatures();
-}
-
-/// Weight bytes one decoded token streams: every linear kernel of the
-/// decoder once (cross-attention K/V are computed per source, not per
-/// token); embeddings and norms, a row and a vector, are left out.
-int64_t weightBytesPerToken(ModelOp model) {
-  int64_t bytes = 0;
-  for (Operation &op : model.getBody().front()) {
-    auto stack = op.getAttrOfType<StringAttr>("stack");
-    if (stack && stack.getValue() == "encoder")
-      continue;
-    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
-      bytes += weightBytes(model, layer.getQueryKernel()) +
-               weightBytes(model, layer.getOutputKernel());
-      if (layer.getKind() != LayerKind::Cross)
-        bytes += weightBytes(model, layer.getKeyValueKernel());
-    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
-      bytes += weightBytes(model, ffn.getUpKernel()) +
-               weightBytes(model, ffn.getDownKernel());
-    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
-      bytes += weightBytes(model, head.getKernel());
-    }
-  }
-  return bytes;
-}
-
-} // namespace
-
-std::string renderPlanJson(ModuleOp module,
-                           llvm::ArrayRef<std::string> devices) {
-  ModelOp model = theModel(module);
-  std::string prefix = model.getSymName().str() + "_";
-  llvm::json::Array layers;
-  for (AttentionLayerOp layer : model.getLayers()) {
-    llvm::json::Object entry{
-        {"name", layer.getSymName()},
-        {"kind", stringifyLayerKind(layer.getKind())},
-        {"num_query_heads", int64_t(layer.getNumQueryHeads())},
-        {"num_kv_heads", int64_t(layer.getNumKvHeads())},
-        {"head_dim", int64_t(layer.getHeadDim())},
-        {"mask", stringifyMaskKind(layer.getMask())},
-        {"scale", layer.getScale() ? layer.getScale()->convertToFloat() : 0.0},
-        {"prefill_kernel", prefix + layer.getPrefillKernel()->str()}};
-    if (layer.getStack())
-      entry["stack"] = *layer.getStack();
-    if (layer.getQueryKernel()) {
-      entry["projection_bias"] = layer.getProjectionBias();
-      entry["output_bias"] = layer.hasOutputBias();
-      entry["fused_projections"] = layer.getFusedProjections();
-      entry["fused_cache_append"] = layer.getFusedCacheAppend();
-      entry["query_kernel"] = prefix + layer.getQueryKernel()->str();
-      if (layer.getKeyValueKernel())
-        entry["key_value_kernel"] = prefix + layer.getKeyValueKernel()->str();
-      entry["output_kernel"] = prefix + layer.getOutputKernel()->str();
-    }
-    if (layer.getRopeTheta())
-      entry["rope_theta"] = layer.getRopeTheta()->convertToFloat();
-    if (layer.getKeyPadding())
-      entry["key_padding"] = true;
-    if (KvCacheAttr cache = layer.getCacheAttr()) {
-      entry["decode_kernel"] = prefix + layer.getDecodeKernel()->str();
-      entry["kv_cache"] = llvm::json::Object{
-          {"layout", stringifyCacheLayout(cache.getLayout())},
-          {"page_size", cache.getPageSize()},
-          {"dtype", typeName(cache.getDtype())},
-          {"max_length", cache.getMaxLength()},
-          {"bytes_per_token", intAttr(layer, "kv_bytes_per_token")},
-          {"bytes_per_sequence", intAttr(layer, "kv_bytes_per_sequence")}};
-    }
-    layers.push_back(std::move(entry));
-  }
-  // Every op in execution order: what a runtime walks to run the model.
-  llvm::json::Array ops;
-  for (Operation &op : model.getBody().front()) {
-    llvm::json::Object entry;
-    auto kernelName = [&](std::optional<StringRef> kernel) {
-      return prefix + kernel.value_or("").str();
-    };
-    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
-      entry =
-          llvm::json::Object{{"op", "attention"}, {"name", layer.getSymName()}};
-    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
-      entry = llvm::json::Object{
-          {"op", "embedding"},
-          {"name", embedding.getSymName()},
-          {"vocab_size", int64_t(embedding.getVocabSize())},
-          {"positions", stringifyPositionKind(embedding.getPositions())},
-          {"max_positions", int64_t(embedding.getMaxPositions())},
-          {"position_offset", embedding.getPositionOffset().value_or(0)},
-          {"scale", embedding.getScale()
-                        ? embedding.getScale()->convertToFloat()
-                        : 1.0f},
-          {"kernel", kernelName(embedding.getKernel())}};
-    } else if (auto norm = dyn_cast<NormOp>(op)) {
-      entry = llvm::json::Object{{"op", "norm"},
-                                 {"name", norm.getSymName()},
-                                 {"kind", stringifyNormKind(norm.getKind())},
-                                 {"eps", norm.getEps().convertToFloat()},
-                                 {"post", norm.getPost()},
-                                 {"kernel", kernelName(norm.getKernel())}};
-    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
-      entry = llvm::json::Object{
-          {"op", "ffn"},
-          {"name", ffn.getSymName()},
-          {"activation", stringifyActivation(ffn.getActivation())},
-          {"intermediate_size", int64_t(ffn.getIntermediateSize())},
-          {"bias", ffn.getBias()},
-          {"gated", ffn.getGated()},
-          {"up_kernel", kernelName(ffn.getUpKernel())},
-          {"down_kernel", kernelName(ffn.getDownKernel())}};
-    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
-      // Whether the kernel also writes each token's greedy choice.
-      auto kernel = head.getKernelAttr()
-                        ? SymbolTable::lookupNearestSymbolFrom<LinearKernelOp>(
-                              head, head.getKernelAttr())
-                        : LinearKernelOp();
-      entry = llvm::json::Object{{"op", "output_head"},
-                                 {"name", head.getSymName()},
-                                 {"vocab_size", int64_t(head.getVocabSize())},
-                                 {"bias", head.getBias()},
-                                 {"argmax", kernel && kernel.getArgmax()},
-                                 {"tied", head.getTied()},
-                                 {"kernel", kernelName(head.getKernel())}};
-    } else {
-      continue; // kernels
-    }
-    if (auto stack = op.getAttrOfType<StringAttr>("stack"))
-      entry["stack"] = stack.getValue();
-    ops.push_back(std::move(entry));
-  }
-  // Every attention kernel with what specializes it and its schedule: what
-  // attn-tune needs to rebuild and time it.
-  llvm::json::Array kernels;
-  for (KernelOp kernel : model.getKernels()) {
-    llvm::json::Object entry{
-        {"name", prefix + kernel.getSymName().str()},
-        {"symbol", kernel.getSymName()},
-        {"family", stringifyKernelFamily(kernel.getFamily())},
-        {"num_query_heads", int64_t(kernel.getNumQueryHeads())},
-        {"num_kv_heads", int64_t(kernel.getNumKvHeads())},
-        {"head_dim", int64_t(kernel.getHeadDim())},
-        {"causal", kernel.getCausal()},
-        {"window", int64_t(kernel.getWindow().value_or(0))},
-        {"scale", kernel.getScale().convertToFloat()},
-        {"softcap",
-         kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0},
-        {"alibi", kernel.getAlibi()},
-        {"key_padding", kernel.getKeyPadding()},
-        {"compute_dtype", kernel.getComputeDtype()
-                              ? typeName(*kernel.getComputeDtype())
-                              : std::string("f32")}};
-    if (kernel.getPageSize()) {
-      entry["page_size"] = int64_t(*kernel.getPageSize());
-      entry["kv_dtype"] = kernel.getKvDtype() ? typeName(*kernel.getKvDtype())
-                                              : std::string("f32");
-    }
-    if (std::optional<ScheduleAttr> s = kernel.getSchedule())
-      entry["schedule"] =
-          llvm::json::Object{{"query_block", s->getQueryBlock()},
-                             {"kv_chunk", s->getKvChunk()},
-                             {"qk_tile_keys", s->getQkTileKeys()},
-                             {"pv_tile_rows", s->getPvTileRows()},
-                             {"split_keys", s->getSplitKeys()},
-                             {"vector_width", s->getVectorWidth()},
-                             {"source", s->getSource()}};
-    kernels.push_back(std::move(entry));
-  }
-  llvm::json::Object plan{
-      {"model", model.getSymName()},
-      {"kind", model.getKind()},
-      {"d_model", int64_t(model.getDModel())},
-      {"max_batch", int64_t(model.getMaxBatch())},
-      {"devices", llvm::json::Array(devices)},
-      {"weight_dtype", typeName(weightDtype(model))},
-      {"weight_naming", model.getWeightNaming().value_or("")},
-      {"weight_panel",
-       int64_t(::attn::weightPanel(weightDtype(model).isBF16()
-                                       ? ::attn::CacheElement::BF16
-                                       : ::attn::CacheElement::F32))},
-      {"weight_bytes_per_token", weightBytesPerToken(model)},
-      {"kv_bytes_per_token", intAttr(model, "kv_bytes_per_token")},
-      {"kv_bytes_per_sequence", intAttr(model, "kv_bytes_per_sequence")},
-      {"kv_bytes", intAttr(model, "kv_bytes")},
-      {"activation_bytes_per_token",
-       intAttr(model, "activation_bytes_per_token")},
-      {"activation_bytes", intAttr(model, "activation_bytes")},
-      {"layers", std::move(layers)},
-      {"kernels", std::move(kernels)},
-      {"ops", std::move(ops)}};
-  return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(plan))).str();
-}
-
 namespace {
 /// "1.23 GFLOP" style.
 std::string formatFlops(double flops) {
@@ -509,13 +285,6 @@ std::string renderReport(ModuleOp module) {
      << bytes("kv_bytes",
               " for max_batch " + std::to_string(model.getMaxBatch()))
      << "\n";
-  if (int64_t arena = intAttr(model, "activation_bytes_per_token"))
-    os << "activations: one arena of " << formatBytes(arena)
-       << "/token (each value its own buffer: "
-       << formatBytes(intAttr(model, "activation_naive_bytes_per_token"))
-       << "/token), " << formatBytes(intAttr(model, "activation_bytes"))
-       << " for max_batch " << model.getMaxBatch()
-       << " at the longest prefill\n";
   return text;
 }
 

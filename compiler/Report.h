@@ -1,4 +1,4 @@
-//===- Report.h - the plan file and the human report ------------*- C++ -*-===//
+//===- Report.h - what attnc decided, for people -----------------*- C++ -*-===//
 
 #ifndef ATTNC_REPORT_H
 #define ATTNC_REPORT_H
@@ -8,12 +8,6 @@
 #include <string>
 
 namespace attnc {
-
-/// `<name>_plan.json`: the layer table (kernels, cache geometry and bytes)
-/// and the model's KV-cache totals, for the runtime and for tools;
-/// `devices` ("cpu", "cuda") says which kernel sets the library holds.
-std::string renderPlanJson(mlir::ModuleOp module,
-                           llvm::ArrayRef<std::string> devices);
 
 /// What attnc decided, for people: layers, kernels and their schedules, and
 /// the KV-cache budget.

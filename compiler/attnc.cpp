@@ -12,6 +12,7 @@
 #include "DescriptionImport.h"
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
+#include "PlanWriter.h"
 #include "Report.h"
 #include "Targets.h"
 
@@ -183,14 +184,11 @@ mlir::LogicalResult runPipeline(mlir::ModuleOp module, int64_t budget,
   auto timing = std::make_unique<mlir::DefaultTimingManager>();
   mlir::applyDefaultTimingManagerCLOptions(*timing);
   pm.enableTiming(std::move(timing));
-  mlir::OpPassManager &model = pm.nest<mlir::attn::ModelOp>();
-  model.addPass(mlir::attn::createMaterializeDefaults());
-  model.addPass(mlir::attn::createFuseProjections());
-  model.addPass(mlir::attn::createSpecializeKernels());
-  model.addPass(mlir::attn::createPlanKvCache({budget}));
-  model.addPass(mlir::attn::createPlanActivations());
-  model.addPass(mlir::attn::createSelectSchedules(
-      {targets.str(), scheduleDb.getValue()}));
+  mlir::attn::AttnPipelineOptions options;
+  options.kvBudget = budget;
+  options.target = targets.str();
+  options.scheduleDb = scheduleDb.getValue();
+  mlir::attn::buildAttnPipeline(pm, options);
   return pm.run(module);
 }
 

@@ -69,6 +69,15 @@ const char *name(DType type) {
   return "?";
 }
 
+bool parseDType(const std::string &text, DType &type) {
+  for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::I8})
+    if (text == name(candidate)) {
+      type = candidate;
+      return true;
+    }
+  return false;
+}
+
 float quantizeRow(const float *source, int8_t *destination, size_t count) {
   float largest = 0.0f;
   for (size_t i = 0; i < count; i++)

@@ -48,47 +48,64 @@ std::string describe(const halide_type_t &type, int dimensions) {
   return std::to_string(dimensions) + "-D " + code + std::to_string(type.bits);
 }
 
-/// Whether `args` are what `kernel` was generated to take (its metadata):
-/// as many buffers, each of the element type and dimensions it expects.
-/// A kernel called through a type-erased pointer with other arguments
-/// would read garbage; a plan edited by hand, or a header and a library
-/// from different attnc runs, is an error here instead. A bf16 pool given
-/// to a kernel that takes uint16 (GPU kernels keep bf16 as its bits:
-/// Halide 14 has no bfloat loads on NVPTX or OpenCL) is retyped, the same
-/// bytes.
-Status checkArguments(const Kernel &kernel,
+/// The argument name as attnc declared it: Halide makes a pipeline's output
+/// names unique in the compiling process ("output$3").
+std::string declaredName(const char *name) {
+  std::string s(name);
+  return s.substr(0, s.find('$'));
+}
+
+/// `args` in the order `kernel` was generated to take them (its metadata),
+/// each checked to be of the element type and dimensions it expects. A
+/// kernel called through a type-erased pointer with other arguments would
+/// read garbage; a plan edited by hand, or a header and a library from
+/// different attnc runs, is an error here instead. A bf16 pool given to a
+/// kernel that takes uint16 (GPU kernels keep bf16 as its bits: Halide 14
+/// has no bfloat loads on NVPTX or OpenCL) is retyped, the same bytes.
+Status orderArguments(const Kernel &kernel,
                       const halide_filter_metadata_t *metadata,
-                      const std::vector<BufferView *> &args) {
-  if (metadata->num_arguments != int(args.size()))
-    return Status(StatusCode::InvalidArgument,
-                  "kernel " + kernel.name + " takes " +
-                      std::to_string(metadata->num_arguments) +
-                      " buffers; the plan gives it " +
-                      std::to_string(args.size()) +
-                      " (plan and kernels disagree)");
-  for (size_t i = 0; i < args.size(); i++) {
+                      const std::vector<KernelArg> &args,
+                      std::vector<BufferView *> &ordered) {
+  const std::string disagree = " (plan and kernels disagree)";
+  std::vector<bool> used(args.size(), false);
+  for (int i = 0; i < metadata->num_arguments; i++) {
     const halide_filter_argument_t &expected = metadata->arguments[i];
-    halide_buffer_t &given = *args[i]->get();
+    const std::string name = declaredName(expected.name);
+    size_t a = 0;
+    while (a < args.size() && name != args[a].name)
+      a++;
+    if (a == args.size() || expected.kind == halide_argument_kind_input_scalar)
+      return Status(StatusCode::InvalidArgument,
+                    "kernel " + kernel.name + " takes '" + name + "', a " +
+                        describe(expected.type, expected.dimensions) +
+                        " buffer; the plan gives it none" + disagree);
+    used[a] = true;
+    halide_buffer_t &given = *args[a].buffer->get();
     if (given.type.code == halide_type_bfloat && given.type.bits == 16 &&
         expected.type.code == halide_type_uint && expected.type.bits == 16)
       given.type.code = halide_type_uint;
-    if (expected.kind == halide_argument_kind_input_scalar ||
-        expected.dimensions != given.dimensions ||
+    if (expected.dimensions != given.dimensions ||
         expected.type.code != given.type.code ||
         expected.type.bits != given.type.bits)
       return Status(StatusCode::InvalidArgument,
-                    "kernel " + kernel.name + " argument '" + expected.name +
+                    "kernel " + kernel.name + " argument '" + name +
                         "' is a " +
                         describe(expected.type, expected.dimensions) +
                         " buffer; the plan gives it a " +
-                        describe(given.type, given.dimensions) +
-                        " one (plan and kernels disagree)");
+                        describe(given.type, given.dimensions) + " one" +
+                        disagree);
+    ordered.push_back(args[a].buffer);
   }
+  for (size_t a = 0; a < args.size(); a++)
+    if (!used[a])
+      return Status(StatusCode::InvalidArgument,
+                    "kernel " + kernel.name + " takes no '" + args[a].name +
+                        "'; the plan gives it one" + disagree);
   return Status::ok();
 }
 } // namespace
 
-Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
+Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
                   const DeviceApi *device) {
   static std::once_flag handlerInstalled;
   std::call_once(handlerInstalled, [] {
@@ -97,16 +114,17 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
   });
   const halide_filter_metadata_t *metadata =
       kernel.metadata ? kernel.metadata() : nullptr;
-  if (metadata)
-    if (Status s = checkArguments(kernel, metadata, args); !s)
-      return s;
-  // Outputs as the metadata says (checked above to match `args`).
+  if (!metadata)
+    return Status(StatusCode::InvalidArgument,
+                  "kernel " + kernel.name + " has no metadata");
+  std::vector<BufferView *> ordered;
+  if (Status s = orderArguments(kernel, metadata, args, ordered); !s)
+    return s;
   auto isOutput = [&](size_t i) {
-    return metadata &&
-           metadata->arguments[i].kind == halide_argument_kind_output_buffer;
+    return metadata->arguments[i].kind == halide_argument_kind_output_buffer;
   };
   std::vector<halide_buffer_t *> b;
-  for (BufferView *arg : args) {
+  for (BufferView *arg : ordered) {
     if (!arg->valid())
       return Status(StatusCode::InvalidArgument,
                     "a buffer of kernel " + kernel.name +
@@ -115,10 +133,6 @@ Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
   }
   std::optional<shadows::KernelCallOnDevice> onDevice;
   if (device) {
-    if (!metadata)
-      return Status(StatusCode::InvalidArgument,
-                    "device kernel " + kernel.name +
-                        " has no metadata to tell its outputs");
     onDevice.emplace(*device);
     for (size_t i = 0; i < b.size(); i++)
       if (Status s = onDevice->attach(*b[i], isOutput(i)); !s)

@@ -1,6 +1,7 @@
 //===- ModelPlan.cpp - the plan attnc writes, as the runtime reads it -----===//
 
 #include "attn/runtime/ModelPlan.h"
+#include "attn/runtime/PlanSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,64 +78,65 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
     if (table[i].name && table[i].function)
       kernels[table[i].name] = &table[i];
 
+  // A plan of another schema would be misread: refused by its version.
+  auto version = root.find(plan::kPlanVersion);
+  if (version == root.end() || !version->is_number_integer() ||
+      version->get<int64_t>() != plan::kVersion)
+    return planError(
+        "plan_version " +
+        (version == root.end() ? std::string("missing") : version->dump()) +
+        ", this runtime reads version " + std::to_string(plan::kVersion) +
+        " (regenerate the model library with this attnc)");
   ModelPlan result;
   Fields model(root, "model");
-  result.name = model.string("model");
-  result.kind = model.string("kind");
-  result.dModel = model.integer("d_model");
-  result.maxBatch = model.integer("max_batch");
-  if (root.contains("kv_bytes") && root["kv_bytes"].is_number_integer())
-    result.kvBytes = root["kv_bytes"].get<int64_t>();
-  result.weightPanel = model.integer("weight_panel", 1, 1024);
-  if (root.contains("weight_naming") && root["weight_naming"].is_string())
-    result.weightNaming = root["weight_naming"].get<std::string>();
-  // Plans from before weight dtypes hold f32 weights.
-  if (root.contains("weight_dtype")) {
-    std::string weights = model.string("weight_dtype");
-    if (weights != "f32" && weights != "f16" && weights != "bf16" &&
-        weights != "i8")
-      return planError("weight_dtype must be f32, f16, bf16 or i8, got '" +
-                       weights + "'");
-    result.weightType = weights == "f16"    ? DType::F16
-                        : weights == "bf16" ? DType::BF16
-                        : weights == "i8"   ? DType::I8
-                                            : DType::F32;
-  }
+  result.name = model.string(plan::kModel);
+  result.kind = model.string(plan::kKind);
+  result.dModel = model.integer(plan::kDModel);
+  result.maxBatch = model.integer(plan::kMaxBatch);
+  if (root.contains(plan::kKvBytes) && root[plan::kKvBytes].is_number_integer())
+    result.kvBytes = root[plan::kKvBytes].get<int64_t>();
+  result.weightPanel = model.integer(plan::kWeightPanel, 1, 1024);
+  if (root.contains(plan::kWeightNaming) && root[plan::kWeightNaming].is_string())
+    result.weightNaming = root[plan::kWeightNaming].get<std::string>();
+  std::string weights = model.string(plan::kWeightDtype);
+  if (model.status() && !parseDType(weights, result.weightType))
+    return planError("weight_dtype must be f32, f16, bf16 or i8, got '" +
+                     weights + "'");
   // The kernel sets the library holds (plans before GPU targets had only
   // CPU ones): the one asked for must be among them.
-  bool hasDevice = device == "cpu" && !root.contains("devices");
-  if (root.contains("devices") && root["devices"].is_array())
-    for (const json &listed : root["devices"])
+  bool hasDevice = device == plan::kCpu && !root.contains(plan::kDevices);
+  if (root.contains(plan::kDevices) && root[plan::kDevices].is_array())
+    for (const json &listed : root[plan::kDevices])
       hasDevice |= listed.is_string() && listed.get<std::string>() == device;
   if (!hasDevice)
     return planError(
-        device == "cpu"
+        device == plan::kCpu
             ? "the library holds no CPU kernels (attnc --target=cuda alone); "
               "generate it with a CPU target too (e.g. "
               "--target=x86-64-dispatch,cuda)"
             : "the library holds no " + device +
                   " kernels; generate it with --target=...," + device);
-  const std::string suffix = device == "cpu" ? "" : "_" + device;
+  const std::string suffix = device == plan::kCpu ? "" : "_" + device;
   if (!model.status())
     return model.status();
-  auto layers = root.find("layers"), ops = root.find("ops");
+  auto layers = root.find(plan::kLayers), ops = root.find(plan::kOps);
   if (layers == root.end() || !layers->is_array() || ops == root.end() ||
       !ops->is_array())
     return planError("missing 'layers' or 'ops' arrays");
   std::map<std::string, const json *> layerByName;
   for (const json &layer : *layers)
-    if (layer.is_object() && layer.contains("name") &&
-        layer["name"].is_string())
-      layerByName[layer["name"].get<std::string>()] = &layer;
+    if (layer.is_object() && layer.contains(plan::kName) &&
+        layer[plan::kName].is_string())
+      layerByName[layer[plan::kName].get<std::string>()] = &layer;
 
   for (const json &entry : *ops) {
     if (!entry.is_object())
       return planError("an op is not an object");
     PlanOp op;
     Fields fields(entry, "op");
-    std::string kind = fields.string("op");
-    op.name = fields.string("name");
-    op.stack = fields.string("stack", /*required=*/false);
+    std::string kind = fields.string(plan::kOp);
+    op.name = fields.string(plan::kName);
+    op.stack = fields.string(plan::kStack, /*required=*/false);
     Fields at(entry, "op '" + op.name + "'");
     auto resolve = [&](Fields &from, const char *key, Kernel &kernel) {
       std::string name = from.string(key);
@@ -146,6 +148,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                   "' is not in the kernel table (header and library from "
                   "different attnc runs?)");
       kernel.name = name;
+      if (it != kernels.end() && !it->second->metadata)
+        from.fail("kernel '" + name + "' has no metadata in the kernel table");
       if (it != kernels.end()) {
         kernel.function = it->second->function;
         kernel.metadata = it->second->metadata;
@@ -156,69 +160,67 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         kernel.fewTokensMetadata = gemv->second->metadata;
       }
     };
-    if (kind == "embedding") {
+    if (kind == plan::kOpEmbedding) {
       op.kind = OpKind::Embedding;
-      op.vocabSize = at.integer("vocab_size");
-      op.positions = at.string("positions");
-      op.maxPositions = at.integer("max_positions");
-      if (entry.contains("position_offset"))
-        op.positionOffset = at.integer("position_offset", 0);
-      resolve(at, "kernel", op.kernel);
-    } else if (kind == "norm") {
+      op.vocabSize = at.integer(plan::kVocabSize);
+      op.positions = at.string(plan::kPositions);
+      op.maxPositions = at.integer(plan::kMaxPositions);
+      if (entry.contains(plan::kPositionOffset))
+        op.positionOffset = at.integer(plan::kPositionOffset, 0);
+      resolve(at, plan::kKernel, op.kernel);
+    } else if (kind == plan::kOpNorm) {
       op.kind = OpKind::Norm;
-      op.layerNorm = at.string("kind") == "layer_norm";
-      op.post = at.boolean("post");
-      resolve(at, "kernel", op.kernel);
-    } else if (kind == "ffn") {
+      op.layerNorm = at.string(plan::kKind) == plan::kLayerNorm;
+      op.post = at.boolean(plan::kPost);
+      resolve(at, plan::kKernel, op.kernel);
+    } else if (kind == plan::kOpFfn) {
       op.kind = OpKind::Ffn;
-      op.intermediateSize = at.integer("intermediate_size");
-      op.bias = at.boolean("bias");
-      op.gated = at.boolean("gated");
-      resolve(at, "up_kernel", op.up);
-      resolve(at, "down_kernel", op.down);
-    } else if (kind == "output_head") {
+      op.intermediateSize = at.integer(plan::kIntermediateSize);
+      op.bias = at.boolean(plan::kBias);
+      op.gated = at.boolean(plan::kGated);
+      resolve(at, plan::kUpKernel, op.up);
+      resolve(at, plan::kDownKernel, op.down);
+    } else if (kind == plan::kOpOutputHead) {
       op.kind = OpKind::OutputHead;
-      op.vocabSize = at.integer("vocab_size");
-      op.bias = at.boolean("bias");
-      op.argmax = at.boolean("argmax");
-      op.tied = at.boolean("tied");
-      resolve(at, "kernel", op.kernel);
-    } else if (kind == "attention") {
+      op.vocabSize = at.integer(plan::kVocabSize);
+      op.bias = at.boolean(plan::kBias);
+      op.argmax = at.boolean(plan::kArgmax);
+      op.tied = at.boolean(plan::kTied);
+      resolve(at, plan::kKernel, op.kernel);
+    } else if (kind == plan::kOpAttention) {
       op.kind = OpKind::Attention;
       auto it = layerByName.find(op.name);
       if (it == layerByName.end())
         return planError("op '" + op.name + "' has no entry in 'layers'");
       const json &layer = *it->second;
       Fields l(layer, "layer '" + op.name + "'");
-      op.cross = l.string("kind") == "cross";
-      op.queryHeads = l.integer("num_query_heads");
-      op.kvHeads = l.integer("num_kv_heads");
-      op.headDim = l.integer("head_dim");
-      if (layer.contains("scale") && layer["scale"].is_number())
-        op.scale = layer["scale"].get<float>();
-      op.bias = l.boolean("projection_bias");
-      op.outputBias = layer.contains("output_bias") ? l.boolean("output_bias")
+      op.cross = l.string(plan::kKind) == plan::kCross;
+      op.queryHeads = l.integer(plan::kNumQueryHeads);
+      op.kvHeads = l.integer(plan::kNumKvHeads);
+      op.headDim = l.integer(plan::kHeadDim);
+      if (layer.contains(plan::kScale) && layer[plan::kScale].is_number())
+        op.scale = layer[plan::kScale].get<float>();
+      op.bias = l.boolean(plan::kProjectionBias);
+      op.outputBias = layer.contains(plan::kOutputBias) ? l.boolean(plan::kOutputBias)
                                                     : op.bias;
-      op.fusedProjections = l.boolean("fused_projections");
-      op.fusedCacheAppend = l.boolean("fused_cache_append");
-      op.rope = layer.contains("rope_theta");
-      op.keyPadding = l.boolean("key_padding");
-      resolve(l, "prefill_kernel", op.prefill);
-      resolve(l, "query_kernel", op.query);
+      op.fusedProjections = l.boolean(plan::kFusedProjections);
+      op.fusedCacheAppend = l.boolean(plan::kFusedCacheAppend);
+      op.rope = layer.contains(plan::kRopeTheta);
+      op.keyPadding = l.boolean(plan::kKeyPadding);
+      resolve(l, plan::kPrefillKernel, op.prefill);
+      resolve(l, plan::kQueryKernel, op.query);
       if (!op.fusedProjections)
-        resolve(l, "key_value_kernel", op.keyValue);
-      resolve(l, "output_kernel", op.output);
-      if (layer.contains("kv_cache")) {
+        resolve(l, plan::kKeyValueKernel, op.keyValue);
+      resolve(l, plan::kOutputKernel, op.output);
+      if (layer.contains(plan::kKvCache)) {
         op.cached = true;
-        resolve(l, "decode_kernel", op.decode);
-        Fields cache(layer["kv_cache"], "layer '" + op.name + "' kv_cache");
-        op.pageSize = cache.integer("page_size");
-        op.maxLength = cache.integer("max_length");
-        std::string dtype = cache.string("dtype");
-        op.cacheType = dtype == "f16"    ? DType::F16
-                       : dtype == "bf16" ? DType::BF16
-                       : dtype == "i8"   ? DType::I8
-                                         : DType::F32;
+        resolve(l, plan::kDecodeKernel, op.decode);
+        Fields cache(layer[plan::kKvCache], "layer '" + op.name + "' kv_cache");
+        op.pageSize = cache.integer(plan::kPageSize);
+        op.maxLength = cache.integer(plan::kMaxLength);
+        std::string dtype = cache.string(plan::kDtype);
+        if (cache.status() && !parseDType(dtype, op.cacheType))
+          cache.fail("dtype must be f32, f16, bf16 or i8, got '" + dtype + "'");
         if (!cache.status())
           return cache.status();
       }

@@ -84,15 +84,16 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
   BufferView position(positions, int32Type(), {{tokens, 1}});
   BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});
   BufferView output(out, float32Type(), {{outF, 1}, {tokens, outF}});
-  std::vector<BufferView *> args = {&input, &weight};
+  std::vector<KernelArg> args = {
+      {"input", &input}, {"weight", &weight}, {"output", &output}};
   if (w.type == DType::I8)
-    args.push_back(&scales);
+    args.push_back({"weight_scales", &scales});
   if (!b.empty())
-    args.push_back(&bias);
+    args.push_back({"bias", &bias});
   if (positions)
-    args.push_back(&position);
+    args.push_back({"positions", &position});
   if (residual)
-    args.push_back(&res);
+    args.push_back({"residual", &res});
   std::optional<BufferView> slots, keyPool, valuePool, keyScales, valueScales;
   if (append) {
     const int64_t kv = append->kvHeads * append->headDim;
@@ -105,12 +106,9 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
                         {append->headDim, 1},
                         {append->kvHeads, append->headDim},
                         {append->poolSlots, kv}});
-    args.push_back(&*slots);
-  }
-  args.push_back(&output);
-  if (append) {
-    args.push_back(&*keyPool);
-    args.push_back(&*valuePool);
+    args.push_back({"cache_slots", &*slots});
+    args.push_back({"key_cache", &*keyPool});
+    args.push_back({"value_cache", &*valuePool});
   }
   if (append && append->keyScales) {
     for (auto [view, pool] : {std::pair{&keyScales, append->keyScales},
@@ -119,12 +117,12 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
           pool, float32Type(),
           std::initializer_list<BufferView::Dim>{
               {append->kvHeads, 1}, {append->poolSlots, append->kvHeads}});
-    args.push_back(&*keyScales);
-    args.push_back(&*valueScales);
+    args.push_back({"key_scales", &*keyScales});
+    args.push_back({"value_scales", &*valueScales});
   }
   BufferView bestView(best, int32Type(), {{tokens, 1}});
   if (best)
-    args.push_back(&bestView);
+    args.push_back({"best_token", &bestView});
   if (tokens <= 2 && kernel.fewTokens) {
     Kernel gemv{kernel.name + "_gemv", kernel.fewTokens,
                 kernel.fewTokensMetadata};
@@ -244,10 +242,12 @@ public:
             w.positionTable.data(), float32Type(),
             {{d, 1}, {op.maxPositions + op.positionOffset, d}});
         BufferView out(x, float32Type(), {{d, 1}, {t, d}});
-        std::vector<BufferView *> args = {&ids, &positions, &table};
+        std::vector<KernelArg> args = {{"tokens", &ids},
+                                       {"positions", &positions},
+                                       {"table", &table},
+                                       {"output", &out}};
         if (!w.positionTable.empty())
-          args.push_back(&positionTable);
-        args.push_back(&out);
+          args.push_back({"position_table", &positionTable});
         status = callKernel(op.kernel, args, device);
         break;
       }
@@ -256,10 +256,10 @@ public:
         BufferView weight(w.normWeight.data(), float32Type(), {{d, 1}});
         BufferView bias(w.normBias.data(), float32Type(), {{d, 1}});
         BufferView out(normed, float32Type(), {{d, 1}, {t, d}});
-        std::vector<BufferView *> args = {&input, &weight};
+        std::vector<KernelArg> args = {
+            {"input", &input}, {"weight", &weight}, {"output", &out}};
         if (op.layerNorm)
-          args.push_back(&bias);
-        args.push_back(&out);
+          args.push_back({"bias", &bias});
         status = callKernel(op.kernel, args, device);
         if (status && op.post) // x = norm(x)
           std::swap(x, normed);
@@ -514,13 +514,16 @@ private:
       BufferView kview = headsView(keys, kvLen, hkv, hd, kvStride);
       BufferView vview = headsView(values, kvLen, hkv, hd, kvStride);
       BufferView out = headsView(attention, t, hq, hd, q);
-      if (op.keyPadding) { // one unpadded sequence: all its keys are real
-        const int32_t keyLength = int32_t(kvLen);
-        BufferView lengths(&keyLength, int32Type(), {{1, 1}});
-        return callKernel(op.prefill, {&qv, &kview, &vview, &lengths, &out},
-                          device);
-      }
-      return callKernel(op.prefill, {&qv, &kview, &vview, &out}, device);
+      std::vector<KernelArg> args = {{"query", &qv},
+                                     {"key", &kview},
+                                     {"value", &vview},
+                                     {"output", &out}};
+      // One unpadded sequence: all its keys are real.
+      const int32_t keyLength = int32_t(kvLen);
+      BufferView lengths(&keyLength, int32Type(), {{1, 1}});
+      if (op.keyPadding)
+        args.push_back({"key_lengths", &lengths});
+      return callKernel(op.prefill, args, device);
     }
 
     // Step: append this token's K/V to the self cache, then decode.
@@ -578,21 +581,22 @@ private:
     BufferView seqLens(lengths, int32Type(), {{t, 1}});
     BufferView out(attention, float32Type(),
                    {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
-    if (c.dtype == DType::I8) { // and the scale of every row
-      BufferView keyScales(
-          cache->keyScales(layer), float32Type(),
-          {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
-      BufferView valueScales(
-          cache->valueScales(layer), float32Type(),
-          {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
-      return callKernel(op.decode,
-                        {&qv, &keyPages, &valuePages, &keyScales, &valueScales,
-                         &blockTable, &seqLens, &out},
-                        device);
+    std::vector<KernelArg> args = {
+        {"query", &qv},        {"key_pages", &keyPages},
+        {"value_pages", &valuePages}, {"block_table", &blockTable},
+        {"seq_lens", &seqLens}, {"output", &out}};
+    // I8: and the scale of every row.
+    BufferView keyScales(
+        cache->keyScales(layer), float32Type(),
+        {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
+    BufferView valueScales(
+        cache->valueScales(layer), float32Type(),
+        {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
+    if (c.dtype == DType::I8) {
+      args.push_back({"key_scales", &keyScales});
+      args.push_back({"value_scales", &valueScales});
     }
-    return callKernel(
-        op.decode, {&qv, &keyPages, &valuePages, &blockTable, &seqLens, &out},
-        device);
+    return callKernel(op.decode, args, device);
   }
 };
 

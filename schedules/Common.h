@@ -5,6 +5,7 @@
 
 #include "attn/schedules/KernelSpec.h"
 #include "attn/schedules/Pipelines.h"
+#include "KernelBuffers.h"
 
 #include "Halide.h"
 
@@ -130,20 +131,21 @@ struct PrefillMask {
   }
 };
 
-/// The inputs both prefill pipelines take, in order, and what they derive
-/// from them: query [batch][q_len][Hq][D], key and value
-/// [batch][kv_len][Hkv][D] (free token and batch strides), key_lengths
-/// [batch] with key padding (clamped to [0, kv_len]), and the mask.
+/// The inputs both prefill pipelines take (KernelAbi.cpp) and what they
+/// derive from them: Q, K and V with free token and batch strides,
+/// key_lengths clamped to [0, kv_len], and the mask.
 struct PrefillInputs {
+  KernelBuffers buffers;
   Halide::ImageParam query, key, value, keyLengths;
   Halide::Expr qLen, kvLen;
   PrefillMask mask;
 
   /// `b` is the pipeline's batch variable (key lengths are per entry).
   PrefillInputs(const SdpaSpec &spec, Halide::Var b)
-      : query(Halide::Float(32), 4, "query"), key(Halide::Float(32), 4, "key"),
-        value(Halide::Float(32), 4, "value"),
-        keyLengths(Halide::Int(32), 1, "key_lengths"),
+      : buffers(kernelBuffers(spec)), query(buffers.input("query")),
+        key(buffers.input("key")), value(buffers.input("value")),
+        keyLengths(spec.keyPadding ? buffers.input("key_lengths")
+                                   : Halide::ImageParam()),
         qLen(query.dim(2).extent()),
         kvLen(key.dim(2).extent()), mask{spec, kvLen - qLen,
                                          spec.keyPadding
@@ -160,10 +162,9 @@ struct PrefillInputs {
     constrainActivation(value, spec.numKvHeads, spec.headDim, false);
     constrainActivation(output.output_buffer(), spec.numQueryHeads,
                         spec.headDim);
-    if (!spec.keyPadding)
-      return {Halide::Pipeline(output), {query, key, value}};
-    keyLengths.dim(0).set_min(0);
-    return {Halide::Pipeline(output), {query, key, value, keyLengths}};
+    if (spec.keyPadding)
+      keyLengths.dim(0).set_min(0);
+    return buffers.finish({output});
   }
 };
 

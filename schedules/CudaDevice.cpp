@@ -2,15 +2,9 @@
 
 #include "attn/schedules/CudaDevice.h"
 
-#include "attn/runtime/DeviceProbe.h"
-
 #include <cstdlib>
 
 namespace attn {
-
-std::string whyNoCudaDevice(void **driverHandle) {
-  return runtime::whyNoDevice("cuda", driverHandle);
-}
 
 Halide::Target cudaJitTarget() {
   // The attention kernels use more than the default cap of 64 registers.

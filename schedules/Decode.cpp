@@ -10,7 +10,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/schedules/Pipelines.h"
 
 #include "Common.h"
 
@@ -76,25 +75,22 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   const int pageSize = spec.pageSize, splitKeys = spec.schedule.splitKeys;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam query(Float(32), 4, "query"); // (d, h, t, b)
+  KernelBuffers buffers(kernelBuffers(
+      spec, target.has_gpu_feature() ? KernelPlace::Gpu : KernelPlace::Cpu));
+  ImageParam query = buffers.input("query"); // (d, h, t, b)
   const bool int8 = spec.cacheElement == CacheElement::I8;
   // GPU targets read a bf16 pool as its uint16 bit patterns (the cache
-  // append stores it so): OpenCL C has no bfloat type, and Halide 14's
-  // NVPTX cannot convert one.
+  // append stores it so; KernelAbi.cpp): OpenCL C has no bfloat type, and
+  // Halide 14's NVPTX cannot convert one.
   const bool bf16Bits =
       spec.cacheElement == CacheElement::BF16 && target.has_gpu_feature();
-  Type element = spec.cacheElement == CacheElement::F16    ? Float(16)
-                 : bf16Bits                                ? UInt(16)
-                 : spec.cacheElement == CacheElement::BF16 ? BFloat(16)
-                 : int8                                    ? Int(8)
-                                                           : Float(32);
-  ImageParam keyPages(element, 4, "key_pages"); // (d, hk, slot, page)
-  ImageParam valuePages(element, 4, "value_pages");
+  ImageParam keyPages = buffers.input("key_pages"); // (d, hk, slot, page)
+  ImageParam valuePages = buffers.input("value_pages");
   // I8: the scale of each (hk, slot, page) row.
-  ImageParam keyScales(Float(32), 3, "key_scales");
-  ImageParam valueScales(Float(32), 3, "value_scales");
-  ImageParam blockTable(Int(32), 2, "block_table"); // (page slot, b)
-  ImageParam seqLens(Int(32), 1, "seq_lens");       // (b)
+  ImageParam keyScales = int8 ? buffers.input("key_scales") : ImageParam();
+  ImageParam valueScales = int8 ? buffers.input("value_scales") : ImageParam();
+  ImageParam blockTable = buffers.input("block_table"); // (page slot, b)
+  ImageParam seqLens = buffers.input("seq_lens");       // (b)
   Var d("d"), h("h"), t("t"), b("b"), j("j"), g("g"), hk("hk"), s("s");
 
   Expr qLen = query.dim(2).extent();
@@ -213,6 +209,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
     pages.dim(3).set_min(0).set_stride(pageSize * spec.numKvHeads * headDim);
   }
   for (ImageParam scales : {keyScales, valueScales}) {
+    if (!int8)
+      break;
     scales.dim(0).set_min(0).set_extent(spec.numKvHeads).set_stride(1);
     scales.dim(1).set_min(0).set_extent(pageSize).set_stride(spec.numKvHeads);
     scales.dim(2).set_min(0).set_extent(numPages).set_stride(pageSize *
@@ -226,12 +224,7 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   if (target.has_gpu_feature()) {
     scheduleDecodeForGpu(spec, output, state, partial, score, dotLanes, prob,
                          splitMax, splitSum, splitOut);
-    if (int8)
-      return {Pipeline(output),
-              {query, keyPages, valuePages, keyScales, valueScales, blockTable,
-               seqLens}};
-    return {Pipeline(output),
-            {query, keyPages, valuePages, blockTable, seqLens}};
+    return buffers.finish({output});
   }
   // One parallel task per (split, sequence) computes its partials:
   // per key, the group's query rows dot the K row (vectorized along d with
@@ -296,11 +289,7 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   dotLanes.compute_at(score, j).vectorize(lane);
   dotLanes.update().reorder(lane, g, ro, hk).vectorize(lane).unroll(g);
 
-  if (int8)
-    return {Pipeline(output),
-            {query, keyPages, valuePages, keyScales, valueScales, blockTable,
-             seqLens}};
-  return {Pipeline(output), {query, keyPages, valuePages, blockTable, seqLens}};
+  return buffers.finish({output});
 }
 
 } // namespace attn

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/schedules/Pipelines.h"
+#include "KernelBuffers.h"
 
 #include <cmath>
 
@@ -18,15 +18,16 @@ KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
   const int dim = spec.dim;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam tokens(Int(32), 1, "tokens");                  // (t)
-  ImageParam positions(Int(32), 1, "positions");            // (t)
-  ImageParam table(Float(32), 2, "table");                  // (c, id)
-  ImageParam positionTable(Float(32), 2, "position_table"); // (c, position)
+  KernelBuffers buffers(kernelBuffers(spec));
+  ImageParam tokens = buffers.input("tokens");       // (t)
+  ImageParam positions = buffers.input("positions"); // (t)
+  ImageParam table = buffers.input("table");         // (c, id)
   Var c("c"), t("t");
   Expr token = clamp(tokens(t), 0, spec.vocabSize - 1);
   Expr position = positions(t);
   Expr positionTerm = 0.0f;
   if (spec.positions == PositionKind::Learned) {
+    ImageParam positionTable = buffers.input("position_table"); // (c, pos)
     positionTerm = positionTable(c, clamp(position, 0, spec.maxPositions - 1) +
                                         spec.positionOffset);
     positionTable.dim(0).set_min(0).set_extent(dim).set_stride(1);
@@ -82,10 +83,7 @@ KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
         .vectorize(c, vec, TailStrategy::GuardWithIf);
   }
 
-  std::vector<ImageParam> inputs = {tokens, positions, table};
-  if (spec.positions == PositionKind::Learned)
-    inputs.push_back(positionTable);
-  return {Pipeline(output), inputs};
+  return buffers.finish({output});
 }
 
 } // namespace attn

@@ -17,7 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
-#include "attn/schedules/Pipelines.h"
+#include "KernelBuffers.h"
 
 #include <algorithm>
 #include <cassert>
@@ -67,11 +67,8 @@ std::vector<Func> appendToCache(const CacheAppend &append, Func projection,
   // even here, as the runtime rounds (NaN kept a quiet NaN).
   const bool bf16Bits = gpu && append.element == CacheElement::BF16;
   const bool int8 = append.element == CacheElement::I8;
-  const Type element = append.element == CacheElement::F32   ? Float(32)
-                       : append.element == CacheElement::F16 ? Float(16)
-                       : int8                                ? Int(8)
-                       : bf16Bits                            ? UInt(16)
-                                                             : BFloat(16);
+  const Type element = halideType(
+      cacheBufferElement(append.element, gpu ? KernelPlace::Gpu : KernelPlace::Cpu));
   auto convert = [&](Expr x) {
     if (!bf16Bits)
       return cast(element, x);
@@ -328,7 +325,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int in = spec.inFeatures, out = spec.outFeatures;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam input(Float(32), 2, "input"); // (k, m): token m, feature k
+  const bool gpu = target.has_gpu_feature();
+  KernelBuffers buffers(
+      kernelBuffers(spec, gpu ? KernelPlace::Gpu : KernelPlace::Cpu));
+  ImageParam input = buffers.input("input"); // (k, m): token m, feature k
   // (p, k, q): output feature q·P + p, input k; narrow weights are widened
   // as they are read (decode streams W: its bytes are the time).
   // bf16 comes in pairs: a uint32 word holds features p and p + 16 of its
@@ -346,13 +346,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool int8 = spec.weightElement == CacheElement::I8;
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
-  const Type weightType = pairs   ? UInt(32)
-                          : int8  ? Int(8)
-                          : spec.weightElement == CacheElement::F16 ? Float(16)
-                                                                    : Float(32);
-  ImageParam weight(weightType, 3, "weight");
-  ImageParam weightScales(Float(32), 1, "weight_scales"); // (n), int8 only
-  ImageParam bias(Float(32), 1, "bias");     // (n)
+  ImageParam weight = buffers.input("weight");
+  ImageParam weightScales =
+      int8 ? buffers.input("weight_scales") : ImageParam(); // (n)
+  ImageParam bias = spec.bias ? buffers.input("bias") : ImageParam(); // (n)
   Var n("n"), m("m");
   RDom rk(0, in, "rk");
   // Register tiles cover whole tiles: tail tiles compute clamped rows (and,
@@ -380,7 +377,6 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // partial sums of all the task's tokens kept in L2 between blocks.
   // (Matrix-vector variants read W once anyway.)
   int kBlock = 0;
-  const bool gpu = target.has_gpu_feature();
   if (gpu && int8)
     throw std::invalid_argument(
         "linear kernel " + spec.functionName +
@@ -461,8 +457,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     sum = Func("scaled_sum");
     sum(n, m) = spec.bias ? scaled + bias(n) : scaled;
   }
-  Func output("output");
-  ImageParam positions(Int(32), 1, "positions"); // (m)
+  Func output("projected");
+  ImageParam positions = rope ? buffers.input("positions") : ImageParam(); // (m)
   if (rope) {
     // Inverse frequencies, embedded in the generated code.
     Buffer<float> inverseFrequency(headDim / 2, "rope_inverse_frequency");
@@ -516,7 +512,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     output(n, m) = sum(n, m);
   }
   output = applyActivation(output, spec.activation);
-  ImageParam residual(Float(32), 2, "residual"); // (n, m)
+  ImageParam residual =
+      spec.residual ? buffers.input("residual") : ImageParam(); // (n, m)
   if (spec.residual) {
     Func withResidual("with_residual");
     withResidual(n, m) = output(n, m) + residual(n, m);
@@ -524,6 +521,11 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     residual.dim(0).set_min(0).set_extent(out).set_stride(1);
     residual.dim(1).set_min(0).set_stride(out);
   }
+  // The kernel's output argument takes its declared name (the stages
+  // before it are inlined into it).
+  Func named("output");
+  named(n, m) = output(n, m);
+  output = named;
 
   const int inputWidth = gated ? 2 * in : in;
   input.dim(0).set_min(0).set_extent(inputWidth).set_stride(1);
@@ -532,33 +534,24 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   weight.dim(0).set_min(0).set_extent(words).set_stride(1);
   weight.dim(1).set_min(0).set_extent(weightRows).set_stride(words);
   weight.dim(2).set_min(0).set_extent(panels).set_stride(words * weightRows);
-  bias.dim(0).set_min(0).set_extent(out).set_stride(1);
-  weightScales.dim(0).set_min(0).set_extent(out).set_stride(1);
+  if (spec.bias)
+    bias.dim(0).set_min(0).set_extent(out).set_stride(1);
+  if (int8)
+    weightScales.dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(out);
 
-  // The pipeline's arguments in order, and the cache append's outputs.
+  // The pipeline over its outputs: the product, and the cache append's
+  // pools or the greedy token.
   auto finish = [&]() -> KernelPipeline {
-    std::vector<ImageParam> inputs = {input, weight};
-    if (int8)
-      inputs.push_back(weightScales);
-    if (spec.bias)
-      inputs.push_back(bias);
-    if (rope)
-      inputs.push_back(positions);
-    if (spec.residual)
-      inputs.push_back(residual);
-    if (spec.argmax)
-      return {Pipeline({output, greedyToken(output, out, gpu)}), inputs};
-    if (spec.cacheAppend.kvHeads == 0)
-      return {Pipeline(output), inputs};
-    ImageParam cacheSlots(Int(32), 1, "cache_slots"); // (m)
-    inputs.push_back(cacheSlots);
     std::vector<Func> outputs = {output};
-    for (Func pool :
-         appendToCache(spec.cacheAppend, output, out, cacheSlots, vec, gpu))
-      outputs.push_back(pool);
-    return {Pipeline(outputs), inputs};
+    if (spec.argmax)
+      outputs.push_back(greedyToken(output, out, gpu));
+    if (spec.cacheAppend.kvHeads > 0)
+      for (Func pool : appendToCache(spec.cacheAppend, output, out,
+                                     buffers.input("cache_slots"), vec, gpu))
+        outputs.push_back(pool);
+    return buffers.finish(outputs);
   };
 
   // SCHEDULE ----------------------------------------------------------------

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/schedules/Pipelines.h"
+#include "KernelBuffers.h"
 
 using namespace Halide;
 
@@ -17,9 +17,10 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
   const bool layerNorm = spec.kind == NormKind::LayerNorm;
 
   // ALGORITHM ---------------------------------------------------------------
-  ImageParam input(Float(32), 2, "input"); // (c, t): token t, feature c
-  ImageParam weight(Float(32), 1, "weight");
-  ImageParam bias(Float(32), 1, "bias");
+  KernelBuffers buffers(kernelBuffers(spec));
+  ImageParam input = buffers.input("input"); // (c, t): token t, feature c
+  ImageParam weight = buffers.input("weight");
+  ImageParam bias = layerNorm ? buffers.input("bias") : ImageParam();
   Var c("c"), t("t"), lane("lane");
   RDom r(0, dim, "r");
   Func mean("mean"), meanSquare("mean_square"), output("output");
@@ -42,14 +43,12 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
   input.dim(0).set_min(0).set_extent(dim).set_stride(1);
   input.dim(1).set_min(0).set_stride(dim);
   weight.dim(0).set_min(0).set_extent(dim).set_stride(1);
-  bias.dim(0).set_min(0).set_extent(dim).set_stride(1);
+  if (layerNorm)
+    bias.dim(0).set_min(0).set_extent(dim).set_stride(1);
   output.output_buffer().dim(0).set_min(0).set_extent(dim).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(dim);
 
   // SCHEDULE ----------------------------------------------------------------
-  std::vector<ImageParam> inputs = {input, weight};
-  if (layerNorm)
-    inputs.push_back(bias);
   if (target.has_gpu_feature()) {
     // CUDA: one block per token; its statistics summed by 32 threads over
     // strided slices (rfactor) then combined, the output with a thread per
@@ -72,7 +71,7 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
         lanes.update().gpu_threads(lane);
       }
     }
-    return {Pipeline(output), inputs};
+    return buffers.finish({output});
   }
   // Tasks of 8 tokens; per token, the reductions run as `vec` independent
   // lanes (rfactor) summed at the end, and the output is vectorized.
@@ -95,7 +94,7 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
     }
   }
 
-  return {Pipeline(output), inputs};
+  return buffers.finish({output});
 }
 
 } // namespace attn

@@ -18,6 +18,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::attn::registerAttnPasses();
+  mlir::attn::registerAttnPipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::attn::AttnDialect, mlir::func::FuncDialect,

@@ -18,7 +18,8 @@
 #include "Measure.h"
 #include "TuneReport.h"
 
-#include "Roofline.h"
+#include "attn/runtime/PlanSchema.h"
+#include "attn/schedules/Roofline.h"
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,7 @@
 
 using nlohmann::json;
 using namespace attn::tune;
+namespace plan = attn::plan;
 
 namespace {
 
@@ -177,57 +179,63 @@ Schedule readSchedule(const json &object) {
 
 /// The plan's attention kernels at their tuning shapes.
 std::vector<TunedKernel> readKernels(const json &plan, const Options &o) {
-  if (!plan.contains("kernels") || !plan["kernels"].is_array())
+  if (plan.value(plan::kPlanVersion, 0) != plan::kVersion)
+    usageError(o.plan + ": a plan of another version (plan_version " +
+               plan.value(plan::kPlanVersion, json(0)).dump() +
+               "); this attn-tune reads " + std::to_string(plan::kVersion));
+  if (!plan.contains(plan::kKernels) || !plan[plan::kKernels].is_array())
     usageError(o.plan + ": no \"kernels\" list (a plan from an older attnc?)");
   // Longest sequence each kernel serves: its layers' cache lengths, else
   // the embeddings' positions.
   std::map<std::string, int> longest;
   int positions = 0;
-  for (const json &op : plan.value("ops", json::array()))
-    positions = std::max(positions, intField(op, "max_positions"));
-  for (const json &layer : plan.value("layers", json::array())) {
+  for (const json &op : plan.value(plan::kOps, json::array()))
+    positions = std::max(positions, intField(op, plan::kMaxPositions));
+  for (const json &layer : plan.value(plan::kLayers, json::array())) {
     int length = positions;
-    if (layer.contains("kv_cache"))
-      length = std::max(length, intField(layer["kv_cache"], "max_length"));
-    for (const char *key : {"prefill_kernel", "decode_kernel"})
+    if (layer.contains(plan::kKvCache))
+      length = std::max(length, intField(layer[plan::kKvCache], plan::kMaxLength));
+    for (const char *key : {plan::kPrefillKernel, plan::kDecodeKernel})
       if (layer.contains(key) && layer[key].is_string())
         longest[layer[key].get<std::string>()] =
             std::max(longest[layer[key].get<std::string>()], length);
   }
-  const int maxBatch = intField(plan, "max_batch", 1);
+  const int maxBatch = intField(plan, plan::kMaxBatch, 1);
   std::vector<TunedKernel> kernels;
-  for (const json &k : plan["kernels"]) {
+  for (const json &k : plan[plan::kKernels]) {
     TunedKernel t;
-    t.symbol = k.value("symbol", "");
+    t.symbol = k.value(plan::kSymbol, "");
     if (!o.kernels.empty() && !o.kernels.count(t.symbol))
       continue;
-    t.prefill = k.value("family", "") == "prefill";
-    auto fill = [&](auto &spec) {
-      spec.functionName = "candidate";
-      spec.numQueryHeads = intField(k, "num_query_heads");
-      spec.numKvHeads = intField(k, "num_kv_heads");
-      spec.headDim = intField(k, "head_dim");
-      spec.causal = k.value("causal", false);
-      spec.window = intField(k, "window");
-      spec.scale = k.value("scale", 0.0f);
-      spec.softcap = k.value("softcap", 0.0f);
-      spec.alibi = k.value("alibi", false);
+    t.prefill = k.value(plan::kFamily, "") == plan::kPrefill;
+    auto fill = [&](attn::AttentionSettings &spec) {
+      spec.numQueryHeads = intField(k, plan::kNumQueryHeads);
+      spec.numKvHeads = intField(k, plan::kNumKvHeads);
+      spec.headDim = intField(k, plan::kHeadDim);
+      spec.causal = k.value(plan::kCausal, false);
+      spec.window = intField(k, plan::kWindow);
+      spec.scale = k.value(plan::kScale, 0.0f);
+      spec.softcap = k.value(plan::kSoftcap, 0.0f);
+      spec.alibi = k.value(plan::kAlibi, false);
     };
     fill(t.sdpa);
-    fill(t.decode);
-    t.sdpa.keyPadding = k.value("key_padding", false);
-    if (k.value("compute_dtype", "f32") == "bf16")
+    static_cast<attn::AttentionSettings &>(t.decode) = t.sdpa;
+    t.sdpa.functionName = t.decode.functionName = "candidate";
+    t.sdpa.keyPadding = k.value(plan::kKeyPadding, false);
+    if (k.value(plan::kComputeDtype, "f32") == "bf16")
       t.sdpa.compute = attn::SdpaCompute::BF16;
-    t.decode.pageSize = intField(k, "page_size", 16);
-    std::string dtype = k.value("kv_dtype", "f32");
-    t.decode.cacheElement = dtype == "f16"    ? attn::CacheElement::F16
-                            : dtype == "bf16" ? attn::CacheElement::BF16
-                            : dtype == "i8"   ? attn::CacheElement::I8
-                                              : attn::CacheElement::F32;
-    if (k.contains("schedule"))
-      t.current = readSchedule(k["schedule"]);
-    t.source = k.contains("schedule") ? k["schedule"].value("source", "") : "";
-    int served = longest.count(k.value("name", "")) ? longest[k["name"]] : 0;
+    t.decode.pageSize = intField(k, plan::kPageSize, 16);
+    std::string dtype = k.value(plan::kKvDtype, "f32");
+    if (!attn::parseElement(dtype, t.decode.cacheElement))
+      usageError(o.plan + ": kernel " + t.symbol + " has kv_dtype '" + dtype +
+                 "'");
+    if (k.contains(plan::kSchedule))
+      t.current = readSchedule(k[plan::kSchedule]);
+    t.source = k.contains(plan::kSchedule)
+                   ? k[plan::kSchedule].value(plan::kSource, "")
+                   : "";
+    const std::string name = k.value(plan::kName, "");
+    int served = longest.count(name) ? longest[name] : 0;
     t.length =
         o.length ? o.length
                  : std::min(served > 0 ? served : 512, t.prefill ? 2048 : 8192);
@@ -302,7 +310,7 @@ int main(int argc, char **argv) {
   };
 
   const int threads = std::max(1u, std::thread::hardware_concurrency());
-  attn::bench::Roofline roofline = attn::bench::measureRoofline(threads);
+  attn::Roofline roofline = attn::measureRoofline(threads);
   std::printf("attn-tune: %s, %d threads, fp32 FMA peak %.1f GFLOP/s, STREAM "
               "triad %.1f GB/s; target %s\n",
               cpuModel().c_str(), threads, roofline.fmaGflops,

@@ -14,6 +14,7 @@
 
 #include "Reference.h"
 
+#include "attn/runtime/DeviceProbe.h"
 #include "attn/schedules/CudaDevice.h"
 #include "attn/schedules/Pipelines.h"
 
@@ -28,7 +29,7 @@ Halide::Target deviceTarget() { return attn::cudaJitTarget(); }
 class GpuNumerics : public testing::Test {
 protected:
   void SetUp() override {
-    static const std::string reason = attn::whyNoCudaDevice();
+    static const std::string reason = attn::runtime::whyNoDevice("cuda");
     if (!reason.empty())
       GTEST_SKIP() << reason;
   }

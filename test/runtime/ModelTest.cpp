@@ -1304,7 +1304,8 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
                         encoded.self, &encoded.cross, logits.data(), ws);
   ASSERT_FALSE(s);
   EXPECT_NE(
-      s.message().find("_argmax_gemv takes 5 buffers; the plan gives it 4 "
+      s.message().find("_argmax_gemv takes 'best_token', a 1-D int32 "
+                       "buffer; the plan gives it none "
                        "(plan and kernels disagree)"),
       std::string::npos)
       << s.message();
@@ -1329,16 +1330,29 @@ TEST(KernelCallTest, CallsAreCheckedAgainstTheKernelsMetadata) {
   BufferView w(weight.data(), float32Type(), {{32, 1}});
   BufferView b(bias.data(), float32Type(), {{32, 1}});
   BufferView o(out.data(), float32Type(), {{32, 1}, {4, 32}});
-  EXPECT_TRUE(callKernel(norm->kernel, {&input, &w, &b, &o}));
-  auto refused = [&](std::vector<BufferView *> args, const std::string &why) {
+  // By name, in any order.
+  EXPECT_TRUE(callKernel(norm->kernel, {{"output", &o},
+                                        {"input", &input},
+                                        {"bias", &b},
+                                        {"weight", &w}}));
+  auto refused = [&](std::vector<KernelArg> args, const std::string &why) {
     Status s = callKernel(norm->kernel, args);
     EXPECT_FALSE(s);
     EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
   };
-  refused({&input, &w, &o}, "takes 4 buffers; the plan gives it 3");
-  refused({&halfInput, &w, &b, &o}, "argument 'input' is a 2-D float32 "
-                                    "buffer; the plan gives it a 2-D float16");
-  refused({&flatInput, &w, &b, &o}, "the plan gives it a 1-D float32 one");
+  refused({{"input", &input}, {"weight", &w}, {"output", &o}},
+          "takes 'bias', a 1-D float32 buffer; the plan gives it none");
+  refused({{"input", &input},
+           {"weight", &w},
+           {"bias", &b},
+           {"residual", &input},
+           {"output", &o}},
+          "takes no 'residual'; the plan gives it one");
+  refused({{"input", &halfInput}, {"weight", &w}, {"bias", &b}, {"output", &o}},
+          "argument 'input' is a 2-D float32 buffer; the plan gives it a 2-D "
+          "float16");
+  refused({{"input", &flatInput}, {"weight", &w}, {"bias", &b}, {"output", &o}},
+          "the plan gives it a 1-D float32 one");
 }
 
 } // namespace

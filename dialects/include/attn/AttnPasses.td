@@ -76,33 +76,6 @@ def PlanKvCache : Pass<"attn-plan-kv-cache", "::mlir::attn::ModelOp"> {
   ];
 }
 
-def PlanActivations : Pass<"attn-plan-activations", "::mlir::attn::ModelOp"> {
-  let summary = "Place every activation of a whole model in one arena";
-  let description = [{
-    Walks the ops of a model of blocks in execution order and gives each
-    activation it produces (residual stream, norm output, Q/K/V projection,
-    attention output, FFN hidden, logits) a live range, from the op that
-    writes it to the last op that reads it. Values whose ranges do not
-    overlap share memory: offsets in one arena are assigned greedily, largest
-    first, each at the lowest offset free over its range. Sizes are per
-    token, so the arena for T tokens is T times `activation_bytes_per_token`.
-    Sets on the model `activation_bytes_per_token` (the arena),
-    `activation_naive_bytes_per_token` (every value its own buffer) and
-    `activation_bytes` (the arena for `max_batch` sequences of the longest
-    prefill: the largest cache max length or embedding max_positions); on
-    each op, `activation_offsets` (its values' arena offsets per token, in
-    the order it writes them). Models of attention layers alone get nothing.
-
-    Every value's bytes per token are rounded up to `alignment`, so in an
-    arena of T tokens each value starts at a multiple of `alignment` bytes
-    (a cache line, a full AVX-512 vector) whatever T is.
-  }];
-  let options = [
-    Option<"alignment", "alignment", "int64_t", /*default=*/"64",
-           "Bytes per token each value's offset and size are a multiple of">
-  ];
-}
-
 def SelectSchedules : Pass<"attn-select-schedules", "::mlir::attn::ModelOp"> {
   let summary = "Pick each kernel's schedule: tuning database or heuristic";
   let description = [{

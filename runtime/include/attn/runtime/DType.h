@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace attn::runtime {
 
@@ -18,7 +19,10 @@ inline size_t byteSize(DType type) {
 }
 /// Bytes of scale per (token, head) row: 4 for I8, else 0.
 inline size_t scaleBytes(DType type) { return type == DType::I8 ? 4 : 0; }
+/// "f32", "f16", "bf16", "i8": MLIR's spelling, which plans use.
 const char *name(DType type);
+/// The inverse of name(); false (and `type` unchanged) for anything else.
+bool parseDType(const std::string &text, DType &type);
 
 /// Converts `count` floats into `type` (round to nearest even) and back.
 /// Not for I8, whose rows carry a scale: see quantizeRow.

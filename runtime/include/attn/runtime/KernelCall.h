@@ -33,7 +33,7 @@ using KernelMetadata = const halide_filter_metadata_t *(*)(void);
 struct KernelEntry {
   const char *name;
   void (*function)(void);
-  KernelMetadata metadata; ///< null: calls are not checked against it
+  KernelMetadata metadata; ///< the kernel's arguments, by name
 };
 
 /// A kernel resolved from a table.
@@ -73,12 +73,21 @@ inline halide_type_t float16Type() { return {halide_type_float, 16, 1}; }
 inline halide_type_t bfloat16Type() { return {halide_type_bfloat, 16, 1}; }
 inline halide_type_t int32Type() { return {halide_type_int, 32, 1}; }
 
-/// Calls `kernel` with `args` (3 to 11 buffers, in the kernel's order).
+/// A buffer for the kernel argument `name`: the names schedules/KernelAbi.cpp
+/// declares (and the kernel's Halide metadata carries).
+struct KernelArg {
+  const char *name;
+  BufferView *buffer;
+};
+
+/// Calls `kernel` with `args` (3 to 11 buffers, by name, in any order: the
+/// kernel's metadata orders them, and refuses a missing, extra or
+/// differently typed one).
 /// A non-zero Halide status becomes KernelFailed naming the kernel. With
 /// `device`, `kernel` is a GPU kernel: arguments over shadowed allocations
 /// are passed as their device memory, others copied in and out for the
 /// call (DeviceShadows.h).
-Status callKernel(const Kernel &kernel, const std::vector<BufferView *> &args,
+Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
                   const DeviceApi *device = nullptr);
 
 } // namespace attn::runtime

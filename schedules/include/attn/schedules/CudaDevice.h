@@ -1,8 +1,8 @@
-//===- CudaDevice.h - a CUDA device for JIT-compiled kernels --*- C++ -*-===//
-//-*-===//
+//===- CudaDevice.h - the JIT target for CUDA kernels -----------*- C++ -*-===//
 //
 // For the programs that run the CUDA schedules on a device (gpu-numerics-test,
-// attn-gpu-bench): whether one is usable, and the JIT target for it.
+// attn-gpu-bench); whether one is usable they ask the runtime
+// (attn/runtime/DeviceProbe.h: it loads the driver as Halide needs it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,16 +11,8 @@
 
 #include "Halide.h"
 
-#include <string>
 
 namespace attn {
-
-/// Why no CUDA device can run kernels here ("no CUDA driver ...", "no CUDA
-/// device"), or empty when one can. Loads libcuda.so.1 into the process
-/// with global symbols: Halide 14's runtime asks for "libcuda.so", which
-/// driver-only installs lack, and finds the loaded driver's symbols instead.
-/// `driver`, when given, receives the dlopen handle.
-std::string whyNoCudaDevice(void **driver = nullptr);
 
 /// The host target with CUDA (capability 8.0 PTX, which sm_90 also runs),
 /// after raising Halide's 64-register cap for JIT-compiled kernels.

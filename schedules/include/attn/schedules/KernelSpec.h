@@ -39,6 +39,27 @@ enum class SdpaCompute {
         ///< stay fp32. Requires an even head_dim.
 };
 
+/// What an attention kernel computes, shared by the prefill and decode
+/// specs (the compiler fills it from an attn.kernel op in one place,
+/// attentionSettings in compiler/KernelSpecs.cpp). The logit of query i and
+/// key j is scale·q_i·k_j, capped to softcap·tanh(logit/softcap) when
+/// softcap > 0, plus the ALiBi bias slope_h·(j - i_absolute) with `alibi`
+/// (slopes as in Press et al., attn::alibiSlopes); `causal` and `window`
+/// mask as each spec says.
+struct AttentionSettings {
+  int numQueryHeads = 0;
+  int numKvHeads = 0;
+  int headDim = 0;
+  bool causal = false;
+  int window = 0; ///< > 0: sliding window, query i sees only its last
+                  ///< `window` keys (causal)
+  float scale = 0.0f;
+  float softcap = 0.0f; ///< > 0: logits become softcap·tanh(logit/softcap)
+  bool alibi = false;   ///< add ALiBi biases slope_h·(j - i_absolute)
+
+  int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
+};
+
 /// Scaled dot-product attention, softmax(Q·Kᵀ·scale + mask)·V.
 /// Buffers (C order, head_dim innermost):
 ///   query  [batch][q_len][numQueryHeads][headDim]
@@ -49,36 +70,27 @@ enum class SdpaCompute {
 /// fused QKV projection's rows); heads and channels are dense. Causal masks
 /// are aligned to the end of the keys: query i sees key j iff
 /// j <= i + (kv_len - q_len); a sliding window of W keys also requires
-/// j > i + (kv_len - q_len) - W. The logit of (i, j) is scale·q_i·k_j, capped
-/// to softcap·tanh(logit/softcap) when softcap > 0, plus the ALiBi bias
-/// slope_h·(j - i - (kv_len - q_len)) with `alibi` (slopes as in Press et
-/// al., attn::alibiSlopes).
+/// j > i + (kv_len - q_len) - W; i_absolute (AttentionSettings) is
+/// i + kv_len - q_len.
 /// With `keyPadding`, a last input key_lengths [batch] int32 says how many
 /// leading keys of each batch entry are real: key j of entry b is seen only
 /// if j < key_lengths[b] (on top of the causal / window rule); a row that
 /// sees no key is 0. Chunks past an entry's length are skipped.
-struct SdpaSpec {
+struct SdpaSpec : AttentionSettings {
   std::string functionName;
-  int numQueryHeads = 0;
-  int numKvHeads = 0;
-  int headDim = 0;
-  bool causal = false;
-  int window = 0; ///< > 0: sliding window, query i sees only its last `window`
-                  ///< keys (causal)
-  float scale = 0.0f;
-  float softcap = 0.0f;    ///< > 0: logits become softcap·tanh(logit/softcap)
-  bool alibi = false;      ///< add ALiBi biases slope_h·(j - i_absolute)
   bool keyPadding = false; ///< a key_lengths input masks padded keys
   SdpaCompute compute = SdpaCompute::F32;
   SdpaSchedule schedule;
-
-  int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
-/// How a KV cache stores its elements; kernels accumulate in fp32. I8:
-/// symmetric int8, each (token, head) row with an fp32 scale (value =
-/// q · scale), the scales in pools of their own.
+/// How a KV cache (or a linear kernel's W) stores its elements; kernels
+/// accumulate in fp32. I8: symmetric int8, each (token, head) row with an
+/// fp32 scale (value = q · scale), the scales in pools of their own.
 enum class CacheElement { F32, F16, BF16, I8 };
+/// "f32", "f16", "bf16", "i8": the spelling of plans and attn IR.
+const char *elementName(CacheElement element);
+/// The inverse of elementName; false (`element` unchanged) otherwise.
+bool parseElement(const std::string &name, CacheElement &element);
 
 /// Tunable schedule parameters of the decode kernel.
 struct DecodeSchedule {
@@ -102,21 +114,12 @@ struct DecodeSchedule {
 /// With `causal`, new token t of a sequence of length L sees keys
 /// j <= L - q_len + t; without, it sees all L keys. Page ids and lengths are
 /// clamped into the buffers, so a corrupt table cannot read out of bounds.
-struct DecodeSpec {
+struct DecodeSpec : AttentionSettings {
+  DecodeSpec() { causal = true; }
   std::string functionName;
-  int numQueryHeads = 0;
-  int numKvHeads = 0;
-  int headDim = 0;
   int pageSize = 0;
   CacheElement cacheElement = CacheElement::F32;
-  bool causal = true;
-  int window = 0; ///< > 0: sliding window of that many keys (causal)
-  float scale = 0.0f;
-  float softcap = 0.0f; ///< as in SdpaSpec
-  bool alibi = false;   ///< as in SdpaSpec
   DecodeSchedule schedule;
-
-  int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
 /// Tunable schedule parameters of the linear (projection) kernel.
@@ -198,9 +201,7 @@ enum class Activation {
 ///   best_token [tokens] int32: the lowest index of the token's largest
 ///              output (what std::max_element picks), or -1 when any of
 ///              its outputs is NaN (the caller reports it; no token wins).
-/// Inputs in order: input, weight, [weight_scales], [bias], [positions],
-/// [residual], [cache_slots]; outputs: output, [key_cache, value_cache, [key_scales,
-/// value_scales]], [best_token].
+/// The arguments' order: kernelBuffers (KernelAbi.h).
 constexpr int kAppendOutputAlignment = 128;
 /// Inputs per int16 quantization block of an int8-weight linear kernel:
 /// a block's int32 sum is at most 256 · 32767 · 127 < 2^31.

@@ -13,7 +13,7 @@
 namespace attn {
 
 /// A Halide pipeline with the inputs of its generated function, in order
-/// (the output buffer comes last). `inputs` binds buffers for JIT runs.
+/// (the outputs come after them). `inputs` binds buffers for JIT runs.
 struct KernelPipeline {
   Halide::Pipeline pipeline;
   std::vector<Halide::ImageParam> inputs;
@@ -23,9 +23,11 @@ struct KernelPipeline {
   }
 };
 
+// Each pipeline's arguments are its family's kernelBuffers(spec)
+// (KernelAbi.h), inputs then outputs.
+
 /// Builds the fused attention pipeline for `spec` with its schedule for
-/// `target`. Arguments: query, key, value, key_lengths (with key padding)
-/// as inputs, then the output.
+/// `target`.
 KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
                                  const Halide::Target &target);
 
@@ -34,15 +36,11 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &spec,
 KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
                                      const Halide::Target &target);
 
-/// Builds the split-KV decode pipeline for `spec`. Inputs: query,
-/// key_pages, value_pages, (I8: key_scales, value_scales,) block_table,
-/// seq_lens; then the output.
+/// Builds the split-KV decode pipeline for `spec`.
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Halide::Target &target);
 
-/// Builds the linear pipeline for `spec`. Inputs: input, weight, then
-/// weight_scales (int8 weights), bias, positions, residual and cache_slots
-/// when the spec has them; then the outputs (KernelSpec.h).
+/// Builds the linear pipeline for `spec`.
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
 
@@ -54,13 +52,11 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    CacheElement element = CacheElement::F32,
                                    Halide::Buffer<float> *scales = nullptr);
 
-/// Builds the layer / RMS norm pipeline. Inputs: input, weight, then bias
-/// for layer norm; then the output.
+/// Builds the layer / RMS norm pipeline.
 KernelPipeline buildNormPipeline(const NormSpec &spec,
                                  const Halide::Target &target);
 
-/// Builds the embedding pipeline. Inputs: tokens, positions, table, then
-/// position_table for learned positions; then the output.
+/// Builds the embedding pipeline.
 KernelPipeline buildEmbeddingPipeline(const EmbeddingSpec &spec,
                                       const Halide::Target &target);
 

@@ -1,6 +1,6 @@
 //===- Roofline.cpp - this machine's compute and memory limits ------------===//
 
-#include "Roofline.h"
+#include "attn/schedules/Roofline.h"
 
 #include <immintrin.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace attn::bench {
+namespace attn {
 
 namespace {
 double seconds() {
@@ -143,4 +143,4 @@ Roofline measureRoofline(int threads) {
   return roofline;
 }
 
-} // namespace attn::bench
+} // namespace attn

@@ -3,14 +3,15 @@
 // Measured at benchmark start-up so every figure is compared with the limits
 // of the machine it ran on: the fp32 FMA peak (independent FMA chains, the
 // widest vectors the CPU has, one chain set per thread) and STREAM-triad
-// bandwidth over arrays far larger than the last-level cache.
+// bandwidth over arrays far larger than the last-level cache. Used by the
+// benchmarks (bench/) and by attn-tune (schedules/tune/); no Halide.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_BENCH_ROOFLINE_H
-#define ATTN_BENCH_ROOFLINE_H
+#ifndef ATTN_SCHEDULES_ROOFLINE_H
+#define ATTN_SCHEDULES_ROOFLINE_H
 
-namespace attn::bench {
+namespace attn {
 
 struct Roofline {
   int threads = 0;
@@ -25,6 +26,6 @@ struct Roofline {
 /// Measures the limits with `threads` threads (about one second).
 Roofline measureRoofline(int threads);
 
-} // namespace attn::bench
+} // namespace attn
 
-#endif // ATTN_BENCH_ROOFLINE_H
+#endif // ATTN_SCHEDULES_ROOFLINE_H

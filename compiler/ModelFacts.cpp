@@ -1,0 +1,70 @@
+//===- ModelFacts.cpp - what the plan and the report both state ----------===//
+
+#include "ModelFacts.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace attnc {
+
+ModelOp theModel(ModuleOp module) { return *module.getOps<ModelOp>().begin(); }
+
+int64_t intAttr(Operation *op, StringRef name) {
+  auto attr = op->getAttrOfType<IntegerAttr>(name);
+  return attr ? attr.getInt() : 0;
+}
+
+std::string typeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+Type weightDtype(ModelOp model) {
+  return model.getWeightDtype().value_or(Float32Type::get(model.getContext()));
+}
+
+namespace {
+/// Bytes of W a linear kernel reads per call (absent: 0).
+int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
+  if (!kernel)
+    return 0;
+  auto linear = dyn_cast_or_null<LinearKernelOp>(model.lookupSymbol(*kernel));
+  if (!linear)
+    return 0;
+  std::optional<Type> dtype = linear.getWeightDtype();
+  const int64_t element = dtype ? dtype->getIntOrFloatBitWidth() / 8 : 4;
+  // int8 weights come with an f32 scale per output feature.
+  const int64_t scales = dtype && dtype->isInteger(8) ? 4 : 0;
+  return (int64_t(linear.getInFeatures()) * element + scales) *
+         linear.getOutFeatures();
+}
+
+} // namespace
+
+int64_t weightBytesPerToken(ModelOp model) {
+  int64_t bytes = 0;
+  for (Operation &op : model.getBody().front()) {
+    auto stack = op.getAttrOfType<StringAttr>("stack");
+    if (stack && stack.getValue() == "encoder")
+      continue;
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      bytes += weightBytes(model, layer.getQueryKernel()) +
+               weightBytes(model, layer.getOutputKernel());
+      if (layer.getKind() != LayerKind::Cross)
+        bytes += weightBytes(model, layer.getKeyValueKernel());
+    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
+      bytes += weightBytes(model, ffn.getUpKernel()) +
+               weightBytes(model, ffn.getDownKernel());
+    } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
+      bytes += weightBytes(model, head.getKernel());
+    }
+  }
+  return bytes;
+}
+
+
+} // namespace attnc

@@ -1,0 +1,82 @@
+//===- Interpreter.cpp - the math-level ops, executed in double -----------===//
+
+#include "attn/Interpreter.h"
+
+#include <cmath>
+#include <vector>
+
+namespace mlir::attn {
+
+std::vector<double> interpretSdpa(SdpaOp op, const std::vector<float> &query,
+                                  const std::vector<float> &key,
+                                  const std::vector<float> &value, int batch,
+                                  int qLen, int kvLen) {
+  const int64_t hq = op.getNumQueryHeads(), hkv = op.getNumKvHeads(),
+                dim = op.getHeadDim();
+  const double scale = op.getEffectiveScale();
+  const int64_t window = op.getWindow().value_or(0);
+  const double softcap =
+      op.getSoftcap() ? op.getSoftcap()->convertToDouble() : 0.0;
+  // ALiBi (Press et al.): for the largest power of two n <= heads, head k
+  // (from 1) has slope 2^(-8k/n); the heads past n take the odd-numbered
+  // slopes of 2n heads, 2^(-8(2m-1)/(2n)), m = 1, 2, ...
+  std::vector<double> slopes;
+  if (op.getAlibi()) {
+    int64_t n = 1;
+    while (2 * n <= hq)
+      n *= 2;
+    for (int64_t k = 1; k <= n; k++)
+      slopes.push_back(std::pow(2.0f, -8.0f * float(k) / float(n)));
+    for (int64_t m = 1; int64_t(slopes.size()) < hq; m++)
+      slopes.push_back(std::pow(2.0f, -8.0f * float(2 * m - 1) / float(2 * n)));
+  }
+  auto at = [&](const std::vector<float> &tensor, int64_t b, int64_t token,
+                int64_t tokens, int64_t heads, int64_t head, int64_t c) {
+    return double(tensor[((b * tokens + token) * heads + head) * dim + c]);
+  };
+  std::vector<double> result(size_t(batch) * qLen * hq * dim, 0.0);
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < qLen; i++)
+      for (int64_t h = 0; h < hq; h++) {
+        // Query head h reads KV head h / (num_query_heads / num_kv_heads).
+        const int64_t kvHead = h / (hq / hkv);
+        // The mask is aligned to the end of the keys.
+        const int64_t diagonal = i + (kvLen - qLen);
+        std::vector<double> logit(kvLen);
+        std::vector<bool> seen(kvLen, false);
+        double top = -INFINITY;
+        for (int64_t j = 0; j < kvLen; j++) {
+          if (op.getCausal() && j > diagonal)
+            continue;
+          if (op.getCausal() && window > 0 && j <= diagonal - window)
+            continue;
+          double dot = 0;
+          for (int64_t c = 0; c < dim; c++)
+            dot += at(query, b, i, qLen, hq, h, c) *
+                   at(key, b, j, kvLen, hkv, kvHead, c);
+          double x = dot * scale;
+          if (softcap > 0)
+            x = softcap * std::tanh(x / softcap);
+          if (!slopes.empty())
+            x += slopes[h] * double(j - diagonal);
+          logit[j] = x;
+          seen[j] = true;
+          top = std::max(top, x);
+        }
+        // A row that sees no key yields 0.
+        if (top == -INFINITY)
+          continue;
+        double sum = 0;
+        for (int64_t j = 0; j < kvLen; j++)
+          if (seen[j])
+            sum += logit[j] = std::exp(logit[j] - top);
+        for (int64_t j = 0; j < kvLen; j++)
+          if (seen[j])
+            for (int64_t c = 0; c < dim; c++)
+              result[((b * qLen + i) * hq + h) * dim + c] +=
+                  logit[j] / sum * at(value, b, j, kvLen, hkv, kvHead, c);
+      }
+  return result;
+}
+
+} // namespace mlir::attn

@@ -1,0 +1,134 @@
+//===- PlanSchema.h - the keys and version of <model>_plan.json -*- C++ -*-===//
+//
+// The plan attnc writes beside a model library (compiler/PlanWriter.cpp) and
+// the runtime (ModelPlan.cpp) and attn-tune read: every key, and the values
+// a reader compares against, stated once here. Names only (no code, no
+// dependency), so the writer, the readers and tools share one spelling.
+// Element types are MLIR's spellings: "f32", "f16", "bf16", "i8"
+// (attn::runtime::name(DType)).
+//
+// Layout:
+//   { plan_version, model, kind, d_model, max_batch, devices[],
+//     weight_dtype, weight_naming, weight_panel, weight_bytes_per_token,
+//     kv_bytes_per_token, kv_bytes_per_sequence, kv_bytes,
+//     layers: [ { name, kind, num_query_heads, num_kv_heads, head_dim, mask,
+//                 scale, stack?, prefill_kernel, projection_bias?,
+//                 output_bias?, fused_projections?, fused_cache_append?,
+//                 query_kernel?, key_value_kernel?, output_kernel?,
+//                 rope_theta?, key_padding?, decode_kernel?,
+//                 kv_cache?: { layout, page_size, dtype, max_length,
+//                              bytes_per_token, bytes_per_sequence } } ],
+//     kernels: [ { name, symbol, family, num_query_heads, num_kv_heads,
+//                  head_dim, causal, window, scale, softcap, alibi,
+//                  key_padding, compute_dtype, page_size?, kv_dtype?,
+//                  schedule?: { query_block, kv_chunk, qk_tile_keys,
+//                               pv_tile_rows, split_keys, vector_width,
+//                               source } } ],
+//     ops: [ { op, name, stack?, ... per op kind below } ] }
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_PLANSCHEMA_H
+#define ATTN_RUNTIME_PLANSCHEMA_H
+
+namespace attn::plan {
+
+/// Raised whenever a key is added, removed or changes meaning; a reader
+/// refuses any other version (regenerate the library with this attnc).
+inline constexpr int kVersion = 1;
+
+// The model (top level).
+inline constexpr char kPlanVersion[] = "plan_version";
+inline constexpr char kModel[] = "model";
+inline constexpr char kKind[] = "kind"; ///< also a layer's and a norm's kind
+inline constexpr char kDModel[] = "d_model";
+inline constexpr char kMaxBatch[] = "max_batch";
+inline constexpr char kDevices[] = "devices"; ///< "cpu", "cuda", "opencl"
+inline constexpr char kCpu[] = "cpu";
+inline constexpr char kWeightDtype[] = "weight_dtype";
+inline constexpr char kWeightNaming[] = "weight_naming";
+inline constexpr char kWeightPanel[] = "weight_panel";
+inline constexpr char kWeightBytesPerToken[] = "weight_bytes_per_token";
+inline constexpr char kKvBytesPerToken[] = "kv_bytes_per_token";
+inline constexpr char kKvBytesPerSequence[] = "kv_bytes_per_sequence";
+inline constexpr char kKvBytes[] = "kv_bytes";
+inline constexpr char kLayers[] = "layers";
+inline constexpr char kKernels[] = "kernels";
+inline constexpr char kOps[] = "ops";
+
+// Shared by layers, kernels and ops.
+inline constexpr char kName[] = "name";
+inline constexpr char kStack[] = "stack";
+inline constexpr char kNumQueryHeads[] = "num_query_heads";
+inline constexpr char kNumKvHeads[] = "num_kv_heads";
+inline constexpr char kHeadDim[] = "head_dim";
+inline constexpr char kScale[] = "scale";
+inline constexpr char kKeyPadding[] = "key_padding";
+inline constexpr char kPageSize[] = "page_size";
+
+// An attention layer (kind: "self" or "cross").
+inline constexpr char kCross[] = "cross";
+inline constexpr char kMask[] = "mask";
+inline constexpr char kPrefillKernel[] = "prefill_kernel";
+inline constexpr char kDecodeKernel[] = "decode_kernel";
+inline constexpr char kQueryKernel[] = "query_kernel";
+inline constexpr char kKeyValueKernel[] = "key_value_kernel";
+inline constexpr char kOutputKernel[] = "output_kernel";
+inline constexpr char kProjectionBias[] = "projection_bias";
+inline constexpr char kOutputBias[] = "output_bias";
+inline constexpr char kFusedProjections[] = "fused_projections";
+inline constexpr char kFusedCacheAppend[] = "fused_cache_append";
+inline constexpr char kRopeTheta[] = "rope_theta";
+inline constexpr char kKvCache[] = "kv_cache";
+inline constexpr char kLayout[] = "layout";
+inline constexpr char kDtype[] = "dtype";
+inline constexpr char kMaxLength[] = "max_length";
+inline constexpr char kBytesPerToken[] = "bytes_per_token";
+inline constexpr char kBytesPerSequence[] = "bytes_per_sequence";
+
+// An attention kernel (for attn-tune: what specializes it).
+inline constexpr char kSymbol[] = "symbol";
+inline constexpr char kFamily[] = "family"; ///< "prefill" or "decode"
+inline constexpr char kPrefill[] = "prefill";
+inline constexpr char kCausal[] = "causal";
+inline constexpr char kWindow[] = "window";
+inline constexpr char kSoftcap[] = "softcap";
+inline constexpr char kAlibi[] = "alibi";
+inline constexpr char kComputeDtype[] = "compute_dtype";
+inline constexpr char kKvDtype[] = "kv_dtype";
+inline constexpr char kSchedule[] = "schedule";
+inline constexpr char kQueryBlock[] = "query_block";
+inline constexpr char kKvChunk[] = "kv_chunk";
+inline constexpr char kQkTileKeys[] = "qk_tile_keys";
+inline constexpr char kPvTileRows[] = "pv_tile_rows";
+inline constexpr char kSplitKeys[] = "split_keys";
+inline constexpr char kVectorWidth[] = "vector_width";
+inline constexpr char kSource[] = "source";
+
+// Ops, in execution order; "op" says which.
+inline constexpr char kOp[] = "op";
+inline constexpr char kKernel[] = "kernel";
+inline constexpr char kBias[] = "bias";
+inline constexpr char kOpAttention[] = "attention";
+inline constexpr char kOpEmbedding[] = "embedding";
+inline constexpr char kVocabSize[] = "vocab_size";
+inline constexpr char kPositions[] = "positions";
+inline constexpr char kMaxPositions[] = "max_positions";
+inline constexpr char kPositionOffset[] = "position_offset";
+inline constexpr char kOpNorm[] = "norm";
+inline constexpr char kLayerNorm[] = "layer_norm"; ///< a norm's kind
+inline constexpr char kEps[] = "eps";
+inline constexpr char kPost[] = "post";
+inline constexpr char kOpFfn[] = "ffn";
+inline constexpr char kActivation[] = "activation";
+inline constexpr char kIntermediateSize[] = "intermediate_size";
+inline constexpr char kGated[] = "gated";
+inline constexpr char kUpKernel[] = "up_kernel";
+inline constexpr char kDownKernel[] = "down_kernel";
+inline constexpr char kOpOutputHead[] = "output_head";
+inline constexpr char kArgmax[] = "argmax";
+inline constexpr char kTied[] = "tied";
+
+} // namespace attn::plan
+
+#endif // ATTN_RUNTIME_PLANSCHEMA_H

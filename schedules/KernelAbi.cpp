@@ -1,0 +1,173 @@
+//===- KernelAbi.cpp - the buffers every generated kernel takes -----------===//
+
+#include "attn/schedules/KernelAbi.h"
+
+#include <algorithm>
+
+namespace attn {
+
+int KernelBuffer::rank() const {
+  return int(std::count(shape.begin(), shape.end(), '['));
+}
+
+const char *elementName(CacheElement element) {
+  switch (element) {
+  case CacheElement::F32:
+    return "f32";
+  case CacheElement::F16:
+    return "f16";
+  case CacheElement::BF16:
+    return "bf16";
+  case CacheElement::I8:
+    return "i8";
+  }
+  return "?";
+}
+
+bool parseElement(const std::string &name, CacheElement &element) {
+  for (CacheElement candidate : {CacheElement::F32, CacheElement::F16,
+                                 CacheElement::BF16, CacheElement::I8})
+    if (name == elementName(candidate)) {
+      element = candidate;
+      return true;
+    }
+  return false;
+}
+
+BufferElement cacheBufferElement(CacheElement element, KernelPlace place) {
+  switch (element) {
+  case CacheElement::F32:
+    return BufferElement::F32;
+  case CacheElement::F16:
+    return BufferElement::F16;
+  case CacheElement::BF16:
+    return place == KernelPlace::Gpu ? BufferElement::U16 : BufferElement::BF16;
+  case CacheElement::I8:
+    return BufferElement::I8;
+  }
+  return BufferElement::F32;
+}
+
+const char *bufferElementName(BufferElement element) {
+  switch (element) {
+  case BufferElement::F32:
+    return "float32";
+  case BufferElement::F16:
+    return "float16";
+  case BufferElement::BF16:
+    return "bfloat16";
+  case BufferElement::U16:
+    return "uint16";
+  case BufferElement::U32:
+    return "uint32";
+  case BufferElement::I8:
+    return "int8";
+  case BufferElement::I32:
+    return "int32";
+  }
+  return "?";
+}
+
+namespace {
+using E = BufferElement;
+constexpr BufferRole kOut = BufferRole::Output;
+} // namespace
+
+std::vector<KernelBuffer> kernelBuffers(const SdpaSpec &spec) {
+  std::vector<KernelBuffer> buffers = {
+      {"query", E::F32, "[batch][q_len][query_heads][head_dim]"},
+      {"key", E::F32, "[batch][kv_len][kv_heads][head_dim]"},
+      {"value", E::F32, "[batch][kv_len][kv_heads][head_dim]"}};
+  if (spec.keyPadding)
+    buffers.push_back({"key_lengths", E::I32, "[batch]"});
+  buffers.push_back(
+      {"output", E::F32, "[batch][q_len][query_heads][head_dim]", kOut});
+  return buffers;
+}
+
+std::vector<KernelBuffer> kernelBuffers(const DecodeSpec &spec,
+                                        KernelPlace place) {
+  const BufferElement pool = cacheBufferElement(spec.cacheElement, place);
+  std::vector<KernelBuffer> buffers = {
+      {"query", E::F32, "[batch][q_len][query_heads][head_dim]"},
+      {"key_pages", pool, "[pages][page_size][kv_heads][head_dim]"},
+      {"value_pages", pool, "[pages][page_size][kv_heads][head_dim]"}};
+  if (spec.cacheElement == CacheElement::I8) {
+    buffers.push_back({"key_scales", E::F32, "[pages][page_size][kv_heads]"});
+    buffers.push_back(
+        {"value_scales", E::F32, "[pages][page_size][kv_heads]"});
+  }
+  buffers.push_back({"block_table", E::I32, "[batch][max_pages]"});
+  buffers.push_back({"seq_lens", E::I32, "[batch]"});
+  buffers.push_back(
+      {"output", E::F32, "[batch][q_len][query_heads][head_dim]", kOut});
+  return buffers;
+}
+
+std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
+                                        KernelPlace place) {
+  const bool gated = spec.inputGate != Activation::None;
+  std::vector<KernelBuffer> buffers = {
+      {"input", E::F32,
+       gated ? "[tokens][2 * in_features]" : "[tokens][in_features]"}};
+  switch (spec.weightElement) {
+  case CacheElement::BF16:
+    buffers.push_back({"weight", E::U32, "[panels][in_features][16]"});
+    break;
+  case CacheElement::I8:
+    buffers.push_back({"weight", E::I8, "[panels][(in_features + 1) / 2][32]"});
+    buffers.push_back({"weight_scales", E::F32, "[out_features]"});
+    break;
+  case CacheElement::F16:
+    buffers.push_back({"weight", E::F16, "[panels][in_features][16]"});
+    break;
+  case CacheElement::F32:
+    buffers.push_back({"weight", E::F32, "[panels][in_features][16]"});
+    break;
+  }
+  if (spec.bias)
+    buffers.push_back({"bias", E::F32, "[out_features]"});
+  if (spec.ropeTheta > 0)
+    buffers.push_back({"positions", E::I32, "[tokens]"});
+  if (spec.residual)
+    buffers.push_back({"residual", E::F32, "[tokens][out_features]"});
+  const bool append = spec.cacheAppend.kvHeads > 0;
+  if (append)
+    buffers.push_back({"cache_slots", E::I32, "[tokens]"});
+  buffers.push_back({"output", E::F32, "[tokens][out_features]", kOut});
+  if (append) {
+    const BufferElement pool = cacheBufferElement(spec.cacheAppend.element, place);
+    buffers.push_back({"key_cache", pool, "[slots][kv_heads][head_dim]", kOut});
+    buffers.push_back(
+        {"value_cache", pool, "[slots][kv_heads][head_dim]", kOut});
+    if (spec.cacheAppend.element == CacheElement::I8) {
+      buffers.push_back({"key_scales", E::F32, "[slots][kv_heads]", kOut});
+      buffers.push_back({"value_scales", E::F32, "[slots][kv_heads]", kOut});
+    }
+  }
+  if (spec.argmax)
+    buffers.push_back({"best_token", E::I32, "[tokens]", kOut});
+  return buffers;
+}
+
+std::vector<KernelBuffer> kernelBuffers(const NormSpec &spec) {
+  std::vector<KernelBuffer> buffers = {{"input", E::F32, "[tokens][dim]"},
+                                       {"weight", E::F32, "[dim]"}};
+  if (spec.kind == NormKind::LayerNorm)
+    buffers.push_back({"bias", E::F32, "[dim]"});
+  buffers.push_back({"output", E::F32, "[tokens][dim]", kOut});
+  return buffers;
+}
+
+std::vector<KernelBuffer> kernelBuffers(const EmbeddingSpec &spec) {
+  std::vector<KernelBuffer> buffers = {{"tokens", E::I32, "[tokens]"},
+                                       {"positions", E::I32, "[tokens]"},
+                                       {"table", E::F32, "[vocab][dim]"}};
+  if (spec.positions == PositionKind::Learned)
+    buffers.push_back(
+        {"position_table", E::F32, "[max_positions + offset][dim]"});
+  buffers.push_back({"output", E::F32, "[tokens][dim]", kOut});
+  return buffers;
+}
+
+} // namespace attn

@@ -1,0 +1,195 @@
+//===- SdpaSemanticsTest.cpp - attn.sdpa's meaning against the kernels ----===//
+//
+// The math-level op states what attention computes (AttnOps.td); the Halide
+// kernels implement it. Here each of a seeded random matrix of attn.sdpa ops
+// (MHA / GQA / MQA, causal or not, sliding windows, softcap, ALiBi, default
+// or explicit scale; q_len below, equal to and above kv_len) is parsed and
+// verified as attnc would, interpreted from its attributes
+// (mlir::attn::interpretSdpa), and its attributes converted to a kernel spec
+// by attnc's own conversion (attnc::attentionSettings). The kernel built
+// from that spec must match the interpretation, and the interpretation must
+// match the tests' independent double reference (Reference.h): two
+// references written apart, one of them from the op's description.
+//
+// Tolerances: kernel against either reference 1e-5 absolute in fp32 (as in
+// SdpaTest.cpp); the two double references agree to 1e-12.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Reference.h"
+#include "SdpaSemanticsOps.h"
+
+#include "attn/schedules/Pipelines.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace attn::test;
+
+namespace {
+
+struct OpCase {
+  int queryHeads, kvHeads, headDim;
+  bool causal = false;
+  int window = 0;
+  float scale = 0;   ///< 0: the op's default, 1/sqrt(head_dim)
+  float softcap = 0; ///< 0: none
+  bool alibi = false;
+  int batch, qLen, kvLen;
+};
+
+/// A func holding the one attn.sdpa of `c`, dynamic batch and lengths.
+std::string sdpaSource(const OpCase &c) {
+  auto tensor = [&](int heads) {
+    return "tensor<?x?x" + std::to_string(heads) + "x" +
+           std::to_string(c.headDim) + "xf32>";
+  };
+  std::ostringstream attributes;
+  attributes << "head_dim = " << c.headDim
+             << " : i64, num_kv_heads = " << c.kvHeads
+             << " : i64, num_query_heads = " << c.queryHeads << " : i64";
+  if (c.causal)
+    attributes << ", causal";
+  if (c.window)
+    attributes << ", window = " << c.window << " : i64";
+  if (c.scale)
+    attributes << ", scale = " << c.scale << " : f32";
+  if (c.softcap)
+    attributes << ", softcap = " << c.softcap << " : f32";
+  if (c.alibi)
+    attributes << ", alibi";
+  const std::string q = tensor(c.queryHeads), kv = tensor(c.kvHeads);
+  return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv + ") -> " +
+         q + " {\n  %o = attn.sdpa %q, %k, %v {" + attributes.str() + "} : " +
+         q + ", " + kv + ", " + kv + " -> " + q + "\n  func.return %o : " + q +
+         "\n}\n";
+}
+
+std::vector<OpCase> makeCases() {
+  std::mt19937 rng(20261202);
+  auto pick = [&](std::initializer_list<int> values) {
+    return *(values.begin() + rng() % values.size());
+  };
+  std::vector<OpCase> cases;
+  for (int n = 0; n < 24; n++) {
+    OpCase c;
+    c.kvHeads = pick({1, 2, 3});
+    c.queryHeads = c.kvHeads * pick({1, 2, 4});
+    c.headDim = pick({8, 13, 32, 64});
+    c.causal = n % 2 == 0;
+    if (n % 4 == 0) // windows are causal
+      c.window = pick({1, 4, 30});
+    if (n % 3 == 1)
+      c.scale = 0.3f;
+    if (n % 5 == 2)
+      c.softcap = 1.5f;
+    c.alibi = n % 6 == 3;
+    c.batch = 1 + int(rng() % 2);
+    c.kvLen = pick({1, 9, 70});
+    c.qLen = n % 3 == 0 ? c.kvLen : pick({1, 4, 20}); // below, equal, above
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+/// The kernel attnc builds for `settings` on the host, run on q, k and v.
+std::vector<float> runKernel(const attn::AttentionSettings &settings,
+                             const OpCase &c, const std::vector<float> &q,
+                             const std::vector<float> &k,
+                             const std::vector<float> &v) {
+  attn::SdpaSpec spec;
+  static_cast<attn::AttentionSettings &>(spec) = settings;
+  spec.functionName = "semantics";
+  Halide::Target target = Halide::get_jit_target_from_environment();
+  attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, target);
+  Halide::Buffer<float> qb(c.headDim, c.queryHeads, c.qLen, c.batch),
+      kb(c.headDim, c.kvHeads, c.kvLen, c.batch),
+      vb(c.headDim, c.kvHeads, c.kvLen, c.batch),
+      out(c.headDim, c.queryHeads, c.qLen, c.batch);
+  std::copy(q.begin(), q.end(), qb.data());
+  std::copy(k.begin(), k.end(), kb.data());
+  std::copy(v.begin(), v.end(), vb.data());
+  Halide::ParamMap params;
+  params.set(kernel.inputs[0], qb);
+  params.set(kernel.inputs[1], kb);
+  params.set(kernel.inputs[2], vb);
+  kernel.pipeline.realize(out, target, params);
+  return std::vector<float>(out.data(), out.data() + out.number_of_elements());
+}
+
+class SdpaSemanticsTest : public testing::TestWithParam<OpCase> {};
+
+TEST_P(SdpaSemanticsTest, KernelsComputeWhatTheOpSays) {
+  const OpCase &c = GetParam();
+  const std::string source = sdpaSource(c);
+  SCOPED_TRACE(source + "batch " + std::to_string(c.batch) + " q_len " +
+               std::to_string(c.qLen) + " kv_len " + std::to_string(c.kvLen));
+  std::mt19937 rng(11);
+  std::vector<float> q = randomVector(
+                         size_t(c.batch) * c.qLen * c.queryHeads * c.headDim,
+                         rng),
+                     k = randomVector(
+                         size_t(c.batch) * c.kvLen * c.kvHeads * c.headDim,
+                         rng),
+                     v = randomVector(k.size(), rng);
+  InterpretedSdpa op =
+      interpretSdpaSource(source, q, k, v, c.batch, c.qLen, c.kvLen);
+  ASSERT_TRUE(op.error.empty()) << op.error;
+
+  // The tests' own reference, from the case (not from the op).
+  AttentionShape shape{c.batch,   c.qLen,
+                       c.kvLen,   c.queryHeads,
+                       c.kvHeads, c.headDim,
+                       c.causal,  c.scale ? c.scale : 1 / std::sqrt(float(c.headDim)),
+                       c.window,  c.softcap};
+  if (c.alibi)
+    shape.alibi = attn::alibiSlopes(c.queryHeads);
+  std::vector<double> expected =
+      referenceAttention(shape, q.data(), k.data(), v.data());
+  double disagreement = 0;
+  for (size_t i = 0; i < expected.size(); i++)
+    disagreement = std::max(disagreement, std::fabs(expected[i] - op.result[i]));
+  EXPECT_LE(disagreement, 1e-12) << "the op's interpretation and the tests' "
+                                    "reference disagree";
+
+  std::vector<float> got = runKernel(op.settings, c, q, k, v);
+  EXPECT_LE(maxAbsError(got, op.result), 1e-5);
+  EXPECT_LE(maxAbsError(got, expected), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(RandomOps, SdpaSemanticsTest,
+                         testing::ValuesIn(makeCases()));
+
+// The comparison sees each attribute: a kernel built without the op's
+// window (or softcap, or ALiBi) is caught.
+TEST(SdpaSemanticsTest, AKernelThatIgnoresAnAttributeIsCaught) {
+  OpCase c{4, 2, 16, true, 3, 0, 1.5f, true, 1, 12, 12};
+  std::mt19937 rng(3);
+  std::vector<float> q = randomVector(size_t(12) * 4 * 16, rng),
+                     k = randomVector(size_t(12) * 2 * 16, rng),
+                     v = randomVector(k.size(), rng);
+  InterpretedSdpa op = interpretSdpaSource(sdpaSource(c), q, k, v, 1, 12, 12);
+  ASSERT_TRUE(op.error.empty()) << op.error;
+  EXPECT_LE(maxAbsError(runKernel(op.settings, c, q, k, v), op.result), 1e-5);
+  for (int drop = 0; drop < 3; drop++) {
+    attn::AttentionSettings wrong = op.settings;
+    if (drop == 0)
+      wrong.window = 0;
+    if (drop == 1)
+      wrong.softcap = 0;
+    if (drop == 2)
+      wrong.alibi = false;
+    EXPECT_GT(maxAbsError(runKernel(wrong, c, q, k, v), op.result), 1e-3)
+        << "dropping attribute " << drop << " went unnoticed";
+  }
+}
+
+// The op's verifier runs on the way in: an invalid op is no reference.
+TEST(SdpaSemanticsTest, InvalidOpsAreRefusedBeforeInterpretation) {
+  OpCase c{3, 2, 16, true, 0, 0, 0, false, 1, 4, 4}; // 3 heads over 2
+  InterpretedSdpa op = interpretSdpaSource(sdpaSource(c), {}, {}, {}, 1, 4, 4);
+  EXPECT_NE(op.error.find("num_query_heads"), std::string::npos) << op.error;
+}
+
+} // namespace
