@@ -160,31 +160,11 @@ static inline int attnc_opencl_load_driver(void) {
 #endif
 )";
 
-// The layout of attn::runtime::DeviceApi (runtime/include/attn/runtime/
-// DeviceApi.h), which the runtime checks.
-constexpr const char *kDeviceApiType = R"(#ifndef ATTNC_DEVICE_API_DEFINED
-#define ATTNC_DEVICE_API_DEFINED
-struct halide_device_interface_t;
-typedef struct attnc_device_api {
-  const char *name; /* "cuda" or "opencl" */
-  int (*load_driver)(void);
-  const struct halide_device_interface_t *(*device_interface)(void);
-  int (*device_malloc)(void *, struct halide_buffer_t *,
-                       const struct halide_device_interface_t *);
-  int (*device_free)(void *, struct halide_buffer_t *);
-  int (*copy_to_device)(void *, struct halide_buffer_t *,
-                        const struct halide_device_interface_t *);
-  int (*copy_to_host)(void *, struct halide_buffer_t *);
-  int (*buffer_copy)(void *, struct halide_buffer_t *,
-                     const struct halide_device_interface_t *,
-                     struct halide_buffer_t *);
-  int (*device_crop)(void *, const struct halide_buffer_t *,
-                     struct halide_buffer_t *);
-  int (*device_release_crop)(void *, struct halide_buffer_t *);
-  halide_error_handler_t (*set_error_handler)(halide_error_handler_t);
-} attnc_device_api;
-#endif
-)";
+// The types a model library shares with the runtime (attnc_kernel_entry,
+// attnc_device_api): runtime/include/attn/runtime/attnc_library.h verbatim.
+constexpr const char *kLibraryTypes =
+#include "AttncLibraryText.inc"
+    ;
 
 /// The statement that ends a wrapper: the kernel `function` (with its
 /// device suffix) on `arguments`; a GPU kernel's inputs go to the device,
@@ -427,7 +407,7 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
      << "#include \"HalideRuntime.h\"\n"
      << "#include \"" << name << "_kernels.h\"\n\n"
      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-     << kCommonDefinitions;
+     << kCommonDefinitions << kLibraryTypes;
   if (!specs.gpuApi.empty())
     os << kDeviceDefinitions
        << (specs.gpuApi == "cuda" ? kCudaDefinitions : kOpenclDefinitions);
@@ -458,13 +438,7 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   // The runtime's view: the plan and every kernel by name. The table stores
   // type-erased pointers; the runtime casts each back to its family's
   // signature (declared in <name>_kernels.h).
-  os << "\n#ifndef ATTNC_KERNEL_ENTRY_DEFINED\n#define "
-        "ATTNC_KERNEL_ENTRY_DEFINED\n"
-     << "typedef struct attnc_kernel_entry {\n  const char *name;\n"
-     << "  void (*function)(void);\n"
-     << "  const struct halide_filter_metadata_t *(*metadata)(void);\n"
-     << "} attnc_kernel_entry;\n#endif\n\n"
-     << "static const attnc_kernel_entry " << name << "_kernel_table[] = {\n";
+  os << "\nstatic const attnc_kernel_entry " << name << "_kernel_table[] = {\n";
   auto entry = [&](const std::string &function) {
     os << "    {\"" << function << "\", (void (*)(void))" << function
        << "_kernel, " << function << "_kernel_metadata},\n";
@@ -483,7 +457,7 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
     const std::string &api = specs.gpuApi;
     os << "/* The GPU API of this library's second kernel set. */\n#define "
        << name.upper() << "_GPU_API \"" << api << "\"\n"
-       << kDeviceApiType << "static const attnc_device_api " << name
+       << "static const attnc_device_api " << name
        << "_device_api = {\n    \"" << api << "\", attnc_" << api
        << "_load_driver, halide_" << api << "_device_interface,\n"
        << "    halide_device_malloc, halide_device_free, "

@@ -64,6 +64,46 @@ template <class Op>
   return commonSettings(op, op.getEffectiveScale());
 }
 
+::attn::RopeScaling ropeScaling(DictionaryAttr scaling) {
+  // Verified: default, linear, llama3, yarn or dynamic with every number
+  // it needs.
+  if (mlir::attn::ropeScalingType(scaling) == "default")
+    return {};
+  auto number = [&](StringRef key) {
+    return *mlir::attn::ropeScalingNumber(scaling, key);
+  };
+  ::attn::RopeScaling rule;
+  rule.factor = number("factor");
+  rule.type = ::attn::RopeScaling::Type::Linear;
+  if (mlir::attn::ropeScalingType(scaling) == "llama3") {
+    rule.type = ::attn::RopeScaling::Type::Llama3;
+    rule.lowFreqFactor = number("low_freq_factor");
+    rule.highFreqFactor = number("high_freq_factor");
+    rule.originalMaxPositions = number("original_max_position_embeddings");
+  }
+  if (mlir::attn::ropeScalingType(scaling) == "dynamic") {
+    rule.type = ::attn::RopeScaling::Type::Dynamic;
+    rule.originalMaxPositions = number("original_max_position_embeddings");
+  }
+  if (mlir::attn::ropeScalingType(scaling) == "yarn") {
+    // Optional keys take transformers' defaults.
+    auto optional = [&](StringRef key, double otherwise) {
+      return mlir::attn::ropeScalingNumber(scaling, key).value_or(otherwise);
+    };
+    rule.type = ::attn::RopeScaling::Type::Yarn;
+    rule.originalMaxPositions = number("original_max_position_embeddings");
+    rule.betaFast = optional("beta_fast", 32);
+    rule.betaSlow = optional("beta_slow", 1);
+    if (auto truncate = scaling.getAs<BoolAttr>("truncate"))
+      rule.truncate = truncate.getValue();
+    rule.attentionFactor =
+        optional("attention_factor",
+                 ::attn::yarnAttentionFactor(rule.factor, optional("mscale", 0),
+                                             optional("mscale_all_dim", 0)));
+  }
+  return rule;
+}
+
 LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
   auto models = module.getOps<ModelOp>();
   if (std::distance(models.begin(), models.end()) != 1)
@@ -80,7 +120,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
     std::string name = prefix + kernel.getSymName().str();
     if (kernel.getFamily() == KernelFamily::Prefill) {
       ::attn::SdpaSpec spec;
-      static_cast<::attn::AttentionSettings &>(spec) = attentionSettings(kernel);
+      static_cast<::attn::AttentionSettings &>(spec) =
+          attentionSettings(kernel);
       spec.functionName = name;
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.queryBlock = schedule->getQueryBlock();
@@ -93,7 +134,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       specs.prefill.push_back(spec);
     } else {
       ::attn::DecodeSpec spec;
-      static_cast<::attn::AttentionSettings &>(spec) = attentionSettings(kernel);
+      static_cast<::attn::AttentionSettings &>(spec) =
+          attentionSettings(kernel);
       spec.functionName = name;
       spec.pageSize = *kernel.getPageSize();
       spec.cacheElement = cacheElement(kernel.getKvDtype().value_or(Type()));
@@ -118,46 +160,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.ropeHeads = *kernel.getRopeHeads();
         spec.ropeHeadDim = *kernel.getRopeHeadDim();
       }
-      if (DictionaryAttr scaling = kernel.getRopeScalingAttr()) {
-        // Verified: linear, llama3, yarn or dynamic with every number it
-        // needs.
-        auto number = [&](StringRef key) {
-          return *mlir::attn::ropeScalingNumber(scaling, key);
-        };
-        ::attn::RopeScaling &rule = spec.ropeScaling;
-        rule.factor = number("factor");
-        rule.type = ::attn::RopeScaling::Type::Linear;
-        if (mlir::attn::ropeScalingType(scaling) == "llama3") {
-          rule.type = ::attn::RopeScaling::Type::Llama3;
-          rule.lowFreqFactor = number("low_freq_factor");
-          rule.highFreqFactor = number("high_freq_factor");
-          rule.originalMaxPositions =
-              number("original_max_position_embeddings");
-        }
-        if (mlir::attn::ropeScalingType(scaling) == "dynamic") {
-          rule.type = ::attn::RopeScaling::Type::Dynamic;
-          rule.originalMaxPositions =
-              number("original_max_position_embeddings");
-        }
-        if (mlir::attn::ropeScalingType(scaling) == "yarn") {
-          // Optional keys take transformers' defaults.
-          auto optional = [&](StringRef key, double otherwise) {
-            return mlir::attn::ropeScalingNumber(scaling, key)
-                .value_or(otherwise);
-          };
-          rule.type = ::attn::RopeScaling::Type::Yarn;
-          rule.originalMaxPositions =
-              number("original_max_position_embeddings");
-          rule.betaFast = optional("beta_fast", 32);
-          rule.betaSlow = optional("beta_slow", 1);
-          if (auto truncate = scaling.getAs<BoolAttr>("truncate"))
-            rule.truncate = truncate.getValue();
-          rule.attentionFactor = optional(
-              "attention_factor",
-              ::attn::yarnAttentionFactor(rule.factor, optional("mscale", 0),
-                                          optional("mscale_all_dim", 0)));
-        }
-      }
+      if (DictionaryAttr scaling = kernel.getRopeScalingAttr())
+        spec.ropeScaling = ropeScaling(scaling);
       if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {
         spec.cacheAppend.kvHeads = int(*kvHeads);
         spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());

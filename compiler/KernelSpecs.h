@@ -26,6 +26,11 @@ mlir::LogicalResult collectKernelSpecs(mlir::ModuleOp module,
 ::attn::AttentionSettings attentionSettings(mlir::attn::KernelOp op);
 ::attn::AttentionSettings attentionSettings(mlir::attn::SdpaOp op);
 
+/// The plain RoPE scaling rule of a verified `scaling` dictionary
+/// (attn.linear_kernel's rope_scaling, attn.rope's scaling): linear, llama3,
+/// yarn or dynamic with every number it needs.
+::attn::RopeScaling ropeScaling(mlir::DictionaryAttr scaling);
+
 } // namespace attnc
 
 #endif // ATTNC_KERNELSPECS_H

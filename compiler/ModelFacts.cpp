@@ -66,5 +66,4 @@ int64_t weightBytesPerToken(ModelOp model) {
   return bytes;
 }
 
-
 } // namespace attnc

@@ -29,7 +29,8 @@ std::string renderPlanJson(ModuleOp module,
         {plan::kNumKvHeads, int64_t(layer.getNumKvHeads())},
         {plan::kHeadDim, int64_t(layer.getHeadDim())},
         {plan::kMask, stringifyMaskKind(layer.getMask())},
-        {plan::kScale, layer.getScale() ? layer.getScale()->convertToFloat() : 0.0},
+        {plan::kScale,
+         layer.getScale() ? layer.getScale()->convertToFloat() : 0.0},
         {plan::kPrefillKernel, prefix + layer.getPrefillKernel()->str()}};
     if (layer.getStack())
       entry[plan::kStack] = *layer.getStack();
@@ -40,7 +41,8 @@ std::string renderPlanJson(ModuleOp module,
       entry[plan::kFusedCacheAppend] = layer.getFusedCacheAppend();
       entry[plan::kQueryKernel] = prefix + layer.getQueryKernel()->str();
       if (layer.getKeyValueKernel())
-        entry[plan::kKeyValueKernel] = prefix + layer.getKeyValueKernel()->str();
+        entry[plan::kKeyValueKernel] =
+            prefix + layer.getKeyValueKernel()->str();
       entry[plan::kOutputKernel] = prefix + layer.getOutputKernel()->str();
     }
     if (layer.getRopeTheta())
@@ -67,8 +69,8 @@ std::string renderPlanJson(ModuleOp module,
       return prefix + kernel.value_or("").str();
     };
     if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
-      entry =
-          llvm::json::Object{{plan::kOp, plan::kOpAttention}, {plan::kName, layer.getSymName()}};
+      entry = llvm::json::Object{{plan::kOp, plan::kOpAttention},
+                                 {plan::kName, layer.getSymName()}};
     } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
       entry = llvm::json::Object{
           {plan::kOp, plan::kOpEmbedding},
@@ -78,16 +80,17 @@ std::string renderPlanJson(ModuleOp module,
           {plan::kMaxPositions, int64_t(embedding.getMaxPositions())},
           {plan::kPositionOffset, embedding.getPositionOffset().value_or(0)},
           {plan::kScale, embedding.getScale()
-                        ? embedding.getScale()->convertToFloat()
-                        : 1.0f},
+                             ? embedding.getScale()->convertToFloat()
+                             : 1.0f},
           {plan::kKernel, kernelName(embedding.getKernel())}};
     } else if (auto norm = dyn_cast<NormOp>(op)) {
-      entry = llvm::json::Object{{plan::kOp, plan::kOpNorm},
-                                 {plan::kName, norm.getSymName()},
-                                 {plan::kKind, stringifyNormKind(norm.getKind())},
-                                 {plan::kEps, norm.getEps().convertToFloat()},
-                                 {plan::kPost, norm.getPost()},
-                                 {plan::kKernel, kernelName(norm.getKernel())}};
+      entry =
+          llvm::json::Object{{plan::kOp, plan::kOpNorm},
+                             {plan::kName, norm.getSymName()},
+                             {plan::kKind, stringifyNormKind(norm.getKind())},
+                             {plan::kEps, norm.getEps().convertToFloat()},
+                             {plan::kPost, norm.getPost()},
+                             {plan::kKernel, kernelName(norm.getKernel())}};
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
       entry = llvm::json::Object{
           {plan::kOp, plan::kOpFfn},
@@ -104,13 +107,14 @@ std::string renderPlanJson(ModuleOp module,
                         ? SymbolTable::lookupNearestSymbolFrom<LinearKernelOp>(
                               head, head.getKernelAttr())
                         : LinearKernelOp();
-      entry = llvm::json::Object{{plan::kOp, plan::kOpOutputHead},
-                                 {plan::kName, head.getSymName()},
-                                 {plan::kVocabSize, int64_t(head.getVocabSize())},
-                                 {plan::kBias, head.getBias()},
-                                 {plan::kArgmax, kernel && kernel.getArgmax()},
-                                 {plan::kTied, head.getTied()},
-                                 {plan::kKernel, kernelName(head.getKernel())}};
+      entry =
+          llvm::json::Object{{plan::kOp, plan::kOpOutputHead},
+                             {plan::kName, head.getSymName()},
+                             {plan::kVocabSize, int64_t(head.getVocabSize())},
+                             {plan::kBias, head.getBias()},
+                             {plan::kArgmax, kernel && kernel.getArgmax()},
+                             {plan::kTied, head.getTied()},
+                             {plan::kKernel, kernelName(head.getKernel())}};
     } else {
       continue; // kernels
     }
@@ -137,12 +141,13 @@ std::string renderPlanJson(ModuleOp module,
         {plan::kAlibi, kernel.getAlibi()},
         {plan::kKeyPadding, kernel.getKeyPadding()},
         {plan::kComputeDtype, kernel.getComputeDtype()
-                              ? typeName(*kernel.getComputeDtype())
-                              : std::string("f32")}};
+                                  ? typeName(*kernel.getComputeDtype())
+                                  : std::string("f32")}};
     if (kernel.getPageSize()) {
       entry[plan::kPageSize] = int64_t(*kernel.getPageSize());
-      entry[plan::kKvDtype] = kernel.getKvDtype() ? typeName(*kernel.getKvDtype())
-                                              : std::string("f32");
+      entry[plan::kKvDtype] = kernel.getKvDtype()
+                                  ? typeName(*kernel.getKvDtype())
+                                  : std::string("f32");
     }
     if (std::optional<ScheduleAttr> s = kernel.getSchedule())
       entry[plan::kSchedule] =

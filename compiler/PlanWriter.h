@@ -1,4 +1,4 @@
-//===- PlanWriter.h - <model>_plan.json ---------------------------*- C++ -*-===//
+//===- PlanWriter.h - <model>_plan.json ------------------------*- C++ -*-===//
 
 #ifndef ATTNC_PLANWRITER_H
 #define ATTNC_PLANWRITER_H

@@ -47,7 +47,7 @@ Shadow *containing(const void *host) {
 void drop(std::map<uintptr_t, std::unique_ptr<Shadow>>::iterator it) {
   Shadow &shadow = *it->second;
   if (shadow.buffer.device)
-    shadow.api->deviceFree(nullptr, &shadow.buffer);
+    shadow.api->device_free(nullptr, &shadow.buffer);
   registry.erase(it);
   shadowCount--;
 }
@@ -65,8 +65,8 @@ Status upload(Shadow &shadow) {
   if (!flag(shadow.buffer, halide_buffer_flag_host_dirty))
     return Status::ok();
   copiesToDevice++;
-  if (shadow.api->copyToDevice(nullptr, &shadow.buffer,
-                               shadow.api->deviceInterface()) != 0)
+  if (shadow.api->copy_to_device(nullptr, &shadow.buffer,
+                               shadow.api->device_interface()) != 0)
     return deviceError("copying " + std::to_string(shadow.bytes) +
                        " bytes to the device failed");
   return Status::ok();
@@ -116,7 +116,7 @@ Status track(const DeviceApi &api, const void *host, size_t bytes,
   buffer.type = {halide_type_uint, 8, 1};
   buffer.dimensions = 2;
   buffer.dim = shadow->dims;
-  if (api.deviceMalloc(nullptr, &buffer, api.deviceInterface()) != 0)
+  if (api.device_malloc(nullptr, &buffer, api.device_interface()) != 0)
     return Status(StatusCode::OutOfMemory,
                   "allocating " + std::to_string(bytes) + " bytes on the " +
                       api.name + " device failed: " + takeLastDeviceError());
@@ -141,7 +141,7 @@ void download(Shadow &shadow) {
   if (!flag(shadow.buffer, halide_buffer_flag_device_dirty))
     return;
   copiesToHost++;
-  shadow.api->copyToHost(nullptr, &shadow.buffer);
+  shadow.api->copy_to_host(nullptr, &shadow.buffer);
 }
 } // namespace
 
@@ -166,7 +166,7 @@ void hostWrites(const void *host) {
 KernelCallOnDevice::~KernelCallOnDevice() {
   for (Argument &argument : arguments_)
     if (argument.temporary && argument.buffer->device)
-      api_.deviceFree(nullptr, argument.buffer);
+      api_.device_free(nullptr, argument.buffer);
 }
 
 Status KernelCallOnDevice::attach(halide_buffer_t &buffer, bool output) {
@@ -198,7 +198,7 @@ Status KernelCallOnDevice::finish() {
   for (Argument &argument : arguments_) {
     halide_buffer_t &buffer = *argument.buffer;
     if (argument.temporary) {
-      if (argument.output && api_.copyToHost(nullptr, &buffer) != 0)
+      if (argument.output && api_.copy_to_host(nullptr, &buffer) != 0)
         return deviceError("copying a kernel's output to the host failed");
       continue;
     }
@@ -237,7 +237,7 @@ Status copyOnDevice(const DeviceApi &api, halide_buffer_t &from,
     to.device_interface = target->buffer.device_interface;
     from.flags = to.flags = 0;
   }
-  if (api.bufferCopy(nullptr, &from, api.deviceInterface(), &to) != 0)
+  if (api.buffer_copy(nullptr, &from, api.device_interface(), &to) != 0)
     return deviceError("a copy on the device failed");
   std::lock_guard<std::mutex> lock(registryMutex);
   setFlag(target->buffer, halide_buffer_flag_device_dirty, true);
@@ -289,17 +289,17 @@ Status copyBytes(const void *from, void *to, size_t bytes, bool &done) {
     alias[cropped].dim = &aliasDims[cropped];
     view[cropped].host = shadow.buffer.host + offsets[cropped];
     view[cropped].dim = &viewDims[cropped];
-    if (api.deviceCrop(nullptr, &alias[cropped], &view[cropped]) != 0) {
+    if (api.device_crop(nullptr, &alias[cropped], &view[cropped]) != 0) {
       status = deviceError("cropping a device allocation failed");
       break;
     }
     viewDims[cropped].min = 0;
   }
   if (status &&
-      api.bufferCopy(nullptr, &view[0], api.deviceInterface(), &view[1]) != 0)
+      api.buffer_copy(nullptr, &view[0], api.device_interface(), &view[1]) != 0)
     status = deviceError("a copy on the device failed");
   for (int i = 0; i < cropped; i++)
-    api.deviceReleaseCrop(nullptr, &view[i]);
+    api.device_release_crop(nullptr, &view[i]);
   if (!status)
     return status;
   setFlag(target->buffer, halide_buffer_flag_device_dirty, true);
@@ -314,7 +314,7 @@ std::string takeLastDeviceError() {
 }
 
 void installErrorHandler(const DeviceApi &api) {
-  api.setErrorHandler(recordHalideError);
+  api.set_error_handler(recordHalideError);
 }
 
 } // namespace attn::runtime::shadows

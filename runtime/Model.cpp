@@ -2,7 +2,8 @@
 //
 // Maps each op of the plan to its checkpoint tensors (per naming
 // convention), checks the file holds exactly those, and lays them out for
-// the kernels. Running the model is ModelRunner.cpp.
+// the kernels. Running the model: ModelCalls.cpp (the public calls),
+// ModelRunner.cpp (one forward pass), KernelCalls.cpp (each kernel).
 //
 //===----------------------------------------------------------------------===//
 
@@ -465,12 +466,12 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
                    std::unique_ptr<Model> &model) {
   std::unique_ptr<Model> result(new Model());
   if (device) {
-    if (!device->name || !device->loadDriver || !device->deviceInterface)
+    if (!device->name || !device->load_driver || !device->device_interface)
       return Status(StatusCode::InvalidArgument, "an incomplete device API");
     if (std::string why = whyNoDevice(device->name); !why.empty())
       return Status(StatusCode::NotFound,
                     "cannot run on " + std::string(device->name) + ": " + why);
-    if (device->loadDriver() != 0)
+    if (device->load_driver() != 0)
       return Status(StatusCode::NotFound,
                     "cannot load the " + std::string(device->name) + " driver");
     shadows::installErrorHandler(*device);

@@ -1,7 +1,7 @@
 //===- ModelWeights.h - a model's weights, laid out for its kernels -------===//
 //
 // Private to the runtime: shared by Model.cpp (loading) and
-// ModelRunner.cpp (running).
+// KernelCalls.cpp and ModelRunner.cpp (running).
 //
 //===----------------------------------------------------------------------===//
 

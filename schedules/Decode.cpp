@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 
-#include "Common.h"
+#include "AttentionParts.h"
 
 using namespace Halide;
 

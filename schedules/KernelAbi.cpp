@@ -94,8 +94,7 @@ std::vector<KernelBuffer> kernelBuffers(const DecodeSpec &spec,
       {"value_pages", pool, "[pages][page_size][kv_heads][head_dim]"}};
   if (spec.cacheElement == CacheElement::I8) {
     buffers.push_back({"key_scales", E::F32, "[pages][page_size][kv_heads]"});
-    buffers.push_back(
-        {"value_scales", E::F32, "[pages][page_size][kv_heads]"});
+    buffers.push_back({"value_scales", E::F32, "[pages][page_size][kv_heads]"});
   }
   buffers.push_back({"block_table", E::I32, "[batch][max_pages]"});
   buffers.push_back({"seq_lens", E::I32, "[batch]"});
@@ -136,7 +135,8 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     buffers.push_back({"cache_slots", E::I32, "[tokens]"});
   buffers.push_back({"output", E::F32, "[tokens][out_features]", kOut});
   if (append) {
-    const BufferElement pool = cacheBufferElement(spec.cacheAppend.element, place);
+    const BufferElement pool =
+        cacheBufferElement(spec.cacheAppend.element, place);
     buffers.push_back({"key_cache", pool, "[slots][kv_heads][head_dim]", kOut});
     buffers.push_back(
         {"value_cache", pool, "[slots][kv_heads][head_dim]", kOut});

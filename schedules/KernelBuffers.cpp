@@ -41,8 +41,8 @@ ImageParam KernelBuffers::input(const std::string &name) {
   for (const KernelBuffer &buffer : declared_)
     if (buffer.name == name && !buffer.isOutput())
       return taken_
-          .emplace(name, ImageParam(halideType(buffer.element), buffer.rank(),
-                                    name))
+          .emplace(name,
+                   ImageParam(halideType(buffer.element), buffer.rank(), name))
           .first->second;
   throw std::logic_error("kernel input '" + name +
                          "' is not declared for this spec (KernelAbi.cpp)");
@@ -77,10 +77,9 @@ KernelPipeline KernelBuffers::finish(const std::vector<Func> &outputs) const {
     if (found->dimensions() != buffer.rank() ||
         found->output_types().size() != 1 ||
         found->output_types()[0] != halideType(buffer.element))
-      throw std::logic_error("kernel output '" + buffer.name +
-                             "' differs from its declaration (" +
-                             bufferElementName(buffer.element) + ", " +
-                             buffer.shape + ")");
+      throw std::logic_error(
+          "kernel output '" + buffer.name + "' differs from its declaration (" +
+          bufferElementName(buffer.element) + ", " + buffer.shape + ")");
     ordered.push_back(*found);
   }
   if (ordered.size() != outputs.size())

@@ -1,4 +1,4 @@
-//===- KernelBuffers.h - a kernel's declared buffers as Halide params -*- C++ -*-===//
+//===- KernelBuffers.h - declared buffers as Halide params -----*- C++ -*-===//
 //
 // Each pipeline builder takes its inputs from here and hands its outputs
 // back by name, so the generated function's arguments are exactly the

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Common.h"
+#include "AttentionParts.h"
 #include "KernelBuffers.h"
 
 #include <algorithm>

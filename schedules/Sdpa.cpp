@@ -11,7 +11,7 @@
 
 #include "attn/schedules/Pipelines.h"
 
-#include "Common.h"
+#include "AttentionParts.h"
 
 #include <cmath>
 

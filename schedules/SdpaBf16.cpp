@@ -28,7 +28,7 @@
 
 #include "attn/schedules/Pipelines.h"
 
-#include "Common.h"
+#include "AttentionParts.h"
 
 #include <cmath>
 #include <stdexcept>

@@ -20,6 +20,15 @@ cmake --build build-asan --target runtime-test c-api-test model-test \
 ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure \
   -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test|opencl-model-test)$'
 
+# One model shared by threads (what a server does) must be free of data
+# races: the threaded runtime tests under ThreadSanitizer, kernels again from
+# the release attnc (they are not instrumented; the runtime around them is).
+[ -f build-tsan/build.ninja ] ||
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TSAN=ON \
+    -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
+cmake --build build-tsan --target model-test
+TSAN_OPTIONS=halt_on_error=1 build-tsan/bin/model-test --gtest_filter='GeneratorTest.*'
+
 # The fuzzers (fuzz/): libFuzzer in a clang build with ASan + UBSan, each
 # run briefly from its seed corpus, so a regression in an input path shows
 # here; kernels again from the release attnc.

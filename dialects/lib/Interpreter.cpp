@@ -79,4 +79,62 @@ std::vector<double> interpretSdpa(SdpaOp op, const std::vector<float> &query,
   return result;
 }
 
+std::vector<double> interpretRope(RopeOp op, const std::vector<float> &input,
+                                  const std::vector<int32_t> &positions,
+                                  int batch, int seq, std::string &error) {
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  const int64_t heads = type.getDimSize(2), dim = type.getDimSize(3),
+                half = dim / 2;
+  const double theta = op.getTheta().convertToDouble();
+  // Inverse frequencies theta^(-2c/head_dim), c < head_dim/2, then the
+  // scaling rule as transformers' _compute_*_parameters apply it.
+  std::vector<double> inverse(half);
+  for (int64_t c = 0; c < half; c++)
+    inverse[c] = std::pow(theta, -2.0 * double(c) / double(dim));
+  if (DictionaryAttr scaling = op.getScalingAttr()) {
+    StringRef rule = ropeScalingType(scaling);
+    if (std::string problem = ropeScalingProblem(scaling); !problem.empty()) {
+      error = problem;
+      return {};
+    }
+    auto number = [&](StringRef key) {
+      return *ropeScalingNumber(scaling, key);
+    };
+    if (rule == "linear") {
+      for (double &f : inverse)
+        f /= number("factor");
+    } else if (rule == "llama3") {
+      const double factor = number("factor"), low = number("low_freq_factor"),
+                   high = number("high_freq_factor"),
+                   context = number("original_max_position_embeddings");
+      for (double &f : inverse) {
+        const double wavelength = 2 * M_PI / f;
+        if (wavelength > context / low) {
+          f /= factor; // low frequencies: scaled
+        } else if (wavelength >= context / high) {
+          // Between: a blend of the scaled and the kept frequency.
+          const double smooth = (context / wavelength - low) / (high - low);
+          f = (1 - smooth) * f / factor + smooth * f;
+        } // high frequencies: kept
+      }
+    } else if (rule != "default") {
+      error = ("the interpreter has no rope scaling '" + rule + "'").str();
+      return {};
+    }
+  }
+  std::vector<double> result(input.size());
+  for (int64_t token = 0; token < int64_t(batch) * seq; token++)
+    for (int64_t h = 0; h < heads; h++)
+      for (int64_t c = 0; c < half; c++) {
+        // fp32 angles, as the reference implementations compute them.
+        const float angle = float(positions[token]) * float(inverse[c]);
+        const size_t at = size_t((token * heads + h) * dim + c);
+        const double x = input[at], y = input[at + half];
+        result[at] = x * std::cos(double(angle)) - y * std::sin(double(angle));
+        result[at + half] =
+            y * std::cos(double(angle)) + x * std::sin(double(angle));
+      }
+  return result;
+}
+
 } // namespace mlir::attn

@@ -44,6 +44,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 using namespace attn::runtime;
 
@@ -922,6 +923,61 @@ TEST(GeneratorTest, ContinuousBatchingStopsAndCancellation) {
   EXPECT_EQ(generator->tokens(idCancel).size(), 2u);
   EXPECT_EQ(generator->finishReason(idCancel), FinishReason::Cancelled);
   EXPECT_EQ(generator->running(), 0);
+}
+
+// One loaded Model serves several threads at once, each with its own
+// Generator (and so its own caches and workspace): what a server does. The
+// tokens equal a single thread's; scripts/test.sh runs this under
+// ThreadSanitizer too (build-tsan).
+TEST(GeneratorTest, ThreadsShareOneModel) {
+  auto model = loadRandom(kLlama, "threads", 13, WeightNaming::Llama);
+  ASSERT_TRUE(model);
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 2, 3, 4, 5}, {7, 7, 1, 9}, {3, 1, 4, 1, 5, 9, 2, 6}, {8}};
+  std::vector<std::vector<int32_t>> expected;
+  for (const std::vector<int32_t> &prompt : prompts)
+    expected.push_back(greedyReference(*model, prompt, 6));
+  std::vector<std::vector<std::vector<int32_t>>> got(prompts.size());
+  std::vector<std::string> errors(prompts.size());
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < prompts.size(); t++)
+    threads.emplace_back([&, t] {
+      std::unique_ptr<Generator> generator;
+      if (Status s = Generator::create(*model, 2, generator); !s) {
+        errors[t] = s.message();
+        return;
+      }
+      for (int round = 0; round < 3; round++) {
+        GenerationRequest request;
+        // Two requests per round: this thread's prompt and the next one's.
+        for (size_t p : {t, (t + 1) % prompts.size()}) {
+          request.prompt = prompts[p];
+          request.maxNewTokens = 6;
+          int id;
+          if (Status s = generator->submit(request, id); !s) {
+            errors[t] = s.message();
+            return;
+          }
+        }
+        if (Status s = generator->run(); !s) {
+          errors[t] = s.message();
+          return;
+        }
+        for (int id = 2 * round; id < 2 * round + 2; id++)
+          got[t].push_back(generator->tokens(id));
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  for (size_t t = 0; t < prompts.size(); t++) {
+    ASSERT_EQ(errors[t], "") << "thread " << t;
+    ASSERT_EQ(got[t].size(), 6u);
+    for (int round = 0; round < 3; round++) {
+      EXPECT_EQ(got[t][2 * round], expected[t]) << "thread " << t;
+      EXPECT_EQ(got[t][2 * round + 1], expected[(t + 1) % prompts.size()])
+          << "thread " << t;
+    }
+  }
 }
 
 TEST(GeneratorTest, SeedsCapacityAndErrors) {

@@ -3,7 +3,7 @@
 // The semantics the math-level ops state in their descriptions
 // (AttnOps.td), run directly from an op's attributes: the second reference
 // the generated kernels are checked against (test/kernels/
-// SdpaSemanticsTest.cpp), besides the tests' own reference. Written from
+// OpSemanticsTest.cpp), besides the tests' own reference. Written from
 // the op's description, not from the kernels; slow on purpose.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +13,7 @@
 
 #include "attn/AttnOps.h"
 
+#include <string>
 #include <vector>
 
 namespace mlir::attn {
@@ -24,6 +25,15 @@ std::vector<double> interpretSdpa(SdpaOp op, const std::vector<float> &query,
                                   const std::vector<float> &key,
                                   const std::vector<float> &value, int batch,
                                   int qLen, int kvLen);
+
+/// attn.rope on `input` [batch][seq][heads][head_dim] at `positions`
+/// [batch][seq] (C order): the rotated input in double. Scaling rules
+/// interpreted: none, default, linear and llama3 (transformers'
+/// definitions); another rule, or one missing a number, leaves the result
+/// empty and says why in `error`.
+std::vector<double> interpretRope(RopeOp op, const std::vector<float> &input,
+                                  const std::vector<int32_t> &positions,
+                                  int batch, int seq, std::string &error);
 
 } // namespace mlir::attn
 

@@ -12,27 +12,12 @@
 #ifndef ATTN_RUNTIME_DEVICEAPI_H
 #define ATTN_RUNTIME_DEVICEAPI_H
 
-#include "HalideRuntime.h"
+#include "attn/runtime/attnc_library.h"
 
 namespace attn::runtime {
 
-/// The layout of attnc_device_api.
-struct DeviceApi {
-  const char *name; ///< "cuda" or "opencl": also the GPU kernels' suffix
-  int (*loadDriver)(void);
-  const halide_device_interface_t *(*deviceInterface)(void);
-  int (*deviceMalloc)(void *, halide_buffer_t *,
-                      const halide_device_interface_t *);
-  int (*deviceFree)(void *, halide_buffer_t *);
-  int (*copyToDevice)(void *, halide_buffer_t *,
-                      const halide_device_interface_t *);
-  int (*copyToHost)(void *, halide_buffer_t *);
-  int (*bufferCopy)(void *, halide_buffer_t *,
-                    const halide_device_interface_t *, halide_buffer_t *);
-  int (*deviceCrop)(void *, const halide_buffer_t *, halide_buffer_t *);
-  int (*deviceReleaseCrop)(void *, halide_buffer_t *);
-  halide_error_handler_t (*setErrorHandler)(halide_error_handler_t);
-};
+/// <model>_device_api's type (attnc_library.h, shared with attnc).
+using DeviceApi = ::attnc_device_api;
 
 /// Copies of whole device-resident allocations (weights, KV pools,
 /// activations) between host and device so far, process-wide. Per-call

@@ -27,14 +27,10 @@ namespace attn::runtime {
 /// (`<function>_metadata`).
 using KernelMetadata = const halide_filter_metadata_t *(*)(void);
 
-/// One entry of a generated `<model>_kernel_table` (the layout of
-/// attnc_kernel_entry): the kernel's name, its function, type-erased, and
+/// One entry of a generated `<model>_kernel_table` (attnc_library.h,
+/// shared with attnc): the kernel's name, its function, type-erased, and
 /// its metadata.
-struct KernelEntry {
-  const char *name;
-  void (*function)(void);
-  KernelMetadata metadata; ///< the kernel's arguments, by name
-};
+using KernelEntry = ::attnc_kernel_entry;
 
 /// A kernel resolved from a table.
 struct Kernel {

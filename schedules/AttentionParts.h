@@ -1,7 +1,13 @@
-//===- Common.h - pieces shared by the attention pipelines ------*- C++ -*-===//
+//===- AttentionParts.h - what the attention pipelines share ----*- C++ -*-===//
+//
+// The prefill pipelines' inputs, mask and online-softmax output (fp32 and
+// bf16 products), the decode pipeline's layout pins, and the vectorized
+// exp2 / sigmoid that the softmax and the linear kernels' activations use.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef ATTN_SCHEDULES_COMMON_H
-#define ATTN_SCHEDULES_COMMON_H
+#ifndef ATTN_SCHEDULES_ATTENTIONPARTS_H
+#define ATTN_SCHEDULES_ATTENTIONPARTS_H
 
 #include "attn/schedules/KernelSpec.h"
 #include "attn/schedules/Pipelines.h"
@@ -246,4 +252,4 @@ buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
 
 } // namespace attn
 
-#endif // ATTN_SCHEDULES_COMMON_H
+#endif // ATTN_SCHEDULES_ATTENTIONPARTS_H

@@ -1,6 +1,6 @@
-//===- SdpaSemanticsTest.cpp - attn.sdpa's meaning against the kernels ----===//
+//===- OpSemanticsTest.cpp - the math-level ops against the kernels -------===//
 //
-// The math-level op states what attention computes (AttnOps.td); the Halide
+// The math-level ops state what attention computes (AttnOps.td); the Halide
 // kernels implement it. Here each of a seeded random matrix of attn.sdpa ops
 // (MHA / GQA / MQA, causal or not, sliding windows, softcap, ALiBi, default
 // or explicit scale; q_len below, equal to and above kv_len) is parsed and
@@ -14,10 +14,17 @@
 // Tolerances: kernel against either reference 1e-5 absolute in fp32 (as in
 // SdpaTest.cpp); the two double references agree to 1e-12.
 //
+// attn.rope likewise, against the RoPE epilogue of the linear kernel attnc
+// fuses it into (identity weights, so the kernel's output is the rotated
+// input): theta and the scaling rules (default, linear, llama3) converted
+// by attnc's own conversion (attnc::ropeScaling). Tolerance 2e-5: fp32
+// angles up to 300 rad, as both compute them, then fp32 cos/sin in the
+// kernel against double in the interpreter.
+//
 //===----------------------------------------------------------------------===//
 
+#include "OpSemanticsOps.h"
 #include "Reference.h"
-#include "SdpaSemanticsOps.h"
 
 #include "attn/schedules/Pipelines.h"
 
@@ -60,9 +67,9 @@ std::string sdpaSource(const OpCase &c) {
   if (c.alibi)
     attributes << ", alibi";
   const std::string q = tensor(c.queryHeads), kv = tensor(c.kvHeads);
-  return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv + ") -> " +
-         q + " {\n  %o = attn.sdpa %q, %k, %v {" + attributes.str() + "} : " +
-         q + ", " + kv + ", " + kv + " -> " + q + "\n  func.return %o : " + q +
+  return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv + ") -> " + q +
+         " {\n  %o = attn.sdpa %q, %k, %v {" + attributes.str() + "} : " + q +
+         ", " + kv + ", " + kv + " -> " + q + "\n  func.return %o : " + q +
          "\n}\n";
 }
 
@@ -126,30 +133,32 @@ TEST_P(SdpaSemanticsTest, KernelsComputeWhatTheOpSays) {
   SCOPED_TRACE(source + "batch " + std::to_string(c.batch) + " q_len " +
                std::to_string(c.qLen) + " kv_len " + std::to_string(c.kvLen));
   std::mt19937 rng(11);
-  std::vector<float> q = randomVector(
-                         size_t(c.batch) * c.qLen * c.queryHeads * c.headDim,
-                         rng),
-                     k = randomVector(
-                         size_t(c.batch) * c.kvLen * c.kvHeads * c.headDim,
-                         rng),
+  std::vector<float> q = randomVector(size_t(c.batch) * c.qLen * c.queryHeads *
+                                          c.headDim,
+                                      rng),
+                     k = randomVector(size_t(c.batch) * c.kvLen * c.kvHeads *
+                                          c.headDim,
+                                      rng),
                      v = randomVector(k.size(), rng);
   InterpretedSdpa op =
       interpretSdpaSource(source, q, k, v, c.batch, c.qLen, c.kvLen);
   ASSERT_TRUE(op.error.empty()) << op.error;
 
   // The tests' own reference, from the case (not from the op).
-  AttentionShape shape{c.batch,   c.qLen,
-                       c.kvLen,   c.queryHeads,
-                       c.kvHeads, c.headDim,
-                       c.causal,  c.scale ? c.scale : 1 / std::sqrt(float(c.headDim)),
-                       c.window,  c.softcap};
+  AttentionShape shape{
+      c.batch,   c.qLen,
+      c.kvLen,   c.queryHeads,
+      c.kvHeads, c.headDim,
+      c.causal,  c.scale ? c.scale : 1 / std::sqrt(float(c.headDim)),
+      c.window,  c.softcap};
   if (c.alibi)
     shape.alibi = attn::alibiSlopes(c.queryHeads);
   std::vector<double> expected =
       referenceAttention(shape, q.data(), k.data(), v.data());
   double disagreement = 0;
   for (size_t i = 0; i < expected.size(); i++)
-    disagreement = std::max(disagreement, std::fabs(expected[i] - op.result[i]));
+    disagreement =
+        std::max(disagreement, std::fabs(expected[i] - op.result[i]));
   EXPECT_LE(disagreement, 1e-12) << "the op's interpretation and the tests' "
                                     "reference disagree";
 
@@ -190,6 +199,101 @@ TEST(SdpaSemanticsTest, InvalidOpsAreRefusedBeforeInterpretation) {
   OpCase c{3, 2, 16, true, 0, 0, 0, false, 1, 4, 4}; // 3 heads over 2
   InterpretedSdpa op = interpretSdpaSource(sdpaSource(c), {}, {}, {}, 1, 4, 4);
   EXPECT_NE(op.error.find("num_query_heads"), std::string::npos) << op.error;
+}
+
+struct RopeCase {
+  int heads, headDim;
+  float theta;
+  std::string scaling; ///< the MLIR dictionary, or empty
+  int batch, seq;
+};
+
+std::string ropeSource(const RopeCase &c) {
+  const std::string input = "tensor<?x?x" + std::to_string(c.heads) + "x" +
+                            std::to_string(c.headDim) + "xf32>";
+  std::ostringstream theta; // MLIR float literals need a point
+  theta << std::scientific << c.theta;
+  return "func.func @f(%x: " + input + ", %pos: tensor<?x?xi32>) -> " + input +
+         " {\n  %r = attn.rope %x, %pos {theta = " + theta.str() + " : f32" +
+         (c.scaling.empty() ? "" : ", scaling = " + c.scaling) +
+         "} : " + input + ", tensor<?x?xi32>\n  func.return %r : " + input +
+         "\n}\n";
+}
+
+std::vector<RopeCase> makeRopeCases() {
+  const std::string llama3 =
+      "{rope_type = \"llama3\", factor = 8.0, low_freq_factor = 1.0, "
+      "high_freq_factor = 4.0, original_max_position_embeddings = 64}";
+  return {{1, 8, 10000, "", 1, 5},
+          {3, 16, 10000, "", 2, 7},
+          {4, 64, 500000, "", 1, 33},
+          {2, 64, 10000, "{rope_type = \"linear\", factor = 2.5}", 2, 9},
+          {2, 64, 500000, llama3, 1, 40},
+          {1, 128, 500000, llama3, 2, 3},
+          {2, 32, 10000, "{rope_type = \"default\"}", 1, 6}};
+}
+
+class RopeSemanticsTest : public testing::TestWithParam<RopeCase> {};
+
+TEST_P(RopeSemanticsTest, TheFusedEpilogueRotatesAsTheOpSays) {
+  const RopeCase &c = GetParam();
+  const std::string source = ropeSource(c);
+  SCOPED_TRACE(source);
+  const int features = c.heads * c.headDim, tokens = c.batch * c.seq;
+  std::mt19937 rng(17);
+  std::vector<float> x = randomVector(size_t(tokens) * features, rng);
+  std::vector<int32_t> positions(tokens);
+  for (int32_t &p : positions)
+    p = int32_t(rng() % 300);
+  InterpretedRope op =
+      interpretRopeSource(source, x, positions, c.batch, c.seq);
+  ASSERT_TRUE(op.error.empty()) << op.error;
+
+  // The kernel attnc fuses attn.rope into: a projection (here by the
+  // identity) with the RoPE epilogue over all its heads.
+  attn::LinearSpec spec;
+  spec.functionName = "rope_semantics";
+  spec.inFeatures = spec.outFeatures = features;
+  spec.ropeTheta = op.theta;
+  spec.ropeHeads = c.heads;
+  spec.ropeHeadDim = c.headDim;
+  spec.ropeScaling = op.scaling;
+  Halide::Target target = Halide::get_jit_target_from_environment();
+  attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
+  std::vector<float> identity(size_t(features) * features, 0.0f);
+  for (int k = 0; k < features; k++)
+    identity[size_t(k) * features + k] = 1.0f;
+  Halide::Buffer<> weight =
+      attn::packLinearWeights(identity.data(), features, features);
+  Halide::Buffer<float> input(x.data(), features, tokens),
+      output(features, tokens);
+  Halide::Buffer<int32_t> at(positions.data(), tokens);
+  Halide::ParamMap params;
+  params.set(kernel.inputs[0], input);
+  params.set(kernel.inputs[1], weight);
+  params.set(kernel.inputs[2], at);
+  kernel.pipeline.realize(output, target, params);
+  std::vector<float> got(output.data(),
+                         output.data() + output.number_of_elements());
+  EXPECT_LE(maxAbsError(got, op.result), 2e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, RopeSemanticsTest,
+                         testing::ValuesIn(makeRopeCases()));
+
+// A scaling rule the interpreter does not know is no reference.
+TEST(RopeSemanticsTest, UninterpretedScalingIsSaid) {
+  RopeCase c{1,
+             8,
+             10000,
+             "{rope_type = \"dynamic\", factor = 2.0, "
+             "original_max_position_embeddings = 16}",
+             1,
+             2};
+  InterpretedRope op = interpretRopeSource(
+      ropeSource(c), std::vector<float>(16, 0.5f), {0, 1}, 1, 2);
+  EXPECT_NE(op.error.find("no rope scaling 'dynamic'"), std::string::npos)
+      << op.error;
 }
 
 } // namespace

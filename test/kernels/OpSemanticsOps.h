@@ -1,12 +1,12 @@
-//===- SdpaSemanticsOps.h - attn.sdpa parsed and interpreted ----*- C++ -*-===//
+//===- OpSemanticsOps.h - math-level ops parsed and interpreted -*- C++ -*-===//
 //
-// The MLIR side of sdpa-semantics-test, behind plain types (the test's
+// The MLIR side of op-semantics-test, behind plain types (the test's
 // Halide side is another translation unit).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef ATTN_TEST_SDPASEMANTICSOPS_H
-#define ATTN_TEST_SDPASEMANTICSOPS_H
+#ifndef ATTN_TEST_OPSEMANTICSOPS_H
+#define ATTN_TEST_OPSEMANTICSOPS_H
 
 #include "attn/schedules/KernelSpec.h"
 
@@ -29,6 +29,21 @@ InterpretedSdpa interpretSdpaSource(const std::string &source,
                                     const std::vector<float> &value, int batch,
                                     int qLen, int kvLen);
 
+struct InterpretedRope {
+  std::string error; ///< the parser's, verifier's or interpreter's message
+  float theta = 0;
+  RopeScaling scaling;        ///< the op's scaling, as attnc converts it
+  std::vector<double> result; ///< mlir::attn::interpretRope
+};
+
+/// Parses `source` (a func.func holding one attn.rope), converts its theta
+/// and scaling as attnc does for the kernels and interprets it on `input`
+/// at `positions`.
+InterpretedRope interpretRopeSource(const std::string &source,
+                                    const std::vector<float> &input,
+                                    const std::vector<int32_t> &positions,
+                                    int batch, int seq);
+
 } // namespace attn::test
 
-#endif // ATTN_TEST_SDPASEMANTICSOPS_H
+#endif // ATTN_TEST_OPSEMANTICSOPS_H

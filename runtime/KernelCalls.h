@@ -1,0 +1,91 @@
+//===- KernelCalls.h - each kernel family on plain arrays ------*- C++ -*-===//
+//
+// Private to the runtime. One function per kernel family: the buffers a
+// generated kernel takes (by the names schedules/KernelAbi.cpp declares),
+// described over the runtime's arrays, and the call, on the CPU or on the
+// model's GPU (`device`). ModelRunner.cpp decides what runs when; this says
+// how each kernel is called.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_KERNELCALLS_H
+#define ATTN_RUNTIME_KERNELCALLS_H
+
+#include "ModelWeights.h"
+
+#include "attn/runtime/KernelCall.h"
+#include "attn/runtime/KvCache.h"
+#include "attn/runtime/ModelPlan.h"
+
+#include <cstdint>
+
+namespace attn::runtime {
+
+/// The Halide element type of cache pools and weights stored as `type`.
+halide_type_t halideType(DType type);
+
+/// Where a K/V projection with the cache append fused in stores its K and V
+/// rows: one layer's page pools [poolSlots][kvHeads][headDim] element and
+/// the slot of each token, slots [tokens] (-1: not stored).
+struct CacheAppendArgs {
+  const int32_t *slots;
+  void *keyPool, *valuePool;
+  halide_type_t element;
+  int64_t poolSlots, kvHeads, headDim;
+  /// int8 pools: each row's scale, [poolSlots][kvHeads] float; else null.
+  float *keyScales = nullptr, *valueScales = nullptr;
+};
+
+/// A fused append into `layer` of `cache` at `slots`.
+CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots);
+
+/// A fused-append kernel run with no cache to fill (prefill without a
+/// cache): `tokens` slots of -1 and a one-slot pool nothing is stored in.
+CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens);
+
+/// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
+/// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache)
+/// (+ best [tokens], each row's argmax, for a kernel with the argmax).
+Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
+              int64_t tokens, int64_t inF, const WeightMatrix &w,
+              const Floats &b, const int32_t *positions, const float *residual,
+              int64_t outF, float *out, bool gatedInput = false,
+              const CacheAppendArgs *append = nullptr, int32_t *best = nullptr);
+
+/// out [tokens][d] = the embedding of `ids` at `positions` [tokens]:
+/// rows of `table` [vocab][d] plus, for learned positions, of
+/// `positionTable` [maxPositions + offset][d] (else empty).
+Status embed(const DeviceApi *device, const PlanOp &op, const Floats &table,
+             const Floats &positionTable, const int32_t *ids,
+             const int32_t *positions, int64_t tokens, int64_t d, float *out);
+
+/// out [tokens][d] = the layer or RMS norm of `input` [tokens][d] with
+/// `weight` [d] and, for a layer norm, `bias` [d].
+Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
+            const Floats &bias, const float *input, int64_t tokens, int64_t d,
+            float *out);
+
+/// Prefill attention of one sequence: `query` [t][Hq·D] (rows `queryStride`
+/// floats apart) over `keys`, `values` [kvLen][Hkv·D] (rows `kvStride`
+/// apart), into `out` [t][Hq·D].
+Status prefillAttention(const DeviceApi *device, const PlanOp &op,
+                        const float *query, int64_t queryStride, int64_t t,
+                        const float *keys, const float *values,
+                        int64_t kvStride, int64_t kvLen, float *out);
+
+/// Decode attention of `batch` sequences, one new token each: `query`
+/// [batch][Hq·D] over `layer` of `cache`, whose pages `blockTable`
+/// [batch][maxPages] lists and `lengths` [batch] counts, into `out`
+/// [batch][Hq·D].
+Status decodeAttention(const DeviceApi *device, const PlanOp &op,
+                       const KvCache &cache, int layer, const float *query,
+                       const int32_t *blockTable, int64_t maxPages,
+                       const int32_t *lengths, int64_t batch, float *out);
+
+/// The lowest index of the largest of `logits` [vocabulary], -1 if one is
+/// NaN: what a head kernel's fused argmax computes.
+int32_t firstLargest(const float *logits, int vocabulary);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_KERNELCALLS_H
