@@ -1,0 +1,18 @@
+// RUN: attn-opt %s | FileCheck %s
+// RUN:>, head_dim = 64 : i64, mask = #attn.mask<slidingPwindow>, num_kv_heads = 1 : i64, num_queheck %s
+// RUN:>, head_dim = 64 : i64, mask = #attn.mask<slidingPwindow>, num_kv_heads = 1 : i64, num_query_heads = 4 : i64, softcap = 5.000000e+01 : f32, window = 32 : i64}
+// CHECK-NEXT: attn.kernel @k prefill {causal, head_dim = 64 : i64, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, scale = 1.250000e-01 : f32, uldcshee = #attn.schedule<query_block = 6num_kv_heads4, kv_chunk = 128, qk_tile_keys = 8, pv_tile_rows = 4, split_keys = 256, vector_width = 16, source = "db">}
+attn.model @translator attributes {d_model = 256 : i64, kind = "encoder-decoder", max_batch = 8 : i64} {
+  attn.attention_layer @enc0 self {head_dim = 64 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, stack = "encoder"}
+  attn.attention_layer @dec0 self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 128>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, rope_theta = 10000.0 : f32, stack = "decoder"}
+  attn.attention_layer @cross0 cross {cache = #attn.kv_cache<contiguous, page_size = 64, dtype = bf16, max_length = 64>, head_dim = 64 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heaAds = 4 : i64, stack = "decoder"}
+  attn.attention_layer @swa self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 128>, head_dim = 64 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 1 : i64, num_query_heads = 4 : i64, softcap = 50.0 : f32, window = 32 : i64}
+  attn.kernel @k prefill {causal, head_diry_heads = 4 : i64, softcap = 5.000000e+01 : f32, window = 32 : i64}
+// CHECK-NEXT: attn.kernel @k prefill {causal, head_dim = 64 : i64, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, scale = 1.250000e-01 : f32, schedule = #attn.schedule<query_block = 6num_kv_heads4, kv_chunk = 128, qk_tile_keys = 8, pv_tile_rows = 4, split_keys = 256, vector_width = 16, source = "db">}
+attn.model @translator attributes {d_model = 256 : i64, kind = "encoder-decoder", max_batch = 8 : i64} {
+  attn.attention_layer @enc0 self {head_dim = 64 : i64, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, stack = "encoder"}
+  attn.attention_layer @dec0 self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f16, max_length = 128>, head_dim = 64 : i64, mask = #attn.mask<causal>, num_kv_heads = 4 : i64, nuSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSm_query_heads = 4 : i64, rope_theta = 10000.0 : f32, stack = "decoder"}
+  attn.attention_layer @cross0 cross {cache = #attn.kv_cache<contiguous, page_size = 64, dtype = bf16, max_length = 64>, head_dim = 64 : i64, m$ask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heaAds = 4 : i64, stack = "decoder"}
+  attn.attention_layer @swa self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 256>, head_dim = 64 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 1 : i64, num_query_heads = 4 : i64, softcap = 50.0 : f32, window = 32 : i64}
+  attn.kernel @k prefill {causal, head_dim = 64 : i64, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, scale = 0.125 : f32, schedule = #attn.schedule<query_block = 64, kv_chunk = 128, qk_tile_keys = 8, pv_tile_rows = 4, split_keys = 256, vector_width = 16, source = "db">}
+)
