@@ -1245,6 +1245,29 @@ TEST(ModelTest, APlanThatDisagreesWithItsKernelsFailsTheCall) {
       << s.message();
 }
 
+// A plan of another schema version, or naming an element type no reader
+// knows, is refused at parse with what to do (an unknown cache dtype used
+// to become f32 silently).
+TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
+  auto refused = [&](const std::string &from, const std::string &to,
+                     const std::string &why) {
+    std::string plan = kLlama.plan;
+    size_t at = plan.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    plan.replace(at, from.size(), to);
+    ModelPlan parsed;
+    Status s = parsePlan(plan, entries(kLlama.table), kLlama.size, parsed);
+    ASSERT_FALSE(s) << to;
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  };
+  refused("\"plan_version\": 1,", "\"plan_version\": 2,",
+          "plan_version 2, this runtime reads version 1 (regenerate the model "
+          "library with this attnc)");
+  refused("\"plan_version\": 1,", "", "plan_version missing");
+  refused("\"dtype\": \"f32\"", "\"dtype\": \"f8\"",
+          "dtype must be f32, f16, bf16 or i8, got 'f8'");
+}
+
 TEST(ModelTest, PlanSizesOutOfRangeAreRefused) {
   // A zero head_dim (found by fuzz-plan, fuzz/corpus/plan/head_dim_zero.json)
   // made an output projection of no inputs, which packing indexed as if it
