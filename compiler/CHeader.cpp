@@ -2,6 +2,7 @@
 
 #include "CHeader.h"
 
+#include "attn/runtime/Version.h"
 #include "attn/schedules/KernelAbi.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -482,6 +483,17 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
     os << "\\n\"";
   }
   os << ";\n";
+  // Everything above, for the runtime in one value (Model::load takes it);
+  // a shared library (attnc --shared) returns the same from attnc_library().
+  os << "\n/* The library as the runtime takes it (attn::runtime::ModelLibrary). */\n"
+     << "static const attnc_model_library " << name << "_library = {\n"
+     << "    ATTNC_LIBRARY_ABI, \"" << ATTNC_VERSION << "\", \"" << name
+     << "\",\n    \"" << specs.cpuTargets << "\",\n    " << name
+     << "_plan_json, " << name << "_kernel_table, " << name.upper()
+     << "_KERNEL_TABLE_SIZE,\n    "
+     << (specs.gpuApi.empty() ? std::string("NULL")
+                              : "&" + name.str() + "_device_api")
+     << ", halide_set_error_handler};\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }

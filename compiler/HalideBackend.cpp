@@ -18,6 +18,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <functional>
@@ -32,9 +33,18 @@ llvm::Error error(const llvm::Twine &message) {
 
 } // namespace
 
+std::string resolvedCpuTargets(const LibraryTargets &targets) {
+  std::string list;
+  for (const std::string &name : targets.cpu)
+    if (Halide::Target::validate_target_string(name))
+      list += (list.empty() ? "" : ",") + Halide::Target(name).to_string();
+  return list;
+}
+
 llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                               const LibraryTargets &targetNames,
-                              llvm::StringRef outDir) {
+                              llvm::StringRef outDir,
+                              llvm::raw_ostream *progress) {
   auto parse = [](const std::string &name) -> llvm::Expected<Halide::Target> {
     if (!Halide::Target::validate_target_string(name))
       return error("unknown Halide target '" + name +
@@ -142,12 +152,25 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                                                      target);
           });
     };
+    // Compiling a big model takes minutes: --progress says how far it is.
+    size_t total = (cpuTargets.empty() ? 0 : kernelSet(false).size()) +
+                   (gpuTarget ? kernelSet(true).size() : 0),
+           done = 0;
+    auto report = [&](const std::string &function) {
+      if (progress)
+        *progress << llvm::format("attnc: [%zu/%zu] %s\n", ++done, total,
+                                  function.c_str());
+    };
     if (!cpuTargets.empty())
-      for (const auto &[function, build] : kernelSet(/*gpu=*/false))
+      for (const auto &[function, build] : kernelSet(/*gpu=*/false)) {
+        report(function);
         compile(function, build, cpuTargets);
+      }
     if (gpuTarget)
-      for (const auto &[function, build] : kernelSet(/*gpu=*/true))
+      for (const auto &[function, build] : kernelSet(/*gpu=*/true)) {
+        report(function + specs.gpuSuffix());
         compile(function + specs.gpuSuffix(), build, {*gpuTarget});
+      }
     // One runtime for all: the GPU API's module is in it when a kernel
     // needs it.
     Halide::Target runtimeTarget =

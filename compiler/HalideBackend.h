@@ -9,6 +9,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace attnc {
 
@@ -18,9 +19,15 @@ namespace attnc {
 /// `<functionName>_<api>_kernel` (a GPU target: cuda, opencl) taking
 /// halide_buffer_t
 /// pointers, as renderKernelDeclarations() declares them.
+/// `progress`: where to say which kernel is being compiled, if anywhere.
 llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                               const LibraryTargets &targets,
-                              llvm::StringRef outDir);
+                              llvm::StringRef outDir,
+                              llvm::raw_ostream *progress = nullptr);
+
+/// The CPU targets as Halide resolves them ("host" becomes this machine's
+/// features), comma-separated: what ModelSpecs::cpuTargets records.
+std::string resolvedCpuTargets(const LibraryTargets &targets);
 
 } // namespace attnc
 

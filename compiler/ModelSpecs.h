@@ -17,6 +17,9 @@ struct ModelSpecs {
   /// kernels of one API ("cuda" or "opencl"; empty: none), or both.
   bool cpuKernels = true;
   std::string gpuApi;
+  /// The CPU targets as Halide resolved them ("host" spelled out),
+  /// comma-separated, most specific first: what the library records.
+  std::string cpuTargets;
   /// What a GPU kernel's C name adds to its CPU twin's: `<name>_cuda_kernel`
   /// beside `<name>_kernel`, and `<name>_cuda` in the kernel table.
   std::string gpuSuffix() const { return gpuApi.empty() ? "" : "_" + gpuApi; }

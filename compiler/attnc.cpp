@@ -14,6 +14,7 @@
 #include "KernelSpecs.h"
 #include "PlanWriter.h"
 #include "Report.h"
+#include "SharedLibrary.h"
 #include "Targets.h"
 
 #include "attn/AttnDialect.h"
@@ -88,6 +89,15 @@ cl::opt<std::string> kvBudget(
     "kv-budget", cl::value_desc("bytes"),
     cl::desc("Fail if the KV cache for max_batch sequences at max length "
              "needs more (suffixes K, M, G: KiB, MiB, GiB)"),
+    cl::cat(attncCategory));
+cl::opt<bool> sharedLibrary(
+    "shared",
+    cl::desc("Also link DIR/lib<name>.so, which the runtime loads at run time "
+             "(attn::runtime::ModelLibrary::open; needs a C compiler: $CC or "
+             "cc)"),
+    cl::cat(attncCategory));
+cl::opt<bool> showProgress(
+    "progress", cl::desc("Say on stderr which kernel is being compiled"),
     cl::cat(attncCategory));
 cl::opt<bool> printReport("report",
                           cl::desc("Also print the --emit=report table"),
@@ -215,8 +225,12 @@ int emitHeadersAndLibrary(mlir::ModuleOp module,
     return 1;
   specs.cpuKernels = !targets.cpu.empty();
   specs.gpuApi = targets.gpuApi;
+  specs.cpuTargets = attnc::resolvedCpuTargets(targets);
+  if (sharedLibrary && !library)
+    return fail("--shared links the kernels: it needs --emit=lib");
   if (library)
-    if (Error error = attnc::emitKernelLibrary(specs, targets, outputPath))
+    if (Error error = attnc::emitKernelLibrary(
+            specs, targets, outputPath, showProgress ? &errs() : nullptr))
       return fail(toString(std::move(error)));
   if (std::error_code ec = sys::fs::create_directories(outputPath))
     return fail("cannot create '" + outputPath + "': " + ec.message());
@@ -228,7 +242,12 @@ int emitHeadersAndLibrary(mlir::ModuleOp module,
           outputPath, specs.name + ".h",
           attnc::renderCHeader(specs, sys::path::filename(inputPath), plan)))
     return status;
-  return writeFile(outputPath, specs.name + "_plan.json", plan);
+  if (int status = writeFile(outputPath, specs.name + "_plan.json", plan))
+    return status;
+  if (sharedLibrary)
+    if (Error error = attnc::linkSharedLibrary(specs.name, outputPath))
+      return fail(toString(std::move(error)));
+  return 0;
 }
 
 /// Lists the pass manager's own options (IR printing, timing, statistics)

@@ -392,7 +392,8 @@ std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
 }
 
 Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
-                                 uint64_t seed, const std::string &path) {
+                                 uint64_t seed, const std::string &path,
+                                 TensorType stored) {
   // Norm tensors by the ops they belong to, not by name patterns.
   std::set<std::string> normWeights, normBiases;
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
@@ -402,6 +403,8 @@ Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
         (entry.role == "weight" ? normWeights : normBiases)
             .insert(entry.tensor);
   std::vector<ExpectedTensor> tensors = requiredTensors(plan, naming);
+  for (ExpectedTensor &tensor : tensors)
+    tensor.type = stored;
   std::mt19937_64 rng(seed);
   std::vector<std::vector<float>> values;
   std::vector<const float *> data;
@@ -434,23 +437,64 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   return load(planJson, table, tableSize, weightsPath, naming, &device, model);
 }
 
-Status Model::load(const std::string &planJson, const KernelEntry *table,
-                   size_t tableSize, const std::string &weightsPath,
-                   std::unique_ptr<Model> &model) {
-  ModelPlan plan;
-  if (Status status = parsePlan(planJson, table, tableSize, plan); !status)
-    return status;
-  for (WeightNaming naming :
+Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
+  for (WeightNaming candidate :
        {WeightNaming::Llama, WeightNaming::Gpt2, WeightNaming::Bart})
-    if (plan.weightNaming == name(naming))
-      return load(planJson, table, tableSize, weightsPath, naming, nullptr,
-                  model);
+    if (plan.weightNaming == name(candidate)) {
+      naming = candidate;
+      return Status::ok();
+    }
   return Status(StatusCode::InvalidArgument,
                 "the plan does not say how its checkpoint names tensors "
                 "(weight_naming '" +
                     plan.weightNaming +
                     "'): attnc states it for Hugging Face configs; pass a "
                     "WeightNaming");
+}
+
+namespace {
+/// The tensor naming `planJson` states (plans of Hugging Face configs).
+Status planNaming(const std::string &planJson, const KernelEntry *table,
+                  size_t tableSize, WeightNaming &naming) {
+  ModelPlan plan;
+  if (Status status = parsePlan(planJson, table, tableSize, plan); !status)
+    return status;
+  return Model::namingOf(plan, naming);
+}
+} // namespace
+
+Status Model::load(const std::string &planJson, const KernelEntry *table,
+                   size_t tableSize, const std::string &weightsPath,
+                   std::unique_ptr<Model> &model) {
+  WeightNaming naming;
+  if (Status status = planNaming(planJson, table, tableSize, naming); !status)
+    return status;
+  return load(planJson, table, tableSize, weightsPath, naming, nullptr, model);
+}
+
+Status Model::load(std::shared_ptr<const ModelLibrary> library,
+                   const std::string &weightsPath,
+                   std::unique_ptr<Model> &model, bool onDevice) {
+  if (!library)
+    return Status(StatusCode::InvalidArgument, "no model library");
+  const attnc_model_library &d = library->descriptor();
+  if (onDevice && !d.device_api)
+    return Status(StatusCode::InvalidArgument,
+                  std::string("model library '") + d.name +
+                      "' has no GPU kernels (attnc --target=...,cuda adds "
+                      "them)");
+  WeightNaming naming;
+  if (Status status = planNaming(d.plan_json, d.kernels, d.kernel_count, naming);
+      !status)
+    return status;
+  std::unique_ptr<Model> loaded;
+  if (Status status = load(d.plan_json, d.kernels, d.kernel_count, weightsPath,
+                           naming, onDevice ? d.device_api : nullptr, loaded);
+      !status)
+    return status;
+  loaded->library_ = std::move(library);
+  model = std::move(loaded);
+  return Status::ok();
 }
 
 Model::~Model() {

@@ -9,6 +9,7 @@ packages=(
   libbenchmark-dev libgtest-dev                           # Google Benchmark, GoogleTest
   nlohmann-json3-dev                                      # JSON for the runtime (safetensors headers)
   libpcre2-dev libutf8proc-dev pkgconf                    # the tokenizer: regexes, Unicode normalization
+  libcpp-httplib-dev                                      # attn-serve: HTTP
   pocl-opencl-icd ocl-icd-libopencl1                      # an OpenCL device on the CPU: runs the GPU kernels in tests
   python3-numpy                                           # tools/hf_reference.py: whole models' independent reference
   clang-14 libclang-rt-14-dev                             # libFuzzer (fuzz/, scripts/run-fuzzers.sh)

@@ -19,6 +19,8 @@
 #include "attn/runtime/DType.h"
 #include "attn/runtime/Model.h"
 #include "attn/runtime/Generator.h"
+#include "attn/runtime/ModelLibrary.h"
+#include "attn/runtime/Version.h"
 
 #include "bart_tiny.h"
 #include "marian_tiny.h"
@@ -1435,3 +1437,61 @@ TEST(KernelCallTest, CallsAreCheckedAgainstTheKernelsMetadata) {
 }
 
 } // namespace
+
+// The generated header's <name>_library is what Model::load takes; a library
+// of another ABI, attnc version or CPU is refused by name, never run.
+TEST(ModelLibraryTest, LinkedLibraryLoadsAndMismatchesAreRefused) {
+  std::shared_ptr<const ModelLibrary> library;
+  ASSERT_TRUE(ModelLibrary::linked(llama_tiny_library, library));
+  EXPECT_EQ(library->path(), "");
+  EXPECT_STREQ(library->descriptor().name, "llama_tiny");
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(kLlama.plan, entries(kLlama.table), kLlama.size, plan));
+  WeightNaming naming;
+  ASSERT_TRUE(Model::namingOf(plan, naming));
+  EXPECT_EQ(naming, WeightNaming::Llama);
+  std::string weights = attn::test::testDirectory() + "/library.safetensors";
+  ASSERT_TRUE(Model::writeRandomWeights(plan, naming, 3, weights,
+                                        TensorType::BF16));
+  std::unique_ptr<Model> model;
+  Status s = Model::load(library, weights, model);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(model->device(), "cpu");
+  s = Model::load(library, weights, model, /*onDevice=*/true);
+  EXPECT_EQ(s.message(), "model library 'llama_tiny' has no GPU kernels "
+                         "(attnc --target=...,cuda adds them)");
+
+  auto refusal = [](const attnc_model_library &other) {
+    std::shared_ptr<const ModelLibrary> refused;
+    Status status = ModelLibrary::linked(other, refused);
+    EXPECT_EQ(refused, nullptr);
+    return status.message();
+  };
+  attnc_model_library other = llama_tiny_library;
+  other.abi = 99;
+  EXPECT_EQ(refusal(other),
+            "model library 'llama_tiny': written with model-library ABI 99; "
+            "this runtime reads ABI 1: rebuild it with this runtime's attnc");
+  other = llama_tiny_library;
+  other.attnc_version = "0.0.1";
+  EXPECT_EQ(refusal(other), std::string("model library 'llama_tiny': built "
+                                        "by attnc 0.0.1; this runtime is "
+                                        "attnc ") +
+                                ATTNC_VERSION +
+                                ": rebuild it with this runtime's attnc");
+  other = llama_tiny_library;
+  other.cpu_targets = "x86-64-linux-avx2,arm-64-linux";
+  EXPECT_NE(refusal(other).find("cannot run here: its kernels are for arm"),
+            std::string::npos)
+      << refusal(other);
+
+  s = ModelLibrary::open("/nonexistent/libmodel.so", library);
+  EXPECT_EQ(s.code(), StatusCode::IoError);
+  EXPECT_EQ(s.message().rfind("/nonexistent/libmodel.so: cannot be loaded: ",
+                              0),
+            0u)
+      << s.message();
+  s = ModelLibrary::open("libm.so.6", library);
+  EXPECT_EQ(s.message(), "libm.so.6: not an attnc model library (it exports "
+                         "no attnc_library(); attnc --shared writes one)");
+}

@@ -20,6 +20,7 @@
 
 #include "attn/runtime/DeviceApi.h"
 #include "attn/runtime/KvCache.h"
+#include "attn/runtime/ModelLibrary.h"
 #include "attn/runtime/ModelPlan.h"
 #include "attn/runtime/Safetensors.h"
 
@@ -135,10 +136,21 @@ public:
                      size_t tableSize, const std::string &weightsPath,
                      WeightNaming naming, const DeviceApi &device,
                      std::unique_ptr<Model> &model);
+  /// As load, from a model library (ModelLibrary::open for one attnc
+  /// --shared wrote, ModelLibrary::linked for <name>_library), with the
+  /// tensor naming its plan states. `onDevice`: its GPU kernels (the library
+  /// must have them). The model keeps the library loaded.
+  static Status load(std::shared_ptr<const ModelLibrary> library,
+                     const std::string &weightsPath,
+                     std::unique_ptr<Model> &model, bool onDevice = false);
   ~Model();
 
   /// The GPU API the model runs on ("cuda", "opencl"), or "cpu".
   std::string device() const { return device_ ? device_->name : "cpu"; }
+
+  /// The tensor naming `plan` states (`weight_naming`: plans of Hugging Face
+  /// configs); InvalidArgument when it states none.
+  static Status namingOf(const ModelPlan &plan, WeightNaming &naming);
 
   /// The tensors (names, f32, shapes) a checkpoint needs for `plan` under
   /// `naming`: what load() checks a weight file against.
@@ -147,9 +159,11 @@ public:
 
   /// Writes seeded random weights for `plan` under `naming` to `path`: norm
   /// weights 1 and biases 0, everything else uniform in ±1/sqrt(the tensor's
-  /// last extent). For running a compiled model without a checkpoint.
+  /// last extent), stored as `stored` (F32, F16 or BF16). For running a
+  /// compiled model without a checkpoint.
   static Status writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
-                                   uint64_t seed, const std::string &path);
+                                   uint64_t seed, const std::string &path,
+                                   TensorType stored = TensorType::F32);
 
   const ModelPlan &plan() const { return plan_; }
   int dModel() const { return plan_.dModel; }
@@ -225,6 +239,7 @@ private:
   ModelPlan plan_;
   std::vector<std::shared_ptr<const Weights>> weights_; // parallel to ops
   const DeviceApi *device_ = nullptr;                   ///< null: CPU kernels
+  std::shared_ptr<const ModelLibrary> library_; ///< keeps its kernels loaded
 };
 
 const char *name(WeightNaming naming);

@@ -46,4 +46,32 @@ typedef struct attnc_device_api {
 } attnc_device_api;
 #endif
 
+#ifndef ATTNC_MODEL_LIBRARY_DEFINED
+#define ATTNC_MODEL_LIBRARY_DEFINED
+/* The layout of attnc_model_library; a runtime refuses a library written
+   with another (attn::runtime::ModelLibrary). */
+#define ATTNC_LIBRARY_ABI 1
+/* The one symbol a shared model library (attnc --shared) exports: a
+   function returning its attnc_model_library. */
+#define ATTNC_LIBRARY_SYMBOL "attnc_library"
+/* Everything the runtime needs from one model library: <model>_library in
+   the generated header (static linking), and what a shared library's
+   attnc_library() returns (loading at run time). */
+typedef struct attnc_model_library {
+  unsigned abi;              /* ATTNC_LIBRARY_ABI of the attnc that wrote it */
+  const char *attnc_version; /* that attnc's ATTNC_VERSION */
+  const char *name;          /* the model's name: prefix of its symbols */
+  /* Halide targets of the CPU kernels, comma-separated, most specific
+     first: the last is the one the library falls back to, so the CPU must
+     have its features. "" for a GPU-only library. */
+  const char *cpu_targets;
+  const char *plan_json;
+  const attnc_kernel_entry *kernels;
+  unsigned long kernel_count;
+  const attnc_device_api *device_api; /* NULL: no GPU kernels */
+  /* The library's own Halide runtime: where its kernels report errors. */
+  halide_error_handler_t (*set_error_handler)(halide_error_handler_t);
+} attnc_model_library;
+#endif
+
 #endif /* ATTNC_LIBRARY_H */

@@ -1,0 +1,149 @@
+//===- ModelCache.cpp - compiled model libraries, keyed by config ---------===//
+
+#include "ModelCache.h"
+
+#include "attn/runtime/Version.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/xxhash.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <chrono>
+#include <unistd.h>
+
+namespace attn::apps {
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::string defaultCacheDir() {
+  if (auto dir = llvm::sys::Process::GetEnv("ATTNC_CACHE_DIR"))
+    return *dir;
+  if (auto dir = llvm::sys::Process::GetEnv("XDG_CACHE_HOME"))
+    return *dir + "/attnc";
+  if (auto home = llvm::sys::Process::GetEnv("HOME"))
+    return *home + "/.cache/attnc";
+  return "/tmp/attnc-cache";
+}
+
+llvm::Expected<std::string> findAttnc(const std::string &given) {
+  if (!given.empty())
+    return given;
+  if (auto fromEnv = llvm::sys::Process::GetEnv("ATTNC"))
+    return *fromEnv;
+  // attnc is installed (and built) beside attn-run.
+  static int anchor;
+  std::string self = llvm::sys::fs::getMainExecutable("attn-run", &anchor);
+  llvm::SmallString<256> beside(llvm::sys::path::parent_path(self));
+  llvm::sys::path::append(beside, "attnc");
+  if (llvm::sys::fs::can_execute(beside))
+    return std::string(beside);
+  if (llvm::ErrorOr<std::string> onPath = llvm::sys::findProgramByName("attnc"))
+    return *onPath;
+  return error("attnc not found beside this program or on PATH (--attnc, or "
+               "$ATTNC, names it)");
+}
+
+/// What "host" stands for: the target attnc resolves it to on this CPU.
+std::string describeTarget(const std::string &target) {
+  if (target != "host")
+    return target;
+  std::string text = "host:" + llvm::sys::getHostCPUName().str();
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    if (feature.second)
+      text += "," + feature.first().str();
+  return text;
+}
+
+} // namespace
+
+std::string folderName(const std::string &dir) {
+  llvm::SmallString<256> folder(dir);
+  llvm::sys::fs::make_absolute(folder);
+  llvm::sys::path::remove_dots(folder, /*remove_dot_dot=*/true);
+  while (folder.size() > 1 && folder.back() == '/')
+    folder.pop_back();
+  return llvm::sys::path::filename(folder).str();
+}
+
+llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
+                                          const CompileOptions &options,
+                                          llvm::raw_ostream &log,
+                                          bool &compiled) {
+  compiled = false;
+  llvm::SmallString<256> config(modelDir);
+  llvm::sys::path::append(config, "config.json");
+  auto text = llvm::MemoryBuffer::getFile(config);
+  if (!text)
+    return error(config + ": cannot be read: " + text.getError().message());
+
+  std::string key = (*text)->getBuffer().str();
+  key += std::string("\0attnc ", 7) + ATTNC_VERSION + "\0" +
+         describeTarget(options.target);
+  for (const std::string &arg : options.attncArgs)
+    key += "\0" + arg;
+  std::string cacheDir =
+      options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
+  // <cache>/<folder name>-<hash>: readable, and unique per configuration.
+  llvm::SmallString<256> entry(cacheDir);
+  llvm::sys::path::append(entry, folderName(modelDir) + "-" +
+                                     llvm::utohexstr(llvm::xxh3_64bits(key),
+                                                     /*LowerCase=*/true, 16));
+  llvm::SmallString<256> library(entry);
+  llvm::sys::path::append(library, "libmodel.so");
+  if (llvm::sys::fs::exists(library))
+    return std::string(library);
+
+  llvm::Expected<std::string> attnc = findAttnc(options.attnc);
+  if (!attnc)
+    return attnc.takeError();
+  if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
+    return error("cannot create '" + cacheDir + "': " + ec.message());
+  // Compiled into a folder of its own, then renamed: a run that stops half
+  // way, or two runs at once, never leave a partial entry.
+  std::string scratch = std::string(entry) + ".partial-" +
+                        std::to_string(::getpid());
+  std::vector<std::string> args = {*attnc,       std::string(config),
+                                   "-o",         scratch,
+                                   "--shared",   "--name=model",
+                                   "--progress", "--target=" + options.target};
+  args.insert(args.end(), options.attncArgs.begin(), options.attncArgs.end());
+  log << "attn-run: compiling " << config << " for this machine ("
+      << options.target << "; first run of this configuration, cached in "
+      << entry << ")\n";
+  log.flush();
+  auto start = std::chrono::steady_clock::now();
+  llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*attnc, argRefs, std::nullopt, {}, 0,
+                                         0, &message);
+  if (status != 0) {
+    llvm::sys::fs::remove_directories(scratch);
+    return error("attnc failed on " + config +
+                 (message.empty() ? "" : " (" + message + ")"));
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(scratch, entry)) {
+    llvm::sys::fs::remove_directories(scratch);
+    if (!llvm::sys::fs::exists(library)) // another run won the race: fine
+      return error("cannot move the library into '" + entry +
+                   "': " + ec.message());
+  }
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  log << llvm::format("attn-run: compiled in %.1f s\n", seconds);
+  compiled = true;
+  return std::string(library);
+}
+
+} // namespace attn::apps

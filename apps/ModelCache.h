@@ -1,0 +1,43 @@
+//===- ModelCache.h - compiled model libraries, keyed by config ---*- C++ -*-===//
+//
+// attn-run and attn-serve take a Hugging Face model folder. Its config.json
+// is compiled by attnc (--shared) once; the library lands in a cache folder
+// named by a hash of everything that decides what attnc writes: the
+// config's bytes, attnc's version, the target (for "host", this CPU's name
+// and features) and the options passed. Later runs load it from there.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_APPS_MODELCACHE_H
+#define ATTN_APPS_MODELCACHE_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace attn::apps {
+
+struct CompileOptions {
+  std::string attnc;    ///< the attnc to run; empty: beside this program, else PATH
+  std::string cacheDir; ///< empty: $ATTNC_CACHE_DIR, $XDG_CACHE_HOME/attnc, ~/.cache/attnc
+  std::string target = "host";
+  std::vector<std::string> attncArgs; ///< e.g. --kv-dtype=f16, part of the key
+};
+
+/// The last component of `dir`, however it is written ("a/b/", "."):
+/// what the cache entry and attn-serve's model id are named after.
+std::string folderName(const std::string &dir);
+
+/// The library (lib<name>.so) compiled from `modelDir`/config.json: from
+/// the cache, or compiled now, attnc's progress going to `log`. `compiled`
+/// says which.
+llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
+                                          const CompileOptions &options,
+                                          llvm::raw_ostream &log,
+                                          bool &compiled);
+
+} // namespace attn::apps
+
+#endif // ATTN_APPS_MODELCACHE_H

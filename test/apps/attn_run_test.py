@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""attn-run end to end, against an independent reference.
+
+A Llama-shaped model folder as Hugging Face publishes one: text_llama/config.json
+(vocabulary 32000), a real SentencePiece tokenizer.json (the tokenizer tests'
+Llama 2-style one), random bf16 weights. attn-run compiles the config on its
+first run (progress shown, library cached), loads the library with dlopen, and
+generates greedily from a text prompt; the tokens must be those of
+tools/hf_reference.py (float64 numpy, written from transformers) for the same
+prompt ids. Then: the cache is reused, --stop cuts the text, and bad input is a
+clear error.
+
+Usage: attn_run_test.py BIN_DIR TOKENIZER_DATA PYTHON_WITH_NUMPY
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from model_folder import make_model_folder
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+failures = []
+checks = [0]
+
+
+def check(condition, message):
+    checks[0] += 1
+    if not condition:
+        failures.append(message)
+        print("FAILED:", message, file=sys.stderr)
+
+
+def run(args, **kwargs):
+    result = subprocess.run(args, capture_output=True, text=True, **kwargs)
+    return result
+
+
+def main():
+    bin_dir, data, python = sys.argv[1:4]
+    attn_run = os.path.join(bin_dir, "attn-run")
+    work = tempfile.mkdtemp(prefix="attn-run-test.")
+    try:
+        # First run: compiles, with progress, and says where the library is.
+        model, cache, first = make_model_folder(work, bin_dir, data)
+        common = ["--cache-dir", cache]
+        check(first.returncode == 0, "compile-only failed: " + first.stderr)
+        check("compiling" in first.stderr and "attnc: [1/" in first.stderr,
+              "the first compile shows no progress: " + first.stderr)
+        library = first.stdout.strip()
+        check(library.startswith(cache) and os.path.exists(library),
+              "no library in the cache: " + library)
+
+        steps = 12
+        generate = [attn_run, model, "--prompt", "Hello world", "--temperature", "0",
+                    "--max-new-tokens", str(steps), "--print-ids"] + common
+        second = run(generate)
+        check(second.returncode == 0, "attn-run failed: " + second.stderr)
+        check("compiling" not in second.stderr, "the cached library was not reused")
+        check("tok/s" in second.stderr, "no speed report: " + second.stderr)
+        ids = json.loads(second.stderr.strip().splitlines()[-1])
+        check(ids["prompt"] == [1, 22557, 1526],
+              "the prompt's ids are not the tokenizer's: %s" % ids["prompt"])
+        generated = ids["generated"]
+        check(0 < len(generated) <= steps, "generated %s" % generated)
+
+        reference = run([python, os.path.join(ROOT, "tools", "hf_reference.py"), model,
+                         "--prompt", ",".join(map(str, ids["prompt"])),
+                         "--steps", str(len(generated))])
+        check(reference.returncode == 0, "hf_reference.py failed: " + reference.stderr)
+        want = json.loads(reference.stdout)["tokens"]
+        check(generated == want[:len(generated)],
+              "greedy tokens differ from the reference:\n  attn-run  %s\n  reference %s"
+              % (generated, want))
+        print("attn-run: %d greedy tokens identical to tools/hf_reference.py; text: %r"
+              % (len(generated), second.stdout))
+
+        # --stop: the text ends just before the stop string.
+        text = second.stdout.rstrip("\n")
+        if len(text) >= 4:
+            stop = text[len(text) // 2:len(text) // 2 + 2]
+            cut = run(generate + ["--stop", stop])
+            check(cut.returncode == 0, "--stop failed: " + cut.stderr)
+            check(cut.stdout.rstrip("\n") == text[:text.find(stop)],
+                  "--stop %r gave %r from %r" % (stop, cut.stdout, text))
+            check("stopped: stop string" in cut.stderr, "no stop reported: " + cut.stderr)
+
+        # Bad input: clear errors, exit status 1.
+        missing = run([attn_run, os.path.join(work, "nowhere")] + common)
+        check(missing.returncode == 1 and "config.json: cannot be read" in missing.stderr,
+              "a folder without config.json: " + missing.stderr)
+        broken = os.path.join(work, "libbroken.so")
+        with open(broken, "wb") as f:
+            f.write(b"not a shared library")
+        bad = run([os.path.join(bin_dir, "write-random-checkpoint"), broken,
+                   os.path.join(work, "x.safetensors")])
+        check(bad.returncode == 1 and "cannot be loaded" in bad.stderr,
+              "a broken library: " + bad.stderr)
+        wrong = run([attn_run, model, "--prompt", "x", "--kv-dtype", "f8"] + common)
+        check(wrong.returncode == 1 and "attnc failed" in wrong.stderr,
+              "attnc's refusal is not reported: " + wrong.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

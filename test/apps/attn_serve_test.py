@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""attn-serve over HTTP, as an OpenAI client speaks to it.
+
+The attn-run test's model folder, served on a free port. Completions, plain
+and streamed as server-sent events, must give the text attn-run gives for the
+same prompt (greedy); requests sent at once (more than --parallel, so some
+wait) must each give what they give alone; bad requests get OpenAI-style
+errors; SIGTERM stops the server cleanly.
+
+Usage: attn_serve_test.py BIN_DIR TOKENIZER_DATA
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+
+from model_folder import make_model_folder
+
+failures = []
+checks = [0]
+
+
+def check(condition, message):
+    checks[0] += 1
+    if not condition:
+        failures.append(message)
+        print("FAILED:", message, file=sys.stderr)
+
+
+def request(base, path, body=None, raw=None):
+    """(status, parsed JSON or text) of one request."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as response:
+            text = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as error:
+        text = error.read().decode()
+        status = error.code
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def main():
+    bin_dir, data = sys.argv[1:3]
+    work = tempfile.mkdtemp(prefix="attn-serve-test.")
+    server = None
+    try:
+        model, cache, compiled = make_model_folder(work, bin_dir, data)
+        check(compiled.returncode == 0, "compiling failed: " + compiled.stderr)
+        server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
+                                   "--cache-dir", cache, "--parallel", "4"],
+                                  stderr=subprocess.PIPE, text=True)
+        base = None
+        for line in server.stderr:
+            if " on http://" in line:
+                base = line.split(" on ")[1].split()[0]
+                break
+        check(base is not None, "attn-serve did not say where it listens")
+        if base is None:
+            return 1
+        threading.Thread(target=server.stderr.read, daemon=True).start()
+
+        status, health = request(base, "/health")
+        check(status == 200 and health == {"status": "ok"}, "health: %s %s" % (status, health))
+        status, models = request(base, "/v1/models")
+        check(status == 200 and models["data"][0]["id"] == "model", "models: %s" % models)
+
+        prompt = {"model": "model", "prompt": "Hello world", "max_tokens": 12, "temperature": 0}
+        status, plain = request(base, "/v1/completions", prompt)
+        check(status == 200, "completion: %s %s" % (status, plain))
+        text = plain["choices"][0]["text"]
+        alone = subprocess.run([os.path.join(bin_dir, "attn-run"), model, "--cache-dir", cache,
+                                "--prompt", "Hello world", "--temperature", "0",
+                                "--max-new-tokens", "12"], capture_output=True, text=True)
+        check(alone.stdout == text + "\n", "attn-serve %r, attn-run %r" % (text, alone.stdout))
+        check(plain["object"] == "text_completion" and plain["model"] == "model",
+              "completion shape: %s" % plain)
+        usage = plain["usage"]
+        check(usage["prompt_tokens"] == 3 and 0 < usage["completion_tokens"] <= 12 and
+              usage["total_tokens"] == 3 + usage["completion_tokens"], "usage: %s" % usage)
+        check(plain["choices"][0]["finish_reason"] in ("stop", "length"), "finish: %s" % plain)
+
+        # Streamed: server-sent events whose pieces make the same text.
+        req = urllib.request.Request(base + "/v1/completions",
+                                     data=json.dumps(dict(prompt, stream=True)).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as response:
+            check(response.headers.get("Content-Type", "").startswith("text/event-stream"),
+                  "stream content type: %s" % response.headers.get("Content-Type"))
+            events = [line[len("data: "):] for line in response.read().decode().split("\n")
+                      if line.startswith("data: ")]
+        check(events and events[-1] == "[DONE]", "the stream does not end with [DONE]")
+        chunks = [json.loads(e) for e in events[:-1]]
+        streamed = "".join(c["choices"][0]["text"] for c in chunks)
+        check(streamed == text, "streamed %r, plain %r" % (streamed, text))
+        check(chunks[-1]["choices"][0]["finish_reason"] == plain["choices"][0]["finish_reason"]
+              and all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1]),
+              "finish reasons in the stream: %s" % chunks)
+
+        # A stop string: the text ends before it.
+        if len(text) >= 4:
+            stop = text[len(text) // 2:len(text) // 2 + 2]
+            status, cut = request(base, "/v1/completions", dict(prompt, stop=[stop]))
+            check(status == 200 and cut["choices"][0]["text"] == text[:text.find(stop)] and
+                  cut["choices"][0]["finish_reason"] == "stop", "stop %r: %s" % (stop, cut))
+
+        # Six at once with room for four: batched and queued, each as alone.
+        prompts = ["Once upon a time", "三千零五", "def f(x):", "The capital of",
+                   "Hello world", "1 2 3 4"]
+        alone_texts = {}
+        for p in prompts:
+            status, answer = request(base, "/v1/completions",
+                                     {"prompt": p, "max_tokens": 10, "temperature": 0})
+            alone_texts[p] = answer["choices"][0]["text"] if status == 200 else None
+        together = {}
+
+        def ask(p):
+            status, answer = request(base, "/v1/completions",
+                                     {"prompt": p, "max_tokens": 10, "temperature": 0})
+            together[p] = answer["choices"][0]["text"] if status == 200 else answer
+
+        threads = [threading.Thread(target=ask, args=(p,)) for p in prompts]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for p in prompts:
+            check(together.get(p) == alone_texts[p],
+                  "%r: alone %r, together %r" % (p, alone_texts[p], together.get(p)))
+
+        # Bad requests: OpenAI-style errors naming the field.
+        status, answer = request(base, "/v1/completions", raw=b"{not json")
+        check(status == 400 and "not valid JSON" in answer["error"]["message"], "bad JSON: %s" % answer)
+        status, answer = request(base, "/v1/completions", {"prompt": "x", "n": 2})
+        check(status == 400 and answer["error"]["param"] == "n", "n=2: %s" % answer)
+        status, answer = request(base, "/v1/completions", {"max_tokens": 3})
+        check(status == 400 and answer["error"]["param"] == "prompt", "no prompt: %s" % answer)
+        status, answer = request(base, "/v1/completions", {"prompt": [1, 99999999]})
+        check(status == 400 and "outside the vocabulary" in answer["error"]["message"],
+              "token out of range: %s" % answer)
+        status, answer = request(base, "/v1/completions", {"prompt": "x", "temperature": -1})
+        check(status == 400 and answer["error"]["param"] == "temperature", "temperature: %s" % answer)
+        status, answer = request(base, "/v1/completions", {"prompt": "x " * 400, "max_tokens": 4})
+        check(status == 400 and "error" in answer, "a prompt longer than the cache: %s" % answer)
+        status, answer = request(base, "/v1/chat/completions", {"messages": []})
+        check(status == 501 and "chat template" in answer["error"]["message"], "chat: %s" % answer)
+        status, answer = request(base, "/health")
+        check(status == 200, "the server is not healthy after bad requests")
+
+        server.send_signal(signal.SIGTERM)
+        check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly on SIGTERM")
+        server = None
+        print("attn-serve: %d checks; greedy text %r" % (checks[0], text))
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
