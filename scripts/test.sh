@@ -41,5 +41,5 @@ TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/tokenizer-test
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DATTN_FUZZ=ON \
     -DATTN_SANITIZE=ON -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
 cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan \
-  fuzz-tokenizer
+  fuzz-tokenizer fuzz-chat-template
 scripts/run-fuzzers.sh

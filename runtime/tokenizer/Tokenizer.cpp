@@ -2,6 +2,7 @@
 
 #include "attn/runtime/Tokenizer.h"
 
+#include "ChatTemplate.h"
 #include "TokenizerParts.h"
 #include "Utf8.h"
 
@@ -152,6 +153,10 @@ struct Tokenizer::Impl {
   int32_t bos = -1;
   std::vector<int32_t> eos;
   bool cleanUpSpaces = false;
+  /// tokenizer_config.json's chat_template, parsed; or why it cannot be.
+  std::shared_ptr<const tokenizer::ChatTemplate> chatTemplate;
+  std::string chatTemplateError;
+  nlohmann::ordered_json specialTokens; ///< bos_token, ... for templates
 
   void encodeText(std::string_view text, bool atStart,
                   std::vector<int32_t> &ids) const {
@@ -344,6 +349,33 @@ void build(const json &root, const json &config, const json &generation,
     if (int32_t eos = idOf(configToken(config, "eos_token"), "eos_token");
         eos >= 0)
       t.eos.push_back(eos);
+  for (const char *key : {"bos_token", "eos_token", "unk_token", "pad_token"})
+    if (std::string token = configToken(config, key); !token.empty())
+      t.specialTokens[key] = token;
+  if (auto it = config.find("chat_template"); it != config.end()) {
+    // A string, or a list of named templates of which "default" is used.
+    std::string source;
+    if (it->is_string())
+      source = it->get<std::string>();
+    else if (it->is_array())
+      for (const json &named : *it)
+        if (named.is_object() && named.value("name", "") == "default" &&
+            named.contains("template") && named["template"].is_string())
+          source = named["template"].get<std::string>();
+    if (source.empty())
+      t.chatTemplateError = "tokenizer_config.json: chat_template: expected "
+                            "a template, or a list with a \"default\" one";
+    else
+      try {
+        t.chatTemplate = std::make_shared<tokenizer::ChatTemplate>(source);
+      } catch (const tokenizer::TemplateError &error) {
+        t.chatTemplateError =
+            std::string("tokenizer_config.json: chat_template: ") +
+            error.what();
+      }
+  } else {
+    t.chatTemplateError = "tokenizer_config.json has no chat_template";
+  }
   auto cleanUp = config.find("clean_up_tokenization_spaces");
   t.cleanUpSpaces = cleanUp != config.end() && cleanUp->is_boolean() &&
                     cleanUp->get<bool>();
@@ -496,6 +528,45 @@ Status Tokenizer::decode(const std::vector<int32_t> &ids, std::string &text,
   std::string out =
       utf8::lossy(impl_->decodeBytes(ids, 0, ids.size(), skipSpecialTokens));
   text = impl_->cleanUpSpaces ? cleanUpSpaces(std::move(out)) : out;
+  return Status::ok();
+}
+
+bool Tokenizer::hasChatTemplate() const {
+  return impl_ && impl_->chatTemplate;
+}
+
+Status Tokenizer::applyChatTemplate(std::string_view messagesJson,
+                                    bool addGenerationPrompt,
+                                    std::string &prompt,
+                                    std::string_view extraJson) const {
+  if (!impl_)
+    return Status(StatusCode::InvalidArgument, "no tokenizer loaded");
+  if (!impl_->chatTemplate)
+    return Status(StatusCode::InvalidArgument, impl_->chatTemplateError);
+  using ordered = nlohmann::ordered_json;
+  ordered messages = ordered::parse(messagesJson, nullptr, false);
+  if (!messages.is_array())
+    return Status(StatusCode::InvalidArgument,
+                  "the messages must be a JSON array");
+  ordered variables =
+      extraJson.empty() ? ordered::object() : ordered::parse(extraJson, nullptr, false);
+  if (!variables.is_object())
+    return Status(StatusCode::InvalidArgument,
+                  "the template variables must be a JSON object");
+  for (const auto &[key, value] : impl_->specialTokens.items())
+    if (!variables.contains(key))
+      variables[key] = value;
+  variables["messages"] = std::move(messages);
+  variables["add_generation_prompt"] = addGenerationPrompt;
+  try {
+    prompt = impl_->chatTemplate->render(variables);
+  } catch (const tokenizer::TemplateError &error) {
+    return Status(StatusCode::InvalidArgument,
+                  std::string("chat template: ") + error.what());
+  } catch (const std::exception &error) { // a value of an unexpected type
+    return Status(StatusCode::InvalidArgument,
+                  std::string("chat template: ") + error.what());
+  }
   return Status::ok();
 }
 

@@ -18,6 +18,20 @@ struct attn_text_stream {
   std::string text; // what the last call returned
 };
 
+/// Copies `text` and its NUL into out[0..capacity), or says it does not fit.
+static attn_status copyOut(const char *function, const std::string &text,
+                           char *out, size_t capacity, size_t *length) {
+  *length = text.size();
+  if (text.size() + 1 > capacity)
+    return report(Status(StatusCode::CapacityExceeded,
+                         std::string(function) + ": the text has " +
+                             std::to_string(text.size()) +
+                             " bytes and a NUL; the buffer holds " +
+                             std::to_string(capacity)));
+  std::memcpy(out, text.c_str(), text.size() + 1);
+  return ATTN_OK;
+}
+
 extern "C" {
 
 attn_status attn_tokenizer_load(const char *path, attn_tokenizer **tokenizer) {
@@ -72,15 +86,28 @@ attn_status attn_tokenizer_decode(const attn_tokenizer *tokenizer,
             skip_special_tokens != 0);
         !status)
       return report(status);
-    *length = decoded.size();
-    if (decoded.size() + 1 > capacity)
-      return report(Status(StatusCode::CapacityExceeded,
-                           "attn_tokenizer_decode: the text has " +
-                               std::to_string(decoded.size()) +
-                               " bytes and a NUL; the buffer holds " +
-                               std::to_string(capacity)));
-    std::memcpy(text, decoded.c_str(), decoded.size() + 1);
-    return ATTN_OK;
+    return copyOut("attn_tokenizer_decode", decoded, text, capacity, length);
+  });
+}
+
+attn_status attn_tokenizer_apply_chat_template(const attn_tokenizer *tokenizer,
+                                               const char *messages_json,
+                                               int add_generation_prompt,
+                                               const char *extra_json,
+                                               char *text, size_t capacity,
+                                               size_t *length) {
+  return guarded(__func__, [&] {
+    if (!tokenizer || !messages_json || (!text && capacity) || !length)
+      return invalid("attn_tokenizer_apply_chat_template: a required pointer "
+                     "is null");
+    std::string prompt;
+    if (Status status = tokenizer->tokenizer.applyChatTemplate(
+            messages_json, add_generation_prompt != 0, prompt,
+            extra_json ? extra_json : "");
+        !status)
+      return report(status);
+    return copyOut("attn_tokenizer_apply_chat_template", prompt, text,
+                   capacity, length);
   });
 }
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from model_folder import make_model_folder
+from model_folder import make_model_folder, render_chat
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -55,6 +55,11 @@ def main():
         check(library.startswith(cache) and os.path.exists(library),
               "no library in the cache: " + library)
 
+        # The same library from C: attn_model_load_library.
+        from_c = run([os.path.join(bin_dir, "model-library-c-test"), library,
+                      os.path.join(model, "model.safetensors"), "32000"])
+        check(from_c.returncode == 0, "model-library-c-test: " + from_c.stderr)
+
         steps = 12
         generate = [attn_run, model, "--prompt", "Hello world", "--temperature", "0",
                     "--max-new-tokens", str(steps), "--print-ids"] + common
@@ -88,6 +93,20 @@ def main():
             check(cut.stdout.rstrip("\n") == text[:text.find(stop)],
                   "--stop %r gave %r from %r" % (stop, cut.stdout, text))
             check("stopped: stop string" in cut.stderr, "no stop reported: " + cut.stderr)
+
+        # --chat: the prompt becomes a user message in the model's template;
+        # the ids are those of the text Jinja2 renders (its "<s>" is BOS).
+        chatted = run([attn_run, model, "--chat", "--system", "Be brief.", "--prompt", "Hi!",
+                       "--temperature", "0", "--max-new-tokens", "4", "--print-ids"] + common)
+        check(chatted.returncode == 0, "--chat failed: " + chatted.stderr)
+        rendered = render_chat([{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "Hi!"}])
+        check(rendered.startswith("<s>"), "the template's text: %r" % rendered)
+        plain = run([attn_run, model, "--prompt", rendered[len("<s>"):], "--temperature", "0",
+                     "--max-new-tokens", "4", "--print-ids"] + common)
+        chat_ids = json.loads(chatted.stderr.strip().splitlines()[-1])
+        plain_ids = json.loads(plain.stderr.strip().splitlines()[-1])
+        check(chat_ids == plain_ids, "--chat %s, the rendered prompt %s" % (chat_ids, plain_ids))
 
         # Bad input: clear errors, exit status 1.
         missing = run([attn_run, os.path.join(work, "nowhere")] + common)

@@ -21,7 +21,7 @@ import threading
 import urllib.error
 import urllib.request
 
-from model_folder import make_model_folder
+from model_folder import make_model_folder, render_chat
 
 failures = []
 checks = [0]
@@ -155,9 +155,35 @@ def main():
         status, answer = request(base, "/v1/completions", {"prompt": "x " * 400, "max_tokens": 4})
         check(status == 400 and "error" in answer, "a prompt longer than the cache: %s" % answer)
         status, answer = request(base, "/v1/chat/completions", {"messages": []})
-        check(status == 501 and "chat template" in answer["error"]["message"], "chat: %s" % answer)
+        check(status == 400 and answer["error"]["param"] == "messages", "no messages: %s" % answer)
         status, answer = request(base, "/health")
         check(status == 200, "the server is not healthy after bad requests")
+
+        # Chat: the messages through the model's template (Jinja2 renders the
+        # same text), then as /v1/completions would for that text.
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]
+        status, chat = request(base, "/v1/chat/completions",
+                               {"messages": messages, "max_tokens": 6, "temperature": 0})
+        check(status == 200 and chat["object"] == "chat.completion" and
+              chat["choices"][0]["message"]["role"] == "assistant", "chat: %s" % chat)
+        rendered = render_chat(messages)
+        status, same = request(base, "/v1/completions",
+                               {"prompt": rendered[len("<s>"):], "max_tokens": 6, "temperature": 0})
+        check(chat["choices"][0]["message"]["content"] == same["choices"][0]["text"] and
+              chat["usage"] == same["usage"], "chat %s, completion %s" % (chat, same))
+        req = urllib.request.Request(base + "/v1/chat/completions",
+                                     data=json.dumps({"messages": messages, "max_tokens": 6,
+                                                      "temperature": 0, "stream": True}).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as response:
+            events = [line[len("data: "):] for line in response.read().decode().split("\n")
+                      if line.startswith("data: ")]
+        chunks = [json.loads(e) for e in events[:-1]]
+        check(events[-1] == "[DONE]" and chunks[0]["choices"][0]["delta"].get("role") == "assistant"
+              and all(c["object"] == "chat.completion.chunk" for c in chunks),
+              "chat stream: %s" % events)
+        check("".join(c["choices"][0]["delta"].get("content", "") for c in chunks) ==
+              chat["choices"][0]["message"]["content"], "the chat stream's text")
 
         server.send_signal(signal.SIGTERM)
         check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly on SIGTERM")

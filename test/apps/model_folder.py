@@ -5,11 +5,28 @@ text_llama/config.json (vocabulary 32000), the tokenizer tests' real Llama
 library attn-run compiles (write-random-checkpoint opens it with dlopen).
 """
 
+import json
 import os
 import shutil
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The tokenizer's config carries no chat template; the folder gets this one
+# (ours, in the style of the published ones), so that --chat and
+# /v1/chat/completions have one to apply.
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] "
+                 "{{ m['content'] | trim }}\n{% endfor %}"
+                 "{% if add_generation_prompt %}[assistant] {% endif %}")
+
+
+def render_chat(messages):
+    """The prompt text Jinja2 makes of CHAT_TEMPLATE, as transformers would."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools"))
+    from chat_template_reference import environment
+    return environment().from_string(CHAT_TEMPLATE).render(
+        messages=messages, add_generation_prompt=True, bos_token="<s>")
 
 
 def make_model_folder(work, bin_dir, data):
@@ -18,8 +35,12 @@ def make_model_folder(work, bin_dir, data):
     os.makedirs(model)
     shutil.copy(os.path.join(HERE, "text_llama", "config.json"), model)
     tokenizer = os.path.join(data, "node_modules", "@lenml", "tokenizer-llama2", "models")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(tokenizer, name), model)
+    shutil.copy(os.path.join(tokenizer, "tokenizer.json"), model)
+    with open(os.path.join(tokenizer, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    config["chat_template"] = CHAT_TEMPLATE
+    with open(os.path.join(model, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False)
     cache = os.path.join(work, "cache")
     compiled = subprocess.run([os.path.join(bin_dir, "attn-run"), model, "--compile-only",
                                "--cache-dir", cache], capture_output=True, text=True)

@@ -12,6 +12,8 @@
 
 #include "attn/runtime/Tokenizer.h"
 
+#include "ChatTemplate.h" // runtime/tokenizer: the Jinja subset itself
+
 #include "../TestDirectory.h"
 
 #include <gtest/gtest.h>
@@ -39,6 +41,14 @@ json readJson(const std::string &path) {
   std::ifstream in(path);
   EXPECT_TRUE(in) << path << " is missing (scripts/tokenizer-data.sh)";
   return in ? json::parse(in) : json();
+}
+
+/// As readJson, keeping each object's keys in file order (as Python's json
+/// does): what chat templates see.
+nlohmann::ordered_json readOrderedJson(const std::string &path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path << " is missing";
+  return in ? nlohmann::ordered_json::parse(in) : nlohmann::ordered_json();
 }
 
 bool validUtf8(const std::string &text) {
@@ -297,3 +307,123 @@ TEST(Tokenizer, ThreadsShareOneTokenizer) {
 }
 
 } // namespace
+
+// --- chat templates -----------------------------------------------------
+
+namespace {
+
+/// Whether `rendered` (or the error of rendering) is what Jinja2 gave:
+/// expected is the text, or {"error": ...} where Jinja2 failed too.
+testing::AssertionResult sameOutcome(const Status &status,
+                                     const std::string &rendered,
+                                     const json &expected) {
+  if (expected.is_object()) {
+    if (status)
+      return testing::AssertionFailure()
+             << "rendered " << json(rendered).dump() << " where Jinja2 fails: "
+             << expected["error"];
+    return testing::AssertionSuccess();
+  }
+  if (!status)
+    return testing::AssertionFailure() << status.message();
+  if (rendered != expected.get<std::string>())
+    return testing::AssertionFailure()
+           << "\n  attnc  " << json(rendered).dump() << "\n  Jinja2 "
+           << expected.dump();
+  return testing::AssertionSuccess();
+}
+
+} // namespace
+
+// Each model's own template over conversations (system prompts, multi-turn,
+// reasoning, tool calls and tool results, tools, quotes and emoji): the
+// same prompt text as Jinja2 in transformers' setup
+// (tools/chat_template_reference.py), or an error where it fails too.
+TEST(ChatTemplate, ModelTemplatesMatchJinja2) {
+  nlohmann::ordered_json conversations =
+      readOrderedJson(kTests + "/conversations.json");
+  for (const char *model : {"llama3", "qwen3", "qwen2_5", "deepseek_v3"}) {
+    Tokenizer tokenizer;
+    Status status = Tokenizer::load(modelDir(model), tokenizer);
+    ASSERT_TRUE(status) << status.message();
+    ASSERT_TRUE(tokenizer.hasChatTemplate()) << model;
+    json expected =
+        readJson(kTests + "/" + std::string(model) + ".chat.expected.json");
+    ASSERT_EQ(expected.size(), conversations.size())
+        << "run scripts/tokenizer-expected.sh";
+    for (size_t i = 0; i < conversations.size(); i++) {
+      nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+      if (conversations[i].contains("tools"))
+        extra["tools"] = conversations[i]["tools"];
+      std::string prompt;
+      status = tokenizer.applyChatTemplate(
+          conversations[i]["messages"].dump(), true, prompt,
+          extra.empty() ? "" : extra.dump());
+      EXPECT_TRUE(sameOutcome(status, prompt, expected[i]))
+          << model << " conversation " << i;
+    }
+  }
+}
+
+// Jinja's features one at a time (filters, tests, methods, slices, loops,
+// namespaces, whitespace control, errors) against Jinja2; what attnc
+// refuses is listed in the snippet and must be refused with that message.
+TEST(ChatTemplate, SnippetsMatchJinja2) {
+  nlohmann::ordered_json snippets =
+      readOrderedJson(kTests + "/template-snippets.json");
+  json expected = readJson(kTests + "/template-snippets.expected.json");
+  ASSERT_EQ(snippets.size(), expected.size())
+      << "run scripts/tokenizer-expected.sh";
+  for (size_t i = 0; i < snippets.size(); i++) {
+    const nlohmann::ordered_json &snippet = snippets[i];
+    std::string rendered;
+    Status status;
+    try {
+      attn::runtime::tokenizer::ChatTemplate chat(
+          snippet["template"].get<std::string>());
+      rendered = chat.render(
+          snippet.value("variables", nlohmann::ordered_json::object()));
+    } catch (const attn::runtime::tokenizer::TemplateError &error) {
+      status = Status(StatusCode::InvalidArgument, error.what());
+    }
+    if (snippet.contains("attnc_refuses")) {
+      EXPECT_NE(status.message().find(snippet["attnc_refuses"].get<std::string>()),
+                std::string::npos)
+          << "snippet " << i << ": " << status.message();
+      continue;
+    }
+    EXPECT_TRUE(sameOutcome(status, rendered, expected[i]))
+        << "snippet " << i << ": " << snippet["template"];
+  }
+}
+
+TEST(ChatTemplate, ErrorsSayWhy) {
+  Tokenizer llama2, qwen3;
+  ASSERT_TRUE(Tokenizer::load(modelDir("llama2"), llama2));
+  ASSERT_TRUE(Tokenizer::load(modelDir("qwen3"), qwen3));
+  std::string prompt = "unchanged";
+  EXPECT_FALSE(llama2.hasChatTemplate());
+  EXPECT_EQ(llama2.applyChatTemplate("[]", true, prompt).message(),
+            "tokenizer_config.json has no chat_template");
+  EXPECT_EQ(qwen3.applyChatTemplate("{\"role\": 1}", true, prompt).message(),
+            "the messages must be a JSON array");
+  EXPECT_EQ(qwen3.applyChatTemplate("[]", true, prompt, "[1]").message(),
+            "the template variables must be a JSON object");
+  EXPECT_EQ(prompt, "unchanged");
+  // A template that does not parse is an error when used, naming its line.
+  Tokenizer broken;
+  ASSERT_TRUE(Tokenizer::parse(std::string("{") + kSmallModel + "}",
+                               R"({"chat_template": "x\n{% if %}"})", "",
+                               "t", broken));
+  EXPECT_FALSE(broken.hasChatTemplate());
+  EXPECT_EQ(broken.applyChatTemplate("[]", true, prompt).message(),
+            "tokenizer_config.json: chat_template: line 2: unexpected ''");
+  // raise_exception's message reaches the caller.
+  Tokenizer strict;
+  ASSERT_TRUE(Tokenizer::parse(
+      std::string("{") + kSmallModel + "}",
+      R"({"chat_template": "{{ raise_exception('System role not supported') }}"})",
+      "", "t", strict));
+  EXPECT_EQ(strict.applyChatTemplate("[]", true, prompt).message(),
+            "chat template: System role not supported");
+}

@@ -56,6 +56,16 @@ int main(int argc, char **argv) {
   strcat(streamed, attn_text_stream_finish(stream));
   CHECK(strcmp(streamed, hello) == 0);
   CHECK(attn_text_stream_push(stream, -1, &piece) == ATTN_INVALID_ARGUMENT);
+
+  /* Qwen3's chat template. */
+  CHECK(attn_tokenizer_apply_chat_template(
+            tokenizer, "[{\"role\": \"user\", \"content\": \"Hi\"}]", 1,
+            NULL, text, sizeof text, &length) == ATTN_OK);
+  CHECK(strcmp(text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n") ==
+        0);
+  CHECK(attn_tokenizer_apply_chat_template(tokenizer, "{", 1, NULL, text,
+                                           sizeof text, &length) ==
+        ATTN_INVALID_ARGUMENT);
   attn_text_stream_destroy(stream);
   attn_text_stream_destroy(NULL);
   attn_tokenizer_destroy(tokenizer);

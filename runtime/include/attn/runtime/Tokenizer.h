@@ -47,6 +47,21 @@ public:
   Status decode(const std::vector<int32_t> &ids, std::string &text,
                 bool skipSpecialTokens = false) const;
 
+  /// Whether tokenizer_config.json has a chat template attnc can render.
+  bool hasChatTemplate() const;
+  /// The prompt text of a conversation, as transformers'
+  /// apply_chat_template(tokenize=False) makes it: the model's Jinja chat
+  /// template (runtime/tokenizer/ChatTemplate.h says which Jinja) over
+  /// `messagesJson`, a JSON array of {"role", "content", ...}, with
+  /// add_generation_prompt, the config's bos/eos/unk/pad tokens and the
+  /// variables of `extraJson` (a JSON object: "tools", "enable_thinking",
+  /// ...). Encode the result without special tokens: the template places
+  /// them. Errors: no template, one attnc cannot read (its line named), the
+  /// template's own raise_exception(), malformed JSON.
+  Status applyChatTemplate(std::string_view messagesJson,
+                           bool addGenerationPrompt, std::string &prompt,
+                           std::string_view extraJson = "") const;
+
   /// One past the largest id of the vocabulary and the added tokens.
   int32_t vocabularySize() const;
   /// The id of a token spelled `token` (as in the vocabulary), or -1.

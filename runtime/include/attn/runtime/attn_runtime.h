@@ -116,6 +116,15 @@ attn_model_load_on_device(const char *plan_json, const void *kernel_table,
                           size_t kernel_table_size, const char *weights_path,
                           attn_weight_naming naming, const void *device_api,
                           attn_model **model);
+/* A model from a shared model library (attnc --shared wrote library_path,
+ * lib<name>.so, loaded with dlopen; ModelLibrary.h), its weights named as its
+ * plan says. A library of another ABI or attnc version, or for a CPU this
+ * machine is not, is ATTN_INVALID_ARGUMENT naming the mismatch; one that
+ * cannot be loaded, ATTN_IO_ERROR. The model keeps the library loaded.
+ * on_device: its GPU kernels. */
+attn_status attn_model_load_library(const char *library_path,
+                                    const char *weights_path, int on_device,
+                                    attn_model **model);
 void attn_model_destroy(attn_model *model); /* NULL is fine */
 /* Tokens of the output head (the decoder's vocabulary). */
 int32_t attn_model_vocabulary(const attn_model *model);

@@ -41,6 +41,18 @@ attn_status attn_tokenizer_decode(const attn_tokenizer *tokenizer,
                                   int skip_special_tokens, char *text,
                                   size_t capacity, size_t *length);
 
+/* The prompt text of a conversation: the model's chat template
+ * (tokenizer_config.json) over messages_json, a JSON array of {"role",
+ * "content", ...}; extra_json (NULL or a JSON object: "tools", ...) adds
+ * template variables. NUL-terminated into text[0..capacity), *length as for
+ * attn_tokenizer_decode. Encode the result with add_special_tokens = 0. */
+attn_status attn_tokenizer_apply_chat_template(const attn_tokenizer *tokenizer,
+                                               const char *messages_json,
+                                               int add_generation_prompt,
+                                               const char *extra_json,
+                                               char *text, size_t capacity,
+                                               size_t *length);
+
 int32_t attn_tokenizer_vocabulary_size(const attn_tokenizer *tokenizer);
 /* -1 when the files name none. */
 int32_t attn_tokenizer_bos(const attn_tokenizer *tokenizer);
