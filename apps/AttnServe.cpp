@@ -52,6 +52,10 @@ cl::opt<int> parallel("parallel", cl::init(4),
                       cl::desc("Requests decoded together at most; more "
                                "wait in a queue"),
                       cl::cat(serveCategory));
+cl::opt<int> maxQueue("max-queue", cl::init(64),
+                      cl::desc("Requests that may wait for room; more are "
+                               "answered 503"),
+                      cl::cat(serveCategory));
 cl::opt<std::string> servedName("model-name",
                                 cl::desc("The model's id in the API "
                                          "(default: the folder's name)"),
@@ -71,10 +75,11 @@ int fail(const llvm::Twine &message) {
 
 /// An OpenAI-style error answer.
 void answerError(httplib::Response &response, int status,
-                 const std::string &message, const std::string &param = "") {
+                 const std::string &message, const std::string &param = "",
+                 const char *type = "invalid_request_error") {
   json body = {{"error",
                 {{"message", message},
-                 {"type", "invalid_request_error"},
+                 {"type", type},
                  {"param", param.empty() ? json() : json(param)},
                  {"code", json()}}}};
   response.status = status;
@@ -309,8 +314,14 @@ int main(int argc, char **argv) {
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(32); };
   server.set_payload_max_length(8 << 20);
-  server.Get("/health", [](const httplib::Request &, httplib::Response &res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
+  // Streams write one small event per token: without TCP_NODELAY, Nagle's
+  // algorithm holds each until the previous one is acknowledged.
+  server.set_tcp_nodelay(true);
+  server.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
+    json health = {{"status", "ok"},
+                   {"running", engine->running()},
+                   {"queued", engine->queued()}};
+    res.set_content(health.dump(), "application/json");
   });
   server.Get("/v1/models", [&](const httplib::Request &,
                                httplib::Response &res) {
@@ -339,6 +350,14 @@ int main(int argc, char **argv) {
                  {"object", stream ? shapes.chunkObject() : shapes.object()},
                  {"created", long(std::time(nullptr))},
                  {"model", name}};
+    // Room for --parallel requests, and --max-queue waiting: beyond that
+    // the client should come back later.
+    if (engine->queued() >= maxQueue)
+      return answerError(res, 503,
+                         "the server is busy: " +
+                             std::to_string(engine->queued()) +
+                             " requests are waiting; retry later",
+                         "", "server_busy");
     engine->submit(job);
     int promptTokens = int(job->prompt.size());
     auto usage = [job, promptTokens] {

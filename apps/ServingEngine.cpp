@@ -65,6 +65,11 @@ void ServingEngine::submit(std::shared_ptr<CompletionJob> job) {
   wake_.notify_all();
 }
 
+int ServingEngine::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return int(queue_.size());
+}
+
 void ServingEngine::admit(const std::shared_ptr<CompletionJob> &job) {
   auto running = std::make_shared<Running>(job, tokenizer_);
   GenerationRequest request;
@@ -138,6 +143,7 @@ void ServingEngine::loop() {
     }
     for (const auto &job : arriving)
       admit(job);
+    running_count_ = int(running_.size());
     retireFinished(); // some finish at their first token
     if (generator_->running() > 0) {
       if (Status s = generator_->step(); !s) {
@@ -158,6 +164,7 @@ void ServingEngine::loop() {
       }
     }
     retireFinished();
+    running_count_ = int(running_.size());
     if (running_.empty() && generator_->running() == 0)
       (void)generator_->clear(); // ids start again; bookkeeping stays small
   }

@@ -72,6 +72,9 @@ public:
 
   /// Queues `job`; its text and end arrive through job->next().
   void submit(std::shared_ptr<CompletionJob> job);
+  /// Requests decoding now, and waiting for room (from any thread).
+  int running() const { return running_count_; }
+  int queued() const;
 
 private:
   struct Running;
@@ -86,8 +89,9 @@ private:
   const runtime::Tokenizer &tokenizer_;
   std::unique_ptr<runtime::Generator> generator_;
   std::vector<std::shared_ptr<Running>> running_; ///< worker thread only
+  std::atomic<int> running_count_{0};               ///< running_.size()
 
-  std::mutex mutex_; ///< guards queue_ and stopping_
+  mutable std::mutex mutex_; ///< guards queue_ and stopping_
   std::condition_variable wake_;
   std::deque<std::shared_ptr<CompletionJob>> queue_;
   bool stopping_ = false;

@@ -31,6 +31,28 @@ Status Sampler::sample(const float *logits, int vocabulary, int32_t &token) {
     token = int32_t(std::max_element(logits, logits + vocabulary) - logits);
     return Status::ok();
   }
+  // Nothing cut away (OpenAI's defaults: no top-k, top-p 1): draw from the
+  // whole softmax in id order; sorting 10^5 candidates per token would cost
+  // more than the decode step of a small model.
+  if ((options_.topK == 0 || options_.topK >= vocabulary) &&
+      options_.topP >= 1.0f) {
+    float largest = *std::max_element(logits, logits + vocabulary);
+    weights_.resize(size_t(vocabulary));
+    double total = 0;
+    for (int i = 0; i < vocabulary; i++)
+      total += weights_[size_t(i)] =
+          std::exp(double(logits[i] - largest) / options_.temperature);
+    double u = double(rng_() >> 11) * (1.0 / 9007199254740992.0) * total;
+    token = int32_t(vocabulary - 1);
+    for (int i = 0; i < vocabulary; i++) {
+      u -= weights_[size_t(i)];
+      if (u < 0) {
+        token = int32_t(i);
+        break;
+      }
+    }
+    return Status::ok();
+  }
   // Candidates by decreasing logit (ties: lower id first), cut to top-k.
   candidates_.clear();
   for (int i = 0; i < vocabulary; i++)

@@ -22,16 +22,23 @@ ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on
 
 # One model shared by threads (what a server does) must be free of data
 # races: the model tests (GeneratorTest.ThreadsShareOneModel: four threads,
-# one model) and the tokenizer tests (four threads, one tokenizer) under
+# one model), the tokenizer tests (four threads, one tokenizer) and
+# attn-serve under
 # ThreadSanitizer, kernels again from the release attnc
 # (they are not instrumented; the runtime around them is). scripts/tsan.supp
 # says what is silenced and why.
 [ -f build-tsan/build.ninja ] ||
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TSAN=ON \
     -DATTN_HOST_ATTNC="$PWD/build/bin/attnc" -DATTN_TOKENIZER_DATA="$PWD/build/tokenizer-data"
-cmake --build build-tsan --target model-test tokenizer-test
+cmake --build build-tsan --target model-test tokenizer-test attn-serve attn-run \
+  write-random-checkpoint model-library-c-test
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan.supp" build-tsan/bin/model-test
 TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/tokenizer-test
+# attn-serve's HTTP threads and engine worker, spoken to by the serve test
+# (concurrent, streaming, disconnecting clients); a race stops the server.
+ATTNC="$PWD/build/bin/attnc" \
+  TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan.supp" \
+  /usr/bin/python3 test/apps/attn_serve_test.py build-tsan/bin build/tokenizer-data
 
 # The fuzzers (fuzz/): libFuzzer in a clang build with ASan + UBSan, each
 # run briefly from its seed corpus, so a regression in an input path shows

@@ -7,9 +7,14 @@ same prompt (greedy); requests sent at once (more than --parallel, so some
 wait) must each give what they give alone; bad requests get OpenAI-style
 errors; SIGTERM stops the server cleanly.
 
+Also: the `openai` npm package's client (streaming chat included) and curl
+get the same answers; a streaming client that disconnects frees its
+sequence; a server whose queue is full answers 503.
+
 Usage: attn_serve_test.py BIN_DIR TOKENIZER_DATA
 """
 
+import http.client
 import json
 import os
 import shutil
@@ -22,6 +27,8 @@ import urllib.error
 import urllib.request
 
 from model_folder import make_model_folder, render_chat
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 failures = []
 checks = [0]
@@ -73,7 +80,7 @@ def main():
         threading.Thread(target=server.stderr.read, daemon=True).start()
 
         status, health = request(base, "/health")
-        check(status == 200 and health == {"status": "ok"}, "health: %s %s" % (status, health))
+        check(status == 200 and health["status"] == "ok", "health: %s %s" % (status, health))
         status, models = request(base, "/v1/models")
         check(status == 200 and models["data"][0]["id"] == "model", "models: %s" % models)
 
@@ -185,8 +192,76 @@ def main():
         check("".join(c["choices"][0]["delta"].get("content", "") for c in chunks) ==
               chat["choices"][0]["message"]["content"], "the chat stream's text")
 
+        # A real OpenAI client, and curl, get the same.
+        client = subprocess.run(["node", os.path.join(HERE, "openai_client.mjs"), data, base],
+                                capture_output=True, text=True, timeout=120)
+        check(client.returncode == 0, "the openai client failed: " + client.stderr)
+        if client.returncode == 0:
+            seen = json.loads(client.stdout)
+            check(seen["chat_stream"] == chat["choices"][0]["message"]["content"] and
+                  seen["chat"] == seen["chat_stream"] and seen["completion"] == text and
+                  seen["models"] == ["model"] and seen["chat_stream_finish"] in ("stop", "length"),
+                  "the openai client saw %s" % seen)
+            check(seen["refused"] and seen["refused"]["status"] == 400,
+                  "the openai client's n=3: %s" % seen["refused"])
+        curl = subprocess.run(["curl", "-sS", "-N", base + "/v1/completions",
+                               "-H", "Content-Type: application/json",
+                               "-d", json.dumps(dict(prompt, stream=True))],
+                              capture_output=True, text=True, timeout=120)
+        pieces = [json.loads(line[len("data: "):])["choices"][0]["text"]
+                  for line in curl.stdout.split("\n")
+                  if line.startswith("data: {")]
+        check(curl.returncode == 0 and "".join(pieces) == text and "data: [DONE]" in curl.stdout,
+              "curl's stream: %r" % curl.stdout[:300])
+
         server.send_signal(signal.SIGTERM)
         check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly on SIGTERM")
+        server = None
+
+        # One request at a time, one waiting: a third is turned away; a
+        # streaming client that hangs up frees its sequence.
+        server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
+                                   "--cache-dir", cache, "--parallel", "1", "--max-queue", "1"],
+                                  stderr=subprocess.PIPE, text=True)
+        base = None
+        for line in server.stderr:
+            if " on http://" in line:
+                base = line.split(" on ")[1].split()[0]
+                break
+        threading.Thread(target=server.stderr.read, daemon=True).start()
+        host, port = base[len("http://"):].split(":")
+        long_request = json.dumps({"prompt": "Once upon a time", "max_tokens": 240,
+                                   "stream": True, "temperature": 0})
+
+        def open_stream():
+            connection = http.client.HTTPConnection(host, int(port), timeout=60)
+            connection.request("POST", "/v1/completions", long_request,
+                               {"Content-Type": "application/json"})
+            return connection, connection.getresponse()
+
+        first, first_response = open_stream()
+        first_response.readline()  # its first event: it runs
+        second, second_response = open_stream()  # waits for room
+        status, health = request(base, "/health")
+        check(health.get("running") == 1 and health.get("queued") == 1, "health: %s" % health)
+        status, busy = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        check(status == 503 and busy["error"]["type"] == "server_busy", "a full queue: %s %s"
+              % (status, busy))
+        first.close()  # hang up mid-stream
+        second_response.readline()  # the waiting one gets the room
+        second.close()
+        idle = False
+        for _ in range(200):
+            status, health = request(base, "/health")
+            if health.get("running") == 0 and health.get("queued") == 0:
+                idle = True
+                break
+            threading.Event().wait(0.05)
+        check(idle, "sequences of clients that hung up are not freed: %s" % health)
+        status, answer = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        check(status == 200, "after the hang-ups: %s %s" % (status, answer))
+        server.send_signal(signal.SIGTERM)
+        check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly")
         server = None
         print("attn-serve: %d checks; greedy text %r" % (checks[0], text))
     finally:

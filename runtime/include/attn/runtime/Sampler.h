@@ -40,6 +40,7 @@ private:
   SamplingOptions options_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
+  std::vector<double> weights_; ///< [vocabulary]: unnormalized softmax
 };
 
 } // namespace attn::runtime
