@@ -27,7 +27,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "test", "apps"))
-from model_folder import make_model_folder  # noqa: E402
+from model_folder import make_model_folder, start_server  # noqa: E402
 
 PROMPTS = ["Once upon a time", "三千零五", "def f(x):", "The capital of France is",
            "Hello world", "1 2 3 4", "A long time ago", "In a hole in the ground"]
@@ -108,15 +108,9 @@ def main():
             model, cache, compiled = make_model_folder(work, bin_dir, data)
             if compiled.returncode != 0:
                 raise SystemExit("compiling failed: " + compiled.stderr)
-        server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
-                                   "--cache-dir", cache, "--parallel", "16"],
-                                  stderr=subprocess.PIPE, text=True)
-        base = None
-        for line in server.stderr:
-            if " on http://" in line:
-                base = line.split(" on ")[1].split()[0]
-                break
-        threading.Thread(target=server.stderr.read, daemon=True).start()
+        server, base = start_server(bin_dir, model, cache, "--parallel", "16")
+        if base is None:
+            raise SystemExit("attn-serve did not start")
         host, port = base[len("http://"):].split(":")
         stream_once(host, int(port), "warm up", 4)
         print("clients  requests  failed  requests/s  tokens/s  TTFT p50 ms  TTFT p99 ms")

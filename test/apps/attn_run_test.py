@@ -20,19 +20,11 @@ import subprocess
 import sys
 import tempfile
 
-from model_folder import make_model_folder, render_chat
+from model_folder import Checks, make_model_folder, render_chat, start_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-failures = []
-checks = [0]
-
-
-def check(condition, message):
-    checks[0] += 1
-    if not condition:
-        failures.append(message)
-        print("FAILED:", message, file=sys.stderr)
+check = Checks()
 
 
 def run(args, **kwargs):
@@ -124,10 +116,7 @@ def main():
               "attnc's refusal is not reported: " + wrong.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("%d check(s) failed" % len(failures), file=sys.stderr)
-        return 1
-    return 0
+    return check.status()
 
 
 if __name__ == "__main__":

@@ -26,19 +26,11 @@ import threading
 import urllib.error
 import urllib.request
 
-from model_folder import make_model_folder, render_chat
+from model_folder import Checks, make_model_folder, render_chat, start_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-failures = []
-checks = [0]
-
-
-def check(condition, message):
-    checks[0] += 1
-    if not condition:
-        failures.append(message)
-        print("FAILED:", message, file=sys.stderr)
+check = Checks()
 
 
 def request(base, path, body=None, raw=None):
@@ -66,18 +58,10 @@ def main():
     try:
         model, cache, compiled = make_model_folder(work, bin_dir, data)
         check(compiled.returncode == 0, "compiling failed: " + compiled.stderr)
-        server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
-                                   "--cache-dir", cache, "--parallel", "4"],
-                                  stderr=subprocess.PIPE, text=True)
-        base = None
-        for line in server.stderr:
-            if " on http://" in line:
-                base = line.split(" on ")[1].split()[0]
-                break
+        server, base = start_server(bin_dir, model, cache, "--parallel", "4")
         check(base is not None, "attn-serve did not say where it listens")
         if base is None:
             return 1
-        threading.Thread(target=server.stderr.read, daemon=True).start()
 
         status, health = request(base, "/health")
         check(status == 200 and health["status"] == "ok", "health: %s %s" % (status, health))
@@ -220,15 +204,7 @@ def main():
 
         # One request at a time, one waiting: a third is turned away; a
         # streaming client that hangs up frees its sequence.
-        server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
-                                   "--cache-dir", cache, "--parallel", "1", "--max-queue", "1"],
-                                  stderr=subprocess.PIPE, text=True)
-        base = None
-        for line in server.stderr:
-            if " on http://" in line:
-                base = line.split(" on ")[1].split()[0]
-                break
-        threading.Thread(target=server.stderr.read, daemon=True).start()
+        server, base = start_server(bin_dir, model, cache, "--parallel", "1", "--max-queue", "1")
         host, port = base[len("http://"):].split(":")
         long_request = json.dumps({"prompt": "Once upon a time", "max_tokens": 240,
                                    "stream": True, "temperature": 0})
@@ -263,16 +239,13 @@ def main():
         server.send_signal(signal.SIGTERM)
         check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly")
         server = None
-        print("attn-serve: %d checks; greedy text %r" % (checks[0], text))
+        print("attn-serve: %d checks; greedy text %r" % (check.count, text))
     finally:
         if server is not None:
             server.kill()
             server.wait()
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print("%d check(s) failed" % len(failures), file=sys.stderr)
-        return 1
-    return 0
+    return check.status()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""A Llama-shaped Hugging Face model folder for the apps' tests.
+"""What the apps' tests (and bench/serve_load.py) share: a model folder, a
+running attn-serve, and counted checks.
+
+make_model_folder: a Llama-shaped Hugging Face model folder.
 
 text_llama/config.json (vocabulary 32000), the tokenizer tests' real Llama
 2-style SentencePiece tokenizer.json, and random bf16 weights written for the
@@ -9,6 +12,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -52,3 +57,39 @@ def make_model_folder(work, bin_dir, data):
         if made.returncode != 0:
             raise SystemExit("write-random-checkpoint failed: " + made.stderr)
     return model, cache, compiled
+
+
+def start_server(bin_dir, model, cache, *options):
+    """(process, base URL) of attn-serve on a free port; base is None if it
+    never said where it listens."""
+    server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
+                               "--cache-dir", cache] + list(options),
+                              stderr=subprocess.PIPE, text=True)
+    base = None
+    for line in server.stderr:
+        if " on http://" in line:
+            base = line.split(" on ")[1].split()[0]
+            break
+    # Keep reading its log, so that it never blocks on a full pipe.
+    threading.Thread(target=server.stderr.read, daemon=True).start()
+    return server, base
+
+
+class Checks:
+    """Counts checks and remembers the failed ones; main() returns status()."""
+
+    def __init__(self):
+        self.count = 0
+        self.failures = []
+
+    def __call__(self, condition, message):
+        self.count += 1
+        if not condition:
+            self.failures.append(message)
+            print("FAILED:", message, file=sys.stderr)
+
+    def status(self):
+        if self.failures:
+            print("%d check(s) failed" % len(self.failures), file=sys.stderr)
+            return 1
+        return 0
