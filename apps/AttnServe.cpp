@@ -4,9 +4,9 @@
 //
 // Serves one Hugging Face model folder (compiled and loaded as attn-run
 // does) over HTTP with the OpenAI API's shapes, so existing clients work:
-//   POST /v1/completions       {"prompt": "...", "max_tokens": 32, "stream": true}
-//   POST /v1/chat/completions  {"messages": [{"role": "user", "content": "..."}]}
-//   GET  /v1/models, GET /health
+//   POST /v1/completions       {"prompt": "...", "max_tokens": 32, "stream":
+//   true} POST /v1/chat/completions  {"messages": [{"role": "user", "content":
+//   "..."}]} GET  /v1/models, GET /health
 // Requests run concurrently, batched by one ServingEngine; "stream": true
 // answers with server-sent events, one per piece of text. HTTP is
 // cpp-httplib (Debian libcpp-httplib-dev), JSON nlohmann-json.
@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ModelFolder.h"
+#include "OpenAiRequest.h"
 #include "ServingEngine.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -25,9 +26,9 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
-#include <functional>
 #include <csignal>
 #include <ctime>
+#include <functional>
 #include <pthread.h>
 
 using namespace attn::runtime;
@@ -86,161 +87,13 @@ void answerError(httplib::Response &response, int status,
   response.set_content(body.dump(), "application/json");
 }
 
-using Field = std::function<const json *(const char *)>;
-
-/// /v1/completions' "prompt": text, or token ids.
-std::string readTextPrompt(const Field &field, const Tokenizer &tokenizer,
-                           CompletionJob &job, std::string &param) {
-  param = "prompt";
-  const json *prompt = field("prompt");
-  if (!prompt)
-    return "'prompt' is required";
-  const json &p = prompt->is_array() && prompt->size() == 1 &&
-                          (*prompt)[0].is_string()
-                      ? (*prompt)[0]
-                      : *prompt;
-  if (p.is_string()) {
-    if (Status s = tokenizer.encode(p.get<std::string>(), job.prompt); !s)
-      return "'prompt': " + s.message();
-  } else if (p.is_array() && !p.empty() &&
-             std::all_of(p.begin(), p.end(),
-                         [](const json &v) { return v.is_number_integer(); })) {
-    for (const json &id : p) {
-      int64_t value = id.get<int64_t>();
-      if (value < 0 || value >= tokenizer.vocabularySize())
-        return "'prompt': token id " + std::to_string(value) +
-               " is outside the vocabulary";
-      job.prompt.push_back(int32_t(value));
-    }
-  } else {
-    return "'prompt' must be a string, or an array of token ids (one prompt "
-           "per request)";
-  }
-
-  return "";
-}
-
-/// /v1/chat/completions' "messages" (and "tools"), through the model's chat
-/// template.
-std::string readChatPrompt(const Field &field, const Tokenizer &tokenizer,
-                           CompletionJob &job, std::string &param) {
-  param = "messages";
-  const json *messages = field("messages");
-  if (!messages || !messages->is_array() || messages->empty() ||
-      !std::all_of(messages->begin(), messages->end(), [](const json &m) {
-        return m.is_object() && m.contains("role") && m["role"].is_string();
-      }))
-    return "'messages' must be a non-empty array of objects with a 'role'";
-  json extra = json::object();
-  if (const json *tools = field("tools"))
-    extra["tools"] = *tools;
-  std::string prompt;
-  if (Status s = tokenizer.applyChatTemplate(
-          messages->dump(), /*addGenerationPrompt=*/true, prompt,
-          extra.empty() ? "" : extra.dump());
-      !s)
-    return s.message();
-  // The template places BOS and the turn markers itself.
-  if (Status s = tokenizer.encode(prompt, job.prompt, false); !s)
-    return s.message();
-  return "";
-}
-
-/// Reads an OpenAI completion or chat request into `job`; on a bad request
-/// returns the message and sets `param` to the field at fault.
-std::string readCompletion(const json &body, const Tokenizer &tokenizer,
-                           bool chat, CompletionJob &job, bool &stream,
-                           std::string &param) {
-  if (!body.is_object())
-    return "the request body must be a JSON object";
-  Field field = [&](const char *key) -> const json * {
-    auto it = body.find(key);
-    return it == body.end() || it->is_null() ? nullptr : &*it;
-  };
-  // Options that change what is generated are honoured or refused.
-  struct Unsupported {
-    const char *key;
-    bool (*isDefault)(const json &);
-  };
-  static const Unsupported kUnsupported[] = {
-      {"n", [](const json &v) { return v == 1; }},
-      {"best_of", [](const json &v) { return v == 1; }},
-      {"echo", [](const json &v) { return v == false; }},
-      {"logprobs", [](const json &) { return false; }},
-      {"suffix", [](const json &v) { return v == ""; }},
-      {"presence_penalty", [](const json &v) { return v == 0; }},
-      {"frequency_penalty", [](const json &v) { return v == 0; }},
-      {"logit_bias", [](const json &v) { return v.empty(); }},
-  };
-  for (const Unsupported &option : kUnsupported)
-    if (const json *value = field(option.key); value && !option.isDefault(*value)) {
-      param = option.key;
-      return std::string("'") + option.key + "' is not supported by this "
-             "server; leave it out or at its default";
-    }
-
-  if (std::string why = chat ? readChatPrompt(field, tokenizer, job, param)
-                              : readTextPrompt(field, tokenizer, job, param);
-      !why.empty())
-    return why;
-  if (job.prompt.empty()) // a model needs a token to start from
-    job.prompt.push_back(tokenizer.bosId() >= 0 ? tokenizer.bosId() : 0);
-
-  auto number = [&](const char *key, double low, double high, bool lowOpen,
-                    double &out) -> std::string {
-    const json *value = field(key);
-    if (!value)
-      return "";
-    param = key;
-    if (!value->is_number() || value->get<double>() > high ||
-        (lowOpen ? value->get<double>() <= low : value->get<double>() < low))
-      return std::string("'") + key + "' must be a number in " +
-             (lowOpen ? "(" : "[") + std::to_string(low) + ", " +
-             std::to_string(high) + "]";
-    out = value->get<double>();
-    return "";
-  };
-  double maxTokens = 16, temperature = 1.0, topP = 1.0, topK = 0, seed = 0;
-  for (std::string why :
-       {number("max_tokens", 1, 1 << 20, false, maxTokens),
-        number("max_completion_tokens", 1, 1 << 20, false, maxTokens),
-        number("temperature", 0, 2, false, temperature),
-        number("top_p", 0, 1, true, topP), number("top_k", 0, 1 << 20, false, topK),
-        number("seed", 0, 9007199254740991.0, false, seed)})
-    if (!why.empty())
-      return why;
-  job.maxTokens = int(maxTokens);
-  job.sampling.temperature = float(temperature);
-  job.sampling.topP = float(topP);
-  job.sampling.topK = int(topK);
-  job.sampling.seed = uint64_t(seed);
-
-  param = "stop";
-  if (const json *stop = field("stop")) {
-    json list = stop->is_array() ? *stop : json::array({*stop});
-    if (list.size() > 4 ||
-        !std::all_of(list.begin(), list.end(),
-                     [](const json &v) { return v.is_string(); }))
-      return "'stop' must be a string or up to 4 strings";
-    for (const json &s : list)
-      job.stops.push_back(s.get<std::string>());
-  }
-  param = "stream";
-  stream = false;
-  if (const json *value = field("stream")) {
-    if (!value->is_boolean())
-      return "'stream' must be true or false";
-    stream = value->get<bool>();
-  }
-  param.clear();
-  return "";
-}
-
 /// The shapes of OpenAI's two APIs: a completion's choice carries "text";
 /// a chat completion's a "message", or in a stream a "delta".
 struct Shapes {
   bool chat;
-  const char *object() const { return chat ? "chat.completion" : "text_completion"; }
+  const char *object() const {
+    return chat ? "chat.completion" : "text_completion";
+  }
   const char *chunkObject() const {
     return chat ? "chat.completion.chunk" : "text_completion";
   }
@@ -323,15 +176,15 @@ int main(int argc, char **argv) {
                    {"queued", engine->queued()}};
     res.set_content(health.dump(), "application/json");
   });
-  server.Get("/v1/models", [&](const httplib::Request &,
-                               httplib::Response &res) {
-    json list = {{"object", "list"},
-                 {"data", json::array({{{"id", name},
-                                        {"object", "model"},
-                                        {"created", created},
-                                        {"owned_by", "attnc"}}})}};
-    res.set_content(list.dump(), "application/json");
-  });
+  server.Get("/v1/models",
+             [&](const httplib::Request &, httplib::Response &res) {
+               json list = {{"object", "list"},
+                            {"data", json::array({{{"id", name},
+                                                   {"object", "model"},
+                                                   {"created", created},
+                                                   {"owned_by", "attnc"}}})}};
+               res.set_content(list.dump(), "application/json");
+             });
   // POST /v1/completions and /v1/chat/completions: one request each, its
   // text whole or as server-sent events.
   auto complete = [&](const httplib::Request &req, httplib::Response &res,
@@ -342,8 +195,8 @@ int main(int argc, char **argv) {
     auto job = std::make_shared<attn::apps::CompletionJob>();
     bool stream = false;
     std::string param;
-    if (std::string why = readCompletion(body, folder.tokenizer, shapes.chat,
-                                         *job, stream, param);
+    if (std::string why = attn::apps::readCompletion(
+            body, folder.tokenizer, shapes.chat, *job, stream, param);
         !why.empty())
       return answerError(res, 400, why, param);
     json head = {{"id", shapes.idPrefix() + std::to_string(nextId++)},
@@ -353,11 +206,11 @@ int main(int argc, char **argv) {
     // Room for --parallel requests, and --max-queue waiting: beyond that
     // the client should come back later.
     if (engine->queued() >= maxQueue)
-      return answerError(res, 503,
-                         "the server is busy: " +
-                             std::to_string(engine->queued()) +
-                             " requests are waiting; retry later",
-                         "", "server_busy");
+      return answerError(
+          res, 503,
+          "the server is busy: " + std::to_string(engine->queued()) +
+              " requests are waiting; retry later",
+          "", "server_busy");
     engine->submit(job);
     int promptTokens = int(job->prompt.size());
     auto usage = [job, promptTokens] {
@@ -372,48 +225,47 @@ int main(int argc, char **argv) {
       if (!job->error.empty())
         return answerError(res, 400, job->error);
       json answer = head;
-      answer["choices"] =
-          json::array({shapes.choice(text, job->finishReason)});
+      answer["choices"] = json::array({shapes.choice(text, job->finishReason)});
       answer["usage"] = usage();
       return res.set_content(answer.dump(), "application/json");
     }
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [job, head, usage, shapes](size_t, httplib::DataSink &sink) {
-          auto send = [&](const json &event) {
-            std::string line = "data: " + event.dump() + "\n\n";
-            return sink.write(line.data(), line.size());
-          };
-          std::string piece;
-          bool first = true;
+    res.set_chunked_content_provider("text/event-stream", [job, head, usage,
+                                                           shapes](
+                                                              size_t,
+                                                              httplib::DataSink
+                                                                  &sink) {
+      auto send = [&](const json &event) {
+        std::string line = "data: " + event.dump() + "\n\n";
+        return sink.write(line.data(), line.size());
+      };
+      std::string piece;
+      bool first = true;
+      while (job->next(piece)) {
+        json event = head;
+        event["choices"] = json::array({shapes.chunk(piece, nullptr, first)});
+        first = false;
+        if (!send(event)) { // the client went away
+          job->cancel();
           while (job->next(piece)) {
-            json event = head;
-            event["choices"] =
-                json::array({shapes.chunk(piece, nullptr, first)});
-            first = false;
-            if (!send(event)) { // the client went away
-              job->cancel();
-              while (job->next(piece)) {
-              }
-              return false;
-            }
           }
-          json last = head;
-          if (!job->error.empty()) {
-            last = {{"error",
-                     {{"message", job->error}, {"type", "server_error"}}}};
-          } else {
-            last["choices"] =
-                json::array({shapes.chunk("", job->finishReason, first)});
-            last["usage"] = usage();
-          }
-          send(last);
-          static const char kDone[] = "data: [DONE]\n\n";
-          sink.write(kDone, sizeof kDone - 1);
-          sink.done();
-          return true;
-        });
+          return false;
+        }
+      }
+      json last = head;
+      if (!job->error.empty()) {
+        last = {{"error", {{"message", job->error}, {"type", "server_error"}}}};
+      } else {
+        last["choices"] =
+            json::array({shapes.chunk("", job->finishReason, first)});
+        last["usage"] = usage();
+      }
+      send(last);
+      static const char kDone[] = "data: [DONE]\n\n";
+      sink.write(kDone, sizeof kDone - 1);
+      sink.done();
+      return true;
+    });
   };
   server.Post("/v1/completions",
               [&](const httplib::Request &req, httplib::Response &res) {

@@ -48,5 +48,5 @@ ATTNC="$PWD/build/bin/attnc" \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DATTN_FUZZ=ON \
     -DATTN_SANITIZE=ON -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
 cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan \
-  fuzz-tokenizer fuzz-chat-template
+  fuzz-tokenizer fuzz-chat-template fuzz-openai-request
 scripts/run-fuzzers.sh
