@@ -173,7 +173,8 @@ int main(int argc, char **argv) {
   server.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
     json health = {{"status", "ok"},
                    {"running", engine->running()},
-                   {"queued", engine->queued()}};
+                   {"queued", engine->queued()},
+                   {"cancelled", engine->cancelled()}};
     res.set_content(health.dump(), "application/json");
   });
   server.Get("/v1/models",

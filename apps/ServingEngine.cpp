@@ -109,6 +109,8 @@ void ServingEngine::retireFinished() {
       continue;
     }
     std::string tail;
+    if (r.job->cancelled)
+      cancelled_count_++;
     if (reason != FinishReason::Cancelled) {
       bool stopped = false;
       tail = r.stopText.add(r.stream.finish(), stopped);

@@ -75,6 +75,8 @@ public:
   /// Requests decoding now, and waiting for room (from any thread).
   int running() const { return running_count_; }
   int queued() const;
+  /// Requests whose clients went away before they finished, so far.
+  long cancelled() const { return cancelled_count_; }
 
 private:
   struct Running;
@@ -90,6 +92,7 @@ private:
   std::unique_ptr<runtime::Generator> generator_;
   std::vector<std::shared_ptr<Running>> running_; ///< worker thread only
   std::atomic<int> running_count_{0};               ///< running_.size()
+  std::atomic<long> cancelled_count_{0};
 
   mutable std::mutex mutex_; ///< guards queue_ and stopping_
   std::condition_variable wake_;

@@ -202,12 +202,13 @@ def main():
         check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly on SIGTERM")
         server = None
 
-        # One request at a time, one waiting: a third is turned away; a
-        # streaming client that hangs up frees its sequence.
+        # One request at a time, one waiting: a burst beyond that is turned
+        # away; a streaming client that hangs up frees its sequence.
         server, base = start_server(bin_dir, model, cache, "--parallel", "1", "--max-queue", "1")
         host, port = base[len("http://"):].split(":")
+        # Long and sampled over the whole vocabulary: it runs for a while.
         long_request = json.dumps({"prompt": "Once upon a time", "max_tokens": 240,
-                                   "stream": True, "temperature": 0})
+                                   "stream": True, "temperature": 1.0, "seed": 5})
 
         def open_stream():
             connection = http.client.HTTPConnection(host, int(port), timeout=60)
@@ -215,25 +216,41 @@ def main():
                                {"Content-Type": "application/json"})
             return connection, connection.getresponse()
 
+        def wait_for(condition):
+            for _ in range(400):
+                status, health = request(base, "/health")
+                if condition(health):
+                    return health
+                threading.Event().wait(0.025)
+            return None
+
         first, first_response = open_stream()
         first_response.readline()  # its first event: it runs
-        second, second_response = open_stream()  # waits for room
-        status, health = request(base, "/health")
-        check(health.get("running") == 1 and health.get("queued") == 1, "health: %s" % health)
-        status, busy = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
-        check(status == 503 and busy["error"]["type"] == "server_busy", "a full queue: %s %s"
-              % (status, busy))
         first.close()  # hang up mid-stream
-        second_response.readline()  # the waiting one gets the room
+        check(wait_for(lambda h: h["cancelled"] == 1 and h["running"] == 0) is not None,
+              "a client that hung up still holds its sequence")
+
+        first, first_response = open_stream()
+        first_response.readline()
+        second, second_response = open_stream()  # waits for room, or runs
+        statuses = []
+
+        def ask():
+            status, _ = request(base, "/v1/completions",
+                                {"prompt": "x", "max_tokens": 200, "temperature": 1.0})
+            statuses.append(status)
+
+        burst = [threading.Thread(target=ask) for _ in range(6)]
+        for t in burst:
+            t.start()
+        for t in burst:
+            t.join()
+        check(503 in statuses and set(statuses) <= {200, 503},
+              "a burst at a full queue: %s" % statuses)
+        first.close()
         second.close()
-        idle = False
-        for _ in range(200):
-            status, health = request(base, "/health")
-            if health.get("running") == 0 and health.get("queued") == 0:
-                idle = True
-                break
-            threading.Event().wait(0.05)
-        check(idle, "sequences of clients that hung up are not freed: %s" % health)
+        check(wait_for(lambda h: h["running"] == 0 and h["queued"] == 0) is not None,
+              "the server does not come back to idle")
         status, answer = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
         check(status == 200, "after the hang-ups: %s %s" % (status, answer))
         server.send_signal(signal.SIGTERM)
