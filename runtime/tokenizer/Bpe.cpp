@@ -33,8 +33,8 @@ BpeModel BpeModel::fromJson(const json &value, const std::string &at) {
   model.vocabulary.reserve(vocabulary.value.size());
   for (const auto &[token, id] : vocabulary.value.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
-        id.get<int64_t>() > INT32_MAX)
-      vocabulary.fail(token, "expected an id in [0, 2^31)");
+        id.get<int64_t>() >= kTokenIdLimit)
+      vocabulary.fail(token, "expected an id in [0, 2^24)");
     model.vocabulary[token] = int32_t(id.get<int64_t>());
   }
   auto idOf = [&](const std::string &token, const std::string &where) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <ctime>
 #include <functional>
@@ -277,17 +278,26 @@ Value Evaluator::binary(const std::string &op, const Value &a, const Value &b,
     if ((op == "/" || op == "//" || op == "%") && y == 0)
       fail(line, "division by zero");
     if (integers) {
-      int64_t i = a.get<int64_t>(), j = b.get<int64_t>();
-      if (op == "+")
-        return i + j;
-      if (op == "-")
-        return i - j;
-      if (op == "*")
-        return i * j;
+      // Python's integers do not overflow; these do, and say so.
+      int64_t i = a.get<int64_t>(), j = b.get<int64_t>(), r = 0;
+      bool overflow = (op == "+" && __builtin_add_overflow(i, j, &r)) ||
+                      (op == "-" && __builtin_sub_overflow(i, j, &r)) ||
+                      (op == "*" && __builtin_mul_overflow(i, j, &r)) ||
+                      ((op == "//" || op == "%") && i == INT64_MIN && j == -1);
+      if (overflow)
+        fail(line, "integer overflow in '" + op + "'");
+      if (op == "+" || op == "-" || op == "*")
+        return r;
+      // Floor division and a remainder with the divisor's sign, as Python.
+      int64_t quotient = i / j, remainder = i % j;
+      if (remainder != 0 && (remainder < 0) != (j < 0)) {
+        quotient -= 1;
+        remainder += j;
+      }
       if (op == "//")
-        return int64_t(std::floor(double(i) / double(j)));
+        return quotient;
       if (op == "%")
-        return ((i % j) + j) % j;
+        return remainder;
     }
     if (op == "+")
       return x + y;
@@ -404,8 +414,11 @@ Value Evaluator::eval(const Expr &e) {
     return !truthy(eval(*e.args[0]));
   case Expr::Negate: {
     Value v = eval(*e.args[0]);
-    if (v.is_number_integer())
+    if (v.is_number_integer()) {
+      if (v.get<int64_t>() == INT64_MIN)
+        fail(e.line, "integer overflow in '-'");
       return -v.get<int64_t>();
+    }
     if (v.is_number())
       return -v.get<double>();
     fail(e.line, "cannot negate " + pythonRepr(v));
@@ -678,9 +691,12 @@ Value Evaluator::filter(const Expr &e) {
       return 0.0;
     }
   }
-  if (name == "abs")
+  if (name == "abs") {
+    if (v.is_number_integer() && v.get<int64_t>() == INT64_MIN)
+      fail(e.line, "integer overflow in abs");
     return v.is_number_integer() ? Value(std::llabs(v.get<int64_t>()))
                                  : Value(std::fabs(v.get<double>()));
+  }
   if (name == "safe" || name == "escape" || name == "e")
     return v;
   if (name == "selectattr" || name == "rejectattr" || name == "map") {

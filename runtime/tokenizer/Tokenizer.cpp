@@ -302,8 +302,8 @@ void build(const json &root, const json &config, const json &generation,
   if (top.has("added_tokens"))
     for (const JsonObject &entry : top.objects("added_tokens")) {
       int64_t id = entry.integer("id");
-      if (id < 0 || id > INT32_MAX - 1)
-        entry.fail("id", "expected an id in [0, 2^31)");
+      if (id < 0 || id >= tokenizer::kTokenIdLimit)
+        entry.fail("id", "expected an id in [0, 2^24)");
       std::string content = entry.string("content");
       if (content.empty())
         entry.fail("content", "an added token cannot be empty");

@@ -33,6 +33,11 @@ namespace attn::runtime::tokenizer {
 
 using json = nlohmann::json;
 
+/// Token ids index dense tables (id -> spelling): ids up to 2^24 - 1, far
+/// above any published vocabulary (~256K), keep a hostile file from asking
+/// for gigabytes.
+constexpr int64_t kTokenIdLimit = int64_t(1) << 24;
+
 /// What a tokenizer file holds that attnc cannot use; `what()` starts with
 /// the JSON path ("pre_tokenizer.pretokenizers[1].type: ...").
 struct TokenizerError : std::runtime_error {

@@ -213,7 +213,11 @@ TEST(Tokenizer, MalformedFilesNameWhatIsWrong) {
             "tokenizer.json: model.merges[0]: 'c' is not in the vocabulary");
   EXPECT_EQ(parseError(R"({"model": {"type": "BPE", "vocab": {"a": -3},
                          "merges": []}})"),
-            "tokenizer.json: model.vocab.a: expected an id in [0, 2^31)");
+            "tokenizer.json: model.vocab.a: expected an id in [0, 2^24)");
+  // A table sized by the largest id must not be asked for gigabytes.
+  EXPECT_EQ(parseError(std::string("{") + kSmallModel +
+                       R"(, "added_tokens": [{"id": 1000000000, "content": "x"}]})"),
+            "tokenizer.json: added_tokens[0].id: expected an id in [0, 2^24)");
   EXPECT_EQ(parseError(R"({"model": {"type": "BPE", "dropout": 0.1,
                          "vocab": {}, "merges": []}})"),
             "tokenizer.json: model.dropout: BPE dropout is not supported (it "
