@@ -88,10 +88,12 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
     return error(config + ": cannot be read: " + text.getError().message());
 
   std::string key = (*text)->getBuffer().str();
-  key += std::string("\0attnc ", 7) + ATTNC_VERSION + "\0" +
-         describeTarget(options.target);
+  // Fields separated by NUL bytes, so that no two configurations run together.
+  for (const std::string &field :
+       {std::string("attnc ") + ATTNC_VERSION, describeTarget(options.target)})
+    (key += '\0') += field;
   for (const std::string &arg : options.attncArgs)
-    key += "\0" + arg;
+    (key += '\0') += arg;
   std::string cacheDir =
       options.cacheDir.empty() ? defaultCacheDir() : options.cacheDir;
   // <cache>/<folder name>-<hash>: readable, and unique per configuration.
