@@ -38,7 +38,7 @@
 #include <thread>
 
 using namespace Halide;
-using attn::CacheElement;
+using attn::DType;
 
 namespace {
 
@@ -187,7 +187,7 @@ void registerPrefill() {
 
 struct DecodeShape {
   int batch, kvLength, pageSize; // pageSize == kvLength: contiguous cache
-  attn::CacheElement element = attn::CacheElement::F32;
+  attn::DType element = attn::DType::F32;
 };
 
 /// One new token per sequence (GQA 32 query / 8 KV heads, head size 128)
@@ -210,11 +210,11 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   const int pagesPerSequence = (s.kvLength + s.pageSize - 1) / s.pageSize;
   const int numPages = pagesPerSequence * s.batch;
   Buffer<float> query(dim, hq, 1, s.batch), output(dim, hq, 1, s.batch);
-  const bool f32 = s.element == attn::CacheElement::F32;
-  const bool int8 = s.element == attn::CacheElement::I8;
+  const bool f32 = s.element == attn::DType::F32;
+  const bool int8 = s.element == attn::DType::I8;
   Type element = f32                                    ? Float(32)
                  : int8                                 ? Int(8)
-                 : s.element == attn::CacheElement::F16 ? Float(16)
+                 : s.element == attn::DType::F16 ? Float(16)
                                                         : BFloat(16);
   // Pools as the runtime's KvCache allocates them: on transparent huge
   // pages (runtime/include/attn/runtime/PoolAllocator.h).
@@ -279,13 +279,13 @@ void registerDecode() {
                                 {16, 16384, 16384},
                                 {16, 32768, 32768},
                                 {16, 32768, 16},
-                                {1, 131072, 16, CacheElement::F16},
-                                {1, 131072, 16, CacheElement::BF16},
-                                {1, 131072, 16, CacheElement::I8},
-                                {16, 32768, 16, CacheElement::F16},
-                                {16, 32768, 16, CacheElement::I8}};
+                                {1, 131072, 16, DType::F16},
+                                {1, 131072, 16, DType::BF16},
+                                {1, 131072, 16, DType::I8},
+                                {16, 32768, 16, DType::F16},
+                                {16, 32768, 16, DType::I8}};
   for (const DecodeShape &s : shapes) {
-    const char *element = attn::elementName(s.element);
+    const char *element = attn::dtypeName(s.element);
     std::string layout = s.pageSize == s.kvLength
                              ? "contiguous"
                              : "page" + std::to_string(s.pageSize);
@@ -304,7 +304,7 @@ struct LinearShape {
   /// its greedy token (against `bias` of the same shape: the argmax's cost)
   const char *variant = "bias";
   /// W's element type (F32, F16, BF16, I8): a decode step streams W.
-  CacheElement weights = CacheElement::F32;
+  DType weights = DType::F32;
 };
 
 /// A projection with one of the epilogues attnc fuses: GFLOPS =
@@ -351,14 +351,14 @@ void linear(benchmark::State &state, LinearShape s) {
   Buffer<float> scales;
   Buffer<> packed =
       attn::packLinearWeights(weight.data(), s.in, s.out, s.weights, &scales);
-  const double weightBytes = s.weights == CacheElement::F32  ? 4.0
-                             : s.weights == CacheElement::I8 ? 1.0
+  const double weightBytes = s.weights == DType::F32  ? 4.0
+                             : s.weights == DType::I8 ? 1.0
                                                              : 2.0;
   ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
   params.set(kernel.inputs[next++], packed);
-  if (s.weights == CacheElement::I8)
+  if (s.weights == DType::I8)
     params.set(kernel.inputs[next++], scales);
   if (spec.bias)
     params.set(kernel.inputs[next++], bias);
@@ -393,35 +393,35 @@ void registerLinear() {
                                 {16, 2048, 32000, "head_argmax"},
                                 // Narrow weights: time should follow bytes
                                 // for one token, and not lose at 512.
-                                {1, 4096, 4096, "bias", CacheElement::BF16},
-                                {1, 4096, 4096, "bias", CacheElement::F16},
-                                {1, 4096, 4096, "bias", CacheElement::I8},
-                                {16, 4096, 4096, "bias", CacheElement::BF16},
-                                {512, 4096, 4096, "bias", CacheElement::BF16},
-                                {512, 4096, 4096, "bias", CacheElement::I8},
+                                {1, 4096, 4096, "bias", DType::BF16},
+                                {1, 4096, 4096, "bias", DType::F16},
+                                {1, 4096, 4096, "bias", DType::I8},
+                                {16, 4096, 4096, "bias", DType::BF16},
+                                {512, 4096, 4096, "bias", DType::BF16},
+                                {512, 4096, 4096, "bias", DType::I8},
                                 {1, 11008, 4096, "swiglu_down",
-                                 CacheElement::BF16},
+                                 DType::BF16},
                                 {512, 11008, 4096, "swiglu_down",
-                                 CacheElement::BF16},
+                                 DType::BF16},
                                 {1, 2048, 32000, "head_argmax",
-                                 CacheElement::BF16},
+                                 DType::BF16},
                                 // Llama-3-8B's FFN up, far beyond the LLC.
                                 {1, 4096, 14336},
-                                {1, 4096, 14336, "bias", CacheElement::BF16},
-                                {1, 4096, 14336, "bias", CacheElement::I8},
+                                {1, 4096, 14336, "bias", DType::BF16},
+                                {1, 4096, 14336, "bias", DType::I8},
                                 // TinyLlama-1.1B's projections, one token.
                                 {1, 2048, 2560, "qkv_rope"},
-                                {1, 2048, 2560, "qkv_rope", CacheElement::BF16},
+                                {1, 2048, 2560, "qkv_rope", DType::BF16},
                                 {1, 2048, 11264},
-                                {1, 2048, 11264, "bias", CacheElement::BF16},
+                                {1, 2048, 11264, "bias", DType::BF16},
                                 {1, 5632, 2048, "swiglu_down"},
                                 {1, 5632, 2048, "swiglu_down",
-                                 CacheElement::BF16}};
+                                 DType::BF16}};
   for (const LinearShape &s : shapes) {
     char name[128];
-    const char *weights = s.weights == CacheElement::BF16  ? "_wbf16"
-                          : s.weights == CacheElement::F16 ? "_wf16"
-                          : s.weights == CacheElement::I8  ? "_wi8"
+    const char *weights = s.weights == DType::BF16  ? "_wbf16"
+                          : s.weights == DType::F16 ? "_wf16"
+                          : s.weights == DType::I8  ? "_wi8"
                                                            : "";
     std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s%s", s.tokens,
                   s.in, s.out, s.variant, weights);

@@ -25,61 +25,39 @@ constexpr const char *kCommonDefinitions = R"(#ifndef ATTNC_COMMON_DEFINED
 #define ATTNC_OK 0
 #define ATTNC_INVALID_ARGUMENT 1
 
-/* Describes the dense C array data[n3][n2][n1][n0] of `bits`-bit elements
-   of Halide type `code` as a Halide buffer. Returns ATTNC_INVALID_ARGUMENT if
-   an extent, stride or the element count exceeds int32. */
-static inline int attnc_describe_4d(halide_buffer_t *buffer,
-                                    halide_dimension_t dims[4],
-                                    const void *data, int code, int bits,
-                                    int64_t n0, int64_t n1, int64_t n2,
-                                    int64_t n3) {
-  const int64_t extents[4] = {n0, n1, n2, n3};
+/* Describes the dense C array data[extents[0]]...[extents[rank - 1]]
+   (outermost first) of `bits`-bit elements of Halide type `code` as a
+   Halide buffer over dims[rank]. Returns ATTNC_INVALID_ARGUMENT for a null
+   array, an extent below 1, or an extent, stride or element count beyond
+   int32 (Halide indexes without large_buffers). */
+static inline int attnc_describe(halide_buffer_t *buffer,
+                                 halide_dimension_t *dims, const void *data,
+                                 int code, int bits, int rank,
+                                 const int64_t *extents) {
   int64_t stride = 1;
   int d;
   memset(buffer, 0, sizeof(*buffer));
-  for (d = 0; d < 4; d++) {
-    if (extents[d] < 1 || extents[d] > INT32_MAX || stride > INT32_MAX)
+  if (!data)
+    return ATTNC_INVALID_ARGUMENT;
+  for (d = 0; d < rank; d++) { /* Halide's dimension 0 is the innermost */
+    const int64_t extent = extents[rank - 1 - d];
+    if (extent < 1 || extent > INT32_MAX || stride > INT32_MAX)
       return ATTNC_INVALID_ARGUMENT;
     dims[d].min = 0;
-    dims[d].extent = (int32_t)extents[d];
+    dims[d].extent = (int32_t)extent;
     dims[d].stride = (int32_t)stride;
     dims[d].flags = 0;
-    stride *= extents[d];
+    stride *= extent;
   }
-  if (stride > INT32_MAX) /* Halide indexes without large_buffers */
+  if (stride > INT32_MAX)
     return ATTNC_INVALID_ARGUMENT;
   buffer->host = (uint8_t *)(uintptr_t)data; /* inputs are never written */
   buffer->type.code = (halide_type_code_t)code;
   buffer->type.bits = (uint8_t)bits;
   buffer->type.lanes = 1;
-  buffer->dimensions = 4;
+  buffer->dimensions = rank;
   buffer->dim = dims;
   return ATTNC_OK;
-}
-
-static inline int attnc_describe_f32(halide_buffer_t *buffer,
-                                     halide_dimension_t dims[4],
-                                     const float *data, int64_t n0, int64_t n1,
-                                     int64_t n2, int64_t n3) {
-  return attnc_describe_4d(buffer, dims, data, halide_type_float, 32, n0, n1,
-                           n2, n3);
-}
-
-/* Describes int32_t data[n] (per-sequence lengths) as a Halide buffer. */
-static inline void attnc_describe_i32(halide_buffer_t *buffer,
-                                      halide_dimension_t *dim,
-                                      const int32_t *data, int32_t n) {
-  memset(buffer, 0, sizeof(*buffer));
-  buffer->host = (uint8_t *)(uintptr_t)data; /* inputs are never written */
-  buffer->type.code = halide_type_int;
-  buffer->type.bits = 32;
-  buffer->type.lanes = 1;
-  buffer->dimensions = 1;
-  buffer->dim = dim;
-  dim->min = 0;
-  dim->extent = n;
-  dim->stride = 1;
-  dim->flags = 0;
 }
 
 #endif
@@ -167,88 +145,178 @@ constexpr const char *kLibraryTypes =
 #include "AttncLibraryText.inc"
     ;
 
-/// The statement that ends a wrapper: the kernel `function` (with its
-/// device suffix) on `arguments`; a GPU kernel's inputs go to the device,
-/// its output comes back to the host and its device allocations are freed.
-std::string kernelCall(const std::string &function, llvm::StringRef suffix,
-                       const std::string &arguments) {
-  if (suffix.empty())
-    return "return " + function + "_kernel(" + arguments + ");";
-  return "{\n    halide_buffer_t *all[] = {" + arguments + "};\n" +
-         "    const int count = (int)(sizeof all / sizeof all[0]);\n" +
-         "    if (attnc" + suffix.str() + "_load_driver() != ATTNC_OK)\n" +
-         "      return ATTNC_NO_DEVICE_DRIVER;\n" +
-         "    attnc_device_inputs(all, count, &o);\n" +
-         "    return attnc_device_finish(" + function + "_kernel(" + arguments +
-         "), &o,\n                               all, count);\n  }";
+/// A kernel buffer's element as C and Halide spell it.
+struct CElement {
+  const char *cType;
+  const char *halideCode;
+  int bits;
+};
+CElement cElement(attn::BufferElement element) {
+  switch (element) {
+  case attn::BufferElement::F32:
+    return {"float", "halide_type_float", 32};
+  case attn::BufferElement::F16:
+    return {"uint16_t", "halide_type_float", 16};
+  case attn::BufferElement::BF16:
+    return {"uint16_t", "halide_type_bfloat", 16};
+  case attn::BufferElement::U16:
+    return {"uint16_t", "halide_type_uint", 16};
+  case attn::BufferElement::U32:
+    return {"uint32_t", "halide_type_uint", 32};
+  case attn::BufferElement::I8:
+    return {"int8_t", "halide_type_int", 8};
+  case attn::BufferElement::I32:
+    return {"int32_t", "halide_type_int", 32};
+  }
+  return {"void", "halide_type_float", 32};
 }
 
-/// A wrapper's arguments to its kernel: the local halide_buffer_t that
-/// `locals` names for each declared buffer, in the declaration's order.
-std::string kernelArguments(const std::vector<attn::KernelBuffer> &buffers,
-                            const std::map<std::string, std::string> &locals) {
-  std::string arguments;
-  for (const attn::KernelBuffer &buffer : buffers)
-    arguments += (arguments.empty() ? "&" : ", &") + locals.at(buffer.name);
-  return arguments;
+/// The extents of a declared shape, "[batch][q_len][query_heads]" ->
+/// {"batch", "q_len", "query_heads"}.
+std::vector<std::string> shapeExtents(llvm::StringRef shape) {
+  std::vector<std::string> extents;
+  while (shape.consume_front("[")) {
+    auto [extent, rest] = shape.split(']');
+    extents.push_back(extent.str());
+    shape = rest;
+  }
+  return extents;
+}
+
+/// The extents a kernel was specialized for, by the names its buffers'
+/// shapes use (KernelAbi.cpp); every other extent is a wrapper parameter.
+using Constants = std::map<std::string, int>;
+
+/// `buffers` with the constants filled in, one line each, for a comment:
+/// " *   query [batch][q_len][8][64] float".
+std::string shapeLines(const std::vector<attn::KernelBuffer> &buffers,
+                       const Constants &constants) {
+  std::string lines;
+  for (const attn::KernelBuffer &buffer : buffers) {
+    lines += "\n *   " + buffer.name + " ";
+    for (const std::string &extent : shapeExtents(buffer.shape)) {
+      auto constant = constants.find(extent);
+      lines +=
+          "[" +
+          (constant == constants.end() ? extent
+                                       : std::to_string(constant->second)) +
+          "]";
+    }
+    lines += std::string(" ") + cElement(buffer.element).cType;
+  }
+  return lines;
+}
+
+/// The plain-array wrapper `function` (with its device suffix) of a kernel
+/// with `buffers`: a pointer per buffer in the declared order, then an
+/// int32_t per extent that is not a constant, in order of first use. Each
+/// array is described as a dense Halide buffer (a bad pointer or extent is
+/// ATTNC_INVALID_ARGUMENT) and the kernel called; a GPU kernel's inputs go
+/// to the device, its output comes back and its device allocations are
+/// freed.
+void renderWrapper(llvm::raw_ostream &os, const std::string &function,
+                   llvm::StringRef suffix,
+                   const std::vector<attn::KernelBuffer> &buffers,
+                   const Constants &constants) {
+  std::vector<std::string> extentParameters;
+  std::string parameters, describe, arguments;
+  int output = -1;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const attn::KernelBuffer &buffer = buffers[i];
+    const CElement element = cElement(buffer.element);
+    parameters += std::string(buffer.isOutput() ? "" : "const ") +
+                  element.cType + " *" + buffer.name + ", ";
+    std::string extents;
+    for (const std::string &extent : shapeExtents(buffer.shape)) {
+      auto constant = constants.find(extent);
+      if (constant != constants.end()) {
+        extents +=
+            (extents.empty() ? "" : ", ") + std::to_string(constant->second);
+        continue;
+      }
+      if (llvm::find(extentParameters, extent) == extentParameters.end())
+        extentParameters.push_back(extent);
+      extents += (extents.empty() ? "" : ", ") + extent;
+    }
+    const std::string index = std::to_string(i);
+    describe += llvm::formatv(
+        "  {{\n    const int64_t extents[] = {{{0}};\n"
+        "    if (attnc_describe(&b[{1}], d[{1}], {2}, {3}, {4}, {5},\n"
+        "                       extents))\n"
+        "      return ATTNC_INVALID_ARGUMENT;\n  }\n",
+        extents, index, buffer.name, element.halideCode, element.bits,
+        buffer.rank());
+    arguments += (arguments.empty() ? "&b[" : ", &b[") + index + "]";
+    if (buffer.isOutput())
+      output = int(i);
+  }
+  for (const std::string &extent : extentParameters)
+    parameters += "int32_t " + extent + ", ";
+  parameters.resize(parameters.size() - 2);
+  std::string call;
+  if (suffix.empty()) {
+    call = "  return " + function + "_kernel(" + arguments + ");\n";
+  } else {
+    const std::string out = "&b[" + std::to_string(output) + "]";
+    call = "  {\n    halide_buffer_t *all[] = {" + arguments + "};\n" +
+           "    const int count = (int)(sizeof all / sizeof all[0]);\n" +
+           "    if (attnc" + suffix.str() + "_load_driver() != ATTNC_OK)\n" +
+           "      return ATTNC_NO_DEVICE_DRIVER;\n" +
+           "    attnc_device_inputs(all, count, " + out + ");\n" +
+           "    return attnc_device_finish(" + function + "_kernel(" +
+           arguments + "),\n                               " + out +
+           ", all, count);\n  }\n";
+  }
+  // The signature wrapped at 80 columns, continued lines indented by 4.
+  std::string signature = "static inline int " + function + "(";
+  size_t lineStart = 0;
+  for (llvm::StringRef rest = parameters; !rest.empty();) {
+    auto [parameter, tail] = rest.split(", ");
+    std::string piece = parameter.str() + (tail.empty() ? ") {" : ",");
+    if (signature.size() - lineStart + 1 + piece.size() > 80 &&
+        signature.back() != '(') {
+      signature += "\n   ";
+      lineStart = signature.size() - 3;
+    }
+    signature += (signature.back() == '(' ? "" : " ") + piece;
+    rest = tail;
+  }
+  os << signature << "\n"
+     << "  halide_buffer_t b[" << buffers.size() << "];\n"
+     << "  halide_dimension_t d[" << buffers.size() << "][4];\n"
+     << describe << call << "}\n";
 }
 
 /// A line for a GPU wrapper's comment.
 const char *kDeviceWrapperNote =
-    "\n *   GPU: the arrays are host memory, copied to the device and `out` "
-    "back\n *   on every call; ATTNC_NO_DEVICE_DRIVER without the driver.";
+    "\n *   GPU: the arrays are host memory, copied to the device and the "
+    "output\n *   back on every call; ATTNC_NO_DEVICE_DRIVER without the "
+    "driver.";
 
 void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec,
                    llvm::StringRef suffix) {
   const std::string function = spec.functionName + suffix.str();
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
-  // Key padding: one more input, the real keys of each batch entry.
-  const bool padded = spec.keyPadding;
   const bool bf16 = spec.compute == attn::SdpaCompute::BF16;
-  std::string lengthsDoc =
-      padded ? "\n *   key_lengths [batch]: entry b sees only its first "
-               "key_lengths[b] keys\n *   (clamped to [0, kv_len]); a query "
-               "that sees no key yields 0."
-             : "";
-  std::string lengthsParam = padded ? "const int32_t *key_lengths, " : "";
-  std::string lengthsBuffer = padded ? R"(
-  halide_buffer_t n;
-  halide_dimension_t nd[1];
-  if (!key_lengths || batch < 1)
-    return ATTNC_INVALID_ARGUMENT;
-  attnc_describe_i32(&n, nd, key_lengths, batch);)"
-                                     : "";
+  const std::vector<attn::KernelBuffer> buffers = attn::kernelBuffers(spec);
+  const Constants constants = {
+      {"query_heads", hq}, {"kv_heads", hkv}, {"head_dim", d}};
   os << llvm::formatv(
       R"(
-/* {0}: out = softmax(query · keyᵀ · {1} {2}) · value
- *   {3} query heads over {4} KV heads, head_dim {5}; float, C order:
- *   query [batch][q_len][{3}][{5}], key and value [batch][kv_len][{4}][{5}],
- *   out [batch][q_len][{3}][{5}].{6}{9}{14}{17}
+/* {0}: output = softmax(query · keyᵀ · {1} {2}) · value
+ *   {3} query heads over {4} KV heads, head_dim {5}; C order:{6}{7}{8}{9}{10}
  *   Returns ATTNC_OK, ATTNC_INVALID_ARGUMENT, or a halide_error_code_t. */
-#define {7}_NUM_QUERY_HEADS {3}
-#define {7}_NUM_KV_HEADS {4}
-#define {7}_HEAD_DIM {5}
-#define {7}_CAUSAL {8}
-#define {7}_KEY_PADDING {12}
-#define {7}_BF16_COMPUTE {15}
-static inline int {0}(const float *query, const float *key,
-    const float *value, {10}float *out, int32_t batch, int32_t q_len,
-    int32_t kv_len) {{
-  halide_buffer_t q, k, v, o;
-  halide_dimension_t qd[4], kd[4], vd[4], od[4];{11}
-  if (!query || !key || !value || !out)
-    return ATTNC_INVALID_ARGUMENT;
-  if (attnc_describe_f32(&q, qd, query, {5}, {3}, q_len, batch) ||
-      attnc_describe_f32(&k, kd, key, {5}, {4}, kv_len, batch) ||
-      attnc_describe_f32(&v, vd, value, {5}, {4}, kv_len, batch) ||
-      attnc_describe_f32(&o, od, out, {5}, {3}, q_len, batch))
-    return ATTNC_INVALID_ARGUMENT;
-  {16}
-}
+#define {11}_NUM_QUERY_HEADS {3}
+#define {11}_NUM_KV_HEADS {4}
+#define {11}_HEAD_DIM {5}
+#define {11}_CAUSAL {12}
+#define {11}_KEY_PADDING {13}
+#define {11}_BF16_COMPUTE {14}
 )",
       function, llvm::formatv("{0:e}", spec.scale),
       spec.causal ? "+ causal mask" : "", hq, hkv, d,
+      shapeLines(buffers, constants),
       spec.window
           ? llvm::formatv("\n *   Sliding window: query i sees keys j with "
                           "i + kv_len - q_len - {0} < j <= i + kv_len - q_len.",
@@ -258,21 +326,18 @@ static inline int {0}(const float *query, const float *key,
           ? "\n *   Causal: query i sees keys j <= i + kv_len - q_len;"
             "\n *   a query that sees no key yields 0."
           : "",
-      macro, spec.causal ? 1 : 0, lengthsDoc, lengthsParam, lengthsBuffer,
-      padded ? 1 : 0, padded ? "&n, " : "",
+      spec.keyPadding
+          ? "\n *   key_lengths: entry b sees only its first key_lengths[b] "
+            "keys\n *   (clamped to [0, kv_len]); a query that sees no key "
+            "yields 0."
+          : "",
       bf16 ? "\n *   bf16 products: Q, K, V and the softmax weights are "
              "rounded to bf16\n *   for Q·Kᵀ and P·V (fp32 accumulation "
              "and softmax)."
            : "",
-      bf16 ? 1 : 0,
-      kernelCall(function, suffix,
-                 kernelArguments(attn::kernelBuffers(spec),
-                                 {{"query", "q"},
-                                  {"key", "k"},
-                                  {"value", "v"},
-                                  {"key_lengths", "n"},
-                                  {"output", "o"}})),
-      suffix.empty() ? "" : kDeviceWrapperNote);
+      suffix.empty() ? "" : kDeviceWrapperNote, macro, spec.causal ? 1 : 0,
+      spec.keyPadding ? 1 : 0, bf16 ? 1 : 0);
+  renderWrapper(os, function, suffix, buffers, constants);
 }
 
 void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
@@ -280,92 +345,37 @@ void renderDecode(llvm::raw_ostream &os, const attn::DecodeSpec &spec,
   const std::string function = spec.functionName + suffix.str();
   std::string macro = llvm::StringRef(spec.functionName).upper();
   int hq = spec.numQueryHeads, hkv = spec.numKvHeads, d = spec.headDim;
-  bool f32 = spec.cacheElement == attn::CacheElement::F32;
-  bool int8 = spec.cacheElement == attn::CacheElement::I8;
-  std::string element =
-      f32    ? "float"
-      : int8 ? "int8_t (symmetric, one float scale per token and head in "
-               "key_scales, value_scales [num_pages][" +
-                   std::to_string(spec.pageSize) + "][" + std::to_string(hkv) +
-                   "])"
-      : spec.cacheElement == attn::CacheElement::F16
-          ? "uint16_t (IEEE binary16)"
-          : "uint16_t (bfloat16)";
-  const char *pageType = f32 ? "float" : int8 ? "int8_t" : "uint16_t";
-  // GPU kernels take a bf16 pool as its uint16 bits (schedules/Decode.cpp).
-  const bool bf16 = spec.cacheElement == attn::CacheElement::BF16;
-  const char *typeCode = bf16 && suffix.empty() ? "halide_type_bfloat"
-                         : bf16                 ? "halide_type_uint"
-                         : int8                 ? "halide_type_int"
-                                                : "halide_type_float";
-  int bits = f32 ? 32 : int8 ? 8 : 16;
-  // I8: two more inputs, the scale pools, described as 3-d float arrays
-  // (a 4-d description with a unit outermost extent, cut to 3 dims).
-  std::string scaleParameters, scaleChecks, scaleBuffers;
-  if (int8) {
-    scaleParameters = "const float *key_scales, const float *value_scales, ";
-    scaleChecks = " || !key_scales || !value_scales";
-    scaleBuffers = llvm::formatv(
-        R"(  halide_buffer_t ks, vs;
-  halide_dimension_t ksd[4], vsd[4];
-  if (attnc_describe_4d(&ks, ksd, key_scales, halide_type_float, 32, {0},
-                        {1}, num_pages, 1) ||
-      attnc_describe_4d(&vs, vsd, value_scales, halide_type_float, 32, {0},
-                        {1}, num_pages, 1))
-    return ATTNC_INVALID_ARGUMENT;
-  ks.dimensions = vs.dimensions = 3;
-)",
-        hkv, spec.pageSize);
-  }
+  const std::vector<attn::KernelBuffer> buffers = attn::kernelBuffers(
+      spec, suffix.empty() ? attn::KernelPlace::Cpu : attn::KernelPlace::Gpu);
+  const Constants constants = {{"query_heads", hq},
+                               {"kv_heads", hkv},
+                               {"head_dim", d},
+                               {"page_size", spec.pageSize}};
+  const char *element =
+      spec.cacheElement == attn::DType::I8
+          ? "symmetric int8: element (p, s, h, x) is key_pages[p][s][h][x] ·"
+            "\n *   key_scales[p][s][h] (values alike)"
+      : spec.cacheElement == attn::DType::F16  ? "IEEE binary16"
+      : spec.cacheElement == attn::DType::BF16 ? "bfloat16"
+                                               : "float";
   os << llvm::formatv(
       R"(
 /* {0}: decode attention over a paged KV cache (a contiguous
  *   cache is one page of max_length tokens per sequence). Scale {1};
- *   {2} query heads over {3} KV heads, head_dim {4}, pages of {5} tokens.
- *   query [batch][q_len][{2}][{4}] float: the newest q_len tokens,
- *   key_pages, value_pages [num_pages][{5}][{3}][{4}] {8},
- *   block_table [batch][max_pages]: page ids of each sequence in order,
- *   seq_lens [batch]: cached tokens per sequence, the new ones included,
- *   out [batch][q_len][{2}][{4}].{6}{17}
+ *   {2} query heads over {3} KV heads, head_dim {4}, pages of {5} tokens
+ *   of {6}; C order:{7}
+ *   query: the newest q_len tokens; block_table: page ids of each sequence
+ *   in order; seq_lens: cached tokens per sequence, the new ones included.{8}{9}
  *   Page ids and lengths are clamped to the buffers: a corrupt table cannot
  *   read out of bounds. Returns ATTNC_OK, ATTNC_INVALID_ARGUMENT, or a
  *   halide_error_code_t. */
-#define {7}_NUM_QUERY_HEADS {2}
-#define {7}_NUM_KV_HEADS {3}
-#define {7}_HEAD_DIM {4}
-#define {7}_PAGE_SIZE {5}
-static inline int {0}(const float *query, const {9} *key_pages,
-    const {9} *value_pages, {12}const int32_t *block_table,
-    const int32_t *seq_lens, float *out, int32_t batch, int32_t q_len,
-    int32_t num_pages, int32_t max_pages) {{
-  halide_buffer_t q, k, v, t, l, o;
-  halide_dimension_t qd[4], kd[4], vd[4], td[2], ld[1], od[4];
-  if (!query || !key_pages || !value_pages || !block_table || !seq_lens ||
-      !out || max_pages < 1{13})
-    return ATTNC_INVALID_ARGUMENT;
-{14}
-  if (attnc_describe_f32(&q, qd, query, {4}, {2}, q_len, batch) ||
-      attnc_describe_4d(&k, kd, key_pages, {10}, {11}, {4}, {3}, {5},
-                        num_pages) ||
-      attnc_describe_4d(&v, vd, value_pages, {10}, {11}, {4}, {3}, {5},
-                        num_pages) ||
-      attnc_describe_f32(&o, od, out, {4}, {2}, q_len, batch) ||
-      (int64_t)max_pages * batch > INT32_MAX)
-    return ATTNC_INVALID_ARGUMENT;
-  memset(&t, 0, sizeof t);
-  t.host = (uint8_t *)(uintptr_t)block_table;
-  t.type.code = halide_type_int;
-  t.type.bits = 32;
-  t.type.lanes = 1;
-  t.dimensions = 2;
-  t.dim = td;
-  td[0].min = 0; td[0].extent = max_pages; td[0].stride = 1; td[0].flags = 0;
-  td[1].min = 0; td[1].extent = batch; td[1].stride = max_pages; td[1].flags = 0;
-  attnc_describe_i32(&l, ld, seq_lens, batch);
-  {16}
-}
+#define {10}_NUM_QUERY_HEADS {2}
+#define {10}_NUM_KV_HEADS {3}
+#define {10}_HEAD_DIM {4}
+#define {10}_PAGE_SIZE {5}
 )",
       function, llvm::formatv("{0:e}", spec.scale), hq, hkv, d, spec.pageSize,
+      element, shapeLines(buffers, constants),
       spec.window
           ? llvm::formatv("\n *   Sliding window: new token t of a sequence of "
                           "length L sees keys L - q_len + t - {0} < j <= "
@@ -376,22 +386,8 @@ static inline int {0}(const float *query, const {9} *key_pages,
           ? "\n *   Causal: new token t of a sequence of length L sees "
             "keys j <= L - q_len + t."
           : "",
-      macro, element, pageType, typeCode, bits, scaleParameters, scaleChecks,
-      scaleBuffers, "",
-      kernelCall(function, suffix,
-                 kernelArguments(
-                     attn::kernelBuffers(spec, suffix.empty()
-                                                   ? attn::KernelPlace::Cpu
-                                                   : attn::KernelPlace::Gpu),
-                     {{"query", "q"},
-                      {"key_pages", "k"},
-                      {"value_pages", "v"},
-                      {"key_scales", "ks"},
-                      {"value_scales", "vs"},
-                      {"block_table", "t"},
-                      {"seq_lens", "l"},
-                      {"output", "o"}})),
-      suffix.empty() ? "" : kDeviceWrapperNote);
+      suffix.empty() ? "" : kDeviceWrapperNote, macro);
+  renderWrapper(os, function, suffix, buffers, constants);
 }
 } // namespace
 
@@ -458,9 +454,9 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
     const std::string &api = specs.gpuApi;
     os << "/* The GPU API of this library's second kernel set. */\n#define "
        << name.upper() << "_GPU_API \"" << api << "\"\n"
-       << "static const attnc_device_api " << name
-       << "_device_api = {\n    \"" << api << "\", attnc_" << api
-       << "_load_driver, halide_" << api << "_device_interface,\n"
+       << "static const attnc_device_api " << name << "_device_api = {\n    \""
+       << api << "\", attnc_" << api << "_load_driver, halide_" << api
+       << "_device_interface,\n"
        << "    halide_device_malloc, halide_device_free, "
           "halide_copy_to_device,\n"
        << "    halide_copy_to_host, halide_buffer_copy, halide_device_crop,\n"
@@ -485,7 +481,8 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
   os << ";\n";
   // Everything above, for the runtime in one value (Model::load takes it);
   // a shared library (attnc --shared) returns the same from attnc_library().
-  os << "\n/* The library as the runtime takes it (attn::runtime::ModelLibrary). */\n"
+  os << "\n/* The library as the runtime takes it "
+        "(attn::runtime::ModelLibrary). */\n"
      << "static const attnc_model_library " << name << "_library = {\n"
      << "    ATTNC_LIBRARY_ABI, \"" << ATTNC_VERSION << "\", \"" << name
      << "\",\n    \"" << specs.cpuTargets << "\",\n    " << name
@@ -524,8 +521,7 @@ std::string renderKernelDeclarations(const ModelSpecs &specs) {
                       std::string("struct halide_buffer_t *") + buffer.name;
       }
       os << "/* in: " << inputs << "\n   out: " << outputs << " */\n"
-         << "int " << function << suffix << "_kernel(" << parameters
-         << ");\n";
+         << "int " << function << suffix << "_kernel(" << parameters << ");\n";
     };
     for (const attn::SdpaSpec &spec : specs.prefill)
       declare(spec.functionName, attn::kernelBuffers(spec));

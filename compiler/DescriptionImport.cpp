@@ -8,10 +8,9 @@
 
 #include "DescriptionImport.h"
 
+#include "DTypes.h"
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
-
-#include "llvm/ADT/StringSwitch.h"
 
 #include "attn/JsonReader.h"
 #include "attn/Limits.h"
@@ -43,9 +42,7 @@ bool readCache(JsonObjectReader &parent, const JsonLocator &locator,
       cache.optionalEnum("layout", {"contiguous", "paged"}, settings.layout)
           .str();
   settings.dtype =
-      cache
-          .optionalEnum("dtype", {"f32", "f16", "bf16", "int8"}, settings.dtype)
-          .str();
+      cache.optionalEnum("dtype", kDescriptionDTypes, settings.dtype).str();
   settings.pageSize =
       cache.getInt("page_size", false, 1, limits::kPageSize, settings.pageSize)
           .value_or(0);
@@ -71,8 +68,10 @@ bool readLayer(const json::Object &object, const JsonPath &path,
                    : LayerKind::Self;
   layer.queryHeads =
       reader.getInt("num_query_heads", true, 1, limits::kHeads).value_or(1);
-  layer.kvHeads = reader.getInt("num_kv_heads", true, 1, limits::kHeads).value_or(1);
-  layer.headDim = reader.getInt("head_dim", true, 1, limits::kHeadDim).value_or(1);
+  layer.kvHeads =
+      reader.getInt("num_kv_heads", true, 1, limits::kHeads).value_or(1);
+  layer.headDim =
+      reader.getInt("head_dim", true, 1, limits::kHeadDim).value_or(1);
   layer.mask = *symbolizeMaskKind(reader.optionalEnum(
       "mask", {"none", "causal", "sliding_window"}, "none"));
   layer.window = reader.getInt("window", false, 1, limits::kLength);
@@ -172,12 +171,14 @@ bool readStack(const json::Object &object, const JsonPath &path,
 
   if (embedding) {
     JsonObjectReader reader(*embedding, embeddingPath, locator);
-    int64_t vocab = reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
+    int64_t vocab =
+        reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
     PositionKind positions = *symbolizePositionKind(reader.optionalEnum(
         "positions", {"none", "sinusoidal", "learned", "sinusoidal_halves"},
         "none"));
     int64_t maxPositions =
-        reader.getInt("max_positions", false, 1, limits::kPositions, 4096).value_or(1);
+        reader.getInt("max_positions", false, 1, limits::kPositions, 4096)
+            .value_or(1);
     float scale = float(reader.optionalPositiveNumber("scale").value_or(1.0));
     int64_t offset =
         reader.getInt("position_offset", false, 0, 1 << 24, 0).value_or(0);
@@ -215,7 +216,8 @@ bool readStack(const json::Object &object, const JsonPath &path,
     }
     JsonObjectReader block(*blockObject, blockPath, locator);
     lastBlock = block.location();
-    int64_t repeat = block.getInt("repeat", false, 1, limits::kRepeat, 1).value_or(1);
+    int64_t repeat =
+        block.getInt("repeat", false, 1, limits::kRepeat, 1).value_or(1);
     bool normOk = readNorm(block, locator, norm);
     JsonPath attentionPath, ffnPath;
     const json::Array *attention =
@@ -299,7 +301,8 @@ bool readStack(const json::Object &object, const JsonPath &path,
     builder.addNorm(prefix + "final_norm", norm.kind, norm.eps, tag, lastBlock);
   if (head) {
     JsonObjectReader reader(*head, headPath, locator);
-    int64_t vocab = reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
+    int64_t vocab =
+        reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
     bool bias = reader.optionalBool("bias").value_or(false);
     if (!reader.finish())
       return false;
@@ -317,19 +320,16 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   std::optional<llvm::StringRef> describedName = model.optionalString("name");
   llvm::StringRef kind = model.optionalEnum(
       "kind", {"decoder-only", "encoder", "encoder-decoder"}, "decoder-only");
-  std::optional<int64_t> dModel = model.getInt("d_model", false, 1, limits::kDModel);
+  std::optional<int64_t> dModel =
+      model.getInt("d_model", false, 1, limits::kDModel);
   std::optional<int64_t> maxBatch =
       model.getInt("max_batch", false, 1, limits::kBatch, 1);
   // How the linear kernels read their weights (whole models only).
-  Builder types(&context);
-  Type weights = llvm::StringSwitch<Type>(model.optionalEnum(
-                                              "weight_dtype",
-                                              {"f32", "f16", "bf16", "int8"},
-                                              "f32"))
-                     .Case("f16", types.getF16Type())
-                     .Case("bf16", types.getBF16Type())
-                     .Case("int8", types.getIntegerType(8))
-                     .Default(types.getF32Type());
+  Type weights = mlirType(
+      context,
+      parseDescriptionDType(
+          model.optionalEnum("weight_dtype", kDescriptionDTypes, "f32"))
+          .value_or(::attn::DType::F32));
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming =
       model.optionalEnum("weight_naming", {"llama", "gpt2", "bart"}, "");

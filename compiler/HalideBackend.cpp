@@ -89,10 +89,10 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
       !gpuTarget->has_feature(Halide::Target::CLHalf)) {
     bool f16 = false;
     for (const attn::DecodeSpec &spec : specs.decode)
-      f16 |= spec.cacheElement == attn::CacheElement::F16;
+      f16 |= spec.cacheElement == attn::DType::F16;
     for (const attn::LinearSpec &spec : specs.linear)
       f16 |= spec.cacheAppend.kvHeads > 0 &&
-             spec.cacheAppend.element == attn::CacheElement::F16;
+             spec.cacheAppend.element == attn::DType::F16;
     if (f16)
       return error("an f16 KV cache on OpenCL needs a device with "
                    "cl_khr_fp16 and the target feature cl_half (e.g. "

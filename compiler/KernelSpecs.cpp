@@ -2,6 +2,8 @@
 
 #include "KernelSpecs.h"
 
+#include "DTypes.h"
+
 #include "attn/AttnOps.h"
 
 using namespace mlir;
@@ -26,17 +28,6 @@ static_assert(int(::attn::Activation::Gelu) ==
               int(mlir::attn::Activation::Gelu));
 
 namespace attnc {
-
-namespace {
-/// A verified cache or weight dtype (absent: f32) as the plain enum.
-::attn::CacheElement cacheElement(Type dtype) {
-  return !dtype || dtype.isF32() ? ::attn::CacheElement::F32
-         : dtype.isF16()         ? ::attn::CacheElement::F16
-         : dtype.isBF16()        ? ::attn::CacheElement::BF16
-                                 : ::attn::CacheElement::I8;
-}
-
-} // namespace
 
 namespace {
 /// What prefill and decode specs share: the attention the kernel computes,
@@ -138,7 +129,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
           attentionSettings(kernel);
       spec.functionName = name;
       spec.pageSize = *kernel.getPageSize();
-      spec.cacheElement = cacheElement(kernel.getKvDtype().value_or(Type()));
+      spec.cacheElement = toDType(kernel.getKvDtype().value_or(Type()));
       spec.schedule.vectorWidth = schedule->getVectorWidth();
       spec.schedule.splitKeys = schedule->getSplitKeys();
       specs.decode.push_back(spec);
@@ -165,11 +156,10 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {
         spec.cacheAppend.kvHeads = int(*kvHeads);
         spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());
-        spec.cacheAppend.element = cacheElement(*kernel.getAppendDtype());
+        spec.cacheAppend.element = toDType(*kernel.getAppendDtype());
       }
       spec.argmax = kernel.getArgmax();
-      spec.weightElement =
-          cacheElement(kernel.getWeightDtype().value_or(Type()));
+      spec.weightElement = toDType(kernel.getWeightDtype().value_or(Type()));
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {
       ::attn::NormSpec spec;

@@ -2,6 +2,8 @@
 
 #include "ModelBuilder.h"
 
+#include "DTypes.h"
+
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/Regex.h"
 
@@ -14,9 +16,9 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
                            int64_t dModel, int64_t maxBatch)
     : builder(&context), module(ModuleOp::create(loc)) {
   builder.setInsertionPointToEnd(module->getBody());
-  auto model = builder.create<attn::ModelOp>(
-      loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr(),
-      StringAttr());
+  auto model = builder.create<mlir::attn::ModelOp>(loc, name, uint64_t(dModel),
+                                                   kind, uint64_t(maxBatch),
+                                                   TypeAttr(), StringAttr());
   model.getBody().emplaceBlock();
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
@@ -28,13 +30,13 @@ StringAttr optionalString(Builder &builder, llvm::StringRef text) {
 } // namespace
 
 void ModelBuilder::addEmbedding(llvm::StringRef name, int64_t vocabSize,
-                                attn::PositionKind positions,
+                                mlir::attn::PositionKind positions,
                                 int64_t maxPositions, llvm::StringRef stack,
                                 Location loc, float scale,
                                 int64_t positionOffset) {
-  builder.create<attn::EmbeddingOp>(
+  builder.create<mlir::attn::EmbeddingOp>(
       loc, builder.getStringAttr(name), builder.getI64IntegerAttr(vocabSize),
-      attn::PositionKindAttr::get(builder.getContext(), positions),
+      mlir::attn::PositionKindAttr::get(builder.getContext(), positions),
       builder.getI64IntegerAttr(maxPositions),
       scale != 1.0f ? builder.getF32FloatAttr(scale) : FloatAttr(),
       positionOffset ? builder.getI64IntegerAttr(positionOffset)
@@ -42,21 +44,23 @@ void ModelBuilder::addEmbedding(llvm::StringRef name, int64_t vocabSize,
       optionalString(builder, stack), FlatSymbolRefAttr());
 }
 
-void ModelBuilder::addNorm(llvm::StringRef name, attn::NormKind kind, float eps,
-                           llvm::StringRef stack, Location loc, bool post) {
-  builder.create<attn::NormOp>(
+void ModelBuilder::addNorm(llvm::StringRef name, mlir::attn::NormKind kind,
+                           float eps, llvm::StringRef stack, Location loc,
+                           bool post) {
+  builder.create<mlir::attn::NormOp>(
       loc, builder.getStringAttr(name),
-      attn::NormKindAttr::get(builder.getContext(), kind),
+      mlir::attn::NormKindAttr::get(builder.getContext(), kind),
       builder.getF32FloatAttr(eps), post ? builder.getUnitAttr() : UnitAttr(),
       optionalString(builder, stack), FlatSymbolRefAttr());
 }
 
-void ModelBuilder::addFfn(llvm::StringRef name, attn::Activation activation,
+void ModelBuilder::addFfn(llvm::StringRef name,
+                          mlir::attn::Activation activation,
                           int64_t intermediateSize, bool bias, bool gated,
                           llvm::StringRef stack, Location loc) {
-  builder.create<attn::FfnOp>(
+  builder.create<mlir::attn::FfnOp>(
       loc, builder.getStringAttr(name),
-      attn::ActivationAttr::get(builder.getContext(), activation),
+      mlir::attn::ActivationAttr::get(builder.getContext(), activation),
       builder.getI64IntegerAttr(intermediateSize),
       bias ? builder.getUnitAttr() : UnitAttr(),
       gated ? builder.getUnitAttr() : UnitAttr(),
@@ -64,36 +68,36 @@ void ModelBuilder::addFfn(llvm::StringRef name, attn::Activation activation,
 }
 
 void ModelBuilder::setWeightDtype(Type type) {
-  auto model = cast<attn::ModelOp>(builder.getBlock()->getParentOp());
+  auto model = cast<mlir::attn::ModelOp>(builder.getBlock()->getParentOp());
   model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
                                                  : TypeAttr());
 }
 
 void ModelBuilder::setWeightNaming(llvm::StringRef naming) {
-  auto model = cast<attn::ModelOp>(builder.getBlock()->getParentOp());
+  auto model = cast<mlir::attn::ModelOp>(builder.getBlock()->getParentOp());
   model.setWeightNamingAttr(builder.getStringAttr(naming));
 }
 
 void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,
                                  bool tied) {
-  builder.create<attn::OutputHeadOp>(loc, builder.getStringAttr("output_head"),
-                                     builder.getI64IntegerAttr(vocabSize),
-                                     bias ? builder.getUnitAttr() : UnitAttr(),
-                                     FlatSymbolRefAttr(),
-                                     tied ? builder.getUnitAttr() : UnitAttr());
+  builder.create<mlir::attn::OutputHeadOp>(
+      loc, builder.getStringAttr("output_head"),
+      builder.getI64IntegerAttr(vocabSize),
+      bias ? builder.getUnitAttr() : UnitAttr(), FlatSymbolRefAttr(),
+      tied ? builder.getUnitAttr() : UnitAttr());
 }
 
 int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
   auto optionalF32 = [&](std::optional<float> value) {
     return value ? builder.getF32FloatAttr(*value) : FloatAttr();
   };
-  auto layer = builder.create<attn::AttentionLayerOp>(
+  auto layer = builder.create<mlir::attn::AttentionLayerOp>(
       loc, builder.getStringAttr("layer" + std::to_string(layerCount++)),
-      attn::LayerKindAttr::get(builder.getContext(), c.kind),
+      mlir::attn::LayerKindAttr::get(builder.getContext(), c.kind),
       builder.getI64IntegerAttr(c.queryHeads),
       builder.getI64IntegerAttr(c.kvHeads),
       builder.getI64IntegerAttr(c.headDim),
-      attn::MaskKindAttr::get(builder.getContext(), c.mask),
+      mlir::attn::MaskKindAttr::get(builder.getContext(), c.mask),
       c.window ? builder.getI64IntegerAttr(*c.window) : IntegerAttr(),
       optionalF32(c.scale), optionalF32(c.softcap),
       c.alibi ? builder.getUnitAttr() : UnitAttr(),
@@ -115,42 +119,38 @@ OwningOpRef<ModuleOp> ModelBuilder::finish() {
   return std::move(module);
 }
 
-attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
-                              llvm::StringRef layout, int64_t pageSize,
-                              llvm::StringRef dtype, int64_t maxLength,
-                              const ImportOptions &options) {
+mlir::attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
+                                    llvm::StringRef layout, int64_t pageSize,
+                                    llvm::StringRef dtype, int64_t maxLength,
+                                    const ImportOptions &options) {
   layout = options.kvLayout ? llvm::StringRef(*options.kvLayout) : layout;
   dtype = options.kvDtype ? llvm::StringRef(*options.kvDtype) : dtype;
   pageSize = options.pageSize.value_or(pageSize);
   maxLength = options.maxLength.value_or(maxLength);
-  std::optional<attn::CacheLayout> cacheLayout =
-      attn::symbolizeCacheLayout(layout);
+  std::optional<mlir::attn::CacheLayout> cacheLayout =
+      mlir::attn::symbolizeCacheLayout(layout);
   if (!cacheLayout) {
     emitError(loc) << "unknown KV cache layout '" << layout
                    << "' (expected contiguous or paged)";
     return {};
   }
-  Builder builder(&context);
-  Type type = llvm::StringSwitch<Type>(dtype)
-                  .Case("f32", builder.getF32Type())
-                  .Case("f16", builder.getF16Type())
-                  .Case("bf16", builder.getBF16Type())
-                  .Case("int8", builder.getIntegerType(8))
-                  .Default(Type());
-  if (!type) {
-    emitError(loc) << "unknown KV cache dtype '" << dtype
-                   << "' (expected f32, f16, bf16 or int8)";
+  std::optional<::attn::DType> element = parseDescriptionDType(dtype);
+  if (!element) {
+    emitError(loc) << "unknown KV cache dtype '" << dtype << "' (expected "
+                   << kDescriptionDTypeList << ")";
     return {};
   }
-  if (*cacheLayout == attn::CacheLayout::Contiguous)
+  Type type = mlirType(context, *element);
+  if (*cacheLayout == mlir::attn::CacheLayout::Contiguous)
     pageSize = maxLength;
-  return attn::KvCacheAttr::getChecked([&] { return emitError(loc); }, &context,
-                                       *cacheLayout, pageSize, type, maxLength);
+  return mlir::attn::KvCacheAttr::getChecked([&] { return emitError(loc); },
+                                             &context, *cacheLayout, pageSize,
+                                             type, maxLength);
 }
 
 DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
-                                const attn::JsonPath &path,
-                                const attn::JsonLocator &locator,
+                                const mlir::attn::JsonPath &path,
+                                const mlir::attn::JsonLocator &locator,
                                 MLIRContext &context) {
   Builder builder(&context);
   llvm::SmallVector<NamedAttribute> entries;
@@ -165,7 +165,7 @@ DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
     else if (std::optional<bool> flag = value.getAsBoolean())
       attr = builder.getBoolAttr(*flag);
     if (!attr) {
-      attn::JsonPath at = path;
+      mlir::attn::JsonPath at = path;
       at.push_back(key.str());
       emitError(locator.at(at))
           << "'" << key.str() << "' must be a number, string or boolean";

@@ -2,6 +2,7 @@
 
 #include "PlanWriter.h"
 
+#include "DTypes.h"
 #include "ModelFacts.h"
 
 #include "attn/runtime/PlanSchema.h"
@@ -54,7 +55,7 @@ std::string renderPlanJson(ModuleOp module,
       entry[plan::kKvCache] = llvm::json::Object{
           {plan::kLayout, stringifyCacheLayout(cache.getLayout())},
           {plan::kPageSize, cache.getPageSize()},
-          {plan::kDtype, typeName(cache.getDtype())},
+          {plan::kDtype, ::attn::dtypeName(toDType(cache.getDtype()))},
           {plan::kMaxLength, cache.getMaxLength()},
           {plan::kBytesPerToken, intAttr(layer, "kv_bytes_per_token")},
           {plan::kBytesPerSequence, intAttr(layer, "kv_bytes_per_sequence")}};
@@ -145,9 +146,8 @@ std::string renderPlanJson(ModuleOp module,
                                   : std::string("f32")}};
     if (kernel.getPageSize()) {
       entry[plan::kPageSize] = int64_t(*kernel.getPageSize());
-      entry[plan::kKvDtype] = kernel.getKvDtype()
-                                  ? typeName(*kernel.getKvDtype())
-                                  : std::string("f32");
+      entry[plan::kKvDtype] = ::attn::dtypeName(
+          toDType(kernel.getKvDtype().value_or(mlir::Type())));
     }
     if (std::optional<ScheduleAttr> s = kernel.getSchedule())
       entry[plan::kSchedule] =
@@ -167,12 +167,10 @@ std::string renderPlanJson(ModuleOp module,
       {plan::kDModel, int64_t(model.getDModel())},
       {plan::kMaxBatch, int64_t(model.getMaxBatch())},
       {plan::kDevices, llvm::json::Array(devices)},
-      {plan::kWeightDtype, typeName(weightDtype(model))},
+      {plan::kWeightDtype, ::attn::dtypeName(toDType(weightDtype(model)))},
       {plan::kWeightNaming, model.getWeightNaming().value_or("")},
       {plan::kWeightPanel,
-       int64_t(::attn::weightPanel(weightDtype(model).isBF16()
-                                       ? ::attn::CacheElement::BF16
-                                       : ::attn::CacheElement::F32))},
+       int64_t(::attn::weightPanel(toDType(weightDtype(model))))},
       {plan::kWeightBytesPerToken, weightBytesPerToken(model)},
       {plan::kKvBytesPerToken, intAttr(model, "kv_bytes_per_token")},
       {plan::kKvBytesPerSequence, intAttr(model, "kv_bytes_per_sequence")},

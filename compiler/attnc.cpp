@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CHeader.h"
+#include "DTypes.h"
 #include "DescriptionImport.h"
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
@@ -19,7 +20,6 @@
 
 #include "attn/AttnDialect.h"
 #include "attn/AttnOps.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "attn/AttnPasses.h"
 
 #include "mlir/IR/AsmState.h"
@@ -320,16 +320,12 @@ int main(int argc, char **argv) {
     return 1;
   mlir::attn::ModelOp model = *module->getOps<mlir::attn::ModelOp>().begin();
   if (weightDtype.getNumOccurrences()) {
-    mlir::Builder b(&context);
-    mlir::Type type = llvm::StringSwitch<mlir::Type>(weightDtype)
-                          .Case("f32", b.getF32Type())
-                          .Case("f16", b.getF16Type())
-                          .Case("bf16", b.getBF16Type())
-                          .Case("int8", b.getIntegerType(8))
-                          .Default(nullptr);
-    if (!type)
-      return fail("--weight-dtype must be f32, f16, bf16 or int8, got '" +
-                  weightDtype + "'");
+    std::optional<::attn::DType> element =
+        attnc::parseDescriptionDType(weightDtype);
+    if (!element)
+      return fail(std::string("--weight-dtype must be ") +
+                  attnc::kDescriptionDTypeList + ", got '" + weightDtype + "'");
+    mlir::Type type = attnc::mlirType(context, *element);
     model.setWeightDtypeAttr(type.isF32() ? mlir::TypeAttr()
                                           : mlir::TypeAttr::get(type));
   }

@@ -24,7 +24,8 @@ static_assert(int(StatusCode::InvalidArgument) == ATTN_INVALID_ARGUMENT &&
                   int(StatusCode::KernelFailed) == ATTN_KERNEL_FAILED &&
                   int(StatusCode::IoError) == ATTN_IO_ERROR,
               "attn_status mirrors StatusCode");
-static_assert(int(DType::F16) == ATTN_F16 && int(DType::BF16) == ATTN_BF16,
+static_assert(int(DType::F32) == ATTN_F32 && int(DType::F16) == ATTN_F16 &&
+                  int(DType::BF16) == ATTN_BF16 && int(DType::I8) == ATTN_I8,
               "attn_dtype mirrors DType");
 
 struct attn_kv_cache {
@@ -83,7 +84,7 @@ attn_status attn_kv_cache_create(const attn_kv_cache_config *config,
       return invalid("attn_kv_cache_create: null argument");
     *cache = nullptr;
     const int32_t dtype = rawEnum(config->dtype);
-    if (dtype < ATTN_F32 || dtype > ATTN_BF16)
+    if (dtype < ATTN_F32 || dtype > ATTN_I8)
       return invalid("attn_kv_cache_create: unknown dtype");
     KvCacheConfig c;
     c.numLayers = config->num_layers;
@@ -201,6 +202,20 @@ const void *attn_kv_cache_value_pages(const attn_kv_cache *cache,
   if (!cache || layer < 0 || layer >= cache->cache.config().numLayers)
     return nullptr;
   return cache->cache.valuePages(layer);
+}
+
+const float *attn_kv_cache_key_scales(const attn_kv_cache *cache,
+                                      int32_t layer) {
+  if (!cache || layer < 0 || layer >= cache->cache.config().numLayers)
+    return nullptr;
+  return cache->cache.keyScales(layer);
+}
+
+const float *attn_kv_cache_value_scales(const attn_kv_cache *cache,
+                                        int32_t layer) {
+  if (!cache || layer < 0 || layer >= cache->cache.config().numLayers)
+    return nullptr;
+  return cache->cache.valueScales(layer);
 }
 
 int32_t attn_kv_cache_free_pages(const attn_kv_cache *cache) {

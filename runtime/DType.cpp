@@ -1,4 +1,4 @@
-//===- DType.cpp - storage element types of KV caches ---------------------===//
+//===- DType.cpp - converting floats to and from storage element types ----===//
 
 #include "attn/runtime/DType.h"
 
@@ -54,29 +54,6 @@ float fromF16(uint16_t h) {
   return floatOf(sign | ((exponent + 127 - 15) << 23) | (mantissa << 13));
 }
 } // namespace
-
-const char *name(DType type) {
-  switch (type) {
-  case DType::F32:
-    return "f32";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::I8:
-    return "i8";
-  }
-  return "?";
-}
-
-bool parseDType(const std::string &text, DType &type) {
-  for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::I8})
-    if (text == name(candidate)) {
-      type = candidate;
-      return true;
-    }
-  return false;
-}
 
 float quantizeRow(const float *source, int8_t *destination, size_t count) {
   float largest = 0.0f;

@@ -78,12 +78,12 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   KernelBuffers buffers(kernelBuffers(
       spec, target.has_gpu_feature() ? KernelPlace::Gpu : KernelPlace::Cpu));
   ImageParam query = buffers.input("query"); // (d, h, t, b)
-  const bool int8 = spec.cacheElement == CacheElement::I8;
+  const bool int8 = spec.cacheElement == DType::I8;
   // GPU targets read a bf16 pool as its uint16 bit patterns (the cache
   // append stores it so; KernelAbi.cpp): OpenCL C has no bfloat type, and
   // Halide 14's NVPTX cannot convert one.
   const bool bf16Bits =
-      spec.cacheElement == CacheElement::BF16 && target.has_gpu_feature();
+      spec.cacheElement == DType::BF16 && target.has_gpu_feature();
   ImageParam keyPages = buffers.input("key_pages"); // (d, hk, slot, page)
   ImageParam valuePages = buffers.input("value_pages");
   // I8: the scale of each (hk, slot, page) row.

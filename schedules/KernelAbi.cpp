@@ -10,39 +10,15 @@ int KernelBuffer::rank() const {
   return int(std::count(shape.begin(), shape.end(), '['));
 }
 
-const char *elementName(CacheElement element) {
+BufferElement cacheBufferElement(DType element, KernelPlace place) {
   switch (element) {
-  case CacheElement::F32:
-    return "f32";
-  case CacheElement::F16:
-    return "f16";
-  case CacheElement::BF16:
-    return "bf16";
-  case CacheElement::I8:
-    return "i8";
-  }
-  return "?";
-}
-
-bool parseElement(const std::string &name, CacheElement &element) {
-  for (CacheElement candidate : {CacheElement::F32, CacheElement::F16,
-                                 CacheElement::BF16, CacheElement::I8})
-    if (name == elementName(candidate)) {
-      element = candidate;
-      return true;
-    }
-  return false;
-}
-
-BufferElement cacheBufferElement(CacheElement element, KernelPlace place) {
-  switch (element) {
-  case CacheElement::F32:
+  case DType::F32:
     return BufferElement::F32;
-  case CacheElement::F16:
+  case DType::F16:
     return BufferElement::F16;
-  case CacheElement::BF16:
+  case DType::BF16:
     return place == KernelPlace::Gpu ? BufferElement::U16 : BufferElement::BF16;
-  case CacheElement::I8:
+  case DType::I8:
     return BufferElement::I8;
   }
   return BufferElement::F32;
@@ -90,11 +66,13 @@ std::vector<KernelBuffer> kernelBuffers(const DecodeSpec &spec,
   const BufferElement pool = cacheBufferElement(spec.cacheElement, place);
   std::vector<KernelBuffer> buffers = {
       {"query", E::F32, "[batch][q_len][query_heads][head_dim]"},
-      {"key_pages", pool, "[pages][page_size][kv_heads][head_dim]"},
-      {"value_pages", pool, "[pages][page_size][kv_heads][head_dim]"}};
-  if (spec.cacheElement == CacheElement::I8) {
-    buffers.push_back({"key_scales", E::F32, "[pages][page_size][kv_heads]"});
-    buffers.push_back({"value_scales", E::F32, "[pages][page_size][kv_heads]"});
+      {"key_pages", pool, "[num_pages][page_size][kv_heads][head_dim]"},
+      {"value_pages", pool, "[num_pages][page_size][kv_heads][head_dim]"}};
+  if (spec.cacheElement == DType::I8) {
+    buffers.push_back(
+        {"key_scales", E::F32, "[num_pages][page_size][kv_heads]"});
+    buffers.push_back(
+        {"value_scales", E::F32, "[num_pages][page_size][kv_heads]"});
   }
   buffers.push_back({"block_table", E::I32, "[batch][max_pages]"});
   buffers.push_back({"seq_lens", E::I32, "[batch]"});
@@ -110,17 +88,17 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
       {"input", E::F32,
        gated ? "[tokens][2 * in_features]" : "[tokens][in_features]"}};
   switch (spec.weightElement) {
-  case CacheElement::BF16:
+  case DType::BF16:
     buffers.push_back({"weight", E::U32, "[panels][in_features][16]"});
     break;
-  case CacheElement::I8:
+  case DType::I8:
     buffers.push_back({"weight", E::I8, "[panels][(in_features + 1) / 2][32]"});
     buffers.push_back({"weight_scales", E::F32, "[out_features]"});
     break;
-  case CacheElement::F16:
+  case DType::F16:
     buffers.push_back({"weight", E::F16, "[panels][in_features][16]"});
     break;
-  case CacheElement::F32:
+  case DType::F32:
     buffers.push_back({"weight", E::F32, "[panels][in_features][16]"});
     break;
   }
@@ -140,7 +118,7 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     buffers.push_back({"key_cache", pool, "[slots][kv_heads][head_dim]", kOut});
     buffers.push_back(
         {"value_cache", pool, "[slots][kv_heads][head_dim]", kOut});
-    if (spec.cacheAppend.element == CacheElement::I8) {
+    if (spec.cacheAppend.element == DType::I8) {
       buffers.push_back({"key_scales", E::F32, "[slots][kv_heads]", kOut});
       buffers.push_back({"value_scales", E::F32, "[slots][kv_heads]", kOut});
     }

@@ -65,8 +65,8 @@ std::vector<Func> appendToCache(const CacheAppend &append, Func projection,
   // mismatch for instruction 'st'", test/kernels/GpuPtxTest.cpp): on CUDA
   // a bf16 pool is written as its uint16 bit patterns, rounded to nearest
   // even here, as the runtime rounds (NaN kept a quiet NaN).
-  const bool bf16Bits = gpu && append.element == CacheElement::BF16;
-  const bool int8 = append.element == CacheElement::I8;
+  const bool bf16Bits = gpu && append.element == DType::BF16;
+  const bool int8 = append.element == DType::I8;
   const Type element = halideType(
       cacheBufferElement(append.element, gpu ? KernelPlace::Gpu : KernelPlace::Cpu));
   auto convert = [&](Expr x) {
@@ -205,13 +205,13 @@ Func applyActivation(Func f, Activation activation) {
 } // namespace
 
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
-                                   CacheElement element,
+                                   DType element,
                                    Halide::Buffer<float> *scales) {
   const int P = weightPanel(element), panels = (out + P - 1) / P;
   auto at = [&](int k, int n) {
     return n < out ? weight[size_t(k) * out + n] : 0.0f;
   };
-  if (element == CacheElement::I8) { // per output feature: absmax / 127
+  if (element == DType::I8) { // per output feature: absmax / 127
     assert(scales && "int8 weights come with their scales");
     *scales = Buffer<float>(out);
     for (int n = 0; n < out; n++) {
@@ -233,7 +233,7 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
     });
     return packed;
   }
-  if (element == CacheElement::BF16) { // pairs 16 apart in a uint32
+  if (element == DType::BF16) { // pairs 16 apart in a uint32
     Buffer<uint32_t> packed(16, in, panels);
     packed.for_each_element([&](int p, int k, int q) {
       packed(p, k, q) = uint32_t(bfloat16_t(at(k, q * P + p)).to_bits()) |
@@ -242,10 +242,10 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
     });
     return packed;
   }
-  const Type type = element == CacheElement::F16 ? Float(16) : Float(32);
+  const Type type = element == DType::F16 ? Float(16) : Float(32);
   Buffer<> packed(type, P, in, panels);
   packed.for_each_element([&](int p, int k, int q) {
-    if (element == CacheElement::F16)
+    if (element == DType::F16)
       packed.as<float16_t>()(p, k, q) = float16_t(at(k, q * P + p));
     else
       packed.as<float>()(p, k, q) = at(k, q * P + p);
@@ -342,8 +342,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // fp32 took three instructions per 16 and left a one-token GEMV
   // instruction-bound at half the read bandwidth). Each block's int32 sum
   // is scaled into an fp32 accumulator; the weight scale comes last.
-  const bool pairs = spec.weightElement == CacheElement::BF16;
-  const bool int8 = spec.weightElement == CacheElement::I8;
+  const bool pairs = spec.weightElement == DType::BF16;
+  const bool int8 = spec.weightElement == DType::I8;
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
   ImageParam weight = buffers.input("weight");

@@ -100,8 +100,8 @@ double flopsPerCall(const TunedKernel &k) {
 double kvBytesPerCall(const TunedKernel &k) {
   if (k.prefill)
     return 2.0 * k.sdpa.numKvHeads * double(k.length) * k.sdpa.headDim * 4;
-  double element = k.decode.cacheElement == CacheElement::F32  ? 4
-                   : k.decode.cacheElement == CacheElement::I8 ? 1
+  double element = k.decode.cacheElement == DType::F32  ? 4
+                   : k.decode.cacheElement == DType::I8 ? 1
                                                                : 2;
   double keys =
       k.decode.window > 0 ? std::min(k.decode.window, k.length) : k.length;

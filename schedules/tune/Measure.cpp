@@ -52,11 +52,11 @@ KernelBench::KernelBench(const TunedKernel &kernel)
   b.query = Buffer<float>(s.headDim, s.numQueryHeads, 1, kernel.batch);
   b.output = Buffer<float>(s.headDim, s.numQueryHeads, 1, kernel.batch);
   fill(b.query);
-  const bool f32 = s.cacheElement == CacheElement::F32;
-  const bool int8 = s.cacheElement == CacheElement::I8;
+  const bool f32 = s.cacheElement == DType::F32;
+  const bool int8 = s.cacheElement == DType::I8;
   Type element = f32                                   ? Float(32)
                  : int8                                ? Int(8)
-                 : s.cacheElement == CacheElement::F16 ? Float(16)
+                 : s.cacheElement == DType::F16 ? Float(16)
                                                        : BFloat(16);
   b.keyPages = Buffer<>(element, s.headDim, s.numKvHeads, s.pageSize, numPages);
   b.valuePages =
@@ -131,7 +131,7 @@ double KernelBench::secondsPerCall(const Schedule &schedule,
     size_t next = 1;
     params.set(kernel.inputs[next++], b.keyPages);
     params.set(kernel.inputs[next++], b.valuePages);
-    if (kernel_.decode.cacheElement == CacheElement::I8) {
+    if (kernel_.decode.cacheElement == DType::I8) {
       params.set(kernel.inputs[next++], b.keyScales);
       params.set(kernel.inputs[next++], b.valueScales);
     }

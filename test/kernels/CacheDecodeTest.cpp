@@ -78,7 +78,7 @@ void checkLayer(DType dtype, const DecodeCall &decode) {
                    out.data(), batch, qLen, config.numPages, maxPages),
             ATTNC_OK);
   for (int b = 0; b < batch; b++) {
-    SCOPED_TRACE(testing::Message() << name(dtype) << " sequence " << b);
+    SCOPED_TRACE(testing::Message() << dtypeName(dtype) << " sequence " << b);
     std::vector<float> k(size_t(lengths[b]) * hkv * dim), v(k.size());
     ASSERT_TRUE(cache.read(ids[b], 0, 0, lengths[b], k.data(), v.data()));
     AttentionShape shape{1, qLen, lengths[b], hq, hkv, dim, true, 1.0 / 8.0};

@@ -31,7 +31,7 @@ struct DecodeCase {
   std::vector<int> lengths; // cached tokens per sequence
   int qLen;
   int window = 0;
-  attn::runtime::DType dtype = attn::runtime::DType::F32;
+  attn::DType dtype = attn::DType::F32;
   float softcap = 0.0f;
   bool alibi = false;
 };
@@ -51,10 +51,10 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   spec.softcap = c.softcap;
   spec.alibi = c.alibi;
   spec.cacheElement =
-      c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
-      : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
-      : c.dtype == attn::runtime::DType::I8   ? attn::CacheElement::I8
-                                              : attn::CacheElement::F32;
+      c.dtype == attn::DType::F16    ? attn::DType::F16
+      : c.dtype == attn::DType::BF16 ? attn::DType::BF16
+      : c.dtype == attn::DType::I8   ? attn::DType::I8
+                                              : attn::DType::F32;
   spec.scale = 1.0f / std::sqrt(float(c.headDim));
   spec.schedule.splitKeys = c.splitKeys;
   Halide::Target target = Halide::get_jit_target_from_environment();
@@ -65,9 +65,9 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   const KvCacheConfig &config = cache.config();
   Halide::Buffer<float> q(query.data(), c.headDim, c.queryHeads, c.qLen, batch);
   Halide::Type element =
-      c.dtype == attn::runtime::DType::F16    ? Halide::Float(16)
-      : c.dtype == attn::runtime::DType::BF16 ? Halide::BFloat(16)
-      : c.dtype == attn::runtime::DType::I8   ? Halide::Int(8)
+      c.dtype == attn::DType::F16    ? Halide::Float(16)
+      : c.dtype == attn::DType::BF16 ? Halide::BFloat(16)
+      : c.dtype == attn::DType::I8   ? Halide::Int(8)
                                               : Halide::Float(32);
   Halide::Buffer<> keys(element, const_cast<void *>(cache.keyPages(0)),
                         c.headDim, c.kvHeads, config.pageSize, config.numPages);
@@ -88,7 +88,7 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   size_t next = 1;
   params.set(kernel.inputs[next++], keys);
   params.set(kernel.inputs[next++], values);
-  if (c.dtype == attn::runtime::DType::I8) {
+  if (c.dtype == attn::DType::I8) {
     Halide::Buffer<float> keyScales(const_cast<float *>(cache.keyScales(0)),
                                     c.kvHeads, config.pageSize,
                                     config.numPages),
@@ -213,7 +213,7 @@ INSTANTIATE_TEST_SUITE_P(
                                {300, 7, 1200},
                                4,
                                0,
-                               attn::runtime::DType::F16},
+                               attn::DType::F16},
                     DecodeCase{4,
                                4,
                                80,
@@ -223,7 +223,7 @@ INSTANTIATE_TEST_SUITE_P(
                                {64, 333},
                                2,
                                0,
-                               attn::runtime::DType::BF16},
+                               attn::DType::BF16},
                     DecodeCase{6,
                                2,
                                64,
@@ -233,7 +233,7 @@ INSTANTIATE_TEST_SUITE_P(
                                {90, 513},
                                3,
                                0,
-                               attn::runtime::DType::F32,
+                               attn::DType::F32,
                                1.5f,
                                true},
                     // int8 caches: rows with scales, GQA and MHA, odd
@@ -247,7 +247,7 @@ INSTANTIATE_TEST_SUITE_P(
                                {1, 300, 1025},
                                1,
                                0,
-                               attn::runtime::DType::I8},
+                               attn::DType::I8},
                     DecodeCase{3,
                                3,
                                33,
@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
                                {50, 129},
                                4,
                                20,
-                               attn::runtime::DType::I8}));
+                               attn::DType::I8}));
 
 // The projection with the cache append fused in writes exactly the bytes
 // KvCache::write would store for its K/V rows (same slots after
@@ -265,7 +265,7 @@ INSTANTIATE_TEST_SUITE_P(
 // plain projection's, bit for bit.
 struct AppendCase {
   int in, queryHeads, kvHeads, headDim, tokens, pageSize;
-  attn::runtime::DType dtype;
+  attn::DType dtype;
   bool fused; // Q, K and V in one projection (else K and V only)
   bool rope;
   bool gemv = false; // the one-row schedule of decode steps
@@ -293,11 +293,11 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
   attn::KernelPipeline plain = attn::buildLinearPipeline(spec, target);
   spec.cacheAppend = {
       c.kvHeads, c.headDim,
-      c.dtype == attn::runtime::DType::F16    ? attn::CacheElement::F16
-      : c.dtype == attn::runtime::DType::BF16 ? attn::CacheElement::BF16
-      : c.dtype == attn::runtime::DType::I8   ? attn::CacheElement::I8
-                                              : attn::CacheElement::F32};
-  const bool int8 = c.dtype == attn::runtime::DType::I8;
+      c.dtype == attn::DType::F16    ? attn::DType::F16
+      : c.dtype == attn::DType::BF16 ? attn::DType::BF16
+      : c.dtype == attn::DType::I8   ? attn::DType::I8
+                                              : attn::DType::F32};
+  const bool int8 = c.dtype == attn::DType::I8;
   attn::KernelPipeline fused = attn::buildLinearPipeline(spec, target);
 
   // Two identical caches; the appended sequence is a fork whose pages are
@@ -344,9 +344,9 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
   Halide::Buffer<float> expected(out, c.tokens), projected(out, c.tokens);
   run(plain, {expected});
   Halide::Type element =
-      c.dtype == attn::runtime::DType::F16    ? Halide::Float(16)
-      : c.dtype == attn::runtime::DType::BF16 ? Halide::BFloat(16)
-      : c.dtype == attn::runtime::DType::I8   ? Halide::Int(8)
+      c.dtype == attn::DType::F16    ? Halide::Float(16)
+      : c.dtype == attn::DType::BF16 ? Halide::BFloat(16)
+      : c.dtype == attn::DType::I8   ? Halide::Int(8)
                                               : Halide::Float(32);
   const int poolSlots = config.numPages * config.pageSize;
   Halide::Buffer<> keyPool(element, viaKernel.writableKeyPages(layer),
@@ -416,22 +416,22 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, CacheAppendTest,
     testing::Values(
         // decode step of a Llama-like GQA layer, RoPE, f16 cache
-        AppendCase{64, 8, 2, 32, 1, 16, attn::runtime::DType::F16, true, true},
+        AppendCase{64, 8, 2, 32, 1, 16, attn::DType::F16, true, true},
         // prefill of 37 tokens over page boundaries, bf16
-        AppendCase{48, 4, 4, 16, 37, 8, attn::runtime::DType::BF16, true, true},
+        AppendCase{48, 4, 4, 16, 37, 8, attn::DType::BF16, true, true},
         // K/V-only projection (unfused), odd head_dim, f32, page size 1
-        AppendCase{33, 6, 3, 10, 7, 1, attn::runtime::DType::F32, false, false},
+        AppendCase{33, 6, 3, 10, 7, 1, attn::DType::F32, false, false},
         // head_dim 80, no RoPE, two tokens (the gemv-sized case), f16
-        AppendCase{40, 2, 1, 80, 2, 4, attn::runtime::DType::F16, true, false},
+        AppendCase{40, 2, 1, 80, 2, 4, attn::DType::F16, true, false},
         // MQA with head_dim 8 (under one vector), one-row schedule
-        AppendCase{32, 4, 1, 8, 1, 4, attn::runtime::DType::F32, true, false,
+        AppendCase{32, 4, 1, 8, 1, 4, attn::DType::F32, true, false,
                    true},
-        AppendCase{32, 4, 1, 8, 2, 4, attn::runtime::DType::BF16, true, true,
+        AppendCase{32, 4, 1, 8, 2, 4, attn::DType::BF16, true, true,
                    true},
         // int8: each row quantized and its scale stored, as KvCache::write
         // does (prefill over pages; a decode step with the one-row schedule)
-        AppendCase{48, 4, 2, 16, 21, 8, attn::runtime::DType::I8, true, true},
-        AppendCase{40, 6, 3, 10, 1, 4, attn::runtime::DType::I8, false, false,
+        AppendCase{48, 4, 2, 16, 21, 8, attn::DType::I8, true, true},
+        AppendCase{40, 6, 3, 10, 1, 4, attn::DType::I8, false, false,
                    true}));
 
 } // namespace

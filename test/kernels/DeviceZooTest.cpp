@@ -35,7 +35,7 @@
 #define GPU(layer, what) ATTN_JOIN(CPU(layer, what), _, ATTN_GPU_API)
 
 using namespace attn::test;
-using attn::runtime::DType;
+using attn::DType;
 
 namespace {
 

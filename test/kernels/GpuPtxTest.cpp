@@ -115,7 +115,7 @@ attn::SdpaSpec prefill(int hq, int hkv, int d, bool causal) {
   return spec;
 }
 
-attn::DecodeSpec decode(attn::CacheElement element, int pageSize) {
+attn::DecodeSpec decode(attn::DType element, int pageSize) {
   attn::DecodeSpec spec;
   spec.functionName = "decode";
   spec.numQueryHeads = 32;
@@ -136,7 +136,7 @@ attn::LinearSpec linear(int in, int out) {
 }
 
 std::vector<GpuCase> cases() {
-  using attn::CacheElement;
+  using attn::DType;
   std::vector<GpuCase> all;
   auto add = [&](std::string name, auto build) {
     all.push_back({std::move(name), build});
@@ -161,18 +161,18 @@ std::vector<GpuCase> cases() {
     return attn::buildSdpaPipeline(spec, t);
   });
   add("decode_f32_page16", [](const Halide::Target &t) {
-    return attn::buildDecodePipeline(decode(CacheElement::F32, 16), t);
+    return attn::buildDecodePipeline(decode(DType::F32, 16), t);
   });
   add("decode_f16_contiguous", [](const Halide::Target &t) {
-    return attn::buildDecodePipeline(decode(CacheElement::F16, 4096), t);
+    return attn::buildDecodePipeline(decode(DType::F16, 4096), t);
   });
   add("decode_bf16_window", [](const Halide::Target &t) {
-    attn::DecodeSpec spec = decode(CacheElement::BF16, 16);
+    attn::DecodeSpec spec = decode(DType::BF16, 16);
     spec.window = 1024;
     return attn::buildDecodePipeline(spec, t);
   });
   add("decode_i8_page32", [](const Halide::Target &t) {
-    return attn::buildDecodePipeline(decode(CacheElement::I8, 32), t);
+    return attn::buildDecodePipeline(decode(DType::I8, 32), t);
   });
   add("linear_qkv_rope_append_f16", [](const Halide::Target &t) {
     attn::LinearSpec spec = linear(512, 768);
@@ -180,17 +180,17 @@ std::vector<GpuCase> cases() {
     spec.ropeTheta = 10000.0f;
     spec.ropeHeads = 6;
     spec.ropeHeadDim = 64;
-    spec.cacheAppend = {2, 64, CacheElement::F16};
+    spec.cacheAppend = {2, 64, DType::F16};
     return attn::buildLinearPipeline(spec, t);
   });
   add("linear_kv_append_bf16", [](const Halide::Target &t) {
     attn::LinearSpec spec = linear(256, 256);
-    spec.cacheAppend = {2, 64, CacheElement::BF16};
+    spec.cacheAppend = {2, 64, DType::BF16};
     return attn::buildLinearPipeline(spec, t);
   });
   add("linear_kv_append_i8", [](const Halide::Target &t) {
     attn::LinearSpec spec = linear(256, 256);
-    spec.cacheAppend = {2, 64, CacheElement::I8};
+    spec.cacheAppend = {2, 64, DType::I8};
     return attn::buildLinearPipeline(spec, t);
   });
   add("linear_gelu_bias", [](const Halide::Target &t) {

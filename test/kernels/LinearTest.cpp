@@ -34,7 +34,7 @@ struct LinearCase {
   attn::RopeScaling ropeScaling = {};
   /// W's element type (F32, F16, BF16, I8); the reference uses the same
   /// rounded (dequantized) values.
-  attn::CacheElement weights = attn::CacheElement::F32;
+  attn::DType weights = attn::DType::F32;
 };
 
 /// RoPE's inverse frequency of channel pair i of d, as transformers'
@@ -119,15 +119,15 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   // Narrow weights: rounded to nearest even, and the rounded values are
   // what the reference multiplies. The kernel takes them in panels.
   for (float &v : w)
-    v = c.weights == attn::CacheElement::BF16
+    v = c.weights == attn::DType::BF16
             ? float(Halide::bfloat16_t(v))
-        : c.weights == attn::CacheElement::F16 ? float(Halide::float16_t(v))
+        : c.weights == attn::DType::F16 ? float(Halide::float16_t(v))
                                                 : v;
   // int8: the reference multiplies the dequantized values q · scale.
   Halide::Buffer<float> scales;
   Halide::Buffer<> packed =
       attn::packLinearWeights(w.data(), c.in, c.out, c.weights, &scales);
-  const bool int8 = c.weights == attn::CacheElement::I8;
+  const bool int8 = c.weights == attn::DType::I8;
   if (int8)
     for (int k = 0; k < c.in; k++)
       for (int n = 0; n < c.out; n++)
@@ -266,33 +266,33 @@ INSTANTIATE_TEST_SUITE_P(
                     // Narrow weights, widened as read: register tiles,
                     // one-row tiles, K-blocked, RoPE, odd sizes.
                     LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
-                               attn::CacheElement::BF16},
+                               attn::DType::BF16},
                     LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
-                               attn::CacheElement::BF16},
+                               attn::DType::BF16},
                     LinearCase{100, 37, 2, false, {0, 4, 1}, 0, 0, 0.0f, {},
-                               attn::CacheElement::F16},
+                               attn::DType::F16},
                     LinearCase{5000, 128, 13, true, {}, 0, 0, 0.0f, {},
-                               attn::CacheElement::BF16},
+                               attn::DType::BF16},
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
-                               attn::CacheElement::F16},
+                               attn::DType::F16},
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
-                               attn::CacheElement::BF16},
+                               attn::DType::BF16},
                     LinearCase{4352, 3 * 128, 5, false, {}, 2, 128, 10000.0f,
-                               {}, attn::CacheElement::BF16},
+                               {}, attn::DType::BF16},
                     LinearCase{100, 37, 13, true, {}, 0, 0, 0.0f, {},
-                               attn::CacheElement::BF16},
+                               attn::DType::BF16},
                     // int8 with a scale per output feature: register and
                     // one-row tiles, K-blocked, RoPE after the scale, odd.
                     LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
-                               attn::CacheElement::I8},
+                               attn::DType::I8},
                     LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
-                               attn::CacheElement::I8},
+                               attn::DType::I8},
                     LinearCase{5000, 128, 13, false, {}, 0, 0, 0.0f, {},
-                               attn::CacheElement::I8},
+                               attn::DType::I8},
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
-                               attn::CacheElement::I8},
+                               attn::DType::I8},
                     LinearCase{100, 37, 2, true, {0, 4, 1}, 0, 0, 0.0f, {},
-                               attn::CacheElement::I8}));
+                               attn::DType::I8}));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

@@ -51,7 +51,7 @@ TEST(DType, RoundTripsWithinItsPrecision) {
       encode(type, &x, &storage, 1);
       decode(type, &storage, &back, 1);
       EXPECT_LE(std::fabs(back - x), relative * std::fabs(x) + absolute)
-          << name(type) << " " << x;
+          << dtypeName(type) << " " << x;
     }
   }
   float huge = 1e6f, nan = NAN, back = 0;
@@ -170,7 +170,7 @@ TEST(KvCache, PagedAndContiguousHoldTheSameData) {
         ASSERT_TRUE(pagedCache.read(id, layer, 0, n, k2.data(), v2.data()));
         EXPECT_EQ(k1, k2);
         EXPECT_EQ(v1, v2);
-        EXPECT_EQ(k1, tokenValues(layer, n, 6, 1)) << name(type);
+        EXPECT_EQ(k1, tokenValues(layer, n, 6, 1)) << dtypeName(type);
       }
   }
 }

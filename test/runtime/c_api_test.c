@@ -90,8 +90,38 @@ int main(void) {
   CHECK(attn_kv_cache_truncate(cache, b, 0) == ATTN_OK);
   CHECK(attn_kv_cache_remove_sequence(cache, a) == ATTN_OK);
   CHECK(attn_kv_cache_free_pages(cache) == 6);
+  CHECK(attn_kv_cache_key_scales(cache, 0) == NULL); /* f16: no scales */
   attn_kv_cache_destroy(cache);
   attn_kv_cache_destroy(NULL);
+
+  /* An int8 cache: rows come back within half their scale, and the scale
+     pools decode kernels read are there. */
+  {
+    attn_kv_cache_config int8 = {1, HEADS, DIM, ATTN_I8, 4, 2, 8};
+    attn_kv_cache *quantized = NULL;
+    float largest = 0.0f;
+    CHECK(attn_kv_cache_create(&int8, &quantized) == ATTN_OK);
+    CHECK(attn_kv_cache_pool_bytes(quantized) ==
+          2u * HEADS * (DIM * 1 + 4) * 4 * 2);
+    CHECK(attn_kv_cache_add_sequence(quantized, &a) == ATTN_OK);
+    CHECK(attn_kv_cache_extend(quantized, a, 3) == ATTN_OK);
+    CHECK(attn_kv_cache_write(quantized, a, 0, 0, 3, key, value) == ATTN_OK);
+    CHECK(attn_kv_cache_read(quantized, a, 0, 0, 3, back, back_v) == ATTN_OK);
+    for (i = 0; i < 3 * ELEMS; i++) {
+      float error = back[i] > key[i] ? back[i] - key[i] : key[i] - back[i];
+      largest = error > largest ? error : largest;
+    }
+    /* Row maxima are at most 47.5 (key[95]): half a scale <= 47.5 / 254. */
+    CHECK(largest <= 47.5f / 254.0f);
+    CHECK(attn_kv_cache_key_scales(quantized, 0) != NULL &&
+          attn_kv_cache_value_scales(quantized, 0) != NULL);
+    { /* token 0, head 0: 0, 0.5, 1, 1.5 */
+      const float scale = attn_kv_cache_key_scales(quantized, 0)[0];
+      CHECK(scale > 0.999f * 1.5f / 127 && scale < 1.001f * 1.5f / 127);
+    }
+    CHECK(attn_kv_cache_key_scales(quantized, 1) == NULL);
+    attn_kv_cache_destroy(quantized);
+  }
   if (failures)
     fprintf(stderr, "%d checks failed\n", failures);
   else

@@ -1,4 +1,12 @@
-//===- DType.h - storage element types of KV caches -------------*- C++ -*-===//
+//===- DType.h - element types of KV caches and weights ---------*- C++ -*-===//
+//
+// The one statement of the storage element types every layer shares: attnc
+// (descriptions, attn IR, the plan it writes), the kernel specs of
+// schedules/ and the runtime. The enum and its spelling are header-only, so
+// the layers above use it without linking the runtime (as PlanSchema.h);
+// the conversions at the end are libattn_runtime's.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef ATTN_RUNTIME_DTYPE_H
 #define ATTN_RUNTIME_DTYPE_H
@@ -7,22 +15,42 @@
 #include <cstdint>
 #include <string>
 
-namespace attn::runtime {
+namespace attn {
 
-/// How a cache stores its elements; kernels accumulate in fp32 whatever it is.
-/// I8: symmetric int8 with one fp32 scale per (token, head) row, the row's
-/// largest magnitude / 127 (the cache keeps the scales beside the pages).
+/// How a KV cache (or a linear kernel's weight) stores its elements; kernels
+/// accumulate in fp32 whatever it is. I8: symmetric int8 with one fp32 scale
+/// per row (a cache's (token, head) row: its largest magnitude / 127, the
+/// scales in pools beside the pages; a weight's output feature). The C API's
+/// attn_dtype mirrors it.
 enum class DType { F32, F16, BF16, I8 };
 
-inline size_t byteSize(DType type) {
+/// "f32", "f16", "bf16", "i8": MLIR's spelling, which the attn IR and plans
+/// use. (Descriptions and attnc's options say "int8", as users do.)
+constexpr const char *dtypeName(DType type) {
+  return type == DType::F32    ? "f32"
+         : type == DType::F16  ? "f16"
+         : type == DType::BF16 ? "bf16"
+                               : "i8";
+}
+/// The inverse of dtypeName; false (and `type` unchanged) for anything else.
+inline bool parseDType(const std::string &text, DType &type) {
+  for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::I8})
+    if (text == dtypeName(candidate)) {
+      type = candidate;
+      return true;
+    }
+  return false;
+}
+
+constexpr size_t byteSize(DType type) {
   return type == DType::F32 ? 4 : type == DType::I8 ? 1 : 2;
 }
-/// Bytes of scale per (token, head) row: 4 for I8, else 0.
-inline size_t scaleBytes(DType type) { return type == DType::I8 ? 4 : 0; }
-/// "f32", "f16", "bf16", "i8": MLIR's spelling, which plans use.
-const char *name(DType type);
-/// The inverse of name(); false (and `type` unchanged) for anything else.
-bool parseDType(const std::string &text, DType &type);
+/// Bytes of scale per row: 4 for I8, else 0.
+constexpr size_t scaleBytes(DType type) { return type == DType::I8 ? 4 : 0; }
+
+namespace runtime {
+
+using attn::DType; // the runtime's API says attn::runtime::DType
 
 /// Converts `count` floats into `type` (round to nearest even) and back.
 /// Not for I8, whose rows carry a scale: see quantizeRow.
@@ -36,6 +64,7 @@ float quantizeRow(const float *source, int8_t *destination, size_t count);
 void dequantizeRow(const int8_t *source, float scale, float *destination,
                    size_t count);
 
-} // namespace attn::runtime
+} // namespace runtime
+} // namespace attn
 
 #endif // ATTN_RUNTIME_DTYPE_H

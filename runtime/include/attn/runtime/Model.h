@@ -19,6 +19,7 @@
 #define ATTN_RUNTIME_MODEL_H
 
 #include "attn/runtime/DeviceApi.h"
+#include "attn/runtime/attnc_library.h"
 #include "attn/runtime/KvCache.h"
 #include "attn/runtime/ModelLibrary.h"
 #include "attn/runtime/ModelPlan.h"
@@ -58,12 +59,11 @@ struct CrossAttentionTrace {
   std::vector<std::vector<float>> weights; // [batch][encoder tokens]
 };
 
-/// An allocator at 128-byte alignment: a projection with the cache append
-/// fused in reads its output back with aligned vector loads, and refuses an
-/// output that is not (attn::kAppendOutputAlignment in schedules/).
+/// An allocator at the alignment a projection with the cache append fused in
+/// requires of its output (attnc_library.h).
 template <class T> struct KernelAlignedAllocator {
   using value_type = T;
-  static constexpr std::align_val_t alignment{128};
+  static constexpr std::align_val_t alignment{ATTNC_APPEND_OUTPUT_ALIGNMENT};
   KernelAlignedAllocator() = default;
   template <class U>
   KernelAlignedAllocator(const KernelAlignedAllocator<U> &) noexcept {}

@@ -5,7 +5,7 @@
 // a reader compares against, stated once here. Names only (no code, no
 // dependency), so the writer, the readers and tools share one spelling.
 // Element types are MLIR's spellings: "f32", "f16", "bf16", "i8"
-// (attn::runtime::name(DType)).
+// (attn::dtypeName(DType)).
 //
 // Layout:
 //   { plan_version, model, kind, d_model, max_batch, devices[],

@@ -35,7 +35,14 @@ typedef enum {
 /* What the last call on this thread that failed said; "" if none failed. */
 const char *attn_last_error(void);
 
-typedef enum { ATTN_F32 = 0, ATTN_F16 = 1, ATTN_BF16 = 2 } attn_dtype;
+/* How a cache stores its elements (attn::DType). ATTN_I8: symmetric int8,
+ * one float scale per (token, head) row in pools of their own. */
+typedef enum {
+  ATTN_F32 = 0,
+  ATTN_F16 = 1,
+  ATTN_BF16 = 2,
+  ATTN_I8 = 3
+} attn_dtype;
 
 /* A paged KV cache: pages of page_size tokens; one page id addresses K and V
  * of every layer. A contiguous cache is page_size == max_sequence_length. */
@@ -84,9 +91,16 @@ attn_status attn_kv_cache_block_table(const attn_kv_cache *cache, int32_t id,
 const void *attn_kv_cache_key_pages(const attn_kv_cache *cache, int32_t layer);
 const void *attn_kv_cache_value_pages(const attn_kv_cache *cache,
                                       int32_t layer);
+/* An ATTN_I8 cache's scale pools of a layer, [num_pages][page_size]
+ * [num_kv_heads] float: element (p, s, h, x) is its int8 times scale
+ * (p, s, h). NULL for another dtype or a bad layer. */
+const float *attn_kv_cache_key_scales(const attn_kv_cache *cache,
+                                      int32_t layer);
+const float *attn_kv_cache_value_scales(const attn_kv_cache *cache,
+                                        int32_t layer);
 int32_t attn_kv_cache_free_pages(const attn_kv_cache *cache);
 /* Bytes of all pools: 2 · layers · KV heads · head size · element bytes ·
- * page_size · num_pages. */
+ * page_size · num_pages (ATTN_I8: and the scale pools). */
 uint64_t attn_kv_cache_pool_bytes(const attn_kv_cache *cache);
 
 /*===--- Models ----------------------------------------------------------===*/

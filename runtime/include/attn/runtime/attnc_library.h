@@ -8,6 +8,14 @@
 
 #include "HalideRuntime.h"
 
+#ifndef ATTNC_APPEND_OUTPUT_ALIGNMENT
+/* Bytes to which the output of a linear kernel with the KV-cache append
+   fused in must be aligned: it reads its rows back with aligned vector
+   loads and refuses a misaligned output. The runtime allocates its
+   activations so. */
+#define ATTNC_APPEND_OUTPUT_ALIGNMENT 128
+#endif
+
 #ifndef ATTNC_KERNEL_ENTRY_DEFINED
 #define ATTNC_KERNEL_ENTRY_DEFINED
 /* One kernel of <model>_kernel_table: its name, its function (type-erased:

@@ -65,7 +65,7 @@ std::vector<KernelBuffer> kernelBuffers(const NormSpec &spec);
 std::vector<KernelBuffer> kernelBuffers(const EmbeddingSpec &spec);
 
 /// The element a KV cache of `element` is read and written as at `place`.
-BufferElement cacheBufferElement(CacheElement element, KernelPlace place);
+BufferElement cacheBufferElement(DType element, KernelPlace place);
 
 /// "float32", "bfloat16", ...: for messages and generated comments.
 const char *bufferElementName(BufferElement element);

@@ -10,6 +10,9 @@
 #ifndef ATTN_SCHEDULES_KERNELSPEC_H
 #define ATTN_SCHEDULES_KERNELSPEC_H
 
+#include "attn/runtime/DType.h"        // DType: caches and weights
+#include "attn/runtime/attnc_library.h" // ATTNC_APPEND_OUTPUT_ALIGNMENT
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -83,15 +86,6 @@ struct SdpaSpec : AttentionSettings {
   SdpaSchedule schedule;
 };
 
-/// How a KV cache (or a linear kernel's W) stores its elements; kernels
-/// accumulate in fp32. I8: symmetric int8, each (token, head) row with an
-/// fp32 scale (value = q · scale), the scales in pools of their own.
-enum class CacheElement { F32, F16, BF16, I8 };
-/// "f32", "f16", "bf16", "i8": the spelling of plans and attn IR.
-const char *elementName(CacheElement element);
-/// The inverse of elementName; false (`element` unchanged) otherwise.
-bool parseElement(const std::string &name, CacheElement &element);
-
 /// Tunable schedule parameters of the decode kernel.
 struct DecodeSchedule {
   int vectorWidth =
@@ -118,7 +112,7 @@ struct DecodeSpec : AttentionSettings {
   DecodeSpec() { causal = true; }
   std::string functionName;
   int pageSize = 0;
-  CacheElement cacheElement = CacheElement::F32;
+  DType cacheElement = DType::F32;
   DecodeSchedule schedule;
 };
 
@@ -202,14 +196,14 @@ enum class Activation {
 ///              output (what std::max_element picks), or -1 when any of
 ///              its outputs is NaN (the caller reports it; no token wins).
 /// The arguments' order: kernelBuffers (KernelAbi.h).
-constexpr int kAppendOutputAlignment = 128;
+constexpr int kAppendOutputAlignment = ATTNC_APPEND_OUTPUT_ALIGNMENT;
 /// Inputs per int16 quantization block of an int8-weight linear kernel:
 /// a block's int32 sum is at most 256 · 32767 · 127 < 2^31.
 constexpr int kInt8InputBlock = 256;
 /// Output features per panel of a linear kernel's weight: 16, or 32 for
 /// bf16 pairs (the runtime reads it from the plan's weight_panel).
-constexpr int weightPanel(CacheElement element) {
-  return element == CacheElement::BF16 ? 32 : 16;
+constexpr int weightPanel(DType element) {
+  return element == DType::BF16 ? 32 : 16;
 }
 /// How RoPE's inverse frequencies follow from ropeTheta (transformers'
 /// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
@@ -244,7 +238,7 @@ std::vector<double> ropeInverseFrequencies(double theta, int headDim,
 struct CacheAppend {
   int kvHeads = 0; ///< 0: no append
   int headDim = 0;
-  CacheElement element = CacheElement::F32;
+  DType element = DType::F32;
 };
 struct LinearSpec {
   std::string functionName;
@@ -260,7 +254,7 @@ struct LinearSpec {
   RopeScaling ropeScaling;
   /// W's element type: F32, F16, BF16 or I8 (widened to fp32 as it is
   /// read; CPU targets only).
-  CacheElement weightElement = CacheElement::F32;
+  DType weightElement = DType::F32;
   CacheAppend cacheAppend;
   bool argmax = false;
   LinearSchedule schedule;

@@ -49,7 +49,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
 /// nearest even; I8 quantized per output feature, its scales [out] in
 /// `*scales`), for tests and benchmarks (the runtime packs its own).
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
-                                   CacheElement element = CacheElement::F32,
+                                   DType element = DType::F32,
                                    Halide::Buffer<float> *scales = nullptr);
 
 /// Builds the layer / RMS norm pipeline.
