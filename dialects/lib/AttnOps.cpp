@@ -52,6 +52,49 @@ LogicalResult checkPositiveFinite(Operation *op, StringRef name,
     return op->emitOpError() << name << " must be positive and finite";
   return success();
 }
+
+/// `value` of attribute `name` within attnc's limit (Limits.h).
+LogicalResult checkAtMost(Operation *op, StringRef name, int64_t value,
+                          int64_t limit) {
+  if (value <= limit)
+    return success();
+  return op->emitOpError() << name << " must be at most " << limit << ", got "
+                           << value;
+}
+
+/// The attention settings attn.sdpa, attn.attention_layer and attn.kernel
+/// share (Attn_HeadSettings and Attn_LogitSettings in AttnOps.td), checked
+/// alike for all three: attnc's limits, whole KV-head groups, a window only
+/// over a causal mask, and a positive finite softcap and scale.
+template <class Op>
+LogicalResult verifyAttentionSettings(Op op, bool causal,
+                                      std::optional<APFloat> scale) {
+  Operation *operation = op.getOperation();
+  const int64_t queryHeads = op.getNumQueryHeads();
+  const int64_t kvHeads = op.getNumKvHeads();
+  const int64_t headDim = op.getHeadDim();
+  if (failed(checkAtMost(operation, "num_query_heads", queryHeads,
+                         limits::kHeads)) ||
+      failed(checkAtMost(operation, "num_kv_heads", kvHeads, limits::kHeads)) ||
+      failed(checkAtMost(operation, "head_dim", headDim, limits::kHeadDim)) ||
+      failed(checkAtMost(
+          operation, "(num_query_heads + 2 * num_kv_heads) * head_dim",
+          (queryHeads + 2 * kvHeads) * headDim, limits::kFeatures)) ||
+      failed(checkAtMost(operation, "window",
+                         int64_t(op.getWindow().value_or(0)), limits::kLength)))
+    return failure();
+  if (queryHeads % kvHeads != 0)
+    return op.emitOpError()
+           << "num_query_heads (" << queryHeads
+           << ") must be a multiple of num_kv_heads (" << kvHeads << ")";
+  if (op.getWindow() && !causal)
+    return op.emitOpError() << "a sliding window needs a causal mask: it "
+                               "limits how far back a query sees";
+  if (failed(checkPositiveFinite(operation, "scale", scale)) ||
+      failed(checkPositiveFinite(operation, "softcap", op.getSoftcap())))
+    return failure();
+  return success();
+}
 } // namespace
 
 StringRef mlir::attn::ropeScalingType(DictionaryAttr scaling) {
@@ -117,7 +160,8 @@ std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
   }
   for (StringRef key : optional) {
     std::optional<double> value = ropeScalingNumber(scaling, key);
-    if (scaling.get(key) && (!value || !(*value > 0.0) || !std::isfinite(*value)))
+    if (scaling.get(key) &&
+        (!value || !(*value > 0.0) || !std::isfinite(*value)))
       return ("rope_scaling '" + type + "' key '" + key +
               "' must be a positive number")
           .str();
@@ -135,24 +179,11 @@ float SdpaOp::getEffectiveScale() {
 }
 
 LogicalResult SdpaOp::verify() {
+  if (failed(verifyAttentionSettings(*this, getCausal(), getScale())))
+    return failure();
   int64_t queryHeads = getNumQueryHeads();
   int64_t kvHeads = getNumKvHeads();
   int64_t headDim = getHeadDim();
-  if (queryHeads % kvHeads != 0)
-    return emitOpError() << "num_query_heads (" << queryHeads
-                         << ") must be a multiple of num_kv_heads (" << kvHeads
-                         << ")";
-  if (std::optional<APFloat> scale = getScale()) {
-    float s = scale->convertToFloat();
-    if (!(s > 0.0f) || !std::isfinite(s))
-      return emitOpError() << "scale must be positive and finite, got " << s;
-  }
-
-  if (getWindow() && !getCausal())
-    return emitOpError() << "a sliding window needs `causal`: it limits how "
-                            "far back a query sees";
-  if (failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
-    return failure();
   auto query = cast<RankedTensorType>(getQuery().getType());
   auto key = cast<RankedTensorType>(getKey().getType());
   auto value = cast<RankedTensorType>(getValue().getType());
@@ -192,15 +223,6 @@ LogicalResult SdpaOp::verify() {
 static bool isWeightElementType(Type type) {
   return type.isF32() || type.isF16() || type.isBF16() ||
          type.isSignlessInteger(8);
-}
-
-/// `value` of attribute `name` within attnc's limit (Limits.h).
-static LogicalResult checkAtMost(Operation *op, StringRef name, int64_t value,
-                                 int64_t limit) {
-  if (value <= limit)
-    return success();
-  return op->emitOpError() << name << " must be at most " << limit << ", got "
-                           << value;
 }
 
 LogicalResult ModelOp::verify() {
@@ -260,21 +282,9 @@ verifyComputeDtype(Operation *op, std::optional<Type> dtype, uint64_t headDim) {
 }
 
 LogicalResult AttentionLayerOp::verify() {
-  int64_t queryHeads = getNumQueryHeads(), kvHeads = getNumKvHeads();
-  if (failed(checkAtMost(*this, "num_query_heads", queryHeads,
-                         limits::kHeads)) ||
-      failed(checkAtMost(*this, "num_kv_heads", kvHeads, limits::kHeads)) ||
-      failed(checkAtMost(*this, "head_dim", getHeadDim(), limits::kHeadDim)) ||
-      failed(checkAtMost(*this, "(num_query_heads + 2 * num_kv_heads) * head_dim",
-                         (queryHeads + 2 * kvHeads) * getHeadDim(),
-                         limits::kFeatures)) ||
-      failed(checkAtMost(*this, "window", int64_t(getWindow().value_or(0)),
-                         limits::kLength)))
+  if (failed(verifyAttentionSettings(*this, getMask() != MaskKind::None,
+                                     getScale())))
     return failure();
-  if (queryHeads % kvHeads != 0)
-    return emitOpError() << "num_query_heads (" << queryHeads
-                         << ") must be a multiple of num_kv_heads (" << kvHeads
-                         << ")";
   MaskKind mask = getMask();
   if ((mask == MaskKind::SlidingWindow) != getWindow().has_value())
     return emitOpError() << "a window is required with, and only with, a "
@@ -290,11 +300,8 @@ LogicalResult AttentionLayerOp::verify() {
   if (getKind() == LayerKind::Cross && mask != MaskKind::None)
     return emitOpError() << "cross-attention sees the whole encoder output: "
                             "its mask must be none";
-  for (auto [name, value] :
-       {std::pair{"scale", getScale()}, std::pair{"softcap", getSoftcap()},
-        std::pair{"rope_theta", getRopeTheta()}})
-    if (failed(checkPositiveFinite(*this, name, value)))
-      return failure();
+  if (failed(checkPositiveFinite(*this, "rope_theta", getRopeTheta())))
+    return failure();
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!getRopeTheta())
       return emitOpError() << "rope_scaling needs rope_theta";
@@ -317,12 +324,8 @@ LogicalResult AttentionLayerOp::verify() {
 }
 
 LogicalResult KernelOp::verify() {
-  if (getNumQueryHeads() % getNumKvHeads() != 0)
-    return emitOpError() << "num_query_heads (" << getNumQueryHeads()
-                         << ") must be a multiple of num_kv_heads ("
-                         << getNumKvHeads() << ")";
-  if (!(getScale().convertToFloat() > 0.0f))
-    return emitOpError() << "scale must be positive";
+  if (failed(verifyAttentionSettings(*this, getCausal(), getScale())))
+    return failure();
   bool decode = getFamily() == KernelFamily::Decode;
   if (decode != getPageSize().has_value())
     return emitOpError() << "page_size is required by, and only by, decode "

@@ -42,7 +42,7 @@ func.func @kv_length_mismatch(%q: tensor<1x4x8x64xf32>, %k: tensor<1x5x2x64xf32>
 
 func.func @bad_scale(%q: tensor<?x?x8x64xf32>, %k: tensor<?x?x2x64xf32>,
                      %v: tensor<?x?x2x64xf32>) -> tensor<?x?x8x64xf32> {
-  // expected-error @+1 {{scale must be positive and finite, got -1}}
+  // expected-error @+1 {{scale must be positive and finite}}
   %o = attn.sdpa %q, %k, %v {head_dim = 64 : i64, num_kv_heads = 2 : i64, num_query_heads = 8 : i64, scale = -1.0 : f32}
       : tensor<?x?x8x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x8x64xf32>
   return %o : tensor<?x?x8x64xf32>
@@ -126,7 +126,7 @@ func.func @empty_cache(%c: !attn.cache<heads = 0, head_dim = 8,
 
 func.func @window_without_causal(%q: tensor<?x?x8x64xf32>, %k: tensor<?x?x2x64xf32>,
                                  %v: tensor<?x?x2x64xf32>) -> tensor<?x?x8x64xf32> {
-  // expected-error @+1 {{a sliding window needs `causal`}}
+  // expected-error @+1 {{a sliding window needs a causal mask}}
   %o = attn.sdpa %q, %k, %v {head_dim = 64 : i64, num_kv_heads = 2 : i64, num_query_heads = 8 : i64, window = 4 : i64}
       : tensor<?x?x8x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32> -> tensor<?x?x8x64xf32>
   return %o : tensor<?x?x8x64xf32>
@@ -170,4 +170,15 @@ func.func @project_rank(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>) -> tensor<?
   // expected-error @+1 {{input must be [batch, seq, features] or [batch, seq, heads, head_dim], got rank 2}}
   %y = attn.project %x, %w : (tensor<?x64xf32>, tensor<64x32xf32>) -> tensor<?x?x32xf32>
   return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The limits attn.attention_layer has hold for the math-level op too.
+func.func @head_dim_too_large(%q: tensor<?x?x1x131072xf32>, %k: tensor<?x?x1x131072xf32>,
+                              %v: tensor<?x?x1x131072xf32>) -> tensor<?x?x1x131072xf32> {
+  // expected-error @+1 {{head_dim must be at most 65536, got 131072}}
+  %o = attn.sdpa %q, %k, %v {head_dim = 131072 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+      : tensor<?x?x1x131072xf32>, tensor<?x?x1x131072xf32>, tensor<?x?x1x131072xf32> -> tensor<?x?x1x131072xf32>
+  return %o : tensor<?x?x1x131072xf32>
 }

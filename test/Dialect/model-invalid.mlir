@@ -200,3 +200,34 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
   // expected-error @+1 {{vocab_size must be at most 16777216, got 1099511627776}}
   attn.output_head @h {vocab_size = 1099511627776 : i64}
 }
+
+// -----
+
+// The attention settings attn.sdpa, attn.attention_layer and attn.kernel
+// share are checked alike for all three (verifyAttentionSettings): a kernel
+// gets the limits, the window rule and the softcap check a layer gets.
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{num_query_heads must be at most 65536, got 1099511627776}}
+  attn.kernel @k prefill {head_dim = 8 : i64, num_kv_heads = 1099511627776 : i64, num_query_heads = 1099511627776 : i64, scale = 0.5 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{a sliding window needs a causal mask}}
+  attn.kernel @k prefill {head_dim = 8 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, scale = 0.5 : f32, window = 4 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{softcap must be positive and finite}}
+  attn.kernel @k prefill {causal, head_dim = 8 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, scale = 0.5 : f32, softcap = -30.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{scale must be positive and finite}}
+  attn.kernel @k prefill {head_dim = 8 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, scale = 0x7F800000 : f32}
+}

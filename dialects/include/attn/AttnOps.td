@@ -14,6 +14,18 @@ def Attn_ActivationTensor : 4DTensorOf<[F32]>;
 
 def Attn_PositiveI64 : ConfinedAttr<I64Attr, [IntPositive]>;
 
+// The attention settings attn.sdpa, attn.attention_layer and attn.kernel
+// share, stated once: the heads, then (after each op's own mask and scale)
+// what shapes the logits. One verifier checks them for all three
+// (verifyAttentionSettings, AttnOps.cpp) and one conversion makes them the
+// plain attn::AttentionSettings of schedules/ (attnc::attentionSettings).
+defvar Attn_HeadSettings = (ins Attn_PositiveI64:$num_query_heads,
+                                Attn_PositiveI64:$num_kv_heads,
+                                Attn_PositiveI64:$head_dim);
+defvar Attn_LogitSettings = (ins OptionalAttr<Attn_PositiveI64>:$window,
+                                 OptionalAttr<F32Attr>:$softcap,
+                                 UnitAttr:$alibi);
+
 def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
   let summary = "scaled dot-product attention: softmax(Q·Kᵀ·scale + mask)·V";
   let description = [{
@@ -41,19 +53,12 @@ def Attn_SdpaOp : Attn_Op<"sdpa", [Pure]> {
     ```
   }];
 
-  let arguments = (ins
-    Attn_ActivationTensor:$query,
-    Attn_ActivationTensor:$key,
-    Attn_ActivationTensor:$value,
-    Attn_PositiveI64:$num_query_heads,
-    Attn_PositiveI64:$num_kv_heads,
-    Attn_PositiveI64:$head_dim,
-    UnitAttr:$causal,
-    OptionalAttr<F32Attr>:$scale,
-    OptionalAttr<Attn_PositiveI64>:$window,
-    OptionalAttr<F32Attr>:$softcap,
-    UnitAttr:$alibi
-  );
+  let arguments = !con(
+    (ins Attn_ActivationTensor:$query, Attn_ActivationTensor:$key,
+         Attn_ActivationTensor:$value),
+    Attn_HeadSettings,
+    (ins UnitAttr:$causal, OptionalAttr<F32Attr>:$scale),
+    Attn_LogitSettings);
   let results = (outs Attn_ActivationTensor:$result);
 
   let assemblyFormat = [{
@@ -286,14 +291,12 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                                max_length = 2048>}
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, Attn_LayerKind:$kind,
-                       Attn_PositiveI64:$num_query_heads,
-                       Attn_PositiveI64:$num_kv_heads,
-                       Attn_PositiveI64:$head_dim, Attn_MaskKindAttr:$mask,
-                       OptionalAttr<Attn_PositiveI64>:$window,
-                       OptionalAttr<F32Attr>:$scale,
-                       OptionalAttr<F32Attr>:$softcap,
-                       UnitAttr:$alibi, UnitAttr:$key_padding,
+  let arguments = !con(
+                  (ins SymbolNameAttr:$sym_name, Attn_LayerKind:$kind),
+                  Attn_HeadSettings,
+                  (ins Attn_MaskKindAttr:$mask, OptionalAttr<F32Attr>:$scale),
+                  Attn_LogitSettings,
+                  (ins UnitAttr:$key_padding,
                        OptionalAttr<TypeAttr>:$compute_dtype,
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
@@ -307,7 +310,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        UnitAttr:$fused_cache_append,
                        OptionalAttr<FlatSymbolRefAttr>:$query_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$key_value_kernel,
-                       OptionalAttr<FlatSymbolRefAttr>:$output_kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$output_kernel));
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -514,18 +517,16 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
         scale = 1.250000e-01 : f32}
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name,
-                       Attn_KernelFamily:$family,
-                       Attn_PositiveI64:$num_query_heads,
-                       Attn_PositiveI64:$num_kv_heads,
-                       Attn_PositiveI64:$head_dim, UnitAttr:$causal,
-                       OptionalAttr<Attn_PositiveI64>:$window,
-                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
-                       UnitAttr:$alibi, UnitAttr:$key_padding,
+  let arguments = !con(
+                  (ins SymbolNameAttr:$sym_name, Attn_KernelFamily:$family),
+                  Attn_HeadSettings,
+                  (ins UnitAttr:$causal, F32Attr:$scale),
+                  Attn_LogitSettings,
+                  (ins UnitAttr:$key_padding,
                        OptionalAttr<Attn_PositiveI64>:$page_size,
                        OptionalAttr<TypeAttr>:$kv_dtype,
                        OptionalAttr<TypeAttr>:$compute_dtype,
-                       OptionalAttr<Attn_ScheduleAttr>:$schedule);
+                       OptionalAttr<Attn_ScheduleAttr>:$schedule));
   let assemblyFormat = "$sym_name $family attr-dict";
   let hasVerifier = 1;
 }

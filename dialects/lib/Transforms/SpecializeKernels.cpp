@@ -310,9 +310,9 @@ struct SpecializeKernelsPass
           loc, StringRef(signature.name()), signature.family,
           uint64_t(signature.queryHeads), uint64_t(signature.kvHeads),
           uint64_t(signature.headDim), signature.causal,
+          llvm::APFloat(signature.scale),
           signature.window ? builder.getI64IntegerAttr(signature.window)
                            : IntegerAttr(),
-          llvm::APFloat(signature.scale),
           signature.softcap > 0 ? builder.getF32FloatAttr(signature.softcap)
                                 : FloatAttr(),
           signature.alibi, signature.keyPadding,
