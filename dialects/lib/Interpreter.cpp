@@ -2,6 +2,7 @@
 
 #include "attn/Interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -134,6 +135,42 @@ std::vector<double> interpretRope(RopeOp op, const std::vector<float> &input,
         result[at + half] =
             y * std::cos(double(angle)) + x * std::sin(double(angle));
       }
+  return result;
+}
+
+std::vector<double> interpretProject(ProjectOp op,
+                                     const std::vector<float> &input,
+                                     const std::vector<float> &weight,
+                                     const std::vector<float> &bias,
+                                     const std::vector<float> &residual,
+                                     int tokens, std::string &error) {
+  auto weightType = cast<RankedTensorType>(op.getWeight().getType());
+  const int64_t in = weightType.getDimSize(0), out = weightType.getDimSize(1);
+  if (ShapedType::isDynamic(in) || ShapedType::isDynamic(out)) {
+    error = "interpretProject needs a weight of static shape";
+    return {};
+  }
+  const size_t rows = size_t(std::max(tokens, 0));
+  const bool hasBias = bool(op.getBias()), hasResidual = bool(op.getResidual());
+  if (input.size() != rows * in || weight.size() != size_t(in * out) ||
+      bias.size() != (hasBias ? size_t(out) : 0) ||
+      residual.size() != (hasResidual ? rows * out : 0)) {
+    error = "interpretProject: operand sizes disagree with the op";
+    return {};
+  }
+  // Each token's features times weight, then the bias, then the residual.
+  std::vector<double> result(rows * out, 0.0);
+  for (size_t t = 0; t < rows; t++)
+    for (int64_t n = 0; n < out; n++) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < in; k++)
+        sum += double(input[t * in + k]) * double(weight[k * out + n]);
+      if (hasBias)
+        sum += bias[n];
+      if (hasResidual)
+        sum += residual[t * out + n];
+      result[t * out + n] = sum;
+    }
   return result;
 }
 

@@ -73,4 +73,24 @@ InterpretedRope interpretRopeSource(const std::string &source,
   return result;
 }
 
+InterpretedProject interpretProjectSource(const std::string &source,
+                                          const std::vector<float> &input,
+                                          const std::vector<float> &weight,
+                                          const std::vector<float> &bias,
+                                          const std::vector<float> &residual,
+                                          int tokens) {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  InterpretedProject result;
+  auto op =
+      parseOne<mlir::attn::ProjectOp>(context, source, module, result.error);
+  if (!op)
+    return result;
+  result.bias = bool(op.getBias());
+  result.residual = bool(op.getResidual());
+  result.result = mlir::attn::interpretProject(op, input, weight, bias,
+                                               residual, tokens, result.error);
+  return result;
+}
+
 } // namespace attn::test

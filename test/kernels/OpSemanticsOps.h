@@ -44,6 +44,22 @@ InterpretedRope interpretRopeSource(const std::string &source,
                                     const std::vector<int32_t> &positions,
                                     int batch, int seq);
 
+struct InterpretedProject {
+  std::string error; ///< the parser's, verifier's or interpreter's message
+  bool bias = false, residual = false; ///< which operands the op has
+  std::vector<double> result;          ///< mlir::attn::interpretProject
+};
+
+/// Parses `source` (a func.func holding one attn.project) and interprets it
+/// on `input` [tokens][in], `weight` [in][out], and `bias` and `residual`
+/// where the op has them.
+InterpretedProject interpretProjectSource(const std::string &source,
+                                          const std::vector<float> &input,
+                                          const std::vector<float> &weight,
+                                          const std::vector<float> &bias,
+                                          const std::vector<float> &residual,
+                                          int tokens);
+
 } // namespace attn::test
 
 #endif // ATTN_TEST_OPSEMANTICSOPS_H

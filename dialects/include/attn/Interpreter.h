@@ -35,6 +35,18 @@ std::vector<double> interpretRope(RopeOp op, const std::vector<float> &input,
                                   const std::vector<int32_t> &positions,
                                   int batch, int seq, std::string &error);
 
+/// attn.project on `input` [tokens][in] (the rows of its [batch, seq, ...]
+/// tensor), `weight` [in][out] and, when the op has them, `bias` [out] and
+/// `residual` [tokens][out] (C order): the result [tokens][out] in double.
+/// Operands whose sizes disagree with the op leave the result empty and say
+/// why in `error`.
+std::vector<double> interpretProject(ProjectOp op,
+                                     const std::vector<float> &input,
+                                     const std::vector<float> &weight,
+                                     const std::vector<float> &bias,
+                                     const std::vector<float> &residual,
+                                     int tokens, std::string &error);
+
 } // namespace mlir::attn
 
 #endif // ATTN_INTERPRETER_H

@@ -10,7 +10,7 @@
 #ifndef ATTN_SCHEDULES_KERNELSPEC_H
 #define ATTN_SCHEDULES_KERNELSPEC_H
 
-#include "attn/runtime/DType.h"        // DType: caches and weights
+#include "attn/runtime/DType.h"         // DType: caches and weights
 #include "attn/runtime/attnc_library.h" // ATTNC_APPEND_OUTPUT_ALIGNMENT
 
 #include <cmath>
@@ -63,22 +63,17 @@ struct AttentionSettings {
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
 
-/// Scaled dot-product attention, softmax(Q·Kᵀ·scale + mask)·V.
-/// Buffers (C order, head_dim innermost):
-///   query  [batch][q_len][numQueryHeads][headDim]
-///   key    [batch][kv_len][numKvHeads][headDim]
-///   value  [batch][kv_len][numKvHeads][headDim]
-///   output [batch][q_len][numQueryHeads][headDim]
-/// Query, key and value may have any token and batch stride (views into a
-/// fused QKV projection's rows); heads and channels are dense. Causal masks
-/// are aligned to the end of the keys: query i sees key j iff
-/// j <= i + (kv_len - q_len); a sliding window of W keys also requires
-/// j > i + (kv_len - q_len) - W; i_absolute (AttentionSettings) is
-/// i + kv_len - q_len.
-/// With `keyPadding`, a last input key_lengths [batch] int32 says how many
-/// leading keys of each batch entry are real: key j of entry b is seen only
-/// if j < key_lengths[b] (on top of the causal / window rule); a row that
-/// sees no key is 0. Chunks past an entry's length are skipped.
+/// Scaled dot-product attention, softmax(Q·Kᵀ·scale + mask)·V. Its buffers,
+/// their shapes and order: kernelBuffers (KernelAbi.h). Query, key and value
+/// may have any token and batch stride (views into a fused QKV projection's
+/// rows); heads and channels are dense. Causal masks are aligned to the end of
+/// the keys: query i sees key j iff j <= i + (kv_len - q_len); a sliding window
+/// of W keys also requires j > i + (kv_len - q_len) - W; i_absolute
+/// (AttentionSettings) is i + kv_len - q_len. With `keyPadding`, the input
+/// key_lengths says how many leading keys of each batch entry are real: key j
+/// of entry b is seen only if j < key_lengths[b] (on top of the causal / window
+/// rule); a row that sees no key is 0. Chunks past an entry's length are
+/// skipped.
 struct SdpaSpec : AttentionSettings {
   std::string functionName;
   bool keyPadding = false; ///< a key_lengths input masks padded keys
@@ -95,17 +90,13 @@ struct DecodeSchedule {
 
 /// Decode attention over a paged KV cache: a few new query tokens per
 /// sequence attend to everything cached for that sequence (which already
-/// holds the new tokens' K and V). Buffers (C order):
-///   query       [batch][q_len][numQueryHeads][headDim] float
-///   key_pages   [numPages][pageSize][numKvHeads][headDim] cacheElement
-///   value_pages [numPages][pageSize][numKvHeads][headDim] cacheElement
-///   key_scales, value_scales [numPages][pageSize][numKvHeads] float (I8
-///               only: element (p, s, h, d) is q · scale(p, s, h))
-///   block_table [batch][maxPagesPerSequence] int32: page of each page slot
-///   seq_lens    [batch] int32: cached tokens per sequence
-///   output      [batch][q_len][numQueryHeads][headDim] float
-/// A contiguous cache is pageSize == maximum length, one page per sequence.
-/// With `causal`, new token t of a sequence of length L sees keys
+/// holds the new tokens' K and V). Its buffers, their shapes and order:
+/// kernelBuffers (KernelAbi.h). query holds the new tokens; key_pages and
+/// value_pages are the page pools in cacheElement (I8: with key_scales and
+/// value_scales, element (p, s, h, d) is q · scale(p, s, h)); block_table
+/// row b lists sequence b's pages in order; seq_lens counts each sequence's
+/// cached tokens. A contiguous cache is pageSize == maximum length, one page
+/// per sequence. With `causal`, new token t of a sequence of length L sees keys
 /// j <= L - q_len + t; without, it sees all L keys. Page ids and lengths are
 /// clamped into the buffers, so a corrupt table cannot read out of bounds.
 struct DecodeSpec : AttentionSettings {
@@ -133,35 +124,31 @@ enum class Activation {
 };
 
 /// A linear layer, out = act(in · W + bias) + residual, the building block of
-/// projections, FFNs and output heads. Buffers (C order, float):
-///   input   [tokens][inFeatures]
-///   weight  [panels][inFeatures][16] words: W in panels of
-///           weightPanel(weightElement) output features, panels =
-///           ceil(outFeatures / that), the last one padded with zeros.
-///           F32 and F16: 16 features, word p of row k of panel q is
-///           W(k, 16q + p) (PyTorch's [out][in] element [n][k] is W(k, n)).
-///           BF16: 32 features, a word is uint32 holding W(k, 32q + p) in
-///           its low half and W(k, 32q + 16 + p) in its high half, so
-///           widening is a shift and a mask, no shuffle. I8: 16 features
-///           and inputs in pairs, [panels][ceil(in / 2)][32] bytes: byte
-///           2p + r of row j of panel q is the int8 of W(2j + r, 16q + p)
-///           (0 past the inputs), W(k, n) = that · weight_scales[n]; the
-///           kernel multiplies pairs of them with pairs of int16 inputs
-///           (vpdpwssd / vpmaddwd). Output features are
-///           contiguous within a panel row (what the kernel vectorizes
-///           over) and a panel's rows follow each other, so a register tile
-///           streams contiguous memory.
-///   weight_scales [outFeatures] float (I8 weights only: symmetric per
-///           output feature, scale = max_k |W(k, n)| / 127; the kernel
-///           rounds the input to int16 per block of kInt8InputBlock inputs
-///           and token (scale: the block's max |x| / 32767), sums the
-///           integer products per block, scales each block's sum, and
-///           multiplies by the weight scale once per output)
-///   bias    [outFeatures] (when `bias`)
-///   residual [tokens][outFeatures] (when `residual`: added after the
-///           activation, so an output projection or FFN down projection
-///           finishes its block's residual connection in one pass)
-///   output  [tokens][outFeatures]
+/// projections, FFNs and output heads. Its buffers, their shapes and order:
+/// kernelBuffers (KernelAbi.h); what they hold:
+///   weight: W in panels of weightPanel(weightElement) output features,
+///           panels = ceil(outFeatures / that), the last one padded with
+///           zeros. F32 and F16: 16 features, word p of row k of panel q
+///           is W(k, 16q + p) (PyTorch's [out][in] element [n][k] is
+///           W(k, n)). BF16: 32 features, a word is uint32 holding
+///           W(k, 32q + p) in its low half and W(k, 32q + 16 + p) in its
+///           high half, so widening is a shift and a mask, no shuffle. I8:
+///           16 features and inputs in pairs: byte 2p + r of row j of panel
+///           q is the int8 of W(2j + r, 16q + p) (0 past the inputs),
+///           W(k, n) = that · weight_scales[n]; the kernel multiplies pairs
+///           of them with pairs of int16 inputs (vpdpwssd / vpmaddwd).
+///           Output features are contiguous within a panel row (what the
+///           kernel vectorizes over) and a panel's rows follow each other,
+///           so a register tile streams contiguous memory.
+///   weight_scales (I8 weights only): symmetric per output feature, scale
+///           = max_k |W(k, n)| / 127; the kernel rounds the input to int16
+///           per block of kInt8InputBlock inputs and token (scale: the
+///           block's max |x| / 32767), sums the integer products per block,
+///           scales each block's sum, and multiplies by the weight scale
+///           once per output.
+///   residual (when `residual`): added after the activation, so an output
+///           projection or FFN down projection finishes its block's
+///           residual connection in one pass.
 ///
 /// With `ropeTheta` > 0 the first `ropeHeads` heads of `ropeHeadDim` output
 /// features (the Q and K parts of a fused QKV projection) are rotated by
@@ -169,33 +156,26 @@ enum class Activation {
 /// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
 /// headDim/2, as `ropeScaling` rescales it, angles in fp32 like the
 /// reference implementations; times its attention factor, yarn's); the kernel
-/// then takes `positions` [tokens] int32 after the bias. With `inputGate`
-/// (a gated FFN's down projection), input is [tokens][2·inFeatures], a
-/// gate half and an up half, and the product reads
+/// then takes each token's `positions`. With `inputGate` (a gated FFN's
+/// down projection), input holds 2·inFeatures per token, a gate half and an
+/// up half, and the product reads
 /// inputGate(gate)·up: SwiGLU and friends without a separate kernel.
 /// With `cacheAppend` (a K/V-producing projection of a cached layer), the
 /// last 2·kvHeads·headDim output features (K, then V, after RoPE) are also
 /// written straight into the layer's KV cache, in the cache's element type
-/// (round to nearest even), at the slots the runtime reserved:
-///   cache_slots [tokens] int32: page·pageSize + offset of each token's row,
-///               or -1 for a token that is not cached
-///   key_cache, value_cache [slots][kvHeads][headDim] cacheElement (the
-///               layer's whole page pool, flattened to slots; outputs after
-///               `output`, only the named slots are written)
-///   key_scales, value_scales [slots][kvHeads] float (I8 only: each
-///               row's scale, value = q · scale, as KvCache::write stores
-///               them; outputs after the pools)
-/// Slots are clamped into the pool, so a corrupt slot cannot write outside.
-/// (CUDA targets: a bf16 pool is typed uint16, the same bits.)
-/// The output must then be kAppendOutputAlignment-byte aligned (the kernel
-/// reads its K/V rows back with aligned vector loads; a misaligned output
-/// is a kernel error).
-/// With `argmax` (an output head), a second output holds each token's
-/// greedy choice:
-///   best_token [tokens] int32: the lowest index of the token's largest
-///              output (what std::max_element picks), or -1 when any of
-///              its outputs is NaN (the caller reports it; no token wins).
-/// The arguments' order: kernelBuffers (KernelAbi.h).
+/// (round to nearest even), at the slots the runtime reserved: cache_slots
+/// holds page·pageSize + offset of each token's row, or -1 for a token that
+/// is not cached; key_cache and value_cache are the layer's whole page pool
+/// flattened to slots (only the named slots are written); I8 pools also get
+/// each row's scale in key_scales, value_scales (value = q · scale, as
+/// KvCache::write stores them). Slots are clamped into the pool, so a corrupt
+/// slot cannot write outside. (CUDA targets: a bf16 pool is typed uint16, the
+/// same bits.) The output must then be kAppendOutputAlignment-byte aligned (the
+/// kernel reads its K/V rows back with aligned vector loads; a misaligned
+/// output is a kernel error). With `argmax` (an output head), a second output,
+/// best_token, holds each token's greedy choice: the lowest index of its
+/// largest output (what std::max_element picks), or -1 when any of its outputs
+/// is NaN (the caller reports it; no token wins).
 constexpr int kAppendOutputAlignment = ATTNC_APPEND_OUTPUT_ALIGNMENT;
 /// Inputs per int16 quantization block of an int8-weight linear kernel:
 /// a block's int32 sum is at most 256 · 32767 · 127 < 2^31.
@@ -220,8 +200,13 @@ constexpr int weightPanel(DType element) {
 /// the base θ·(factor·L/originalMaxPositions - (factor - 1))^(d/(d-2)),
 /// computed per call in the kernel.
 struct RopeScaling {
-  enum class Type { Default, Linear, Llama3, Yarn, Dynamic } type =
-      Type::Default;
+  enum class Type {
+    Default,
+    Linear,
+    Llama3,
+    Yarn,
+    Dynamic
+  } type = Type::Default;
   double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   double originalMaxPositions = 8192;
   double betaFast = 32, betaSlow = 1;
@@ -263,11 +248,7 @@ struct LinearSpec {
 /// Layer norm, (x - mean)/sqrt(var + eps)·weight + bias, or RMS norm,
 /// x/sqrt(mean(x²) + eps)·weight, over each token's features. Statistics in
 /// fp32, variance of the centred values (no E[x²] - E[x]² cancellation).
-/// Buffers (C order, float):
-///   input  [tokens][dim]
-///   weight [dim]
-///   bias   [dim] (layer norm only)
-///   output [tokens][dim]
+/// Buffers: kernelBuffers (KernelAbi.h).
 enum class NormKind { LayerNorm, RmsNorm };
 struct NormSpec {
   std::string functionName;
@@ -282,14 +263,11 @@ struct NormSpec {
 /// Marian's (channel c < ceil(dim/2): sin(pos/10000^(2c/dim)), channel
 /// ceil(dim/2) + c: cos(pos/10000^(2c/dim))), computed in double and
 /// rounded, as transformers fills its frozen table; `Learned` adds row
-/// position + positionOffset of a position table. Buffers:
-///   tokens         [tokens] int32, each in [0, vocabSize)
-///   positions      [tokens] int32, each in [0, maxPositions)
-///   table          [vocabSize][dim] float
-///   position_table [maxPositions + positionOffset][dim] float (Learned only)
-///   output         [tokens][dim] float
-/// Ids outside their range are clamped (the runtime rejects them before a
-/// kernel runs; the clamp only keeps a bad id from reading out of bounds).
+/// position + positionOffset of a position table. Buffers: kernelBuffers
+/// (KernelAbi.h); token ids are in [0, vocabSize), positions in
+/// [0, maxPositions). Ids outside their range are clamped (the runtime rejects
+/// them before a kernel runs; the clamp only keeps a bad id from reading out of
+/// bounds).
 enum class PositionKind { None, Sinusoidal, Learned, SinusoidalHalves };
 struct EmbeddingSpec {
   std::string functionName;
