@@ -174,4 +174,97 @@ std::vector<double> interpretProject(ProjectOp op,
   return result;
 }
 
+InterpretedCache interpretCacheDeclare(CacheDeclareOp op, int batch) {
+  CacheType type = op.getCache().getType();
+  InterpretedCache cache;
+  cache.heads = type.getHeads();
+  cache.headDim = type.getHeadDim();
+  cache.maxLength = type.getConfig().getMaxLength();
+  cache.element = type.getConfig().getDtype();
+  cache.keys.resize(std::max(batch, 0));
+  cache.values.resize(std::max(batch, 0));
+  return cache;
+}
+
+namespace {
+/// `x` as a value of `semantics` keeps it: rounded to nearest even.
+double roundTo(const llvm::fltSemantics &semantics, float x) {
+  APFloat value(x);
+  bool lost;
+  value.convert(semantics, APFloat::rmNearestTiesToEven, &lost);
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
+  return value.convertToDouble();
+}
+
+/// One (token, head) row of `count` elements as a cache of `element` keeps
+/// it, appended to `stored`.
+void storeRow(Type element, const float *row, int64_t count,
+              std::vector<double> &stored) {
+  if (element.isSignlessInteger(8)) {
+    float largest = 0.0f;
+    for (int64_t c = 0; c < count; c++)
+      largest = std::max(largest, std::fabs(row[c]));
+    const float scale = largest / 127.0f;
+    for (int64_t c = 0; c < count; c++)
+      stored.push_back(
+          scale == 0.0f ? 0.0 : double(std::nearbyint(row[c] / scale)) * scale);
+    return;
+  }
+  for (int64_t c = 0; c < count; c++)
+    stored.push_back(element.isF16()    ? roundTo(APFloat::IEEEhalf(), row[c])
+                     : element.isBF16() ? roundTo(APFloat::BFloat(), row[c])
+                                        : double(row[c]));
+}
+} // namespace
+
+bool interpretCacheAppend(CacheAppendOp op, InterpretedCache &cache,
+                          const std::vector<float> &key,
+                          const std::vector<float> &value, int newTokens,
+                          std::string &error) {
+  const int64_t row = cache.headDim, tokenElements = cache.heads * row;
+  const size_t batch = cache.keys.size();
+  if (newTokens < 0 || key.size() != batch * newTokens * tokenElements ||
+      value.size() != key.size()) {
+    error = "interpretCacheAppend: key and value sizes disagree with the cache";
+    return false;
+  }
+  for (size_t b = 0; b < batch; b++)
+    if (int64_t(cache.keys[b].size() / tokenElements) + newTokens >
+        cache.maxLength) {
+      error = "attn.cache_append past the cache's max_length (" +
+              std::to_string(cache.maxLength) + " tokens)";
+      return false;
+    }
+  (void)op; // the cache's type carries everything the op adds
+  for (size_t b = 0; b < batch; b++)
+    for (int64_t t = 0; t < newTokens; t++)
+      for (int64_t h = 0; h < cache.heads; h++) {
+        const size_t at = ((b * newTokens + t) * cache.heads + h) * row;
+        storeRow(cache.element, key.data() + at, row, cache.keys[b]);
+        storeRow(cache.element, value.data() + at, row, cache.values[b]);
+      }
+  return true;
+}
+
+bool interpretCacheView(CacheViewOp op, const InterpretedCache &cache,
+                        std::vector<double> &keys, std::vector<double> &values,
+                        int &kvLen, std::string &error) {
+  (void)op;
+  const size_t tokenElements = size_t(cache.heads * cache.headDim);
+  keys.clear();
+  values.clear();
+  kvLen = cache.keys.empty() ? 0 : int(cache.keys[0].size() / tokenElements);
+  for (size_t b = 0; b < cache.keys.size(); b++) {
+    if (cache.keys[b].size() != size_t(kvLen) * tokenElements) {
+      error = "attn.cache_view of sequences of different lengths";
+      keys.clear();
+      values.clear();
+      return false;
+    }
+    keys.insert(keys.end(), cache.keys[b].begin(), cache.keys[b].end());
+    values.insert(values.end(), cache.values[b].begin(), cache.values[b].end());
+  }
+  return true;
+}
+
 } // namespace mlir::attn

@@ -93,4 +93,36 @@ InterpretedProject interpretProjectSource(const std::string &source,
   return result;
 }
 
+InterpretedCacheView
+interpretCacheSource(const std::string &source, int batch,
+                     const std::vector<CacheAppendArguments> &appends) {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  InterpretedCacheView result;
+  auto declare = parseOne<mlir::attn::CacheDeclareOp>(context, source, module,
+                                                      result.error);
+  if (!declare)
+    return result;
+  mlir::attn::InterpretedCache cache =
+      mlir::attn::interpretCacheDeclare(declare, batch);
+  size_t next = 0;
+  module->walk([&](mlir::Operation *op) {
+    if (!result.error.empty())
+      return;
+    if (auto append = llvm::dyn_cast<mlir::attn::CacheAppendOp>(op)) {
+      if (next == appends.size()) {
+        result.error = "more attn.cache_append ops than arguments";
+        return;
+      }
+      const CacheAppendArguments &a = appends[next++];
+      mlir::attn::interpretCacheAppend(append, cache, a.key, a.value, a.tokens,
+                                       result.error);
+    } else if (auto view = llvm::dyn_cast<mlir::attn::CacheViewOp>(op)) {
+      mlir::attn::interpretCacheView(view, cache, result.keys, result.values,
+                                     result.kvLen, result.error);
+    }
+  });
+  return result;
+}
+
 } // namespace attn::test

@@ -60,6 +60,24 @@ InterpretedProject interpretProjectSource(const std::string &source,
                                           const std::vector<float> &residual,
                                           int tokens);
 
+struct CacheAppendArguments {
+  std::vector<float> key, value; ///< [batch][tokens][heads][head_dim]
+  int tokens = 0;
+};
+
+struct InterpretedCacheView {
+  std::string error; ///< the parser's, verifier's or interpreter's message
+  std::vector<double> keys, values; ///< attn.cache_view's results
+  int kvLen = 0;
+};
+
+/// Parses `source` (a func.func with one attn.cache_declare, attn.cache_
+/// append ops and one attn.cache_view) and interprets its ops in order for
+/// `batch` sequences, the i-th append on appends[i].
+InterpretedCacheView
+interpretCacheSource(const std::string &source, int batch,
+                     const std::vector<CacheAppendArguments> &appends);
+
 } // namespace attn::test
 
 #endif // ATTN_TEST_OPSEMANTICSOPS_H

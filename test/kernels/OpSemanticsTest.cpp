@@ -22,13 +22,16 @@
 // kernel against double in the interpreter.
 //
 // attn.project likewise, against the linear kernel with its bias and
-// residual epilogue (tolerance 1e-4: fp32 sums of up to 160 products).
+// residual epilogue (tolerance 1e-4: fp32 sums of up to 160 products); and
+// the cache ops (declare, append, view) against the runtime's KvCache, whose
+// pools the decode kernels read.
 //
 //===----------------------------------------------------------------------===//
 
 #include "OpSemanticsOps.h"
 #include "Reference.h"
 
+#include "attn/runtime/KvCache.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <gtest/gtest.h>
@@ -316,6 +319,116 @@ TEST(ProjectSemanticsTest, OperandsOfOtherSizesAreRefused) {
       projectSource(c), std::vector<float>(16, 1.0f),
       std::vector<float>(8 * 16, 1.0f), std::vector<float>(15, 0.0f), {}, 2);
   EXPECT_NE(op.error.find("sizes disagree"), std::string::npos) << op.error;
+}
+
+/// A decode step's cache ops at the math level: declare, append two
+/// chunks, view, for a cache of `dtype` (MLIR's spelling).
+std::string cacheSource(const std::string &dtype, int heads, int headDim,
+                        int maxLength) {
+  const std::string cache =
+      "!attn.cache<heads = " + std::to_string(heads) +
+      ", head_dim = " + std::to_string(headDim) +
+      ", #attn.kv_cache<paged, page_size = 4, dtype = " + dtype +
+      ", max_length = " + std::to_string(maxLength) + ">>";
+  const std::string rows = "tensor<?x?x" + std::to_string(heads) + "x" +
+                           std::to_string(headDim) + "xf32>";
+  return "func.func @f(%k1: " + rows + ", %v1: " + rows + ", %k2: " + rows +
+         ", %v2: " + rows + ") -> (" + rows + ", " + rows +
+         ") {\n  %c0 = attn.cache_declare : " + cache +
+         "\n  %c1 = attn.cache_append %c0, %k1, %v1 : " + cache + ", " + rows +
+         "\n  %c2 = attn.cache_append %c1, %k2, %v2 : " + cache + ", " + rows +
+         "\n  %keys, %values = attn.cache_view %c2 : " + cache + " -> " + rows +
+         "\n  func.return %keys, %values : " + rows + ", " + rows + "\n}\n";
+}
+
+class CacheSemanticsTest : public testing::TestWithParam<attn::DType> {};
+
+// The cache ops interpreted from their descriptions (values converted to
+// the cache's element type with LLVM's APFloat, i8 rows quantized as
+// #attn.kv_cache says) against the runtime's KvCache, their in-place
+// implementation, whose pools the decode kernels read: the same values
+// back, exactly for f32, f16 and bf16; i8 within 1e-6 (its scale is a
+// float division on both sides, then a product the runtime rounds to
+// float).
+TEST_P(CacheSemanticsTest, TheRuntimeCacheStoresWhatTheOpsSay) {
+  const attn::DType dtype = GetParam();
+  const int batch = 2, heads = 2, headDim = 8, maxLength = 12;
+  const std::string source =
+      cacheSource(attn::dtypeName(dtype), heads, headDim, maxLength);
+  SCOPED_TRACE(source);
+  std::mt19937 rng(41);
+  const size_t row = size_t(heads) * headDim;
+  std::vector<CacheAppendArguments> appends = {
+      {randomVector(batch * 5 * row, rng), randomVector(batch * 5 * row, rng),
+       5},
+      {randomVector(batch * 3 * row, rng), randomVector(batch * 3 * row, rng),
+       3}};
+  for (float &x : appends[1].key) // values beyond f16's and bf16's precision
+    x *= 1000.0f;
+  InterpretedCacheView op = interpretCacheSource(source, batch, appends);
+  ASSERT_TRUE(op.error.empty()) << op.error;
+  ASSERT_EQ(op.kvLen, 8);
+
+  attn::runtime::KvCacheConfig config;
+  config.numLayers = 1;
+  config.numKvHeads = heads;
+  config.headDim = headDim;
+  config.dtype = dtype;
+  config.pageSize = 4;
+  config.numPages = 8;
+  config.maxSequenceLength = maxLength;
+  attn::runtime::KvCache cache;
+  ASSERT_TRUE(attn::runtime::KvCache::create(config, cache).ok());
+  std::vector<float> keys, values;
+  for (int b = 0; b < batch; b++) {
+    attn::runtime::SequenceId id;
+    ASSERT_TRUE(cache.addSequence(id).ok());
+    int position = 0;
+    for (const CacheAppendArguments &a : appends) {
+      ASSERT_TRUE(cache.extend(id, a.tokens).ok());
+      const size_t at = size_t(b) * a.tokens * row;
+      ASSERT_TRUE(cache
+                      .write(id, 0, position, a.tokens, a.key.data() + at,
+                             a.value.data() + at)
+                      .ok());
+      position += a.tokens;
+    }
+    std::vector<float> k(position * row), v(position * row);
+    ASSERT_TRUE(cache.read(id, 0, 0, position, k.data(), v.data()).ok());
+    keys.insert(keys.end(), k.begin(), k.end());
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  const double tolerance = dtype == attn::DType::I8 ? 1e-6 * 1000 : 0.0;
+  EXPECT_LE(maxAbsError(keys, op.keys), tolerance);
+  EXPECT_LE(maxAbsError(values, op.values), tolerance);
+  // The narrow types did round: the interpretation is no copy of the input.
+  if (dtype != attn::DType::F32)
+    EXPECT_GT(maxAbsError(appends[1].key,
+                          std::vector<double>(op.keys.begin() + 5 * row,
+                                              op.keys.begin() + 8 * row)),
+              1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, CacheSemanticsTest,
+                         testing::Values(attn::DType::F32, attn::DType::F16,
+                                         attn::DType::BF16, attn::DType::I8),
+                         [](const testing::TestParamInfo<attn::DType> &info) {
+                           return std::string(attn::dtypeName(info.param));
+                         });
+
+// Appending past max_length is an error, as the runtime's is.
+TEST(CacheSemanticsTest, AppendingPastMaxLengthIsRefused) {
+  const size_t row = 2 * 8;
+  std::vector<CacheAppendArguments> appends = {
+      {std::vector<float>(10 * row, 1.0f), std::vector<float>(10 * row, 1.0f),
+       10},
+      {std::vector<float>(3 * row, 1.0f), std::vector<float>(3 * row, 1.0f),
+       3}};
+  InterpretedCacheView op =
+      interpretCacheSource(cacheSource("f32", 2, 8, 12), 1, appends);
+  EXPECT_NE(op.error.find("past the cache's max_length (12 tokens)"),
+            std::string::npos)
+      << op.error;
 }
 
 struct RopeCase {

@@ -47,6 +47,38 @@ std::vector<double> interpretProject(ProjectOp op,
                                      const std::vector<float> &residual,
                                      int tokens, std::string &error);
 
+/// A KV cache as the cache ops describe it (!attn.cache is a value): each
+/// sequence's keys and values as stored, i.e. converted to the cache's
+/// element type, and read back.
+struct InterpretedCache {
+  int64_t heads = 0, headDim = 0, maxLength = 0;
+  Type element;
+  /// [batch] rows of [tokens][heads][headDim], in double.
+  std::vector<std::vector<double>> keys, values;
+};
+
+/// attn.cache_declare: an empty cache of the op's type for `batch`
+/// sequences.
+InterpretedCache interpretCacheDeclare(CacheDeclareOp op, int batch);
+
+/// attn.cache_append on `cache`: `key` and `value` [batch][newTokens][heads]
+/// [headDim] (C order) appended to each sequence, every element as the
+/// cache's element type keeps it (f16 and bf16: rounded to nearest even; i8:
+/// each (token, head) row quantized with scale max|row| / 127, as the
+/// #attn.kv_cache description says). Appending past max_length is an error
+/// that leaves `cache` unchanged.
+bool interpretCacheAppend(CacheAppendOp op, InterpretedCache &cache,
+                          const std::vector<float> &key,
+                          const std::vector<float> &value, int newTokens,
+                          std::string &error);
+
+/// attn.cache_view: every cached key and value, [batch][kvLen][heads]
+/// [headDim] each (the sequences hold kvLen tokens alike, as the op's one
+/// tensor type says; otherwise an error and nothing).
+bool interpretCacheView(CacheViewOp op, const InterpretedCache &cache,
+                        std::vector<double> &keys, std::vector<double> &values,
+                        int &kvLen, std::string &error);
+
 } // namespace mlir::attn
 
 #endif // ATTN_INTERPRETER_H
