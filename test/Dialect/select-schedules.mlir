@@ -7,8 +7,8 @@
 
 // Heuristics: 128-row query blocks, 256-key chunks, 4-key Q·Kᵀ and 4-row
 // P·V register tiles, whatever the head size.
-// HEURISTIC: attn.kernel @prefill_small prefill {{.*}}schedule = #attn.schedule<query_block = 128, kv_chunk = 256, qk_tile_keys = 4, pv_tile_rows = 4, split_keys = 512, vector_width = 0, source = "heuristic">
-// HEURISTIC: attn.kernel @prefill_wide prefill {{.*}}schedule = #attn.schedule<query_block = 128, kv_chunk = 256, qk_tile_keys = 4, pv_tile_rows = 4, split_keys = 512, vector_width = 0, source = "heuristic">
+// HEURISTIC: attn.kernel @prefill_small prefill {{.*}}schedule = #attn.schedule<query_block = 128, kv_chunk = 256, qk_tile_keys = 4, pv_tile_rows = 6, split_keys = 512, vector_width = 0, source = "heuristic">
+// HEURISTIC: attn.kernel @prefill_wide prefill {{.*}}schedule = #attn.schedule<query_block = 128, kv_chunk = 256, qk_tile_keys = 4, pv_tile_rows = 6, split_keys = 512, vector_width = 0, source = "heuristic">
 
 // The database entry for this kernel and target wins; others fall back.
 // DB: attn.kernel @prefill_small prefill {{.*}}schedule = #attn.schedule<query_block = 96, kv_chunk = 128, qk_tile_keys = 8, pv_tile_rows = 4, split_keys = 1024, vector_width = 8, source = "db">

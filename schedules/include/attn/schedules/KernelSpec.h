@@ -30,7 +30,7 @@ struct SdpaSchedule {
   /// query rows) in fp32; query rows (x min(4, 24 / rows) vectors of keys)
   /// in bf16, whose tile vectorizes over keys.
   int qkTileKeys = 4;
-  int pvTileRows = 4; ///< query rows per P·V register tile (x 4 vectors of d)
+  int pvTileRows = 6; ///< query rows per P·V register tile (x 4 vectors of d)
 };
 
 /// The precision of an attention kernel's two matrix products.
