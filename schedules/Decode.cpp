@@ -10,7 +10,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-
 #include "AttentionParts.h"
 
 using namespace Halide;
@@ -99,9 +98,12 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Expr length = clamp(seqLens(b), 0, slots * pageSize);
   Expr numSplits = (slots * pageSize + splitKeys - 1) / splitKeys;
 
-  // Key j of sequence b lives in page blockTable(j / pageSize, b).
-  Expr page =
-      clamp(blockTable(clamp(j / pageSize, 0, slots - 1), b), 0, numPages - 1);
+  // Key `key` of sequence `seq` lives in page blockTable(key / pageSize, seq).
+  auto pageOf = [&](Expr key, Expr seq) {
+    return clamp(blockTable(clamp(key / pageSize, 0, slots - 1), seq), 0,
+                 numPages - 1);
+  };
+  Expr page = pageOf(j, b);
   // bf16 -> f32 is a shift of the bits (GPU targets: the pool's uint16).
   auto toFloat = [&](Expr stored) {
     if (bf16Bits)
@@ -111,10 +113,11 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Func keyAt("keyAt"), valueAt("valueAt");
   keyAt(d, hk, j, b) = toFloat(keyPages(d, hk, j % pageSize, page));
   valueAt(d, hk, j, b) = toFloat(valuePages(d, hk, j % pageSize, page));
-  if (int8) { // one multiply per element: the kernel stays bandwidth-bound
-    keyAt(d, hk, j, b) *= keyScales(hk, j % pageSize, page);
-    valueAt(d, hk, j, b) *= valueScales(hk, j % pageSize, page);
-  }
+  // I8: a row's scale multiplies its dot product and its softmax weight
+  // once (q·(s k) = s (q·k)), not each of its elements.
+  auto rowScale = [&](ImageParam scales, Expr key, Expr head, Expr seq) {
+    return int8 ? scales(head, key % pageSize, pageOf(key, seq)) : Expr(1.0f);
+  };
 
   // Query row (g, t) of KV head hk is query head hk·group + g, pre-scaled
   // into the log2 domain.
@@ -149,9 +152,10 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Expr slope;
   if (spec.alibi)
     slope = alibiSlopeTable(spec.numQueryHeads)(hk * group + g);
-  logit(j, g, t, hk, b) = adjustScore(score(j, g, t, hk, b), spec.softcap,
-                                      slope, j - (length - qLen + t)) +
-                          select(visible, 0.0f, kMaskedLogit);
+  logit(j, g, t, hk, b) =
+      adjustScore(score(j, g, t, hk, b) * rowScale(keyScales, j, hk, b),
+                  spec.softcap, slope, j - (length - qLen + t)) +
+      select(visible, 0.0f, kMaskedLogit);
 
   // Per split: an exact softmax partial (m, l, o) over its keys. The
   // predicate confines the key loops to the sequence: Halide trims the loops
@@ -175,7 +179,8 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Func splitOut("splitOut");
   splitOut(d, g, t, hk, b, s) = 0.0f;
   splitOut(d, g, t, hk, b, s) +=
-      prob(key, g, t, hk, b) * valueAt(d, hk, key, b);
+      (prob(key, g, t, hk, b) * rowScale(valueScales, key, hk, b)) *
+      valueAt(d, hk, key, b);
   // A split's partial for one row is headDim + 2 floats: o, then m and l
   // once (a Tuple would store m and l beside every channel: 3x the bytes,
   // and this buffer is freshly allocated, so page faults, on every call).
@@ -233,11 +238,13 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // sequence combines the partials. Measured (bench/README.md): 20-24 GB/s
   // of f32 K/V at GQA 32/8 D128 over pools on huge pages (was 10-13 before
   // the grouped reduction tree, the key-blocked P·V and the compact
-  // partials, 17-21 on 4 KiB pages), 58-68% of STREAM triad. Time hardly
-  // depends on the element size (bf16 41-43 ms, f32 53 ms, i8 61-63 ms at
-  // B1 x 128K): the passes are bound by load latency, not DRAM bandwidth (a
-  // sampling profile piles up behind the K and V loads: too few misses in
-  // flight per core while one pass sweeps one stream).
+  // partials, 17-21 on 4 KiB pages), 58-68% of STREAM triad. Time follows
+  // the bytes only partly (B1 x 128K, Zen 5: f32 39-52 ms, bf16 30-45, i8
+  // 31-38 since its scales apply per row): the passes wait on loads (a
+  // sampling profile piles up behind the K and V loads), and this VM reads
+  // shuffled pages slower the smaller they are (a plain AVX-512 sum over
+  // shuffled 64 / 32 / 16 KiB runs: 18-22 / 15 / 10-11 GB/s), so a 16-token
+  // page of a narrow cache streams slower than one of f32.
   const int vec = spec.schedule.vectorWidth > 0
                       ? spec.schedule.vectorWidth
                       : target.natural_vector_size<float>();
