@@ -89,8 +89,9 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
   spec.causal = s.causal;
   spec.scale = 1.0f / std::sqrt(float(s.headDim));
   spec.compute = s.compute;
+  spec.schedule = attn::defaultSdpaSchedule(s.headDim, s.compute);
   // ATTN_BENCH_SCHEDULE=queryBlock,kvChunk,qkTileKeys,pvTileRows overrides
-  // the default schedule (for exploring by hand before attn-tune exists).
+  // the default schedule (for exploring by hand).
   if (const char *text = std::getenv("ATTN_BENCH_SCHEDULE"))
     std::sscanf(text, "%d,%d,%d,%d", &spec.schedule.queryBlock,
                 &spec.schedule.kvChunk, &spec.schedule.qkTileKeys,
@@ -212,10 +213,10 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   Buffer<float> query(dim, hq, 1, s.batch), output(dim, hq, 1, s.batch);
   const bool f32 = s.element == attn::DType::F32;
   const bool int8 = s.element == attn::DType::I8;
-  Type element = f32                                    ? Float(32)
-                 : int8                                 ? Int(8)
+  Type element = f32                             ? Float(32)
+                 : int8                          ? Int(8)
                  : s.element == attn::DType::F16 ? Float(16)
-                                                        : BFloat(16);
+                                                 : BFloat(16);
   // Pools as the runtime's KvCache allocates them: on transparent huge
   // pages (runtime/include/attn/runtime/PoolAllocator.h).
   const size_t poolBytes =
@@ -355,7 +356,7 @@ void linear(benchmark::State &state, LinearShape s) {
       attn::packLinearWeights(weight.data(), s.in, s.out, s.weights, &scales);
   const double weightBytes = s.weights == DType::F32  ? 4.0
                              : s.weights == DType::I8 ? 1.0
-                                                             : 2.0;
+                                                      : 2.0;
   ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
@@ -368,8 +369,8 @@ void linear(benchmark::State &state, LinearShape s) {
     params.set(kernel.inputs[next++], positions);
   if (spec.residual)
     params.set(kernel.inputs[next++], residual);
-  Realization outputs = spec.argmax ? Realization({output, best})
-                                    : Realization({output});
+  Realization outputs =
+      spec.argmax ? Realization({output, best}) : Realization({output});
   // W is only read: bw_pct against the read bandwidth.
   attn::bench::timeCalls(
       state, 2.0 * s.tokens * s.in * s.out, weightBytes * s.in * s.out,
@@ -401,12 +402,9 @@ void registerLinear() {
                                 {16, 4096, 4096, "bias", DType::BF16},
                                 {512, 4096, 4096, "bias", DType::BF16},
                                 {512, 4096, 4096, "bias", DType::I8},
-                                {1, 11008, 4096, "swiglu_down",
-                                 DType::BF16},
-                                {512, 11008, 4096, "swiglu_down",
-                                 DType::BF16},
-                                {1, 2048, 32000, "head_argmax",
-                                 DType::BF16},
+                                {1, 11008, 4096, "swiglu_down", DType::BF16},
+                                {512, 11008, 4096, "swiglu_down", DType::BF16},
+                                {1, 2048, 32000, "head_argmax", DType::BF16},
                                 // Llama-3-8B's FFN up, far beyond the LLC.
                                 {1, 4096, 14336},
                                 {1, 4096, 14336, "bias", DType::BF16},
@@ -417,14 +415,13 @@ void registerLinear() {
                                 {1, 2048, 11264},
                                 {1, 2048, 11264, "bias", DType::BF16},
                                 {1, 5632, 2048, "swiglu_down"},
-                                {1, 5632, 2048, "swiglu_down",
-                                 DType::BF16}};
+                                {1, 5632, 2048, "swiglu_down", DType::BF16}};
   for (const LinearShape &s : shapes) {
     char name[128];
     const char *weights = s.weights == DType::BF16  ? "_wbf16"
                           : s.weights == DType::F16 ? "_wf16"
                           : s.weights == DType::I8  ? "_wi8"
-                                                           : "";
+                                                    : "";
     std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s%s", s.tokens,
                   s.in, s.out, s.variant, weights);
     benchmark::RegisterBenchmark(name, linear, s)

@@ -19,6 +19,7 @@
 
 #include "attn/AttnPasses.h"
 #include "attn/JsonReader.h"
+#include "attn/schedules/AttentionSchedules.h" // the default schedules
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Support/FileUtilities.h"
@@ -35,29 +36,24 @@ struct ScheduleParams {
   int64_t queryBlock, kvChunk, qkTileKeys, pvTileRows, splitKeys, vectorWidth;
 };
 
-/// Measured on a 2-core AVX-512 machine (bench/README.md): query blocks of
-/// 128 rows (any head size) keep K/V chunks hot across many rows; 256-key
-/// chunks keep the score block in L1/L2; small Q·Kᵀ register tiles (4 keys x
-/// 2 vectors of rows) leave registers for the 6-row P·V tile and the rest of
-/// the loop body; 512-key decode splits balance tasks and combine cost.
-///
-/// Prefill tiles are computed whole, so a model whose sequences are known to
-/// be short (every layer using the kernel bounded by its cache's max length
-/// or its stack's learned/sinusoidal positions) gets blocks and chunks of a
-/// quarter of that bound (16 at least): a 15-token encoder input no longer
-/// pays for a 128 x 256 tile.
+/// Without a database entry: the schedules' own defaults
+/// (attn::defaultSdpaSchedule and attn::DecodeSchedule, with
+/// the measurements behind them), except that prefill tiles are computed
+/// whole, so a model whose sequences are known to be short (every layer
+/// using the kernel bounded by its cache's max length or its stack's
+/// learned/sinusoidal positions) gets blocks and chunks of a quarter of that
+/// bound (16 at least): a 15-token encoder input no longer pays for a
+/// 128 x 256 tile.
 ScheduleParams heuristic(KernelOp kernel, std::optional<int64_t> maxLength) {
-  // 4-key x 2-vector Q·Kᵀ tiles: attn-tune's winners on every shape it was
-  // run on, and in an A/B over GQA 32/8 D64/D128 at 512 and 2048 tokens,
-  // full and causal, 8-32% faster than 12 x 6 on Zen 4. 6-row P·V tiles
-  // (24 of the 32 zmm accumulating at head_dim 128): on Zen 5, two
-  // alternated rounds over 7 prefill shapes, 5-12% faster than 4 rows on 6
-  // of them and within noise on the seventh; on Zen 4 the tuner found 4 and
-  // 6 rows within 3% of each other for most kernels (bench/README.md).
-  // 128-row blocks for every head size: with the small tiles, head_dim 256
-  // gains 10-25% over 64-row blocks for MHA and ties for GQA (A/B in
-  // bench/README.md).
-  ScheduleParams p = {128, 256, 4, 6, 512, 0};
+  std::optional<Type> compute = kernel.getComputeDtype();
+  ::attn::SdpaSchedule prefill = ::attn::defaultSdpaSchedule(
+      kernel.getHeadDim(), compute && compute->isBF16()
+                               ? ::attn::SdpaCompute::BF16
+                               : ::attn::SdpaCompute::F32);
+  ::attn::DecodeSchedule decode;
+  ScheduleParams p = {prefill.queryBlock, prefill.kvChunk,
+                      prefill.qkTileKeys, prefill.pvTileRows,
+                      decode.splitKeys,   prefill.vectorWidth};
   if (maxLength && *maxLength <= 512) {
     int64_t tile = std::max<int64_t>(16, (*maxLength / 4 + 7) / 8 * 8);
     p.queryBlock = std::min(p.queryBlock, tile);

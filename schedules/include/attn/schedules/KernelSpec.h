@@ -12,35 +12,13 @@
 
 #include "attn/runtime/DType.h"         // DType: caches and weights
 #include "attn/runtime/attnc_library.h" // ATTNC_APPEND_OUTPUT_ALIGNMENT
+#include "attn/schedules/AttentionSchedules.h"
 
 #include <cmath>
 #include <string>
 #include <vector>
 
 namespace attn {
-
-/// Tunable schedule parameters of the attention kernel (see Sdpa.cpp for the
-/// loop nest they shape); 0 means "pick from the target".
-struct SdpaSchedule {
-  int vectorWidth =
-      0; ///< fp32 lanes per vector op; 0: the target's natural width
-  int queryBlock = 128; ///< query rows per task (and per online-softmax state)
-  int kvChunk = 256;    ///< keys per online-softmax step
-  /// The Q·Kᵀ register tile's unvectorized extent: keys (x 2 vectors of
-  /// query rows) in fp32; query rows (x min(4, 24 / rows) vectors of keys)
-  /// in bf16, whose tile vectorizes over keys.
-  int qkTileKeys = 4;
-  int pvTileRows = 6; ///< query rows per P·V register tile (x 4 vectors of d)
-};
-
-/// The precision of an attention kernel's two matrix products.
-enum class SdpaCompute {
-  F32,  ///< fp32 throughout
-  BF16, ///< Q, K, V and the probabilities P rounded to bf16 for Q·Kᵀ and
-        ///< P·V (fp32 accumulation, AVX512-BF16 dot products where the
-        ///< target has them); softmax, its running state and the output
-        ///< stay fp32. Requires an even head_dim.
-};
 
 /// What an attention kernel computes, shared by the prefill and decode
 /// specs (the compiler fills it from an attn.kernel op in one place,
@@ -79,13 +57,6 @@ struct SdpaSpec : AttentionSettings {
   bool keyPadding = false; ///< a key_lengths input masks padded keys
   SdpaCompute compute = SdpaCompute::F32;
   SdpaSchedule schedule;
-};
-
-/// Tunable schedule parameters of the decode kernel.
-struct DecodeSchedule {
-  int vectorWidth =
-      0; ///< fp32 lanes per vector op; 0: the target's natural width
-  int splitKeys = 512; ///< keys per split-KV task (all KV heads)
 };
 
 /// Decode attention over a paged KV cache: a few new query tokens per

@@ -1,0 +1,63 @@
+//===- AttentionSchedules.h - attention schedules and defaults -*- C++ -*-===//
+//
+// The tunable schedule parameters of the prefill and decode attention
+// kernels and the defaults used where no tuning-database entry applies.
+// Plain C++ without includes: attnc's SelectSchedules pass (which knows
+// nothing of Halide) and the schedules read the same defaults from here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_SCHEDULES_ATTENTIONSCHEDULES_H
+#define ATTN_SCHEDULES_ATTENTIONSCHEDULES_H
+
+namespace attn {
+
+/// Tunable schedule parameters of the attention kernel (see Sdpa.cpp for the
+/// loop nest they shape); 0 means "pick from the target".
+struct SdpaSchedule {
+  int vectorWidth =
+      0; ///< fp32 lanes per vector op; 0: the target's natural width
+  int queryBlock = 128; ///< query rows per task (and per online-softmax state)
+  int kvChunk = 256;    ///< keys per online-softmax step
+  /// The Q·Kᵀ register tile's unvectorized extent: keys (x 2 vectors of
+  /// query rows) in fp32; query rows (x min(4, 24 / rows) vectors of keys)
+  /// in bf16, whose tile vectorizes over keys.
+  int qkTileKeys = 4;
+  int pvTileRows = 6; ///< query rows per P·V register tile (x 4 vectors of d)
+};
+
+/// The precision of an attention kernel's two matrix products.
+enum class SdpaCompute {
+  F32,  ///< fp32 throughout
+  BF16, ///< Q, K, V and the probabilities P rounded to bf16 for Q·Kᵀ and
+        ///< P·V (fp32 accumulation, AVX512-BF16 dot products where the
+        ///< target has them); softmax, its running state and the output
+        ///< stay fp32. Requires an even head_dim.
+};
+
+/// The prefill schedule used where nothing better is known: what
+/// SelectSchedules gives a kernel without a tuning-database entry (before
+/// shrinking tiles for short sequences) and what attn-bench measures by
+/// default. SdpaSchedule's defaults, with 8-key Q·Kᵀ tiles for fp32 products
+/// from head_dim 128 up: on Zen 5, over three alternated A/B rounds in two
+/// sessions, 8 x 2-vector tiles took 9-16% less time than 4 x 2 at GQA 32/8
+/// D128 S2048 causal and 5% less to 1% more at D128/D256 S2048 full
+/// (bench/README.md); at head_dim 64 they ranged from 10% faster to 10%
+/// slower, so 4 stays there.
+inline SdpaSchedule defaultSdpaSchedule(int headDim, SdpaCompute compute) {
+  SdpaSchedule schedule;
+  if (compute == SdpaCompute::F32 && headDim >= 128)
+    schedule.qkTileKeys = 8;
+  return schedule;
+}
+
+/// Tunable schedule parameters of the decode kernel.
+struct DecodeSchedule {
+  int vectorWidth =
+      0; ///< fp32 lanes per vector op; 0: the target's natural width
+  int splitKeys = 512; ///< keys per split-KV task (all KV heads)
+};
+
+} // namespace attn
+
+#endif // ATTN_SCHEDULES_ATTENTIONSCHEDULES_H
