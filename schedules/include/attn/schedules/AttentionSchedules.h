@@ -39,11 +39,10 @@ enum class SdpaCompute {
 /// SelectSchedules gives a kernel without a tuning-database entry (before
 /// shrinking tiles for short sequences) and what attn-bench measures by
 /// default. SdpaSchedule's defaults, with 8-key Q·Kᵀ tiles for fp32 products
-/// from head_dim 128 up: on Zen 5, over three alternated A/B rounds in two
-/// sessions, 8 x 2-vector tiles took 9-16% less time than 4 x 2 at GQA 32/8
-/// D128 S2048 causal and 5% less to 1% more at D128/D256 S2048 full
-/// (bench/README.md); at head_dim 64 they ranged from 10% faster to 10%
-/// slower, so 4 stays there.
+/// from head_dim 128 up: on Zen 5, over two to four alternated A/B rounds
+/// (bench/README.md), 8 x 2-vector tiles took 9-11% less time than 4 x 2 at
+/// D128 and D256 S2048 causal, 6-9% less at S2048 full, the same at D128
+/// S512 full; at head_dim 64 they were 1-4% slower, so 4 stays there.
 inline SdpaSchedule defaultSdpaSchedule(int headDim, SdpaCompute compute) {
   SdpaSchedule schedule;
   if (compute == SdpaCompute::F32 && headDim >= 128)
