@@ -9,14 +9,18 @@ the same machine: these VMs' speed moves between runs, so only this ratio
 means anything. The GEMM row compares GFLOP/s of different shapes (ORT's
 2048^3 MatMul, attnc's 512-token projections), as the issue's target does.
 
-  python3 bench/peer.py [ATTN_BENCH] [PEER_SCRIPT]
+  python3 bench/peer.py [ATTN_BENCH] [PEER_SCRIPT] [--rounds N]
+
+With --rounds N the two sides alternate N times (ORT first, then attnc first,
+...) and the ratio column gives the median over rounds and each round's own.
 """
 
+import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
-import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,18 +38,8 @@ PAIRS = [
 ]
 
 
-def main():
-    bench = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "bin", "attn-bench")
-    peer = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-        ROOT, "..", "shared", "peers", "ort", "run-peer.sh")
-    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model = re.search(r"Model name:\s*(.*)", cpu)
-    family = re.search(r"CPU family:\s*(.*)", cpu)
-    number = re.search(r"Model:\s*(\d+)", cpu)
-    print("CPU: %s, family %s model %s" % (model.group(1) if model else "?",
-                                          family.group(1) if family else "?",
-                                          number.group(1) if number else "?"))
-
+def run_peer(peer):
+    """ONNX Runtime's figures by run-peer.sh's label."""
     ort = {}
     peer_run = subprocess.run(["bash", peer], capture_output=True, text=True)
     if peer_run.returncode != 0:
@@ -56,7 +50,11 @@ def main():
             ort[m.group(1).strip()] = {"ms": float(m.group(2)),
                                        "GFLOPS": float(m.group(3) or 0),
                                        "GBps": float(m.group(4) or 0)}
+    return ort
 
+
+def run_attnc(bench):
+    """attn-bench's medians by benchmark name, and its roofline line."""
     names = sorted({p[1] for p in PAIRS})
     pattern = "^(" + "|".join(re.escape(n.rsplit("/manual_time", 1)[0]) for n in names) + ")/manual_time$"
     run = subprocess.run([bench, "--benchmark_filter=" + pattern, "--benchmark_format=json",
@@ -65,8 +63,6 @@ def main():
     if run.returncode != 0:
         raise SystemExit("attn-bench failed:\n" + run.stderr[-2000:])
     roofline = next((l for l in run.stdout.splitlines() if l.startswith("roofline")), "")
-    if roofline:
-        print(roofline)
     report = json.loads(run.stdout[run.stdout.index("{"):])
     attnc = {}
     for b in report["benchmarks"]:
@@ -75,19 +71,56 @@ def main():
                                     else b["real_time"] / 1e6 if b["time_unit"] == "ns"
                                     else b["real_time"] / 1e3,
                                     "GFLOPS": b.get("GFLOPS", 0), "GBps": b.get("GBps", 0)}
+    return attnc, roofline
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bench", nargs="?", default=os.path.join(ROOT, "build", "bin", "attn-bench"))
+    parser.add_argument("peer", nargs="?", default=os.path.join(
+        ROOT, "..", "shared", "peers", "ort", "run-peer.sh"))
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="alternate the two sides this many times (ORT first in odd "
+                             "rounds, attnc first in even ones) and report every round's "
+                             "ratio and their median")
+    args = parser.parse_args()
+    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    model = re.search(r"Model name:\s*(.*)", cpu)
+    family = re.search(r"CPU family:\s*(.*)", cpu)
+    number = re.search(r"Model:\s*(\d+)", cpu)
+    print("CPU: %s, family %s model %s" % (model.group(1) if model else "?",
+                                          family.group(1) if family else "?",
+                                          number.group(1) if number else "?"))
+
+    rounds = []  # (attnc, ort) per round
+    for r in range(max(1, args.rounds)):
+        if r % 2 == 0:
+            ort = run_peer(args.peer)
+            attnc, roofline = run_attnc(args.bench)
+        else:
+            attnc, roofline = run_attnc(args.bench)
+            ort = run_peer(args.peer)
+        if roofline:
+            print("round %d: %s" % (r + 1, roofline))
+        rounds.append((attnc, ort))
 
     print("\n| shape (fp32, 2 threads) | attnc | ONNX Runtime | attnc ÷ ORT speed |")
     print("|---|---:|---:|---:|")
     for label, name, unit in PAIRS:
-        a, o = attnc.get(name), ort.get(label)
-        if not a or not o:
-            print("| %s / %s | %s | %s | |" % (label, name, "missing" if not a else "",
-                                              "missing" if not o else ""))
+        pairs = [(a.get(name), o.get(label)) for a, o in rounds]
+        if not all(a and o for a, o in pairs):
+            print("| %s / %s | missing in a round | | |" % (label, name))
             continue
         suffix = " GFLOP/s" if unit == "GFLOPS" else " GB/s"
-        print("| %s (%s) | %.2f ms, %.1f%s | %.2f ms, %.1f%s | %.2f× |" % (
-            label, name.split("/manual_time")[0], a["ms"], a[unit], suffix,
-            o["ms"], o[unit], suffix, a[unit] / o[unit] if o[unit] else 0))
+        ratios = [a[unit] / o[unit] if o[unit] else 0 for a, o in pairs]
+        cell = lambda side: "; ".join("%.2f ms, %.1f%s" % (x["ms"], x[unit], suffix)
+                                      for x in side)
+        ratio = "%.2f×" % statistics.median(ratios)
+        if len(ratios) > 1:
+            ratio += " (" + ", ".join("%.2f" % x for x in ratios) + ")"
+        print("| %s (%s) | %s | %s | %s |" % (
+            label, name.split("/manual_time")[0], cell([a for a, _ in pairs]),
+            cell([o for _, o in pairs]), ratio))
 
 
 if __name__ == "__main__":
