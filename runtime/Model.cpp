@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 
@@ -267,6 +268,32 @@ distinctTensors(const std::vector<OpTensorNames> &names) {
       if (seen.insert(entry.tensor).second)
         expected.push_back({entry.tensor, TensorType::F32, entry.shape});
   return expected;
+}
+
+/// Fails where two of the plan's ops expect one tensor in different shapes
+/// (only a tampered or hand-written plan does: a fused or tied tensor
+/// serves its roles in one shape); the loader packs each op's weights by its
+/// own shape, so the file's single tensor would be read past its end.
+Status checkSharedShapes(const ModelPlan &plan,
+                         const std::vector<OpTensorNames> &names) {
+  std::map<std::string, std::pair<const std::vector<int64_t> *, size_t>> first;
+  auto text = [](const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); i++)
+      s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  };
+  for (size_t i = 0; i < names.size(); i++)
+    for (const OpTensorNames::Entry &entry : names[i].entries) {
+      auto [at, inserted] = first.try_emplace(entry.tensor, &entry.shape, i);
+      if (!inserted && *at->second.first != entry.shape)
+        return Status(StatusCode::InvalidArgument,
+                      "the plan's ops '" + plan.ops[at->second.second].name +
+                          "' and '" + plan.ops[i].name + "' expect tensor '" +
+                          entry.tensor + "' as " + text(*at->second.first) +
+                          " and " + text(entry.shape));
+    }
+  return Status::ok();
 }
 
 /// Buffers a checkpoint may carry that change nothing: recomputed rotary
@@ -545,6 +572,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       for (const auto &alternative : entry.alternatives)
         tolerated.insert(alternative.first);
     }
+  if (Status status = checkSharedShapes(plan, names); !status)
+    return status;
   for (const auto &[tensor, view] : file.tensors())
     if (isHarmlessBuffer(tensor, naming))
       tolerated.insert(tensor);

@@ -1247,6 +1247,39 @@ TEST(ModelTest, APlanThatDisagreesWithItsKernelsFailsTheCall) {
       << s.message();
 }
 
+// Two ops that name one tensor in different shapes (block 0's FFN deleted
+// from the plan, so both attention ops are block 0's, and layer1's head_dim
+// halved) are refused at load, naming both: the loader packs each op by its
+// own shape and would read the file's one tensor past its end (found by
+// fuzz-plan in CI: heap-buffer-overflow in readFloats).
+TEST(ModelTest, OpsThatExpectOneTensorInTwoShapesAreRefused) {
+  std::string plan = kLlama.plan;
+  const size_t ffn = plan.find("\"name\": \"block0_ffn\"");
+  ASSERT_NE(ffn, std::string::npos);
+  const size_t begin = plan.rfind('{', ffn), end = plan.find("},", ffn);
+  plan.erase(begin, end + 2 - begin);
+  const size_t layer1 = plan.find("\"name\": \"layer1\"");
+  const size_t headDim = plan.rfind("\"head_dim\": 8,", layer1);
+  ASSERT_NE(headDim, std::string::npos);
+  plan.replace(headDim, 14, "\"head_dim\": 4,");
+  ModelPlan parsed;
+  Status s = parsePlan(plan, entries(kLlama.table), kLlama.size, parsed);
+  ASSERT_TRUE(s) << s.message();
+  std::string path = writeSafetensors(
+      "shared", randomWeights(parsed, 5, WeightNaming::Llama));
+  std::unique_ptr<Model> model;
+  s = Model::load(plan, entries(kLlama.table), kLlama.size, path,
+                  WeightNaming::Llama, model);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_FALSE(model);
+  EXPECT_NE(s.message().find("'layer0' and 'layer1' expect tensor "
+                             "'model.layers.0.self_attn.q_proj.weight' as "
+                             "[48, 48] and [24, 48]"),
+            std::string::npos)
+      << s.message();
+}
+
 // A plan of another schema version, or naming an element type no reader
 // knows, is refused at parse with what to do (an unknown cache dtype used
 // to become f32 silently).
