@@ -116,4 +116,30 @@ def OutlineDecodeSteps : Pass<"attn-outline-decode-steps", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def DecomposeSdpa : Pass<"attn-decompose-sdpa", "::mlir::func::FuncOp"> {
+  let summary = "attn.sdpa as tiled online softmax in linalg and scf";
+  let description = [{
+    Rewrites every `attn.sdpa` into the loop a flash-attention kernel runs,
+    on tensors, in upstream dialects only: an `scf.for` over tiles of
+    `kv-tile` keys carries each query row's running maximum `m`, running
+    sum `l` and unnormalized output `acc`; per tile, `linalg.generic` ops
+    compute the logits Q·Kᵀ (query head h reads KV head h / group), scale,
+    softcap, ALiBi and the causal / sliding-window mask, the new maximum,
+    the weights exp(logit - m), and fold them into `l` and `acc` after
+    rescaling both by exp(m_old - m_new). After the loop `acc / l` is the
+    result (0 for a row that saw no key). Every setting of the op is
+    honoured; this is the decomposition the GPU lowering tiles further
+    (docs/cuda-tensor-cores.md), checked on the CPU through MLIR's own
+    pipeline against attn.sdpa's interpreter (sdpa-decomposition-test).
+  }];
+  let options = [
+    Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",
+           "Keys per step of the online softmax">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"];
+}
+
 #endif // ATTN_PASSES_TD

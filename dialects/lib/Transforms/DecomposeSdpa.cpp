@@ -1,0 +1,386 @@
+//===- DecomposeSdpa.cpp - attn.sdpa as tiled online softmax --------------===//
+//
+// attn.sdpa in upstream dialects, the way flash attention computes it: the
+// keys in tiles, a running maximum, sum and output per query row. Shapes in
+// the comments: B batch, S query rows, H query heads, D head_dim, N the
+// keys of the current tile; every tensor is indexed (b, i, h, ...) so the
+// output keeps the query's [B][S][H][D] layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/AttnPasses.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_DECOMPOSESDPA
+#include "attn/AttnPasses.h.inc"
+
+namespace {
+using utils::IteratorType;
+constexpr IteratorType kPar = IteratorType::parallel,
+                       kRed = IteratorType::reduction;
+
+/// ALiBi slopes as attn.sdpa's description (and its interpreter) define
+/// them: for the largest power of two n <= heads, head k (from 1) has slope
+/// 2^(-8k/n); heads past n take 2^(-8(2m-1)/(2n)), m = 1, 2, ...
+std::vector<float> alibiSlopes(int64_t heads) {
+  int64_t n = 1;
+  while (2 * n <= heads)
+    n *= 2;
+  std::vector<float> slopes;
+  for (int64_t k = 1; k <= n; k++)
+    slopes.push_back(std::pow(2.0f, -8.0f * float(k) / float(n)));
+  for (int64_t m = 1; int64_t(slopes.size()) < heads; m++)
+    slopes.push_back(std::pow(2.0f, -8.0f * float(2 * m - 1) / float(2 * n)));
+  return slopes;
+}
+
+/// Builds one attn.sdpa's replacement in front of it.
+class SdpaDecomposition {
+public:
+  SdpaDecomposition(SdpaOp op, int64_t kvTile)
+      : op(op), b(op), loc(op.getLoc()), kvTile(kvTile), f32(b.getF32Type()) {}
+
+  Value build() {
+    Value query = op.getQuery(), key = op.getKey(), value = op.getValue();
+    const int64_t heads = op.getNumQueryHeads(), dim = op.getHeadDim();
+    group = heads / op.getNumKvHeads();
+    batch = dimension(query, 0);
+    rows = dimension(query, 1);
+    keys = dimension(key, 1);
+    // Query row i's diagonal key is i + (keys - rows): the mask is aligned
+    // to the end of the keys (a decode step over a cache).
+    offset = b.create<arith::SubIOp>(loc, keys, rows);
+    if (op.getAlibi()) {
+      std::vector<float> slopes = alibiSlopes(heads);
+      auto type = RankedTensorType::get({heads}, f32);
+      alibi = b.create<arith::ConstantOp>(
+          loc, DenseElementsAttr::get(type, llvm::ArrayRef(slopes)));
+    }
+
+    // m, l [B][S][H] and acc [B][S][H][D] before the first tile.
+    const float negInf = -std::numeric_limits<float>::infinity();
+    Value m = filled({batch, rows}, {heads}, negInf);
+    Value l = filled({batch, rows}, {heads}, 0.0f);
+    Value acc = filled({batch, rows}, {heads, dim}, 0.0f);
+    Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+    Value step = b.create<arith::ConstantIndexOp>(loc, kvTile);
+    auto loop = b.create<scf::ForOp>(
+        loc, zero, keys, step, ValueRange{m, l, acc},
+        [&](OpBuilder &nested, Location, Value first, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          SmallVector<Value> next =
+              tile(key, value, first, carried[0], carried[1], carried[2]);
+          b.create<scf::YieldOp>(loc, next);
+        });
+    return normalize(loop.getResult(1), loop.getResult(2));
+  }
+
+private:
+  Value dimension(Value tensor, int64_t d) {
+    return b.createOrFold<tensor::DimOp>(loc, tensor, d);
+  }
+  Value constant(float x) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(x));
+  }
+  AffineExpr d(int i) { return b.getAffineDimExpr(i); }
+  AffineMap map(int dims, ArrayRef<AffineExpr> results) {
+    return AffineMap::get(dims, 0, results, b.getContext());
+  }
+
+  /// An f32 tensor of dynamic leading sizes and static trailing ones,
+  /// filled with `x`.
+  Value filled(ArrayRef<Value> dynamic, ArrayRef<int64_t> fixed, float x) {
+    SmallVector<int64_t> shape(dynamic.size(), ShapedType::kDynamic);
+    shape.append(fixed.begin(), fixed.end());
+    Value empty = b.create<tensor::EmptyOp>(loc, shape, f32, dynamic);
+    return b.create<linalg::FillOp>(loc, constant(x), empty).getResult(0);
+  }
+  Value emptyLike(Value tensor) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    SmallVector<Value> dynamic;
+    for (int64_t i = 0; i < type.getRank(); i++)
+      if (type.isDynamicDim(i))
+        dynamic.push_back(dimension(tensor, i));
+    return b.create<tensor::EmptyOp>(loc, type.getShape(), f32, dynamic);
+  }
+
+  /// One tile of keys [first, first + N): the new m, l and acc.
+  SmallVector<Value> tile(Value key, Value value, Value first, Value m, Value l,
+                          Value acc) {
+    // N = min(kvTile, keys - first).
+    Value count = b.create<affine::AffineMinOp>(
+        loc,
+        AffineMap::get(2, 0, {b.getAffineConstantExpr(kvTile), d(1) - d(0)},
+                       b.getContext()),
+        ValueRange{first, keys});
+    auto slice = [&](Value tensor) {
+      auto type = cast<RankedTensorType>(tensor.getType());
+      SmallVector<OpFoldResult> offsets = {
+          b.getIndexAttr(0), first, b.getIndexAttr(0), b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {batch, count,
+                                         b.getIndexAttr(type.getDimSize(2)),
+                                         b.getIndexAttr(type.getDimSize(3))};
+      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+      return b.create<tensor::ExtractSliceOp>(loc, tensor, offsets, sizes,
+                                              strides);
+    };
+    Value keyTile = slice(key), valueTile = slice(value);
+    const int64_t heads = op.getNumQueryHeads();
+    // The KV head of query head h.
+    AffineExpr kvHead = d(2).floorDiv(group);
+
+    // Q·Kᵀ [B][S][H][N], loops (b, i, h, t, c).
+    Value scores =
+        b.create<tensor::EmptyOp>(loc,
+                                  ArrayRef<int64_t>{ShapedType::kDynamic,
+                                                    ShapedType::kDynamic, heads,
+                                                    ShapedType::kDynamic},
+                                  f32, ValueRange{batch, rows, count})
+            .getResult();
+    scores = b.create<linalg::FillOp>(loc, constant(0.0f), scores).getResult(0);
+    scores =
+        b.create<linalg::GenericOp>(
+             loc, scores.getType(), ValueRange{op.getQuery(), keyTile}, scores,
+             ArrayRef<AffineMap>{map(5, {d(0), d(1), d(2), d(4)}),
+                                 map(5, {d(0), d(3), kvHead, d(4)}),
+                                 map(5, {d(0), d(1), d(2), d(3)})},
+             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kRed},
+             [&](OpBuilder &n, Location at, ValueRange args) {
+               Value product = n.create<arith::MulFOp>(at, args[0], args[1]);
+               n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::AddFOp>(
+                                                 at, args[2], product)});
+             })
+            .getResult(0);
+
+    // Logits: scaled, capped, biased and masked, loops (b, i, h, t).
+    const int64_t window = op.getWindow().value_or(0);
+    const float softcap =
+        op.getSoftcap() ? op.getSoftcap()->convertToFloat() : 0.0f;
+    SmallVector<Value> inputs = {scores};
+    SmallVector<AffineMap> maps = {map(4, {d(0), d(1), d(2), d(3)})};
+    if (alibi) {
+      inputs.push_back(alibi);
+      maps.push_back(map(4, {d(2)}));
+    }
+    maps.push_back(map(4, {d(0), d(1), d(2), d(3)}));
+    Value logits =
+        b.create<linalg::GenericOp>(
+             loc, scores.getType(), inputs, emptyLike(scores), maps,
+             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar},
+             [&](OpBuilder &n, Location at, ValueRange args) {
+               auto c = [&](float x) -> Value {
+                 return n.create<arith::ConstantOp>(at, n.getF32FloatAttr(x));
+               };
+               Value x = n.create<arith::MulFOp>(at, args[0],
+                                                 c(op.getEffectiveScale()));
+               if (softcap > 0)
+                 x = n.create<arith::MulFOp>(
+                     at, c(softcap),
+                     n.create<math::TanhOp>(
+                         at, n.create<arith::DivFOp>(at, x, c(softcap))));
+               // j (the key) and the row's diagonal key, as indices.
+               Value i = n.create<linalg::IndexOp>(at, 1);
+               Value j = n.create<arith::AddIOp>(
+                   at, first, n.create<linalg::IndexOp>(at, 3));
+               Value diagonal = n.create<arith::AddIOp>(at, i, offset);
+               if (alibi) {
+                 Value distance = n.create<arith::SIToFPOp>(
+                     at, f32,
+                     n.create<arith::IndexCastOp>(
+                         at, n.getI64Type(),
+                         n.create<arith::SubIOp>(at, j, diagonal)));
+                 x = n.create<arith::AddFOp>(
+                     at, x, n.create<arith::MulFOp>(at, args[1], distance));
+               }
+               if (op.getCausal()) {
+                 Value hidden = n.create<arith::CmpIOp>(
+                     at, arith::CmpIPredicate::sgt, j, diagonal);
+                 if (window > 0) {
+                   Value edge = n.create<arith::SubIOp>(
+                       at, diagonal,
+                       n.create<arith::ConstantIndexOp>(at, window));
+                   hidden = n.create<arith::OrIOp>(
+                       at, hidden,
+                       n.create<arith::CmpIOp>(at, arith::CmpIPredicate::sle, j,
+                                               edge));
+                 }
+                 x = n.create<arith::SelectOp>(
+                     at, hidden, c(-std::numeric_limits<float>::infinity()), x);
+               }
+               n.create<linalg::YieldOp>(at, x);
+             })
+            .getResult(0);
+
+    // m_new = max(m, max_t logit), loops (b, i, h, t).
+    Value mNew = b.create<linalg::GenericOp>(
+                      loc, m.getType(), logits, m,
+                      ArrayRef<AffineMap>{map(4, {d(0), d(1), d(2), d(3)}),
+                                          map(4, {d(0), d(1), d(2)})},
+                      ArrayRef<IteratorType>{kPar, kPar, kPar, kRed},
+                      [&](OpBuilder &n, Location at, ValueRange args) {
+                        n.create<linalg::YieldOp>(
+                            at, ValueRange{n.create<arith::MaximumFOp>(
+                                    at, args[0], args[1])});
+                      })
+                     .getResult(0);
+
+    // A row that has seen no key keeps m = -inf: its weights are 0 and its
+    // rescaling 1, never exp(-inf - -inf).
+    auto unseen = [&](OpBuilder &n, Location at, Value mRow) {
+      return n.create<arith::CmpFOp>(
+          at, arith::CmpFPredicate::OEQ, mRow,
+          n.create<arith::ConstantOp>(
+              at, n.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
+    };
+    // Weights p = exp(logit - m_new) [B][S][H][N].
+    Value weights =
+        b.create<linalg::GenericOp>(
+             loc, logits.getType(), ValueRange{logits, mNew}, emptyLike(logits),
+             ArrayRef<AffineMap>{map(4, {d(0), d(1), d(2), d(3)}),
+                                 map(4, {d(0), d(1), d(2)}),
+                                 map(4, {d(0), d(1), d(2), d(3)})},
+             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar},
+             [&](OpBuilder &n, Location at, ValueRange args) {
+               Value p = n.create<math::ExpOp>(
+                   at, n.create<arith::SubFOp>(at, args[0], args[1]));
+               Value none =
+                   n.create<arith::ConstantOp>(at, n.getF32FloatAttr(0.0f));
+               n.create<linalg::YieldOp>(
+                   at, ValueRange{n.create<arith::SelectOp>(
+                           at, unseen(n, at, args[1]), none, p)});
+             })
+            .getResult(0);
+    // Rescaling of the old sum and output, exp(m - m_new) [B][S][H].
+    Value rescale =
+        b.create<linalg::GenericOp>(
+             loc, m.getType(), ValueRange{m, mNew}, emptyLike(m),
+             ArrayRef<AffineMap>{map(3, {d(0), d(1), d(2)}),
+                                 map(3, {d(0), d(1), d(2)}),
+                                 map(3, {d(0), d(1), d(2)})},
+             ArrayRef<IteratorType>{kPar, kPar, kPar},
+             [&](OpBuilder &n, Location at, ValueRange args) {
+               Value r = n.create<math::ExpOp>(
+                   at, n.create<arith::SubFOp>(at, args[0], args[1]));
+               Value one =
+                   n.create<arith::ConstantOp>(at, n.getF32FloatAttr(1.0f));
+               n.create<linalg::YieldOp>(
+                   at, ValueRange{n.create<arith::SelectOp>(
+                           at, unseen(n, at, args[1]), one, r)});
+             })
+            .getResult(0);
+
+    // l_new = l·rescale + Σ_t p, loops (b, i, h, t).
+    Value lScaled = multiply(l, rescale, 3);
+    Value lNew =
+        b.create<linalg::GenericOp>(
+             loc, l.getType(), weights, lScaled,
+             ArrayRef<AffineMap>{map(4, {d(0), d(1), d(2), d(3)}),
+                                 map(4, {d(0), d(1), d(2)})},
+             ArrayRef<IteratorType>{kPar, kPar, kPar, kRed},
+             [&](OpBuilder &n, Location at, ValueRange args) {
+               n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::AddFOp>(
+                                                 at, args[0], args[1])});
+             })
+            .getResult(0);
+    // acc_new = acc·rescale + Σ_t p·V, loops (b, i, h, c, t).
+    Value accScaled = multiply(acc, rescale, 4);
+    Value accNew =
+        b.create<linalg::GenericOp>(
+             loc, acc.getType(), ValueRange{weights, valueTile}, accScaled,
+             ArrayRef<AffineMap>{map(5, {d(0), d(1), d(2), d(4)}),
+                                 map(5, {d(0), d(4), kvHead, d(3)}),
+                                 map(5, {d(0), d(1), d(2), d(3)})},
+             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kRed},
+             [&](OpBuilder &n, Location at, ValueRange args) {
+               Value product = n.create<arith::MulFOp>(at, args[0], args[1]);
+               n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::AddFOp>(
+                                                 at, args[2], product)});
+             })
+            .getResult(0);
+    return {mNew, lNew, accNew};
+  }
+
+  /// `tensor` (rank `rank`, indexed (b, i, h, ...)) times `perRow` [B][S][H].
+  Value multiply(Value tensor, Value perRow, int rank) {
+    SmallVector<AffineExpr> all;
+    for (int i = 0; i < rank; i++)
+      all.push_back(d(i));
+    SmallVector<IteratorType> iterators(rank, kPar);
+    return b
+        .create<linalg::GenericOp>(
+            loc, tensor.getType(), ValueRange{tensor, perRow},
+            emptyLike(tensor),
+            ArrayRef<AffineMap>{map(rank, all), map(rank, {d(0), d(1), d(2)}),
+                                map(rank, all)},
+            iterators,
+            [&](OpBuilder &n, Location at, ValueRange args) {
+              n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::MulFOp>(
+                                                at, args[0], args[1])});
+            })
+        .getResult(0);
+  }
+
+  /// The result [B][S][H][D]: acc / l, 0 where the row saw no key (l = 0).
+  Value normalize(Value l, Value acc) {
+    Value result = b.create<tensor::EmptyOp>(
+        loc, cast<RankedTensorType>(op.getType()).getShape(), f32,
+        ValueRange{batch, rows});
+    return b
+        .create<linalg::GenericOp>(
+            loc, op.getType(), ValueRange{acc, l}, result,
+            ArrayRef<AffineMap>{map(4, {d(0), d(1), d(2), d(3)}),
+                                map(4, {d(0), d(1), d(2)}),
+                                map(4, {d(0), d(1), d(2), d(3)})},
+            ArrayRef<IteratorType>{kPar, kPar, kPar, kPar},
+            [&](OpBuilder &n, Location at, ValueRange args) {
+              Value zero =
+                  n.create<arith::ConstantOp>(at, n.getF32FloatAttr(0.0f));
+              Value empty = n.create<arith::CmpFOp>(
+                  at, arith::CmpFPredicate::OEQ, args[1], zero);
+              Value quotient = n.create<arith::DivFOp>(at, args[0], args[1]);
+              n.create<linalg::YieldOp>(
+                  at, ValueRange{n.create<arith::SelectOp>(at, empty, zero,
+                                                           quotient)});
+            })
+        .getResult(0);
+  }
+
+  SdpaOp op;
+  OpBuilder b;
+  Location loc;
+  int64_t kvTile;
+  Type f32;
+  int64_t group = 1;
+  Value batch, rows, keys, offset, alibi;
+};
+
+struct DecomposeSdpaPass : impl::DecomposeSdpaBase<DecomposeSdpaPass> {
+  using DecomposeSdpaBase::DecomposeSdpaBase;
+
+  void runOnOperation() override {
+    if (kvTile < 1) {
+      getOperation().emitError()
+          << "kv-tile must be positive, not " << int64_t(kvTile);
+      return signalPassFailure();
+    }
+    getOperation().walk([&](SdpaOp op) {
+      Value result = SdpaDecomposition(op, kvTile).build();
+      op.getResult().replaceAllUsesWith(result);
+      op.erase();
+    });
+  }
+};
+} // namespace
+} // namespace mlir::attn
