@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <functional>
 
@@ -465,6 +465,9 @@ Value Evaluator::call(const Expr &e) {
   }
   if (name == "range") {
     int64_t begin = 0, end = 0, step = 1;
+    for (const Value &arg : args)
+      if (!arg.is_number_integer())
+        fail(e.line, "range() takes integers");
     if (args.size() == 1)
       end = args[0].get<int64_t>();
     else if (args.size() >= 2) {
@@ -674,8 +677,18 @@ Value Evaluator::filter(const Expr &e) {
   if (name == "items")
     return method(v.is_object() ? v : Value::object(), "items", {}, e.line);
   if (name == "int") {
-    if (v.is_number())
-      return int64_t(v.get<double>());
+    if (v.is_number_integer())
+      return v;
+    if (v.is_number()) {
+      // Python's int() of a float past 64 bits is a big integer, of
+      // infinity an error, of NaN Jinja's default 0.
+      const double d = v.get<double>();
+      if (std::isnan(d))
+        return int64_t(0);
+      if (!(d >= -0x1p63 && d < 0x1p63))
+        fail(e.line, "integer overflow in int");
+      return int64_t(d);
+    }
     try {
       return int64_t(std::stoll(show(v)));
     } catch (const std::exception &) {
@@ -778,11 +791,15 @@ bool Evaluator::test(const Expr &e) {
              (v.get<int64_t>() % 2 == 0) == (name == "even");
   else if (name == "equalto" || name == "eq" || name == "sameas")
     result = e.args.size() > 1 && v == eval(*e.args[1]);
-  else if (name == "divisibleby")
-    result = e.args.size() > 1 && v.is_number_integer() &&
-             eval(*e.args[1]).get<int64_t>() != 0 &&
-             v.get<int64_t>() % eval(*e.args[1]).get<int64_t>() == 0;
-  else
+  else if (name == "divisibleby") {
+    // By an integer, as Python's % would; -1 divides everything (and
+    // INT64_MIN % -1 would overflow).
+    const Value divisor = e.args.size() > 1 ? eval(*e.args[1]) : Value();
+    result = v.is_number_integer() && divisor.is_number_integer() &&
+             divisor.get<int64_t>() != 0 &&
+             (divisor.get<int64_t>() == -1 ||
+              v.get<int64_t>() % divisor.get<int64_t>() == 0);
+  } else
     fail(e.line, "the test '" + name + "' is not supported");
   return result != e.negated;
 }
