@@ -265,6 +265,22 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   queryS.compute_root().vectorize(d, vec, guard);
   for (Func f : {logit, splitMax, prob, splitSum})
     f.compute_at(partial, task);
+  // The softmax stages (logits, the split's max, weights, sum) run once per
+  // key and query row: vectorized over the GQA group's rows, stored side by
+  // side as the dot products leave them, so the key's mask and an int8
+  // row's scale (a block-table lookup) are computed once per key and KV head
+  // instead of once per row (int8 B1 x 128K, Zen 5: 0.91x the time).
+  if (group > 1) {
+    for (Func f : {logit, prob})
+      f.bound(g, 0, group)
+          .reorder_storage(g, j, t, hk, b)
+          .reorder(g, j, t, hk)
+          .vectorize(g);
+    for (Func f : {splitMax, splitSum}) {
+      f.bound(g, 0, group).vectorize(g);
+      f.update().reorder(g, rk, t, hk).vectorize(g);
+    }
+  }
   splitOut.compute_at(partial, task).vectorize(d, vec, guard);
   // P·V over blocks of 8 keys (8 tokens of all KV heads, 32 KiB at D128
   // GQA 32/8, L1-resident once touched): per KV head, the group's rows x up
