@@ -150,19 +150,8 @@ private:
                                   f32, ValueRange{batch, rows, count})
             .getResult();
     scores = b.create<linalg::FillOp>(loc, constant(0.0f), scores).getResult(0);
-    scores =
-        b.create<linalg::GenericOp>(
-             loc, scores.getType(), ValueRange{op.getQuery(), keyTile}, scores,
-             ArrayRef<AffineMap>{map(5, {d(0), d(1), d(2), d(4)}),
-                                 map(5, {d(0), d(3), kvHead, d(4)}),
-                                 map(5, {d(0), d(1), d(2), d(3)})},
-             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kRed},
-             [&](OpBuilder &n, Location at, ValueRange args) {
-               Value product = n.create<arith::MulFOp>(at, args[0], args[1]);
-               n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::AddFOp>(
-                                                 at, args[2], product)});
-             })
-            .getResult(0);
+    scores = contract(op.getQuery(), keyTile, scores, {d(0), d(1), d(2), d(4)},
+                      {d(0), d(3), kvHead, d(4)});
 
     // Logits: scaled, capped, biased and masked, loops (b, i, h, t).
     const int64_t window = op.getWindow().value_or(0);
@@ -297,19 +286,28 @@ private:
     // acc_new = acc·rescale + Σ_t p·V, loops (b, i, h, c, t).
     Value accScaled = multiply(acc, rescale, 4);
     Value accNew =
-        b.create<linalg::GenericOp>(
-             loc, acc.getType(), ValueRange{weights, valueTile}, accScaled,
-             ArrayRef<AffineMap>{map(5, {d(0), d(1), d(2), d(4)}),
-                                 map(5, {d(0), d(4), kvHead, d(3)}),
-                                 map(5, {d(0), d(1), d(2), d(3)})},
-             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kRed},
-             [&](OpBuilder &n, Location at, ValueRange args) {
-               Value product = n.create<arith::MulFOp>(at, args[0], args[1]);
-               n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::AddFOp>(
-                                                 at, args[2], product)});
-             })
-            .getResult(0);
+        contract(weights, valueTile, accScaled, {d(0), d(1), d(2), d(4)},
+                 {d(0), d(4), kvHead, d(3)});
     return {mNew, lNew, accNew};
+  }
+
+  /// init + Σ lhs·rhs over loops (b, i, h, x, r): the result is indexed
+  /// (b, i, h, x) and r is reduced; lhsIndex and rhsIndex place the operands
+  /// in those loops (Q·Kᵀ: r = channel; P·V: r = key).
+  Value contract(Value lhs, Value rhs, Value init,
+                 ArrayRef<AffineExpr> lhsIndex, ArrayRef<AffineExpr> rhsIndex) {
+    return b
+        .create<linalg::GenericOp>(
+            loc, init.getType(), ValueRange{lhs, rhs}, init,
+            ArrayRef<AffineMap>{map(5, lhsIndex), map(5, rhsIndex),
+                                map(5, {d(0), d(1), d(2), d(3)})},
+            ArrayRef<IteratorType>{kPar, kPar, kPar, kPar, kRed},
+            [&](OpBuilder &n, Location at, ValueRange args) {
+              Value product = n.create<arith::MulFOp>(at, args[0], args[1]);
+              n.create<linalg::YieldOp>(at, ValueRange{n.create<arith::AddFOp>(
+                                                at, args[2], product)});
+            })
+        .getResult(0);
   }
 
   /// `tensor` (rank `rank`, indexed (b, i, h, ...)) times `perRow` [B][S][H].
