@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../SdpaOpSource.h"
 #include "attn/AttnDialect.h"
 #include "attn/AttnPasses.h"
 #include "attn/Interpreter.h"
@@ -40,13 +41,8 @@
 
 namespace {
 
-struct OpCase {
-  int queryHeads, kvHeads, headDim;
-  bool causal = false;
-  int window = 0;
-  float scale = 0;   ///< 0: the op's default, 1/sqrt(head_dim)
-  float softcap = 0; ///< 0: none
-  bool alibi = false;
+/// One attn.sdpa and the key tile it is decomposed with.
+struct OpCase : attn::test::SdpaOpAttributes {
   int kvTile = 64;
 };
 
@@ -59,31 +55,8 @@ std::string describe(const OpCase &c) {
   return s.str();
 }
 
-/// A func holding the one attn.sdpa of `c`, dynamic batch and lengths,
-/// callable from C (_mlir_ciface_sdpa).
 std::string sdpaSource(const OpCase &c) {
-  auto tensor = [&](int heads) {
-    return "tensor<?x?x" + std::to_string(heads) + "x" +
-           std::to_string(c.headDim) + "xf32>";
-  };
-  std::ostringstream s;
-  s << "func.func @sdpa(%q: " << tensor(c.queryHeads)
-    << ", %k: " << tensor(c.kvHeads) << ", %v: " << tensor(c.kvHeads) << ") -> "
-    << tensor(c.queryHeads)
-    << " attributes {llvm.emit_c_interface} {\n  %o = attn.sdpa %q, %k, %v "
-    << "{head_dim = " << c.headDim << " : i64, num_kv_heads = " << c.kvHeads
-    << " : i64, num_query_heads = " << c.queryHeads << " : i64"
-    << (c.causal ? ", causal" : "") << (c.alibi ? ", alibi" : "");
-  if (c.window)
-    s << ", window = " << c.window << " : i64";
-  if (c.scale)
-    s << ", scale = " << std::to_string(c.scale) << " : f32";
-  if (c.softcap)
-    s << ", softcap = " << std::to_string(c.softcap) << " : f32";
-  s << "} : " << tensor(c.queryHeads) << ", " << tensor(c.kvHeads) << ", "
-    << tensor(c.kvHeads) << " -> " << tensor(c.queryHeads)
-    << "\n  return %o : " << tensor(c.queryHeads) << "\n}\n";
-  return s.str();
+  return attn::test::sdpaFuncSource(c, "sdpa", /*cInterface=*/true);
 }
 
 /// The decomposition, then MLIR's CPU pipeline (the passes of the module

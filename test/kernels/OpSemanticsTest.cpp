@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../SdpaOpSource.h"
 #include "OpSemanticsOps.h"
 #include "Reference.h"
 
@@ -42,42 +43,12 @@ using namespace attn::test;
 
 namespace {
 
-struct OpCase {
-  int queryHeads, kvHeads, headDim;
-  bool causal = false;
-  int window = 0;
-  float scale = 0;   ///< 0: the op's default, 1/sqrt(head_dim)
-  float softcap = 0; ///< 0: none
-  bool alibi = false;
+/// One attn.sdpa and the shapes it runs on.
+struct OpCase : SdpaOpAttributes {
   int batch, qLen, kvLen;
 };
 
-/// A func holding the one attn.sdpa of `c`, dynamic batch and lengths.
-std::string sdpaSource(const OpCase &c) {
-  auto tensor = [&](int heads) {
-    return "tensor<?x?x" + std::to_string(heads) + "x" +
-           std::to_string(c.headDim) + "xf32>";
-  };
-  std::ostringstream attributes;
-  attributes << "head_dim = " << c.headDim
-             << " : i64, num_kv_heads = " << c.kvHeads
-             << " : i64, num_query_heads = " << c.queryHeads << " : i64";
-  if (c.causal)
-    attributes << ", causal";
-  if (c.window)
-    attributes << ", window = " << c.window << " : i64";
-  if (c.scale)
-    attributes << ", scale = " << c.scale << " : f32";
-  if (c.softcap)
-    attributes << ", softcap = " << c.softcap << " : f32";
-  if (c.alibi)
-    attributes << ", alibi";
-  const std::string q = tensor(c.queryHeads), kv = tensor(c.kvHeads);
-  return "func.func @f(%q: " + q + ", %k: " + kv + ", %v: " + kv + ") -> " + q +
-         " {\n  %o = attn.sdpa %q, %k, %v {" + attributes.str() + "} : " + q +
-         ", " + kv + ", " + kv + " -> " + q + "\n  func.return %o : " + q +
-         "\n}\n";
-}
+std::string sdpaSource(const OpCase &c) { return sdpaFuncSource(c, "f"); }
 
 std::vector<OpCase> makeCases() {
   std::mt19937 rng(20261202);
@@ -179,7 +150,7 @@ INSTANTIATE_TEST_SUITE_P(RandomOps, SdpaSemanticsTest,
 // The comparison sees each attribute: a kernel built without the op's
 // window (or softcap, or ALiBi) is caught.
 TEST(SdpaSemanticsTest, AKernelThatIgnoresAnAttributeIsCaught) {
-  OpCase c{4, 2, 16, true, 3, 0, 1.5f, true, 1, 12, 12};
+  OpCase c{{4, 2, 16, true, 3, 0, 1.5f, true}, 1, 12, 12};
   std::mt19937 rng(3);
   std::vector<float> q = randomVector(size_t(12) * 4 * 16, rng),
                      k = randomVector(size_t(12) * 2 * 16, rng),
@@ -202,7 +173,7 @@ TEST(SdpaSemanticsTest, AKernelThatIgnoresAnAttributeIsCaught) {
 
 // The op's verifier runs on the way in: an invalid op is no reference.
 TEST(SdpaSemanticsTest, InvalidOpsAreRefusedBeforeInterpretation) {
-  OpCase c{3, 2, 16, true, 0, 0, 0, false, 1, 4, 4}; // 3 heads over 2
+  OpCase c{{3, 2, 16, true, 0, 0, 0, false}, 1, 4, 4}; // 3 heads over 2
   InterpretedSdpa op = interpretSdpaSource(sdpaSource(c), {}, {}, {}, 1, 4, 4);
   EXPECT_NE(op.error.find("num_query_heads"), std::string::npos) << op.error;
 }
