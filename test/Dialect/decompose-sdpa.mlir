@@ -57,3 +57,22 @@ func.func @settings(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x4x8xf32>, %v: tensor
       : tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32> -> tensor<?x?x4x8xf32>
   return %o : tensor<?x?x4x8xf32>
 }
+
+// -----
+
+// Static shapes (a kernel specialized for one prompt length): the running
+// state and every tile keep the static sizes; only a tile's key count is
+// dynamic (the last tile may be shorter).
+// CHECK-LABEL: func.func @static_shapes
+// CHECK: tensor.empty() : tensor<1x128x8xf32>
+// CHECK: tensor.empty() : tensor<1x128x8x64xf32>
+// CHECK: scf.for
+// CHECK: tensor.empty(%{{.*}}) : tensor<1x128x8x?xf32>
+// CHECK: scf.yield
+// CHECK: tensor.empty() : tensor<1x128x8x64xf32>
+// CHECK: return %{{.*}} : tensor<1x128x8x64xf32>
+func.func @static_shapes(%q: tensor<1x128x8x64xf32>, %k: tensor<1x128x2x64xf32>, %v: tensor<1x128x2x64xf32>) -> tensor<1x128x8x64xf32> {
+  %o = attn.sdpa %q, %k, %v {causal, head_dim = 64 : i64, num_kv_heads = 2 : i64, num_query_heads = 8 : i64}
+      : tensor<1x128x8x64xf32>, tensor<1x128x2x64xf32>, tensor<1x128x2x64xf32> -> tensor<1x128x8x64xf32>
+  return %o : tensor<1x128x8x64xf32>
+}

@@ -69,9 +69,12 @@ public:
 
     // m, l [B][S][H] and acc [B][S][H][D] before the first tile.
     const float negInf = -std::numeric_limits<float>::infinity();
-    Value m = filled({batch, rows}, {heads}, negInf);
-    Value l = filled({batch, rows}, {heads}, 0.0f);
-    Value acc = filled({batch, rows}, {heads, dim}, 0.0f);
+    const OpFoldResult b0 = getAsOpFoldResult(batch),
+                       s0 = getAsOpFoldResult(rows);
+    Value m = filled({b0, s0, b.getIndexAttr(heads)}, negInf);
+    Value l = filled({b0, s0, b.getIndexAttr(heads)}, 0.0f);
+    Value acc =
+        filled({b0, s0, b.getIndexAttr(heads), b.getIndexAttr(dim)}, 0.0f);
     Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
     Value step = b.create<arith::ConstantIndexOp>(loc, kvTile);
     auto loop = b.create<scf::ForOp>(
@@ -99,12 +102,11 @@ private:
     return AffineMap::get(dims, 0, results, b.getContext());
   }
 
-  /// An f32 tensor of dynamic leading sizes and static trailing ones,
-  /// filled with `x`.
-  Value filled(ArrayRef<Value> dynamic, ArrayRef<int64_t> fixed, float x) {
-    SmallVector<int64_t> shape(dynamic.size(), ShapedType::kDynamic);
-    shape.append(fixed.begin(), fixed.end());
-    Value empty = b.create<tensor::EmptyOp>(loc, shape, f32, dynamic);
+  /// An f32 tensor of these sizes (static where they are constants, so the
+  /// types follow the query's: batch and rows may be static or not), filled
+  /// with `x`.
+  Value filled(ArrayRef<OpFoldResult> sizes, float x) {
+    Value empty = b.create<tensor::EmptyOp>(loc, sizes, f32);
     return b.create<linalg::FillOp>(loc, constant(x), empty).getResult(0);
   }
   Value emptyLike(Value tensor) {
@@ -142,14 +144,9 @@ private:
     AffineExpr kvHead = d(2).floorDiv(group);
 
     // Q·Kᵀ [B][S][H][N], loops (b, i, h, t, c).
-    Value scores =
-        b.create<tensor::EmptyOp>(loc,
-                                  ArrayRef<int64_t>{ShapedType::kDynamic,
-                                                    ShapedType::kDynamic, heads,
-                                                    ShapedType::kDynamic},
-                                  f32, ValueRange{batch, rows, count})
-            .getResult();
-    scores = b.create<linalg::FillOp>(loc, constant(0.0f), scores).getResult(0);
+    Value scores = filled({getAsOpFoldResult(batch), getAsOpFoldResult(rows),
+                           b.getIndexAttr(heads), getAsOpFoldResult(count)},
+                          0.0f);
     scores = contract(op.getQuery(), keyTile, scores, {d(0), d(1), d(2), d(4)},
                       {d(0), d(3), kvHead, d(4)});
 
@@ -332,9 +329,14 @@ private:
 
   /// The result [B][S][H][D]: acc / l, 0 where the row saw no key (l = 0).
   Value normalize(Value l, Value acc) {
-    Value result = b.create<tensor::EmptyOp>(
-        loc, cast<RankedTensorType>(op.getType()).getShape(), f32,
-        ValueRange{batch, rows});
+    auto type = cast<RankedTensorType>(op.getType());
+    const Value sizes[] = {batch, rows};
+    SmallVector<Value> dynamic;
+    for (int i = 0; i < 2; i++)
+      if (type.isDynamicDim(i))
+        dynamic.push_back(sizes[i]);
+    Value result =
+        b.create<tensor::EmptyOp>(loc, type.getShape(), f32, dynamic);
     return b
         .create<linalg::GenericOp>(
             loc, op.getType(), ValueRange{acc, l}, result,
