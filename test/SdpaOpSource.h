@@ -24,15 +24,23 @@ struct SdpaOpAttributes {
   bool alibi = false;
 };
 
+/// Sizes an op's tensors may fix; 0 leaves a size dynamic.
+struct SdpaStaticSizes {
+  int batch = 0, queryLength = 0, keyLength = 0;
+};
+
 /// `func.func @<name>` holding the one attn.sdpa of `c` over tensors of
-/// dynamic batch and lengths; with `cInterface`, callable from C as
-/// _mlir_ciface_<name>. Floats are printed so that they parse back exactly.
+/// dynamic batch and lengths unless `sizes` fixes them; with `cInterface`,
+/// callable from C as _mlir_ciface_<name>. Floats are printed so that they
+/// parse back exactly.
 inline std::string sdpaFuncSource(const SdpaOpAttributes &c,
                                   const std::string &name,
-                                  bool cInterface = false) {
-  auto tensor = [&](int heads) {
-    return "tensor<?x?x" + std::to_string(heads) + "x" +
-           std::to_string(c.headDim) + "xf32>";
+                                  bool cInterface = false,
+                                  SdpaStaticSizes sizes = {}) {
+  auto size = [](int n) { return n ? std::to_string(n) : std::string("?"); };
+  auto tensor = [&](int length, int heads) {
+    return "tensor<" + size(sizes.batch) + "x" + size(length) + "x" +
+           std::to_string(heads) + "x" + std::to_string(c.headDim) + "xf32>";
   };
   auto exact = [](float x) {
     char text[32];
@@ -40,7 +48,8 @@ inline std::string sdpaFuncSource(const SdpaOpAttributes &c,
     std::snprintf(text, sizeof text, "%#.9g", x);
     return std::string(text);
   };
-  const std::string q = tensor(c.queryHeads), kv = tensor(c.kvHeads);
+  const std::string q = tensor(sizes.queryLength, c.queryHeads),
+                    kv = tensor(sizes.keyLength, c.kvHeads);
   std::ostringstream s;
   s << "func.func @" << name << "(%q: " << q << ", %k: " << kv << ", %v: " << kv
     << ") -> " << q << (cInterface ? " attributes {llvm.emit_c_interface}" : "")

@@ -7,7 +7,8 @@
 // seeded random matrix of ops: MHA / GQA / MQA, causal or not, sliding
 // windows, softcap, ALiBi, explicit scales, key tiles of 1 to 64 keys; and
 // per op several shapes (batch 1-2, query rows 1-19, keys equal to the rows
-// or more, as in a decode step, tiles that do not divide the keys).
+// or more, as in a decode step, tiles that do not divide the keys); every
+// fourth op has static batch and lengths, as a specialized kernel would.
 //
 // Tolerance: 1e-5 absolute (fp32 sums of up to 64 products and the online
 // rescaling against double; outputs are weighted means of values in
@@ -44,6 +45,9 @@ namespace {
 /// One attn.sdpa and the key tile it is decomposed with.
 struct OpCase : attn::test::SdpaOpAttributes {
   int kvTile = 64;
+  /// Static batch and lengths (a kernel specialized for one prompt), or
+  /// all dynamic.
+  attn::test::SdpaStaticSizes sizes;
 };
 
 std::string describe(const OpCase &c) {
@@ -52,11 +56,14 @@ std::string describe(const OpCase &c) {
     << (c.causal ? " causal" : "") << " window " << c.window << " scale "
     << c.scale << " softcap " << c.softcap << (c.alibi ? " alibi" : "")
     << " kv-tile " << c.kvTile;
+  if (c.sizes.batch)
+    s << " static " << c.sizes.batch << "x" << c.sizes.queryLength << "x"
+      << c.sizes.keyLength;
   return s.str();
 }
 
 std::string sdpaSource(const OpCase &c) {
-  return attn::test::sdpaFuncSource(c, "sdpa", /*cInterface=*/true);
+  return attn::test::sdpaFuncSource(c, "sdpa", /*cInterface=*/true, c.sizes);
 }
 
 /// The decomposition, then MLIR's CPU pipeline (the passes of the module
@@ -131,6 +138,13 @@ TEST_F(SdpaDecompositionTest, MatchesTheInterpreterOnRandomOps) {
     c.softcap = n % 5 == 4 ? pick(5.0f, 30.0f) : 0.0f;
     c.alibi = n % 3 == 2;
     c.kvTile = pick(1, 4, 7, 16, 64);
+    auto pickShape = [&] {
+      const int qLen = pick(1, 2, 5, 19);
+      return attn::test::SdpaStaticSizes{pick(1, 2), qLen,
+                                         qLen + pick(0, 0, 3, 13, 40)};
+    };
+    if (n % 4 == 0) // every fourth op on static sizes, its shapes all those
+      c.sizes = pickShape();
     SCOPED_TRACE(describe(c));
 
     const std::string source = sdpaSource(c);
@@ -156,8 +170,10 @@ TEST_F(SdpaDecompositionTest, MatchesTheInterpreterOnRandomOps) {
     ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
 
     for (int shape = 0; shape < 4; shape++) {
-      const int batch = pick(1, 2), qLen = pick(1, 2, 5, 19);
-      const int kvLen = qLen + pick(0, 0, 3, 13, 40);
+      const attn::test::SdpaStaticSizes sizes =
+          c.sizes.batch ? c.sizes : pickShape();
+      const int batch = sizes.batch, qLen = sizes.queryLength,
+                kvLen = sizes.keyLength;
       SCOPED_TRACE(testing::Message() << "batch " << batch << " q_len " << qLen
                                       << " kv_len " << kvLen);
       const int hq = c.queryHeads, hkv = c.kvHeads, dim = c.headDim;
