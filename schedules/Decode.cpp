@@ -253,9 +253,9 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   // per key, the group's query rows dot the K row (vectorized along d with
   // horizontal sums), the split's max and exponentials, then P·V vectorized
   // along d; each K and V row is read once. A second parallel pass per
-  // sequence combines the partials. Measured (bench/README.md): 20-24 GB/s
-  // of f32 K/V at GQA 32/8 D128 over pools on huge pages (was 10-13 before
-  // the grouped reduction tree, the key-blocked P·V and the compact
+  // (query head, sequence) combines the partials. Measured (bench/README.md):
+  // 20-24 GB/s of f32 K/V at GQA 32/8 D128 over pools on huge pages (was 10-13
+  // before the grouped reduction tree, the key-blocked P·V and the compact
   // partials, 17-21 on 4 KiB pages), 58-68% of STREAM triad. Time follows
   // the bytes only partly (B1 x 128K, Zen 5: f32 39-52 ms, bf16 30-45, i8
   // 31-38 since its scales apply per row): the passes wait on loads (a
