@@ -42,9 +42,10 @@
 
 namespace {
 
-/// One attn.sdpa and the key tile it is decomposed with.
+/// One attn.sdpa and the key and query tiles it is decomposed with.
 struct OpCase : attn::test::SdpaOpAttributes {
   int kvTile = 64;
+  int queryTile = 0; ///< 0: no scf.forall over query tiles
   /// Static batch and lengths (a kernel specialized for one prompt), or
   /// all dynamic.
   attn::test::SdpaStaticSizes sizes;
@@ -55,7 +56,7 @@ std::string describe(const OpCase &c) {
   s << "Hq " << c.queryHeads << " Hkv " << c.kvHeads << " D " << c.headDim
     << (c.causal ? " causal" : "") << " window " << c.window << " scale "
     << c.scale << " softcap " << c.softcap << (c.alibi ? " alibi" : "")
-    << " kv-tile " << c.kvTile;
+    << " kv-tile " << c.kvTile << " query-tile " << c.queryTile;
   if (c.sizes.batch)
     s << " static " << c.sizes.batch << "x" << c.sizes.queryLength << "x"
       << c.sizes.keyLength;
@@ -68,12 +69,15 @@ std::string sdpaSource(const OpCase &c) {
 
 /// The decomposition, then MLIR's CPU pipeline (the passes of the module
 /// the pass manager runs on): the result becomes an out
-/// parameter, and loops carry new buffers from one key tile to the next.
-std::string lowering(int kvTile) {
+/// parameter, loops carry new buffers from one key tile to the next, and
+/// the query tiles' scf.forall runs as a sequential loop.
+std::string lowering(int kvTile, int queryTile) {
   return "func.func(attn-decompose-sdpa{kv-tile=" + std::to_string(kvTile) +
+         " query-tile=" + std::to_string(queryTile) +
          "}),one-shot-bufferize{bufferize-function-boundaries "
          "allow-return-allocs-from-loops "
          "function-boundary-type-conversion=identity-layout-map},"
+         "func.func(scf-forall-to-for),"
          "buffer-results-to-out-params,buffer-deallocation-pipeline,"
          "func.func(convert-linalg-to-loops),expand-strided-metadata,"
          "lower-affine,convert-scf-to-cf,convert-math-to-libm,"
@@ -138,6 +142,9 @@ TEST_F(SdpaDecompositionTest, MatchesTheInterpreterOnRandomOps) {
     c.softcap = n % 5 == 4 ? pick(5.0f, 30.0f) : 0.0f;
     c.alibi = n % 3 == 2;
     c.kvTile = pick(1, 4, 7, 16, 64);
+    // Tiles that divide the rows, leave a shorter last tile, or hold them
+    // all (causal or not, static or not); every third op untiled.
+    c.queryTile = n % 3 != 1 ? pick(1, 2, 4, 7, 32) : 0;
     auto pickShape = [&] {
       const int qLen = pick(1, 2, 5, 19);
       return attn::test::SdpaStaticSizes{pick(1, 2), qLen,
@@ -160,12 +167,14 @@ TEST_F(SdpaDecompositionTest, MatchesTheInterpreterOnRandomOps) {
     mlir::PassManager pm(&context);
     std::string errors;
     llvm::raw_string_ostream errorStream(errors);
-    ASSERT_TRUE(mlir::succeeded(
-        mlir::parsePassPipeline(lowering(c.kvTile), pm, errorStream)))
+    ASSERT_TRUE(mlir::succeeded(mlir::parsePassPipeline(
+        lowering(c.kvTile, c.queryTile), pm, errorStream)))
         << errors;
     ASSERT_TRUE(mlir::succeeded(pm.run(*module))) << source;
     mlir::ExecutionEngineOptions options;
     options.transformer = mlir::makeOptimizingTransformer(2, 0, nullptr);
+    const llvm::StringRef runnerUtils[] = {MLIR_C_RUNNER_UTILS};
+    options.sharedLibPaths = runnerUtils;
     auto engine = mlir::ExecutionEngine::create(*module, options);
     ASSERT_TRUE(bool(engine)) << llvm::toString(engine.takeError());
 

@@ -1,7 +1,31 @@
 // RUN: attn-opt %s --attn-decompose-sdpa=kv-tile=32 -split-input-file | FileCheck %s
 // RUN: not attn-opt %s --attn-decompose-sdpa=kv-tile=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=ZERO
 
+// RUN: attn-opt %s --attn-decompose-sdpa="kv-tile=32 query-tile=64" -split-input-file | FileCheck %s --check-prefix=ROWS
+// RUN: not attn-opt %s --attn-decompose-sdpa=query-tile=-1 -split-input-file 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
 // ZERO: error: kv-tile must be positive, not 0
+// NEGATIVE: error: query-tile must be 0 (no tiling) or positive, not -1
+
+// With query-tile, an scf.forall over (batch entry, tile of 64 rows), the
+// last tile shorter; each iteration runs the key loop on its rows of Q and
+// its entry's K and V, the causal diagonal shifted by the tile's first row,
+// and writes its rows of the result.
+// ROWS-LABEL: func.func @gqa
+// ROWS: %[[S:.*]] = tensor.dim %arg0, %c1
+// ROWS: %[[TILES:.*]] = affine.apply #{{.*}}(%[[S]])
+// ROWS: scf.forall (%[[B:.*]], %[[T:.*]]) in (%{{.*}}, %[[TILES]]) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<?x?x8x16xf32>)
+// ROWS: %[[FIRST:.*]] = arith.muli %[[T]], %{{.*}}
+// ROWS: %[[ROWS:.*]] = affine.min #{{.*}}(%[[FIRST]], %[[S]])
+// ROWS: tensor.extract_slice %arg0[%[[B]], %[[FIRST]], 0, 0] [1, %[[ROWS]], 8, 16]
+// ROWS: tensor.extract_slice %arg1[%[[B]], 0, 0, 0] [1, %{{.*}}, 2, 16]
+// ROWS: tensor.extract_slice %arg2[%[[B]], 0, 0, 0] [1, %{{.*}}, 2, 16]
+// ROWS: %[[SHIFT:.*]] = arith.subi %{{.*}}, %[[S]]
+// ROWS: arith.addi %[[SHIFT]], %[[FIRST]]
+// ROWS: scf.for
+// ROWS: scf.yield
+// ROWS: scf.forall.in_parallel
+// ROWS: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[B]], %[[FIRST]], 0, 0] [1, %[[ROWS]], 8, 16]
 
 // Grouped-query attention (8 query heads on 2 KV heads): the keys in tiles
 // of 32, the last one shorter; m, l and acc carried by the loop; query

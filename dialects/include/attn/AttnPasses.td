@@ -127,7 +127,10 @@ def DecomposeSdpa : Pass<"attn-decompose-sdpa", "::mlir::func::FuncOp"> {
     softcap, ALiBi and the causal / sliding-window mask, the new maximum,
     the weights exp(logit - m), and fold them into `l` and `acc` after
     rescaling both by exp(m_old - m_new). After the loop `acc / l` is the
-    result (0 for a row that saw no key). Every setting of the op is
+    result (0 for a row that saw no key). With `query-tile`, an
+    `scf.forall` over (batch entry, tile of rows) holds that loop, each
+    iteration independent: the unit the GPU lowering maps to thread
+    blocks. Every setting of the op is
     honoured; this is the decomposition the GPU lowering tiles further
     (docs/cuda-tensor-cores.md), checked on the CPU through MLIR's own
     pipeline against attn.sdpa's interpreter (sdpa-decomposition-test).
@@ -135,6 +138,9 @@ def DecomposeSdpa : Pass<"attn-decompose-sdpa", "::mlir::func::FuncOp"> {
   let options = [
     Option<"kvTile", "kv-tile", "int64_t", /*default=*/"64",
            "Keys per step of the online softmax">,
+    Option<"queryTile", "query-tile", "int64_t", /*default=*/"0",
+           "Query rows per scf.forall iteration (with each batch entry); "
+           "0: no forall, every row in one key loop">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",

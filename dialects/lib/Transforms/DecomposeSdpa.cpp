@@ -47,20 +47,90 @@ std::vector<float> alibiSlopes(int64_t heads) {
 /// Builds one attn.sdpa's replacement in front of it.
 class SdpaDecomposition {
 public:
-  SdpaDecomposition(SdpaOp op, int64_t kvTile)
-      : op(op), b(op), loc(op.getLoc()), kvTile(kvTile), f32(b.getF32Type()) {}
+  SdpaDecomposition(SdpaOp op, int64_t kvTile, int64_t queryTile)
+      : op(op), b(op), loc(op.getLoc()), kvTile(kvTile), queryTile(queryTile),
+        f32(b.getF32Type()) {}
 
+  /// The op's replacement: all its rows at once, or with queryTile an
+  /// scf.forall over (batch entry, tile of queryTile rows), each iteration
+  /// the whole key loop for its rows and every head. Those iterations are
+  /// independent (the unit a GPU lowering maps to thread blocks; the heads
+  /// of a block share its K and V tiles under GQA).
   Value build() {
     Value query = op.getQuery(), key = op.getKey(), value = op.getValue();
+    if (queryTile <= 0) {
+      Value result = decompose(query, key, value, dimension(query, 1),
+                               b.create<arith::ConstantIndexOp>(loc, 0));
+      return b.createOrFold<tensor::CastOp>(loc, op.getType(), result);
+    }
+    Value allRows = dimension(query, 1);
+    Value output = emptyLike(query);
+    SmallVector<OpFoldResult> upperBounds = {
+        getAsOpFoldResult(dimension(query, 0)),
+        getAsOpFoldResult(b.createOrFold<affine::AffineApplyOp>(
+            loc, map(1, {d(0).ceilDiv(queryTile)}), ValueRange{allRows}))};
+    auto forall = b.create<scf::ForallOp>(loc, upperBounds, ValueRange{output},
+                                          std::nullopt);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forall.getBody());
+    Value entry = forall.getInductionVars()[0];
+    Value firstRow = b.create<arith::MulIOp>(
+        loc, forall.getInductionVars()[1],
+        b.create<arith::ConstantIndexOp>(loc, queryTile));
+    // min(queryTile, rows - firstRow) rows in this tile.
+    Value tileRows = b.create<affine::AffineMinOp>(
+        loc,
+        AffineMap::get(2, 0, {b.getAffineConstantExpr(queryTile), d(1) - d(0)},
+                       b.getContext()),
+        ValueRange{firstRow, allRows});
+    auto rowsOf = [&](Value tensor, OpFoldResult first, OpFoldResult count) {
+      auto type = cast<RankedTensorType>(tensor.getType());
+      SmallVector<OpFoldResult> offsets = {entry, first, b.getIndexAttr(0),
+                                           b.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), count,
+                                         b.getIndexAttr(type.getDimSize(2)),
+                                         b.getIndexAttr(type.getDimSize(3))};
+      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+      return b.create<tensor::ExtractSliceOp>(loc, tensor, offsets, sizes,
+                                              strides);
+    };
+    auto everyKey = [&](Value tensor) {
+      return rowsOf(tensor, b.getIndexAttr(0),
+                    getAsOpFoldResult(dimension(tensor, 1)));
+    };
+    Value queryRows = rowsOf(query, firstRow, tileRows);
+    Value entryKeys = everyKey(key), entryValues = everyKey(value);
+    Value tile =
+        decompose(queryRows, entryKeys, entryValues, allRows, firstRow);
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    auto tileType = cast<RankedTensorType>(tile.getType());
+    b.create<tensor::ParallelInsertSliceOp>(
+        loc, tile, forall.getRegionIterArgs()[0],
+        SmallVector<OpFoldResult>{entry, firstRow, b.getIndexAttr(0),
+                                  b.getIndexAttr(0)},
+        SmallVector<OpFoldResult>{b.getIndexAttr(1), tileRows,
+                                  b.getIndexAttr(tileType.getDimSize(2)),
+                                  b.getIndexAttr(tileType.getDimSize(3))},
+        SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
+    return forall.getResult(0);
+  }
+
+private:
+  /// The key loop for `query`'s rows, which are rows firstRow... of an op
+  /// with allRows rows: [B][S][H][D] for the query's B and S.
+  Value decompose(Value query, Value key, Value value, Value allRows,
+                  Value firstRow) {
     const int64_t heads = op.getNumQueryHeads(), dim = op.getHeadDim();
     group = heads / op.getNumKvHeads();
     batch = dimension(query, 0);
     rows = dimension(query, 1);
     keys = dimension(key, 1);
-    // Query row i's diagonal key is i + (keys - rows): the mask is aligned
-    // to the end of the keys (a decode step over a cache).
-    offset = b.create<arith::SubIOp>(loc, keys, rows);
-    if (op.getAlibi()) {
+    // Row i of the op sees its diagonal key at i + (keys - allRows): the
+    // mask is aligned to the end of the keys (a decode step over a cache).
+    // Row i of this tile is row firstRow + i of the op.
+    offset = b.create<arith::AddIOp>(
+        loc, b.create<arith::SubIOp>(loc, keys, allRows), firstRow);
+    if (op.getAlibi() && !alibi) {
       std::vector<float> slopes = alibiSlopes(heads);
       auto type = RankedTensorType::get({heads}, f32);
       alibi = b.create<arith::ConstantOp>(
@@ -83,14 +153,13 @@ public:
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nested.getInsertionBlock(),
                               nested.getInsertionPoint());
-          SmallVector<Value> next =
-              tile(key, value, first, carried[0], carried[1], carried[2]);
+          SmallVector<Value> next = tile(query, key, value, first, carried[0],
+                                         carried[1], carried[2]);
           b.create<scf::YieldOp>(loc, next);
         });
     return normalize(loop.getResult(1), loop.getResult(2));
   }
 
-private:
   Value dimension(Value tensor, int64_t d) {
     return b.createOrFold<tensor::DimOp>(loc, tensor, d);
   }
@@ -119,8 +188,8 @@ private:
   }
 
   /// One tile of keys [first, first + N): the new m, l and acc.
-  SmallVector<Value> tile(Value key, Value value, Value first, Value m, Value l,
-                          Value acc) {
+  SmallVector<Value> tile(Value query, Value key, Value value, Value first,
+                          Value m, Value l, Value acc) {
     // N = min(kvTile, keys - first).
     Value count = b.create<affine::AffineMinOp>(
         loc,
@@ -147,7 +216,7 @@ private:
     Value scores = filled({getAsOpFoldResult(batch), getAsOpFoldResult(rows),
                            b.getIndexAttr(heads), getAsOpFoldResult(count)},
                           0.0f);
-    scores = contract(op.getQuery(), keyTile, scores, {d(0), d(1), d(2), d(4)},
+    scores = contract(query, keyTile, scores, {d(0), d(1), d(2), d(4)},
                       {d(0), d(3), kvHead, d(4)});
 
     // Logits: scaled, capped, biased and masked, loops (b, i, h, t).
@@ -329,17 +398,9 @@ private:
 
   /// The result [B][S][H][D]: acc / l, 0 where the row saw no key (l = 0).
   Value normalize(Value l, Value acc) {
-    auto type = cast<RankedTensorType>(op.getType());
-    const Value sizes[] = {batch, rows};
-    SmallVector<Value> dynamic;
-    for (int i = 0; i < 2; i++)
-      if (type.isDynamicDim(i))
-        dynamic.push_back(sizes[i]);
-    Value result =
-        b.create<tensor::EmptyOp>(loc, type.getShape(), f32, dynamic);
     return b
         .create<linalg::GenericOp>(
-            loc, op.getType(), ValueRange{acc, l}, result,
+            loc, acc.getType(), ValueRange{acc, l}, emptyLike(acc),
             ArrayRef<AffineMap>{map(4, {d(0), d(1), d(2), d(3)}),
                                 map(4, {d(0), d(1), d(2)}),
                                 map(4, {d(0), d(1), d(2), d(3)})},
@@ -360,7 +421,7 @@ private:
   SdpaOp op;
   OpBuilder b;
   Location loc;
-  int64_t kvTile;
+  int64_t kvTile, queryTile;
   Type f32;
   int64_t group = 1;
   Value batch, rows, keys, offset, alibi;
@@ -375,8 +436,14 @@ struct DecomposeSdpaPass : impl::DecomposeSdpaBase<DecomposeSdpaPass> {
           << "kv-tile must be positive, not " << int64_t(kvTile);
       return signalPassFailure();
     }
+    if (queryTile < 0) {
+      getOperation().emitError()
+          << "query-tile must be 0 (no tiling) or positive, not "
+          << int64_t(queryTile);
+      return signalPassFailure();
+    }
     getOperation().walk([&](SdpaOp op) {
-      Value result = SdpaDecomposition(op, kvTile).build();
+      Value result = SdpaDecomposition(op, kvTile, queryTile).build();
       op.getResult().replaceAllUsesWith(result);
       op.erase();
     });
