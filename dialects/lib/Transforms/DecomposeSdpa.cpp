@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/AttnPasses.h"
+#include "attn/schedules/Alibi.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,21 +29,6 @@ namespace {
 using utils::IteratorType;
 constexpr IteratorType kPar = IteratorType::parallel,
                        kRed = IteratorType::reduction;
-
-/// ALiBi slopes as attn.sdpa's description (and its interpreter) define
-/// them: for the largest power of two n <= heads, head k (from 1) has slope
-/// 2^(-8k/n); heads past n take 2^(-8(2m-1)/(2n)), m = 1, 2, ...
-std::vector<float> alibiSlopes(int64_t heads) {
-  int64_t n = 1;
-  while (2 * n <= heads)
-    n *= 2;
-  std::vector<float> slopes;
-  for (int64_t k = 1; k <= n; k++)
-    slopes.push_back(std::pow(2.0f, -8.0f * float(k) / float(n)));
-  for (int64_t m = 1; int64_t(slopes.size()) < heads; m++)
-    slopes.push_back(std::pow(2.0f, -8.0f * float(2 * m - 1) / float(2 * n)));
-  return slopes;
-}
 
 /// Builds one attn.sdpa's replacement in front of it.
 class SdpaDecomposition {
@@ -131,7 +117,7 @@ private:
     offset = b.create<arith::AddIOp>(
         loc, b.create<arith::SubIOp>(loc, keys, allRows), firstRow);
     if (op.getAlibi() && !alibi) {
-      std::vector<float> slopes = alibiSlopes(heads);
+      std::vector<float> slopes = ::attn::alibiSlopes(int(heads));
       auto type = RankedTensorType::get({heads}, f32);
       alibi = b.create<arith::ConstantOp>(
           loc, DenseElementsAttr::get(type, llvm::ArrayRef(slopes)));

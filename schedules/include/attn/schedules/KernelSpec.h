@@ -12,6 +12,7 @@
 
 #include "attn/runtime/DType.h"         // DType: caches and weights
 #include "attn/runtime/attnc_library.h" // ATTNC_APPEND_OUTPUT_ALIGNMENT
+#include "attn/schedules/Alibi.h" // alibiSlopes
 #include "attn/schedules/AttentionSchedules.h"
 
 #include <cmath>
@@ -249,26 +250,6 @@ struct EmbeddingSpec {
   float scale = 1.0f;
   int positionOffset = 0;
 };
-
-/// ALiBi slopes of `heads` heads (Press et al.): 2^(-8k/n), k = 1..n, for
-/// the largest power of two n <= heads; the remaining heads take every other
-/// slope of 2n heads.
-inline std::vector<float> alibiSlopes(int heads) {
-  auto powerOfTwoSlopes = [](int n) {
-    std::vector<float> slopes;
-    for (int k = 1; k <= n; k++)
-      slopes.push_back(std::pow(2.0f, -8.0f * k / n));
-    return slopes;
-  };
-  int n = 1;
-  while (n * 2 <= heads)
-    n *= 2;
-  std::vector<float> slopes = powerOfTwoSlopes(n);
-  std::vector<float> extra = powerOfTwoSlopes(2 * n);
-  for (int k = 0; int(slopes.size()) < heads; k += 2)
-    slopes.push_back(extra[k]);
-  return slopes;
-}
 
 } // namespace attn
 
