@@ -44,19 +44,18 @@ public:
   /// of a block share its K and V tiles under GQA).
   Value build() {
     Value query = op.getQuery(), key = op.getKey(), value = op.getValue();
+    Value allRows = dimension(query, 1);
     if (queryTile <= 0) {
-      Value result = decompose(query, key, value, dimension(query, 1),
+      Value result = decompose(query, key, value, allRows,
                                b.create<arith::ConstantIndexOp>(loc, 0));
       return b.createOrFold<tensor::CastOp>(loc, op.getType(), result);
     }
-    Value allRows = dimension(query, 1);
-    Value output = emptyLike(query);
     SmallVector<OpFoldResult> upperBounds = {
         getAsOpFoldResult(dimension(query, 0)),
         getAsOpFoldResult(b.createOrFold<affine::AffineApplyOp>(
             loc, map(1, {d(0).ceilDiv(queryTile)}), ValueRange{allRows}))};
-    auto forall = b.create<scf::ForallOp>(loc, upperBounds, ValueRange{output},
-                                          std::nullopt);
+    auto forall = b.create<scf::ForallOp>(
+        loc, upperBounds, ValueRange{emptyLike(query)}, std::nullopt);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(forall.getBody());
     Value entry = forall.getInductionVars()[0];
@@ -69,35 +68,35 @@ public:
         AffineMap::get(2, 0, {b.getAffineConstantExpr(queryTile), d(1) - d(0)},
                        b.getContext()),
         ValueRange{firstRow, allRows});
+    // Rows [first, first + count) of this iteration's batch entry, every
+    // head and channel: the slice's offsets, sizes and strides.
+    struct Rows {
+      SmallVector<OpFoldResult> offsets, sizes, strides;
+    };
     auto rowsOf = [&](Value tensor, OpFoldResult first, OpFoldResult count) {
       auto type = cast<RankedTensorType>(tensor.getType());
-      SmallVector<OpFoldResult> offsets = {entry, first, b.getIndexAttr(0),
-                                           b.getIndexAttr(0)};
-      SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), count,
-                                         b.getIndexAttr(type.getDimSize(2)),
-                                         b.getIndexAttr(type.getDimSize(3))};
-      SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-      return b.create<tensor::ExtractSliceOp>(loc, tensor, offsets, sizes,
-                                              strides);
+      return Rows{{entry, first, b.getIndexAttr(0), b.getIndexAttr(0)},
+                  {b.getIndexAttr(1), count, b.getIndexAttr(type.getDimSize(2)),
+                   b.getIndexAttr(type.getDimSize(3))},
+                  SmallVector<OpFoldResult>(4, b.getIndexAttr(1))};
+    };
+    auto extract = [&](Value tensor, const Rows &rows) -> Value {
+      return b.create<tensor::ExtractSliceOp>(loc, tensor, rows.offsets,
+                                              rows.sizes, rows.strides);
     };
     auto everyKey = [&](Value tensor) {
-      return rowsOf(tensor, b.getIndexAttr(0),
-                    getAsOpFoldResult(dimension(tensor, 1)));
+      return extract(tensor, rowsOf(tensor, b.getIndexAttr(0),
+                                    getAsOpFoldResult(dimension(tensor, 1))));
     };
-    Value queryRows = rowsOf(query, firstRow, tileRows);
+    const Rows queryRows = rowsOf(query, firstRow, tileRows);
+    Value tileQuery = extract(query, queryRows);
     Value entryKeys = everyKey(key), entryValues = everyKey(value);
     Value tile =
-        decompose(queryRows, entryKeys, entryValues, allRows, firstRow);
+        decompose(tileQuery, entryKeys, entryValues, allRows, firstRow);
     b.setInsertionPointToStart(forall.getTerminator().getBody());
-    auto tileType = cast<RankedTensorType>(tile.getType());
     b.create<tensor::ParallelInsertSliceOp>(
-        loc, tile, forall.getRegionIterArgs()[0],
-        SmallVector<OpFoldResult>{entry, firstRow, b.getIndexAttr(0),
-                                  b.getIndexAttr(0)},
-        SmallVector<OpFoldResult>{b.getIndexAttr(1), tileRows,
-                                  b.getIndexAttr(tileType.getDimSize(2)),
-                                  b.getIndexAttr(tileType.getDimSize(3))},
-        SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
+        loc, tile, forall.getRegionIterArgs()[0], queryRows.offsets,
+        queryRows.sizes, queryRows.strides);
     return forall.getResult(0);
   }
 
@@ -116,7 +115,7 @@ private:
     // Row i of this tile is row firstRow + i of the op.
     offset = b.create<arith::AddIOp>(
         loc, b.create<arith::SubIOp>(loc, keys, allRows), firstRow);
-    if (op.getAlibi() && !alibi) {
+    if (op.getAlibi()) {
       std::vector<float> slopes = ::attn::alibiSlopes(int(heads));
       auto type = RankedTensorType::get({heads}, f32);
       alibi = b.create<arith::ConstantOp>(
