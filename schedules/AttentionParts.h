@@ -9,9 +9,9 @@
 #ifndef ATTN_SCHEDULES_ATTENTIONPARTS_H
 #define ATTN_SCHEDULES_ATTENTIONPARTS_H
 
+#include "KernelBuffers.h"
 #include "attn/schedules/KernelSpec.h"
 #include "attn/schedules/Pipelines.h"
-#include "KernelBuffers.h"
 
 #include "Halide.h"
 
@@ -39,12 +39,25 @@ inline void constrainActivation(Halide::OutputImageParam buffer, int heads,
   buffer.dim(3).set_min(0);
 }
 
+/// The smallest power of two exp2Nonpositive returns; below it, an exact 0.
+/// Intel cores take a microcode assist (~100x an FMA) per subnormal operand
+/// or result, so no kernel may make one from normal inputs: a softmax weight
+/// or sigmoid of at least 2^-64.5 keeps its products with any factor above
+/// 2^-61 normal, where 2^-126 would not. Dropping weights below 2^-64 of a
+/// row's maximum changes its sum (>= 1) by at most keys·2^-64, far below
+/// fp32's 2^-24 for any sequence shorter than 2^40 keys.
+/// (test/kernels/SubnormalTest.cpp checks every kernel family bitwise with
+/// the FTZ/DAZ bits of MXCSR off and on.)
+constexpr float kExp2FloorLog2 = -64.0f;
+
 /// 2^x for x <= 0 with a relative error below 2e-7: 2^round(x) times a
-/// degree-6 polynomial of e^(f·ln2) on |f| <= 0.5. Inputs below -127 give an
-/// exact 0 (masked scores), never NaN.
+/// degree-6 polynomial of e^(f·ln2) on |f| <= 0.5. Inputs below
+/// kExp2FloorLog2 (masked scores included) give an exact 0, never a
+/// subnormal or NaN.
 inline Halide::Expr exp2Nonpositive(Halide::Expr x) {
   using namespace Halide;
-  x = max(x, -127.0f);
+  // -127 makes the power-of-two factor's bits 0: the result is exactly 0.
+  x = select(x < kExp2FloorLog2, -127.0f, x);
   Expr whole = round(x);
   Expr f = (x - whole) * float(M_LN2);
   Expr p = 1.0f / 720;
@@ -55,7 +68,7 @@ inline Halide::Expr exp2Nonpositive(Halide::Expr x) {
 
 /// 1 / (1 + e^-x), vectorized: e^-|x| from exp2Nonpositive, so neither
 /// side overflows (libm's expf and tanhf are scalar calls in Halide 14).
-/// Relative error below 3e-7.
+/// Relative error below 3e-7 down to 2^-64 (x > -44); exactly 0 below.
 inline Halide::Expr sigmoid(Halide::Expr x) {
   using namespace Halide;
   Expr e = exp2Nonpositive(-abs(x) * float(M_LOG2E));
