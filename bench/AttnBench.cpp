@@ -22,6 +22,7 @@
 #include "attn/schedules/Roofline.h"
 
 #include "attn/runtime/PoolAllocator.h"
+#include "attn/schedules/AmxLinear.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <benchmark/benchmark.h>
@@ -387,6 +388,60 @@ void linear(benchmark::State &state, LinearShape s) {
       [&] { kernel.pipeline.realize(outputs, gTarget, params); });
 }
 
+/// The AMX-BF16 micro-kernel (schedules/AmxLinear.h) alone on a
+/// projection's product, without epilogue: X rounded to bf16 (rows split
+/// among the threads), then panels split among them, one std::thread each
+/// per phase (tens of microseconds against a call of milliseconds). Not yet
+/// what attnc's linear kernels call: this measures the tile product the
+/// AMX variant will be built on. Skipped where the CPU or OS has no AMX.
+void amxLinear(benchmark::State &state, LinearShape s) {
+  std::string why;
+  if (!attn::amx::available(&why)) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  Buffer<float> input(s.in, s.tokens), weight(s.out, s.in),
+      output(s.out, s.tokens);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Buffer<float> *buffer : {&input, &weight})
+    buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  Buffer<> packed =
+      attn::packLinearWeights(weight.data(), s.in, s.out, DType::BF16);
+  const int paddedIn = (s.in + 31) / 32 * 32;
+  const int xStride = attn::amx::xRowStride(paddedIn);
+  const int paddedTokens = (s.tokens + 31) / 32 * 32;
+  std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
+  const int threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::vector<uint32_t>> scratch(
+      threads, std::vector<uint32_t>(attn::amx::pairedPanelWords(paddedIn)));
+  const int panels = (s.out + 31) / 32, blocks = paddedTokens / 32;
+  auto inParallel = [&](auto body) {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; t++)
+      workers.emplace_back(body, t);
+    for (std::thread &worker : workers)
+      worker.join();
+  };
+  attn::bench::timeCalls(
+      state, 2.0 * s.tokens * s.in * s.out, 2.0 * s.in * s.out,
+      {gRoofline.fmaGflops, gRoofline.readGBps}, [&] {
+        inParallel([&](int t) {
+          attn::amx::packTokensBf16(
+              input.data(), s.in, 32 * (blocks * t / threads),
+              std::min(s.tokens, 32 * (blocks * (t + 1) / threads)), paddedIn,
+              xStride, xb.data());
+        });
+        inParallel([&](int t) {
+          attn::amx::linearBf16Block(
+              xb.data(), xStride, paddedIn, s.in,
+              static_cast<const uint32_t *>(packed.data()), s.out, 0, s.tokens,
+              panels * t / threads, panels * (t + 1) / threads,
+              scratch[t].data(), output.data(), s.out);
+        });
+      });
+}
+
 void registerLinear() {
   const LinearShape shapes[] = {{1, 4096, 4096},
                                 {16, 4096, 4096},
@@ -434,6 +489,19 @@ void registerLinear() {
     std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s%s", s.tokens,
                   s.in, s.out, s.variant, weights);
     benchmark::RegisterBenchmark(name, linear, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  const LinearShape amxShapes[] = {{16, 4096, 4096},
+                                   {512, 4096, 4096},
+                                   {512, 11008, 4096},
+                                   {512, 2048, 2560},
+                                   {512, 2048, 11264}};
+  for (const LinearShape &s : amxShapes) {
+    char name[128];
+    std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_amx_bf16_product",
+                  s.tokens, s.in, s.out);
+    benchmark::RegisterBenchmark(name, amxLinear, s)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
