@@ -389,11 +389,11 @@ void linear(benchmark::State &state, LinearShape s) {
 }
 
 /// The AMX-BF16 micro-kernel (schedules/AmxLinear.h) alone on a
-/// projection's product, without epilogue: X rounded to bf16 (rows split
-/// among the threads), then panels split among them, one std::thread each
-/// per phase (tens of microseconds against a call of milliseconds). Not yet
-/// what attnc's linear kernels call: this measures the tile product the
-/// AMX variant will be built on. Skipped where the CPU or OS has no AMX.
+/// projection's product, without the pipeline around it: X rounded to bf16
+/// (rows split among the threads), then panels split among them, one
+/// std::thread each per phase (tens of microseconds against a call of
+/// milliseconds). The `_wbf16` linear rows time the same product inside
+/// the linear kernel. Skipped where the CPU or OS has no AMX.
 void amxLinear(benchmark::State &state, LinearShape s) {
   std::string why;
   if (!attn::amx::available(&why)) {
@@ -408,14 +408,14 @@ void amxLinear(benchmark::State &state, LinearShape s) {
     buffer->for_each_value([&](float &x) { x = uniform(rng); });
   Buffer<> packed =
       attn::packLinearWeights(weight.data(), s.in, s.out, DType::BF16);
-  const int paddedIn = (s.in + 31) / 32 * 32;
+  const int paddedIn = attn::amx::paddedDepth(s.in);
   const int xStride = attn::amx::xRowStride(paddedIn);
   const int paddedTokens = (s.tokens + 31) / 32 * 32;
   std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
   const int threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::vector<uint32_t>> scratch(
       threads, std::vector<uint32_t>(attn::amx::pairedPanelWords(paddedIn)));
-  const int panels = (s.out + 31) / 32, blocks = paddedTokens / 32;
+  const int panels = (s.out + 31) / 32;
   auto inParallel = [&](auto body) {
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; t++)
@@ -427,17 +427,17 @@ void amxLinear(benchmark::State &state, LinearShape s) {
       state, 2.0 * s.tokens * s.in * s.out, 2.0 * s.in * s.out,
       {gRoofline.fmaGflops, gRoofline.readGBps}, [&] {
         inParallel([&](int t) {
-          attn::amx::packTokensBf16(
-              input.data(), s.in, 32 * (blocks * t / threads),
-              std::min(s.tokens, 32 * (blocks * (t + 1) / threads)), paddedIn,
-              xStride, xb.data());
+          attn::amx::packTokensBf16(input.data(), s.in, s.tokens * t / threads,
+                                    s.tokens * (t + 1) / threads, paddedIn,
+                                    xStride, xb.data());
         });
         inParallel([&](int t) {
+          const int n0 = 32 * (panels * t / threads),
+                    n1 = std::min(s.out, 32 * (panels * (t + 1) / threads));
           attn::amx::linearBf16Block(
               xb.data(), xStride, paddedIn, s.in,
-              static_cast<const uint32_t *>(packed.data()), s.out, 0, s.tokens,
-              panels * t / threads, panels * (t + 1) / threads,
-              scratch[t].data(), output.data(), s.out);
+              static_cast<const uint32_t *>(packed.data()), s.tokens, n0, n1,
+              scratch[t].data(), output.data() + n0, s.out);
         });
       });
 }

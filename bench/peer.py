@@ -34,10 +34,12 @@ PAIRS = [
     ("sgemm 2048^3 (MatMul)", "linear/T512_in4096_out4096_bias/manual_time", "GFLOPS"),
     ("sgemm 2048^3 (MatMul)", "linear/T512_in11008_out4096_swiglu_down/manual_time", "GFLOPS"),
     # Narrower products against ORT's fp32: bf16 prefill (vdpbf16ps where the
-    # CPU has AVX512-BF16) and the AMX-BF16 tile product (Intel; skipped, so
-    # "missing", elsewhere).
+    # CPU has AVX512-BF16) and the AMX-BF16 tile product alone (Intel; skipped,
+    # so "missing", elsewhere).
     ("prefill H32 D128 S2048 full (MHA)", "prefill/H32_KV32_D128_S2048_full/bf16/manual_time", "GFLOPS"),
     ("sgemm 2048^3 (MatMul)", "linear/T512_in4096_out4096_amx_bf16_product/manual_time", "GFLOPS"),
+    # The linear kernel on bf16 weights: AMX tiles where the CPU has them.
+    ("sgemm 2048^3 (MatMul)", "linear/T512_in4096_out4096_bias_wbf16/manual_time", "GFLOPS"),
     ("decode H32/8 D128 L4096 (cold)", "decode/H32_KV8_D128/B1_KV4096_contiguous_f32/manual_time", "GBps"),
     ("decode H32/8 D128 L16384 (cold)", "decode/H32_KV8_D128/B1_KV32768_contiguous_f32/manual_time", "GBps"),
 ]

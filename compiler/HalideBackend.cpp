@@ -21,8 +21,14 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <functional>
 #include <optional>
+
+// The AMX micro-kernel's object (schedules/AmxLinear.cpp), embedded at
+// build time (compiler/CMakeLists.txt).
+extern const unsigned char kAmxObject[];
+extern const unsigned long kAmxObject_size;
 
 namespace attnc {
 
@@ -30,6 +36,15 @@ namespace {
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
+
+/// Whether attnc itself is an x86-64 program, so that its embedded AMX
+/// object is one too.
+constexpr bool kAmxObjectIsX86_64 =
+#if defined(__x86_64__)
+    true;
+#else
+    false;
+#endif
 
 } // namespace
 
@@ -125,7 +140,12 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
     };
     add(specs.prefill, attn::buildSdpaPipeline);
     add(specs.decode, attn::buildDecodePipeline);
-    add(specs.linearVariants(/*fewTokens=*/!gpu), attn::buildLinearPipeline);
+    // bf16 linear kernels call the AMX object on CPUs with tiles; without
+    // an x86-64 copy of it to put in the library, they keep fp32 products.
+    std::vector<attn::LinearSpec> linear = specs.linearVariants(!gpu);
+    for (attn::LinearSpec &spec : linear)
+      spec.bf16Products = spec.bf16Products && kAmxObjectIsX86_64;
+    add(linear, attn::buildLinearPipeline);
     add(specs.norm, attn::buildNormPipeline);
     add(specs.embedding, attn::buildEmbeddingPipeline);
     return kernels;
@@ -182,6 +202,21 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
     llvm::SmallString<128> runtime(scratch);
     llvm::sys::path::append(runtime, "halide_runtime.o");
     Halide::compile_standalone_runtime(runtime.str().str(), runtimeTarget);
+    // The AMX micro-kernel beside them wherever an x86-64 kernel may call it
+    // (its symbols are weak: applications link several model libraries).
+    const bool x86_64 =
+        std::any_of(cpuTargets.begin(), cpuTargets.end(), [](const auto &t) {
+          return t.arch == Halide::Target::X86 && t.bits == 64;
+        });
+    if (x86_64 && kAmxObjectIsX86_64) {
+      llvm::SmallString<128> amx(scratch);
+      llvm::sys::path::append(amx, "attn_amx_linear.o");
+      std::error_code ec;
+      llvm::raw_fd_ostream os(amx, ec);
+      if (ec)
+        return error("cannot write '" + amx + "': " + ec.message());
+      os.write(reinterpret_cast<const char *>(kAmxObject), kAmxObject_size);
+    }
 
     std::error_code ec;
     for (llvm::sys::fs::directory_iterator it(scratch, ec), end;

@@ -1,24 +1,33 @@
 //===- AmxLinear.cpp - bf16 products on Intel AMX tiles -------------------===//
 //
-// Compiled with -mamx-tile -mamx-bf16 -mavx512bf16 (schedules/CMakeLists.txt);
-// nothing here runs unless available() said yes, so the object links into
-// every x86-64 build and the rest of the code never executes these
-// instructions elsewhere.
+// Built for the baseline x86-64 ISA: the AMX and AVX-512 code is confined
+// to functions carrying a target attribute, which run only after
+// available() checked the CPU and the OS, so the object is safe to link
+// (and to load) anywhere. Elsewhere (another architecture, a compiler
+// without AMX intrinsics) available() is false and nothing else runs.
+// It uses the C library only (pthread, malloc), no C++ runtime: C programs
+// link model libraries that contain it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/schedules/AmxLinear.h"
 
-#include <algorithm>
-#include <cstring>
-#include <mutex>
+#include "HalideRuntime.h"
 
-#if defined(__x86_64__) && defined(__AMX_TILE__) && defined(__AMX_BF16__)
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 11)
 #define ATTN_AMX 1
 #include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#define ATTN_AMX_CODE                                                          \
+  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
 #endif
 
 namespace attn::amx {
@@ -28,42 +37,80 @@ namespace {
 constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureTileData = 18;
 
-/// LDTILECFG's 64-byte operand (palette 1): every tile 16 rows x 64 bytes.
+/// LDTILECFG's 64-byte operand (palette 1).
 struct alignas(64) TileConfig {
   uint8_t palette = 1, startRow = 0, reserved[14] = {};
   uint16_t bytesPerRow[16] = {};
   uint8_t rows[16] = {};
 };
 
-bool askForTiles(std::string &why) {
+/// Null if this process may use AMX-BF16 tiles, else why not.
+const char *askForTiles() {
   unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) ||
-      !(d & (1u << 22))) {
-    why = "this CPU has no AMX-TILE / AMX-BF16 (cpuid leaf 7)";
-    return false;
-  }
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) != 0) {
-    why = "Linux refused the AMX tile state (arch_prctl "
-          "ARCH_REQ_XCOMP_PERM XFEATURE_XTILEDATA)";
-    return false;
-  }
+  const bool tiles = __get_cpuid_count(7, 0, &a, &b, &c, &d) &&
+                     (d & (1u << 24)) && (d & (1u << 22));
+  const bool bf16 =
+      tiles && __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+  if (!tiles || !bf16)
+    return "this CPU has no AMX-TILE / AMX-BF16 / AVX512-BF16 (cpuid leaf 7)";
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureTileData) != 0)
+    return "Linux refused the AMX tile state (arch_prctl "
+           "ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)";
   unsigned long granted = 0;
   if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &granted) != 0 ||
-      !(granted & (1ul << kXfeatureTileData))) {
-    why = "Linux did not grant the AMX tile state";
-    return false;
-  }
-  return true;
+      !(granted & (1ul << kXfeatureTileData)))
+    return "Linux did not grant the AMX tile state";
+  return nullptr;
 }
 
-/// Panel p's words re-paired along k: word (r, f) of the result holds
-/// W[2r][f] (low half) and W[2r + 1][f] (high half), f < 32, as AMX's B
-/// operand wants them; rows past `in` are zero.
-void pairPanel(const uint32_t *panel, int in, int paddedIn, uint32_t *paired) {
+pthread_once_t gAsked = PTHREAD_ONCE_INIT;
+const char *gUnavailable = "not asked";
+void ask() { gUnavailable = askForTiles(); }
+
+/// Per thread, reused across calls: one panel's re-paired rows (256 KiB at
+/// 4096 inputs), so no call allocates on the hot path; freed when the
+/// thread ends.
+struct Scratch {
+  uint32_t *words = nullptr;
+  size_t capacity = 0;
+};
+pthread_once_t gScratchKeyMade = PTHREAD_ONCE_INIT;
+pthread_key_t gScratchKey;
+void freeScratch(void *scratch) {
+  std::free(static_cast<Scratch *>(scratch)->words);
+  std::free(scratch);
+}
+void makeScratchKey() { pthread_key_create(&gScratchKey, freeScratch); }
+
+/// This thread's scratch of at least `words` uint32, or null.
+uint32_t *threadScratch(size_t words) {
+  pthread_once(&gScratchKeyMade, makeScratchKey);
+  auto *scratch = static_cast<Scratch *>(pthread_getspecific(gScratchKey));
+  if (!scratch) {
+    scratch = static_cast<Scratch *>(std::calloc(1, sizeof(Scratch)));
+    if (!scratch || pthread_setspecific(gScratchKey, scratch) != 0) {
+      std::free(scratch);
+      return nullptr;
+    }
+  }
+  if (scratch->capacity < words) {
+    std::free(scratch->words);
+    scratch->words = static_cast<uint32_t *>(
+        std::aligned_alloc(64, (words * 4 + 63) / 64 * 64));
+    scratch->capacity = scratch->words ? words : 0;
+  }
+  return scratch->words;
+}
+
+/// Panel words re-paired along k: word (r, f) of the result holds W[2r][f]
+/// (low half) and W[2r + 1][f] (high half), f < 32, as AMX's B operand
+/// wants them; rows past `in` are zero.
+ATTN_AMX_CODE void pairPanel(const uint32_t *panel, int in, int paddedIn,
+                             uint32_t *paired) {
   const __m512i low = _mm512_set1_epi32(0xffff);
   for (int r = 0; r < paddedIn / 2; r++) {
     const int k = 2 * r;
-    // Row k holds features (f, f + 16) in word f; zero past the input.
+    // Row k holds features (f, f + 16) in word f.
     __m512i even = k < in ? _mm512_loadu_si512(panel + size_t(k) * 16)
                           : _mm512_setzero_si512();
     __m512i odd = k + 1 < in ? _mm512_loadu_si512(panel + size_t(k + 1) * 16)
@@ -77,20 +124,9 @@ void pairPanel(const uint32_t *panel, int in, int paddedIn, uint32_t *paired) {
     _mm512_storeu_si512(paired + size_t(r) * 32 + 16, second);
   }
 }
-} // namespace
 
-bool available(std::string *why) {
-  static std::once_flag once;
-  static bool granted = false;
-  static std::string reason;
-  std::call_once(once, [] { granted = askForTiles(reason); });
-  if (!granted && why)
-    *why = reason;
-  return granted;
-}
-
-void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
-                    int xStride, uint16_t *xb) {
+ATTN_AMX_CODE void packRows(const float *x, int in, int m0, int m1,
+                            int paddedIn, int xStride, uint16_t *xb) {
   for (int m = m0; m < m1; m++) {
     const float *row = x + size_t(m) * in;
     uint16_t *packed = xb + size_t(m) * xStride;
@@ -105,9 +141,9 @@ void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
   }
 }
 
-void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
-                     const uint32_t *panels, int out, int m0, int m1, int p0,
-                     int p1, uint32_t *scratch, float *y, int yStride) {
+ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
+                           int in, const uint32_t *panels, int rows, int nBegin,
+                           int nEnd, uint32_t *scratch, float *y, int yStride) {
   TileConfig config;
   for (int t = 0; t < 8; t++) {
     config.bytesPerRow[t] = 64;
@@ -118,10 +154,11 @@ void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
   // 4-5 X's two 16-token halves, 6-7 the panel's two 16-feature halves.
   alignas(64) float edge[kTokenBlock][kPanelFeatures];
   const size_t xRowBytes = size_t(xStride) * 2;
-  for (int p = p0; p < p1; p++) {
+  for (int p = nBegin / kPanelFeatures; p * kPanelFeatures < nEnd; p++) {
     pairPanel(panels + size_t(p) * in * 16, in, paddedIn, scratch);
     const int n0 = p * kPanelFeatures;
-    for (int m = m0; m < m1; m += kTokenBlock) {
+    const int c0 = std::max(n0, nBegin), c1 = std::min(n0 + 32, nEnd);
+    for (int m = 0; m < rows; m += kTokenBlock) {
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
@@ -139,40 +176,117 @@ void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
       }
-      const bool whole = m + kTokenBlock <= m1 && n0 + kPanelFeatures <= out;
-      float *target = whole ? y + size_t(m) * yStride + n0 : &edge[0][0];
-      const size_t stride = (whole ? yStride : kPanelFeatures) * sizeof(float);
-      const size_t half = 16 * stride / sizeof(float);
-      _tile_stored(0, target, stride);
-      _tile_stored(1, target + 16, stride);
-      _tile_stored(2, target + half, stride);
-      _tile_stored(3, target + half + 16, stride);
+      // Whole blocks go straight to Y; a block past the tokens or the
+      // requested features goes through `edge`.
+      const bool whole = m + kTokenBlock <= rows && c0 == n0 && c1 == n0 + 32;
+      float *target =
+          whole ? y + size_t(m) * yStride + (n0 - nBegin) : &edge[0][0];
+      const size_t stride = whole ? size_t(yStride) : kPanelFeatures;
+      _tile_stored(0, target, stride * 4);
+      _tile_stored(1, target + 16, stride * 4);
+      _tile_stored(2, target + 16 * stride, stride * 4);
+      _tile_stored(3, target + 16 * stride + 16, stride * 4);
       if (whole)
         continue;
-      const int rows = std::min(kTokenBlock, m1 - m);
-      const int columns = std::min(kPanelFeatures, out - n0);
-      for (int r = 0; r < rows; r++)
-        std::memcpy(y + size_t(m + r) * yStride + n0, edge[r],
-                    columns * sizeof(float));
+      for (int r = 0; r < std::min(kTokenBlock, rows - m); r++)
+        std::memcpy(y + size_t(m + r) * yStride + (c0 - nBegin),
+                    edge[r] + (c0 - n0), (c1 - c0) * sizeof(float));
     }
   }
   _tile_release();
 }
+} // namespace
 
-#else // no AMX in this build (not x86-64, or a compiler without it)
+} // namespace attn::amx
 
-bool available(std::string *why) {
-  if (why)
-    *why = "this build has no AMX code (not x86-64, or the compiler "
-           "lacks -mamx-tile)";
-  return false;
+extern "C" const char *attn_amx_unavailable_reason(void) {
+  pthread_once(&attn::amx::gAsked, attn::amx::ask);
+  return attn::amx::gUnavailable;
 }
 
+namespace attn::amx {
+
+void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
+                    int xStride, uint16_t *xb) {
+  if (!attn_amx_unavailable_reason())
+    packRows(x, in, m0, m1, paddedIn, xStride, xb);
+}
+
+void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
+                     const uint32_t *panels, int rows, int nBegin, int nEnd,
+                     uint32_t *scratch, float *y, int yStride) {
+  if (!attn_amx_unavailable_reason())
+    product(xb, xStride, paddedIn, in, panels, rows, nBegin, nEnd, scratch, y,
+            yStride);
+}
+
+#else // no AMX code in this build
+
+} // namespace attn::amx
+
+extern "C" const char *attn_amx_unavailable_reason(void) {
+  return "this build has no AMX code (not x86-64, or the compiler lacks "
+         "AMX intrinsics)";
+}
+
+namespace attn::amx {
 void packTokensBf16(const float *, int, int, int, int, int, uint16_t *) {}
-
 void linearBf16Block(const uint16_t *, int, int, int, const uint32_t *, int,
-                     int, int, int, int, uint32_t *, float *, int) {}
-
+                     int, int, uint32_t *, float *, int) {}
 #endif
 
 } // namespace attn::amx
+
+// Weak: every model library attnc writes carries a copy of this object, and
+// an application may link several.
+extern "C" __attribute__((weak)) int attn_amx_ready(void) {
+  return attn_amx_unavailable_reason() ? 0 : 1;
+}
+
+extern "C" __attribute__((weak)) int
+attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
+                     int32_t out, halide_buffer_t *y) {
+  using namespace attn::amx;
+  const int paddedIn = paddedDepth(in), xStride = xRowStride(paddedIn);
+  const int n0 = y->dim[0].min, nExtent = y->dim[0].extent;
+  const int m0 = y->dim[1].min, mExtent = y->dim[1].extent;
+  const int rows = (mExtent + kTokenBlock - 1) / kTokenBlock * kTokenBlock;
+  if (xb->is_bounds_query() || weight->is_bounds_query()) {
+    // X's rows of the region, rounded up to whole blocks; every input
+    // feature (padded); the panels of the region's features, all rows.
+    xb->dim[0].min = 0;
+    xb->dim[0].extent = xStride;
+    xb->dim[1].min = m0;
+    xb->dim[1].extent = rows;
+    const int p0 = n0 / kPanelFeatures,
+              p1 = (n0 + nExtent - 1) / kPanelFeatures + 1;
+    weight->dim[0].min = 0;
+    weight->dim[0].extent = 16;
+    weight->dim[1].min = 0;
+    weight->dim[1].extent = in;
+    weight->dim[2].min = p0;
+    weight->dim[2].extent = p1 - p0;
+    return 0;
+  }
+  if (attn_amx_unavailable_reason() || n0 < 0 ||
+      n0 + nExtent > (out + 31) / 32 * 32 || xb->dim[0].stride != 1 ||
+      xb->dim[1].stride != xStride || y->dim[0].stride != 1)
+    return -1;
+#ifdef ATTN_AMX
+  uint32_t *scratch =
+      attn::amx::threadScratch(size_t(pairedPanelWords(paddedIn)));
+  if (!scratch)
+    return -1;
+#else
+  uint32_t *scratch = nullptr;
+#endif
+  const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
+                  size_t(m0 - xb->dim[1].min) * xStride;
+  // The panel buffer's host points at its first element (min 0 pinned).
+  const auto *panels = reinterpret_cast<const uint32_t *>(weight->host) -
+                       size_t(weight->dim[2].min) * in * 16;
+  linearBf16Block(x, xStride, paddedIn, in, panels, mExtent, n0, n0 + nExtent,
+                  scratch, reinterpret_cast<float *>(y->host),
+                  y->dim[1].stride);
+  return 0;
+}

@@ -18,6 +18,7 @@
 
 #include "AttentionParts.h"
 #include "KernelBuffers.h"
+#include "attn/schedules/AmxLinear.h"
 
 #include <algorithm>
 #include <cassert>
@@ -320,6 +321,13 @@ double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim) {
                                         : scale(1.0);
 }
 
+bool linearUsesAmx(const LinearSpec &spec, const Target &target) {
+  return spec.bf16Products && spec.weightElement == DType::BF16 &&
+         spec.schedule.tileRows > 1 && target.arch == Target::X86 &&
+         target.bits == 64 && !target.has_gpu_feature() &&
+         target.has_feature(Target::AVX512_SapphireRapids);
+}
+
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Target &target) {
   const int in = spec.inFeatures, out = spec.outFeatures;
@@ -451,7 +459,35 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   }
   // Output feature n of token m.
   Func sum("sum");
-  sum(n, m) = accumulate(n % P, n / P, m);
+  Expr registerTileSum = accumulate(n % P, n / P, m);
+  // With bf16 weights at prompt sizes on a CPU with AMX (checked when the
+  // kernel runs), the product is the AMX micro-kernel's (AmxLinear.h) as an
+  // extern stage per output tile, over X rounded to bf16 once per call;
+  // the pipeline is specialized on the check, so a CPU without AMX (Zen 4
+  // and 5 take this same AVX512-BF16 variant) runs the product above.
+  const bool amx = linearUsesAmx(spec, target);
+  Expr amxReady;
+  Func amxInput("amx_input"), amxProduct("amx_product");
+  if (amx) {
+    amxReady = Internal::Call::make(Int(32), "attn_amx_ready", {},
+                                    Internal::Call::PureExtern) != 0;
+    // (k, m): X in bf16 bits, zero past the inputs and the tokens, rows
+    // padded to amx::xRowStride.
+    Expr tokens = input.dim(1).extent();
+    Expr x = gated ? gatedInput(min(k, in - 1), min(m, tokens - 1))
+                   : input(min(k, in - 1), min(m, tokens - 1));
+    amxInput(k, m) =
+        select(k < in && m < tokens, reinterpret<uint16_t>(cast(BFloat(16), x)),
+               cast<uint16_t>(0));
+    amxProduct.define_extern("attn_amx_linear_bf16",
+                             {amxInput, weight, in, out}, Float(32), {n, m});
+    Expr product = amxProduct(n, m);
+    if (spec.bias)
+      product += bias(n);
+    sum(n, m) = select(amxReady, product, registerTileSum);
+  } else {
+    sum(n, m) = registerTileSum;
+  }
   if (int8) {
     Expr scaled = sum(n, m) * weightScales(n);
     sum = Func("scaled_sum");
@@ -551,7 +587,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       for (Func pool : appendToCache(spec.cacheAppend, output, out,
                                      buffers.input("cache_slots"), vec, gpu))
         outputs.push_back(pool);
-    return buffers.finish(outputs);
+    KernelPipeline kernel = buffers.finish(outputs);
+    if (amx) // JIT users (tests, attn-bench) call the micro-kernel in-process
+      kernel.pipeline.set_jit_externs(
+          {{"attn_amx_ready", JITExtern(attn_amx_ready)},
+           {"attn_amx_linear_bf16", JITExtern(attn_amx_linear_bf16)}});
+    return kernel;
   };
 
   // SCHEDULE ----------------------------------------------------------------
@@ -591,6 +632,17 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 20);
   if (!smallGemv)
     output.parallel(no);
+  if (amx) {
+    // Where the CPU has AMX: the extern stage computes each task's tileN
+    // features for all tokens (its panels re-paired once), X in bf16 once
+    // per call; the epilogue as above. Elsewhere the select takes the
+    // register tiles scheduled below, never the extern.
+    output.specialize(amxReady);
+    amxProduct.compute_at(output, no);
+    amxInput.compute_root()
+        .parallel(m, 8, TailStrategy::GuardWithIf)
+        .vectorize(k, vec, guard);
+  }
   // A register tile of `f`: tilePanels whole panels (P features, in
   // vectors) x tileRows tokens, constant extents (reads are clamped
   // above), reduced over `r` innermost.

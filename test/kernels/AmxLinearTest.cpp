@@ -2,7 +2,8 @@
 //
 // attn::amx::linearBf16Block over odd and round sizes (tokens that are not
 // a multiple of the 32-token block, inputs not a multiple of the 32-deep
-// step, outputs that end inside a panel, blocks that start past token 0),
+// step, outputs that end inside a panel, calls over a range of features that
+// starts or ends inside a panel, leaving the columns beside it alone),
 // against a double-precision product of the same bf16-rounded X and W: the
 // products of bf16 values are exact in fp32, so the only error is fp32
 // accumulation, bounded like LinearTest's (1e-5 · sqrt(in) for inputs in
@@ -23,7 +24,7 @@ namespace {
 
 struct AmxCase {
   int tokens, in, out;
-  int firstToken = 0; ///< rows before it are left alone (a later block's call)
+  int nBegin = 0, nEnd = -1; ///< the features a call computes (-1: out)
 };
 
 class AmxLinearTest : public testing::TestWithParam<AmxCase> {};
@@ -33,6 +34,7 @@ TEST_P(AmxLinearTest, MatchesDoubleReferenceOnBf16Operands) {
   if (!attn::amx::available(&why))
     GTEST_SKIP() << why;
   const AmxCase &c = GetParam();
+  const int nEnd = c.nEnd < 0 ? c.out : c.nEnd, width = nEnd - c.nBegin;
   std::mt19937 rng(c.tokens * 131 + c.in * 7 + c.out);
   std::vector<float> x = randomVector(size_t(c.tokens) * c.in, rng),
                      w = randomVector(size_t(c.in) * c.out, rng);
@@ -41,36 +43,38 @@ TEST_P(AmxLinearTest, MatchesDoubleReferenceOnBf16Operands) {
   Halide::Buffer<> packed =
       attn::packLinearWeights(w.data(), c.in, c.out, attn::DType::BF16);
 
-  const int paddedIn = (c.in + 31) / 32 * 32;
+  const int paddedIn = attn::amx::paddedDepth(c.in);
   const int xStride = attn::amx::xRowStride(paddedIn);
   const int paddedTokens = (c.tokens + 31) / 32 * 32;
   std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
-  attn::amx::packTokensBf16(x.data(), c.in, c.firstToken, c.tokens, paddedIn,
-                            xStride, xb.data());
+  attn::amx::packTokensBf16(x.data(), c.in, 0, c.tokens, paddedIn, xStride,
+                            xb.data());
   std::vector<uint32_t> scratch(attn::amx::pairedPanelWords(paddedIn));
+  // Y has a column of padding on each side of the call's features, which
+  // must stay untouched.
   const float untouched = -12345.0f;
-  std::vector<float> y(size_t(c.tokens) * c.out, untouched);
-  const int panels = (c.out + 31) / 32;
+  const int yStride = width + 2;
+  std::vector<float> y(size_t(c.tokens) * yStride, untouched);
   attn::amx::linearBf16Block(xb.data(), xStride, paddedIn, c.in,
                              static_cast<const uint32_t *>(packed.data()),
-                             c.out, c.firstToken, c.tokens, 0, panels,
-                             scratch.data(), y.data(), c.out);
+                             c.tokens, c.nBegin, nEnd, scratch.data(),
+                             y.data() + 1, yStride);
 
   const double tolerance = 1e-5 * std::sqrt(double(c.in));
   double worst = 0;
-  for (int m = 0; m < c.tokens; m++)
-    for (int n = 0; n < c.out; n++) {
-      const float got = y[size_t(m) * c.out + n];
-      if (m < c.firstToken) {
-        ASSERT_EQ(got, untouched) << "row " << m << " is not the call's";
-        continue;
-      }
+  for (int m = 0; m < c.tokens; m++) {
+    ASSERT_EQ(y[size_t(m) * yStride], untouched) << "row " << m;
+    ASSERT_EQ(y[size_t(m) * yStride + width + 1], untouched) << "row " << m;
+    for (int n = c.nBegin; n < nEnd; n++) {
       double expected = 0;
       for (int k = 0; k < c.in; k++)
         expected += double(float(Halide::bfloat16_t(x[size_t(m) * c.in + k]))) *
                     w[size_t(k) * c.out + n];
-      worst = std::max(worst, std::fabs(got - expected));
+      worst =
+          std::max(worst, std::fabs(y[size_t(m) * yStride + 1 + n - c.nBegin] -
+                                    expected));
     }
+  }
   EXPECT_LE(worst, tolerance);
 }
 
@@ -78,7 +82,8 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, AmxLinearTest,
     testing::Values(AmxCase{32, 64, 32}, AmxCase{16, 32, 16},
                     AmxCase{33, 100, 70}, AmxCase{100, 257, 129},
-                    AmxCase{64, 4096, 96}, AmxCase{96, 96, 64, 32},
-                    AmxCase{7, 1000, 33}, AmxCase{128, 2048, 256}));
+                    AmxCase{64, 4096, 96}, AmxCase{96, 96, 64, 16, 48},
+                    AmxCase{7, 1000, 33}, AmxCase{128, 2048, 256, 64, 256},
+                    AmxCase{40, 64, 100, 5, 77}));
 
 } // namespace

@@ -8,12 +8,14 @@
 // square root of their count. int8 weights: the same, against the inputs
 // as the kernel rounds them (int16 per block); the exact inputs' result
 // differs by at most the rounding's bound (checked), here about
-// 1.5e-5 · sum |W|.
+// 1.5e-5 · sum |W|. bf16 weights on AMX tiles likewise, against the inputs
+// rounded to bf16 (the exact inputs' result within 2^-9 · sum |x·W|).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Reference.h"
 
+#include "attn/schedules/AmxLinear.h"
 #include "attn/schedules/Pipelines.h"
 
 #include <gtest/gtest.h>
@@ -151,11 +153,22 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   // int8 kernels see each input rounded to int16 per block of
   // kInt8InputBlock (scale: the block's max |x| / 32767): the reference
   // takes the same values, and the exact inputs' result must lie within
-  // the rounding's bound, sum_k |W(k, n)| · scale(k) / 2.
+  // the rounding's bound, sum_k |W(k, n)| · scale(k) / 2. bf16 weights on
+  // AMX tiles (a CPU with AMX, prompt-sized variants): each input rounded
+  // to bf16, within half a unit in the last place, |x|·2^-9.
+  const bool amx =
+      attn::linearUsesAmx(spec, target) && attn::amx::available();
   auto seen = [&](int m) {
     std::vector<double> row(x.begin() + size_t(m) * c.in,
                             x.begin() + size_t(m + 1) * c.in),
         halfStep(c.in, 0.0);
+    if (amx) {
+      for (int k = 0; k < c.in; k++) {
+        halfStep[k] = std::fabs(row[k]) * std::ldexp(1.0, -9);
+        row[k] = float(Halide::bfloat16_t(float(row[k])));
+      }
+      return std::pair{row, halfStep};
+    }
     if (!int8)
       return std::pair{row, halfStep};
     for (int b0 = 0; b0 < c.in; b0 += attn::kInt8InputBlock) {
@@ -280,6 +293,9 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{4352, 3 * 128, 5, false, {}, 2, 128, 10000.0f,
                                {}, attn::DType::BF16},
                     LinearCase{100, 37, 13, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::BF16},
+                    // More tokens than one AMX block (32), a tail of 6.
+                    LinearCase{96, 200, 70, true, {}, 0, 0, 0.0f, {},
                                attn::DType::BF16},
                     // int8 with a scale per output feature: register and
                     // one-row tiles, K-blocked, RoPE after the scale, odd.

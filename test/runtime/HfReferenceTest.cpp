@@ -12,7 +12,12 @@
 //
 // Expected: the same 32 greedy tokens, and every step's logits within
 // 2e-3 of the reference (fp32 kernels on the same rounded weights against
-// float64: observed below 1e-4; logits are O(1)).
+// float64: observed below 1e-4; logits are O(1)). On a CPU with AMX, bf16
+// weights multiply the prompt's activations rounded to bf16 (the linear
+// kernels' tile product, schedules/AmxLinear.h; decode steps stay fp32):
+// the same tokens, logits within 3e-2 (observed 8.3e-3 and 6.6e-3 on a
+// Sapphire Rapids VM, the rounding's 2^-9 per activation carried through
+// the layers and the cache).
 // int8 weights (the Llama again, attnc --weight-dtype=int8) are not the
 // checkpoint's values, so the reference's tokens are fed back (teacher
 // forcing) and the test states what quantization costs: the largest logit
@@ -107,6 +112,16 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
   return dir;
 }
 
+/// Whether the model libraries' bf16 linear kernels multiply on AMX tiles
+/// in this process (attn_amx_unavailable_reason: in every x86-64 model
+/// library, schedules/include/attn/schedules/AmxLinear.h).
+#if defined(__x86_64__)
+extern "C" const char *attn_amx_unavailable_reason(void);
+bool amxTilesRun() { return attn_amx_unavailable_reason() == nullptr; }
+#else
+bool amxTilesRun() { return false; }
+#endif
+
 /// tools/hf_reference.py's greedy tokens and logits for the folder.
 nlohmann::json reference(const std::string &dir, const std::string &prompt,
                          int steps) {
@@ -175,7 +190,9 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
       token = next;
     }
   }
-  EXPECT_LE(worst, c.quantized ? 0.1 : 2e-3);
+  const bool bf16Products = !c.quantized &&
+                            plan.weightType == DType::BF16 && amxTilesRun();
+  EXPECT_LE(worst, c.quantized ? 0.1 : bf16Products ? 3e-2 : 2e-3);
   if (c.quantized)
     EXPECT_GE(agreed, 28);
   std::printf("%s: %d of %d greedy tokens identical; largest logit "

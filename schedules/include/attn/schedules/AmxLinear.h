@@ -5,14 +5,21 @@
 // into 16 x 16 fp32 per instruction, 14x the fp32 FMA peak measured on a
 // 2-vCPU Sapphire Rapids VM. Halide 14's own AMX lowering cannot use it
 // (its bf16 reduction tile is stuck at 2 of the 32), so this is a hand-
-// written micro-kernel in intrinsics, called per output block.
+// written micro-kernel in intrinsics, which the linear pipeline calls per
+// output tile as a Halide extern stage (Linear.cpp) when the CPU and the OS
+// allow tiles, keeping its own product otherwise.
 //
 // W comes as the linear kernels' bf16 panels (packLinearWeights,
 // KernelSpec.h): per panel of 32 output features, per input k, 16 words
 // holding feature p in the low half and p + 16 in the high half. The
 // kernel re-pairs them along k (AMX's B operand holds pairs of
-// consecutive k per column) into a per-call scratch block, two AVX-512
+// consecutive k per column) into a per-thread scratch block, two AVX-512
 // operations per 64 bytes, far below the products' cost at >= 16 tokens.
+//
+// The object has no other dependency (not even the Halide runtime: only
+// its buffer type) and uses AMX and AVX-512 only inside functions that run
+// after available() said yes, so attnc puts it into every x86-64 model
+// library whatever CPU the library later runs on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,52 +29,81 @@
 #include <cstdint>
 #include <string>
 
+struct halide_buffer_t;
+
+extern "C" {
+/// Null if this process can run AMX-BF16 tile instructions: the CPU has
+/// AMX-TILE, AMX-BF16 and AVX512-BF16 (cpuid leaf 7), and Linux granted
+/// the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once per
+/// process); else which part is missing.
+const char *attn_amx_unavailable_reason(void);
+}
+
 namespace attn::amx {
 
-/// Whether this process can run AMX-BF16 tile instructions: the CPU has
-/// AMX-TILE and AMX-BF16 (cpuid leaf 7), and Linux granted the tile data
-/// state (arch_prctl ARCH_REQ_XCOMP_PERM, asked once per process). If not,
-/// `why` (when given) says which part is missing.
-bool available(std::string *why = nullptr);
+/// Whether attn_amx_unavailable_reason() is null; if not, `why` (when
+/// given) says which part is missing.
+inline bool available(std::string *why = nullptr) {
+  const char *reason = attn_amx_unavailable_reason();
+  if (reason && why)
+    *why = reason;
+  return !reason;
+}
 
-/// Rows of X a block of the product covers, and its input width, padded:
-/// the bf16 copy of X that linearBf16Block reads is kTokenBlock-row and
-/// kDepthStep-column aligned, zero in the padding.
+/// Tokens per block of the product, the depth of one tile step, and the
+/// features of a panel.
 constexpr int kTokenBlock = 32, kDepthStep = 32, kPanelFeatures = 32;
 
+/// An input width padded to whole tile steps.
+inline int paddedDepth(int in) {
+  return (in + kDepthStep - 1) / kDepthStep * kDepthStep;
+}
+
 /// X's bf16 row stride (elements) for an input padded to `paddedIn`: one
-/// cache line more, so the 16 rows of a tile load fall into different L1
-/// sets.
+/// cache line more, so the 16 rows of a tile load do not all fall into
+/// one L1 set.
 inline int xRowStride(int paddedIn) { return paddedIn + 32; }
 
-/// Rows (k pairs) x 32 features x 2 of one panel re-paired for AMX; the
-/// scratch a call of linearBf16Block needs per panel, in uint32 words.
+/// Rows (k pairs) x 32 features of one panel re-paired for AMX: the scratch
+/// linearBf16Block needs, in uint32 words.
 inline int64_t pairedPanelWords(int paddedIn) {
   return int64_t(paddedIn / 2) * kPanelFeatures;
 }
 
 /// X's rows [m0, m1) as AMX's left operand: xb[m][k] = bf16(x[m][k])
-/// (round to nearest even, AVX512-BF16), zero for k in [in, paddedIn).
+/// (round to nearest even), zero for k in [in, paddedIn). Needs available().
 ///   x:  fp32 [tokens][in]
 ///   xb: bf16 bits [tokens][xStride]
 void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
                     int xStride, uint16_t *xb);
 
-/// Y[m][n] = sum_k Xb[m][k] · W[k][n] in fp32 for tokens [m0, m1) and the
-/// panels [p0, p1) (features 32·p0 ...), each a kTokenBlock x 32 block of
-/// four 16 x 16 accumulator tiles over k in steps of 32.
-///   xb:      bf16 bits [paddedTokens][xStride], the first paddedIn
-///            (% 32 == 0) of each row used; xStride % 32 == 0 and not a
-///            multiple of 2048 bytes' worth (X's 16-row tile loads would
-///            fall into one L1 set: use xRowStride)
+/// Y[m][n] = sum_k Xb[m][k] · W[k][n] in fp32 for `rows` tokens and the
+/// features [nBegin, nEnd), in 32 x 32 blocks of four 16 x 16 accumulator
+/// tiles over k in steps of 32. Needs available().
+///   xb:      bf16 bits, row r of the call at xb + r·xStride, rows up to
+///            `rows` rounded up to 32 readable (zero past the tokens),
+///            columns [0, paddedIn) with zeros past `in`
 ///   panels:  uint32 [panel][in][16] (packLinearWeights' BF16 layout)
 ///   scratch: uint32 [pairedPanelWords(paddedIn)], per thread
-///   y:       fp32 [tokens][yStride]; columns past `out` are not written
-/// Needs available(); m0 % kTokenBlock == 0.
+///   y:       fp32, Y[r][nBegin + c] at y[r·yStride + c]
 void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
-                     const uint32_t *panels, int out, int m0, int m1, int p0,
-                     int p1, uint32_t *scratch, float *y, int yStride);
+                     const uint32_t *panels, int rows, int nBegin, int nEnd,
+                     uint32_t *scratch, float *y, int yStride);
 
 } // namespace attn::amx
+
+extern "C" {
+/// Halide's view of the above (Linear.cpp calls these from generated
+/// code; the names are the ABI between the pipeline and this object).
+/// Nonzero when available().
+int attn_amx_ready(void);
+/// An extern stage y(n, m) = sum_k xb(k, m) · W(k, n): xb (k, m) uint16
+/// with k over [0, xRowStride(paddedDepth(in))), weight (16, in, panel)
+/// uint32, y (n, m) fp32 for the region Halide asks. Answers bounds
+/// queries. Returns 0, or -1 if called without AMX (a pipeline checks
+/// attn_amx_ready() first).
+int attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight,
+                         int32_t in, int32_t out, halide_buffer_t *y);
+}
 
 #endif // ATTN_SCHEDULES_AMXLINEAR_H

@@ -214,6 +214,9 @@ struct LinearSpec {
   DType weightElement = DType::F32;
   CacheAppend cacheAppend;
   bool argmax = false;
+  /// bf16 weights at prompt sizes may multiply X rounded to bf16 on AMX
+  /// tiles (linearUsesAmx, Pipelines.h); false keeps the fp32 product.
+  bool bf16Products = true;
   LinearSchedule schedule;
 };
 

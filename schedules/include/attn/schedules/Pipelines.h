@@ -44,6 +44,13 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
 
+/// Whether buildLinearPipeline(spec, target) multiplies on AMX tiles where
+/// the CPU running it has them (bf16 weights, the prompt-sized variant, an
+/// x86-64 target with Sapphire Rapids' features): X is then rounded to
+/// bf16 (AmxLinear.h); elsewhere, and on CPUs without AMX, the product is
+/// fp32 as for every other kernel.
+bool linearUsesAmx(const LinearSpec &spec, const Halide::Target &target);
+
 /// W `weight` [in][out] (row k, column n) as the linear kernels take it:
 /// panels (KernelSpec.h), in `element` (F32, F16 or BF16 pairs, rounded to
 /// nearest even; I8 quantized per output feature, its scales [out] in
