@@ -129,6 +129,17 @@ cl::opt<ComputeDtype> attentionCompute(
                           "bf16 operands, fp32 accumulation and softmax")),
     cl::cat(attncCategory));
 
+cl::opt<ComputeDtype> linearCompute(
+    "linear-compute",
+    cl::desc("Precision of the products of linear kernels with bf16 weights "
+             "at prompt sizes"),
+    cl::values(clEnumValN(ComputeDtype::BF16, "bf16",
+                          "the inputs rounded to bf16 on AMX tiles where the "
+                          "CPU running the library has them, fp32 elsewhere "
+                          "(default)"),
+               clEnumValN(ComputeDtype::F32, "f32", "fp32 products everywhere")),
+    cl::init(ComputeDtype::BF16), cl::cat(attncCategory));
+
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
   return 1;
@@ -226,6 +237,8 @@ int emitHeadersAndLibrary(mlir::ModuleOp module,
   specs.cpuKernels = !targets.cpu.empty();
   specs.gpuApi = targets.gpuApi;
   specs.cpuTargets = attnc::resolvedCpuTargets(targets);
+  for (attn::LinearSpec &spec : specs.linear)
+    spec.bf16Products = linearCompute == ComputeDtype::BF16;
   if (sharedLibrary && !library)
     return fail("--shared links the kernels: it needs --emit=lib");
   if (library)

@@ -199,22 +199,25 @@ ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
 
 } // namespace attn::amx
 
-extern "C" const char *attn_amx_unavailable_reason(void) {
+extern "C" __attribute__((weak)) const char *
+attn_amx_unavailable_reason(void) {
   pthread_once(&attn::amx::gAsked, attn::amx::ask);
   return attn::amx::gUnavailable;
 }
 
 namespace attn::amx {
 
-void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
-                    int xStride, uint16_t *xb) {
+__attribute__((weak)) void packTokensBf16(const float *x, int in, int m0,
+                                          int m1, int paddedIn, int xStride,
+                                          uint16_t *xb) {
   if (!attn_amx_unavailable_reason())
     packRows(x, in, m0, m1, paddedIn, xStride, xb);
 }
 
-void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
-                     const uint32_t *panels, int rows, int nBegin, int nEnd,
-                     uint32_t *scratch, float *y, int yStride) {
+__attribute__((weak)) void
+linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
+                const uint32_t *panels, int rows, int nBegin, int nEnd,
+                uint32_t *scratch, float *y, int yStride) {
   if (!attn_amx_unavailable_reason())
     product(xb, xStride, paddedIn, in, panels, rows, nBegin, nEnd, scratch, y,
             yStride);
@@ -224,21 +227,25 @@ void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
 
 } // namespace attn::amx
 
-extern "C" const char *attn_amx_unavailable_reason(void) {
+extern "C" __attribute__((weak)) const char *
+attn_amx_unavailable_reason(void) {
   return "this build has no AMX code (not x86-64, or the compiler lacks "
          "AMX intrinsics)";
 }
 
 namespace attn::amx {
-void packTokensBf16(const float *, int, int, int, int, int, uint16_t *) {}
-void linearBf16Block(const uint16_t *, int, int, int, const uint32_t *, int,
-                     int, int, uint32_t *, float *, int) {}
+__attribute__((weak)) void packTokensBf16(const float *, int, int, int, int,
+                                          int, uint16_t *) {}
+__attribute__((weak)) void linearBf16Block(const uint16_t *, int, int, int,
+                                           const uint32_t *, int, int, int,
+                                           uint32_t *, float *, int) {}
 #endif
 
 } // namespace attn::amx
 
-// Weak: every model library attnc writes carries a copy of this object, and
-// an application may link several.
+// Every symbol this object defines is weak: every model library attnc
+// writes carries a copy of it, and an application may link several (and
+// attnc's own AttnSchedules beside them).
 extern "C" __attribute__((weak)) int attn_amx_ready(void) {
   return attn_amx_unavailable_reason() ? 0 : 1;
 }
