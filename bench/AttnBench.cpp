@@ -413,9 +413,9 @@ void amxLinear(benchmark::State &state, LinearShape s) {
   const int paddedTokens = (s.tokens + 31) / 32 * 32;
   std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
   const int threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::vector<uint32_t>> scratch(
-      threads, std::vector<uint32_t>(attn::amx::pairedPanelWords(paddedIn)));
   const int panels = (s.out + 31) / 32;
+  std::vector<std::vector<uint32_t>> scratch(
+      threads, std::vector<uint32_t>(attn::amx::scratchWords(paddedIn)));
   auto inParallel = [&](auto body) {
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; t++)

@@ -49,7 +49,7 @@ TEST_P(AmxLinearTest, MatchesDoubleReferenceOnBf16Operands) {
   std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
   attn::amx::packTokensBf16(x.data(), c.in, 0, c.tokens, paddedIn, xStride,
                             xb.data());
-  std::vector<uint32_t> scratch(attn::amx::pairedPanelWords(paddedIn));
+  std::vector<uint32_t> scratch(attn::amx::scratchWords(paddedIn));
   // Y has a column of padding on each side of the call's features, which
   // must stay untouched.
   const float untouched = -12345.0f;

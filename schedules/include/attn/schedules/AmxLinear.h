@@ -26,6 +26,7 @@
 #ifndef ATTN_SCHEDULES_AMXLINEAR_H
 #define ATTN_SCHEDULES_AMXLINEAR_H
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -64,10 +65,17 @@ inline int paddedDepth(int in) {
 /// one L1 set.
 inline int xRowStride(int paddedIn) { return paddedIn + 32; }
 
-/// Rows (k pairs) x 32 features of one panel re-paired for AMX: the scratch
-/// linearBf16Block needs, in uint32 words.
+/// Rows (k pairs) x 32 features of one panel re-paired for AMX, in uint32
+/// words.
 inline int64_t pairedPanelWords(int paddedIn) {
   return int64_t(paddedIn / 2) * kPanelFeatures;
+}
+
+/// The scratch linearBf16Block needs, in uint32 words: the re-paired rows
+/// of as many panels as fit in 1 MiB, at least one.
+inline int64_t scratchWords(int paddedIn) {
+  const int64_t panel = pairedPanelWords(paddedIn);
+  return panel * std::max<int64_t>(1, (int64_t(1) << 20) / (panel * 4));
 }
 
 /// X's rows [m0, m1) as AMX's left operand: xb[m][k] = bf16(x[m][k])
@@ -84,7 +92,7 @@ void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
 ///            `rows` rounded up to 32 readable (zero past the tokens),
 ///            columns [0, paddedIn) with zeros past `in`
 ///   panels:  uint32 [panel][in][16] (packLinearWeights' BF16 layout)
-///   scratch: uint32 [pairedPanelWords(paddedIn)], per thread
+///   scratch: uint32 [scratchWords(paddedIn)], per thread
 ///   y:       fp32, Y[r][nBegin + c] at y[r·yStride + c]
 void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
                      const uint32_t *panels, int rows, int nBegin, int nEnd,
