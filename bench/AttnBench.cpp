@@ -410,10 +410,10 @@ void amxLinear(benchmark::State &state, LinearShape s) {
       attn::packLinearWeights(weight.data(), s.in, s.out, DType::BF16);
   const int paddedIn = attn::amx::paddedDepth(s.in);
   const int xStride = attn::amx::xRowStride(paddedIn);
-  const int paddedTokens = (s.tokens + 31) / 32 * 32;
-  std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
+  std::vector<uint16_t> xb(size_t(attn::amx::paddedTokens(s.tokens)) * xStride,
+                           0);
   const int threads = std::max(1u, std::thread::hardware_concurrency());
-  const int panels = (s.out + 31) / 32;
+  const int panels = attn::amx::panelCount(s.out);
   std::vector<std::vector<uint32_t>> scratch(
       threads, std::vector<uint32_t>(attn::amx::scratchWords(paddedIn)));
   auto inParallel = [&](auto body) {

@@ -162,7 +162,7 @@ ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
   // 11.2 ms; 11008 inputs, where two panels and X's block overflow L2,
   // 39.5 ms one panel at a time, 44 ms in pairs.)
   const size_t pairedWords = size_t(pairedPanelWords(paddedIn));
-  const int group = std::max<int>(1, (1 << 20) / int(pairedWords * 4));
+  const int group = panelGroup(paddedIn);
   const int first = nBegin / kPanelFeatures,
             last = (nEnd + kPanelFeatures - 1) / kPanelFeatures;
   for (int p0 = first; p0 < last; p0 += group) {
@@ -274,7 +274,7 @@ attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
   const int paddedIn = paddedDepth(in), xStride = xRowStride(paddedIn);
   const int n0 = y->dim[0].min, nExtent = y->dim[0].extent;
   const int m0 = y->dim[1].min, mExtent = y->dim[1].extent;
-  const int rows = (mExtent + kTokenBlock - 1) / kTokenBlock * kTokenBlock;
+  const int rows = paddedTokens(mExtent);
   if (xb->is_bounds_query() || weight->is_bounds_query()) {
     // X's rows of the region, rounded up to whole blocks; every input
     // feature (padded); the panels of the region's features, all rows.
@@ -293,7 +293,7 @@ attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
     return 0;
   }
   if (attn_amx_unavailable_reason() || n0 < 0 ||
-      n0 + nExtent > (out + 31) / 32 * 32 || xb->dim[0].stride != 1 ||
+      n0 + nExtent > panelCount(out) * kPanelFeatures || xb->dim[0].stride != 1 ||
       xb->dim[1].stride != xStride || y->dim[0].stride != 1)
     return -1;
 #ifdef ATTN_AMX

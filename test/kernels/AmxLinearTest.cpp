@@ -45,8 +45,8 @@ TEST_P(AmxLinearTest, MatchesDoubleReferenceOnBf16Operands) {
 
   const int paddedIn = attn::amx::paddedDepth(c.in);
   const int xStride = attn::amx::xRowStride(paddedIn);
-  const int paddedTokens = (c.tokens + 31) / 32 * 32;
-  std::vector<uint16_t> xb(size_t(paddedTokens) * xStride, 0);
+  std::vector<uint16_t> xb(size_t(attn::amx::paddedTokens(c.tokens)) * xStride,
+                           0);
   attn::amx::packTokensBf16(x.data(), c.in, 0, c.tokens, paddedIn, xStride,
                             xb.data());
   std::vector<uint32_t> scratch(attn::amx::scratchWords(paddedIn));

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/runtime/Checkpoint.h"
+#include "attn/schedules/AmxLinear.h"
 #include "attn/runtime/Model.h"
 
 #include "ref_gpt2.h"
@@ -113,14 +114,8 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
 }
 
 /// Whether the model libraries' bf16 linear kernels multiply on AMX tiles
-/// in this process (attn_amx_unavailable_reason: in every x86-64 model
-/// library, schedules/include/attn/schedules/AmxLinear.h).
-#if defined(__x86_64__)
-extern "C" const char *attn_amx_unavailable_reason(void);
-bool amxTilesRun() { return attn_amx_unavailable_reason() == nullptr; }
-#else
-bool amxTilesRun() { return false; }
-#endif
+/// in this process.
+bool amxTilesRun() { return attn::amx::available(); }
 
 /// tools/hf_reference.py's greedy tokens and logits for the folder.
 nlohmann::json reference(const std::string &dir, const std::string &prompt,

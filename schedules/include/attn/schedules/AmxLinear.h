@@ -60,6 +60,16 @@ inline int paddedDepth(int in) {
   return (in + kDepthStep - 1) / kDepthStep * kDepthStep;
 }
 
+/// Tokens padded to whole blocks: the rows of X a product reads.
+inline int paddedTokens(int tokens) {
+  return (tokens + kTokenBlock - 1) / kTokenBlock * kTokenBlock;
+}
+
+/// Panels covering `features` outputs.
+inline int panelCount(int features) {
+  return (features + kPanelFeatures - 1) / kPanelFeatures;
+}
+
 /// X's bf16 row stride (elements) for an input padded to `paddedIn`: one
 /// cache line more, so the 16 rows of a tile load do not all fall into
 /// one L1 set.
@@ -71,11 +81,16 @@ inline int64_t pairedPanelWords(int paddedIn) {
   return int64_t(paddedIn / 2) * kPanelFeatures;
 }
 
-/// The scratch linearBf16Block needs, in uint32 words: the re-paired rows
-/// of as many panels as fit in 1 MiB, at least one.
+/// Panels linearBf16Block re-pairs at a time: as many as fit in 1 MiB of
+/// L2, at least one.
+inline int panelGroup(int paddedIn) {
+  return int(std::max<int64_t>(
+      1, (int64_t(1) << 20) / (pairedPanelWords(paddedIn) * 4)));
+}
+
+/// The scratch linearBf16Block needs, in uint32 words: one panel group.
 inline int64_t scratchWords(int paddedIn) {
-  const int64_t panel = pairedPanelWords(paddedIn);
-  return panel * std::max<int64_t>(1, (int64_t(1) << 20) / (panel * 4));
+  return pairedPanelWords(paddedIn) * panelGroup(paddedIn);
 }
 
 /// X's rows [m0, m1) as AMX's left operand: xb[m][k] = bf16(x[m][k])
