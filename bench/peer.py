@@ -37,6 +37,8 @@ PAIRS = [
     # CPU has AVX512-BF16) and the AMX-BF16 tile product alone (Intel; skipped,
     # so "missing", elsewhere).
     ("prefill H32 D128 S2048 full (MHA)", "prefill/H32_KV32_D128_S2048_full/bf16/manual_time", "GFLOPS"),
+    ("prefill H32 D128 S2048 causal (GQA)", "prefill/H32_KV32_D128_S2048_causal/bf16/manual_time", "GFLOPS"),
+    ("prefill H32/8 D128 S2048 causal", "prefill/H32_KV8_D128_S2048_causal/bf16/manual_time", "GFLOPS"),
     ("sgemm 2048^3 (MatMul)", "linear/T512_in4096_out4096_amx_bf16_product/manual_time", "GFLOPS"),
     # The linear kernel on bf16 weights: AMX tiles where the CPU has them.
     ("sgemm 2048^3 (MatMul)", "linear/T512_in4096_out4096_bias_wbf16/manual_time", "GFLOPS"),

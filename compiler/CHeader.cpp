@@ -333,7 +333,9 @@ void renderPrefill(llvm::raw_ostream &os, const attn::SdpaSpec &spec,
           : "",
       bf16 ? "\n *   bf16 products: Q, K, V and the softmax weights are "
              "rounded to bf16\n *   for Q·Kᵀ and P·V (fp32 accumulation "
-             "and softmax)."
+             "and softmax) on CPUs with bf16\n *   dot products "
+             "(AVX512-BF16; AMX tiles where the CPU has them); fp32\n *   "
+             "products elsewhere."
            : "",
       suffix.empty() ? "" : kDeviceWrapperNote, macro, spec.causal ? 1 : 0,
       spec.keyPadding ? 1 : 0, bf16 ? 1 : 0);

@@ -25,7 +25,7 @@
 #include <functional>
 #include <optional>
 
-// The AMX micro-kernel's object (schedules/AmxLinear.cpp), embedded at
+// The AMX micro-kernels' object (schedules/: attn_amx.o), embedded at
 // build time (compiler/CMakeLists.txt).
 extern const unsigned char kAmxObject[];
 extern const unsigned long kAmxObject_size;
@@ -138,7 +138,14 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
                return build(spec, t);
              }});
     };
-    add(specs.prefill, attn::buildSdpaPipeline);
+    // bf16 products where the target has bf16 dot products (vdpbf16ps,
+    // and AMX where the CPU running it has tiles); elsewhere they would
+    // only round the operands, so those variants keep fp32.
+    add(specs.prefill, [](attn::SdpaSpec spec, const Halide::Target &t) {
+      if (!t.has_feature(Halide::Target::AVX512_SapphireRapids))
+        spec.compute = attn::SdpaCompute::F32;
+      return attn::buildSdpaPipeline(spec, t);
+    });
     add(specs.decode, attn::buildDecodePipeline);
     // bf16 linear kernels call the AMX object on CPUs with tiles; without
     // an x86-64 copy of it to put in the library, they keep fp32 products.
@@ -210,7 +217,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
         });
     if (x86_64 && kAmxObjectIsX86_64) {
       llvm::SmallString<128> amx(scratch);
-      llvm::sys::path::append(amx, "attn_amx_linear.o");
+      llvm::sys::path::append(amx, "attn_amx.o");
       std::error_code ec;
       llvm::raw_fd_ostream os(amx, ec);
       if (ec)

@@ -64,6 +64,19 @@ Type weightDtype(ConfigReader &config, MLIRContext &context) {
   return b.getF32Type();
 }
 
+/// Whether attention layers of `headDim` channels take bf16 products when
+/// --attention-compute does not say: for a bf16 or f16 checkpoint (whose
+/// weights are 16-bit already), head sizes bf16 pairs can split. The
+/// kernels use them where the CPU has bf16 dot products (AMX, AVX512-BF16)
+/// and fp32 elsewhere (HalideBackend.cpp).
+bool bf16ComputeFor(ConfigReader &config, MLIRContext &context,
+                    int64_t headDim, const ImportOptions &options) {
+  if (options.bf16Compute)
+    return *options.bf16Compute;
+  return weightDtype(config, context).getIntOrFloatBitWidth() == 16 &&
+         headDim % 2 == 0;
+}
+
 OwningOpRef<ModuleOp>
 importDecoderOnly(ConfigReader &config, const json::Object &root,
                   llvm::StringRef type, const JsonLocator &locator,
@@ -83,7 +96,6 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
 
   LayerConfig layer;
   int64_t firstWindowedLayer = 0; // Qwen2: earlier layers attend fully
-  layer.bf16Compute = options.bf16Compute.value_or(false);
   layer.queryHeads = *heads;
   layer.kvHeads = *heads;
   layer.headDim = *hidden / *heads;
@@ -207,6 +219,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     layer.window.reset();
     layer.mask = MaskKind::Causal;
   }
+  layer.bf16Compute = bf16ComputeFor(config, context, layer.headDim, options);
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
   builder.setWeightDtype(weightDtype(config, context));
@@ -318,9 +331,10 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
   };
 
   LayerConfig encoder;
-  encoder.bf16Compute = options.bf16Compute.value_or(false);
   encoder.queryHeads = encoder.kvHeads = *encoderHeads;
   encoder.headDim = *dModel / *encoderHeads;
+  encoder.bf16Compute =
+      bf16ComputeFor(config, context, encoder.headDim, options);
   encoder.stack = "encoder";
   encoder.projectionBias = true; // Marian and BART projections have biases
   embedding("encoder", *vocabulary);
@@ -331,9 +345,9 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
   // Each decoder layer: masked self-attention over its growing cache, then
   // cross-attention over the encoder output (computed once per input).
   LayerConfig self, cross;
-  self.bf16Compute = encoder.bf16Compute;
   self.queryHeads = self.kvHeads = *decoderHeads;
   self.headDim = *dModel / *decoderHeads;
+  self.bf16Compute = bf16ComputeFor(config, context, self.headDim, options);
   self.mask = MaskKind::Causal;
   self.stack = "decoder";
   self.projectionBias = true;

@@ -123,10 +123,14 @@ enum class ComputeDtype { F32, BF16 };
 cl::opt<ComputeDtype> attentionCompute(
     "attention-compute",
     cl::desc("Precision of every attention layer's prefill products "
-             "(overrides the description's compute_dtype)"),
+             "(overrides the description's compute_dtype; a Hugging Face "
+             "config's default: bf16 for a bf16 or f16 torch_dtype)"),
     cl::values(clEnumValN(ComputeDtype::F32, "f32", "fp32 throughout"),
                clEnumValN(ComputeDtype::BF16, "bf16",
-                          "bf16 operands, fp32 accumulation and softmax")),
+                          "bf16 operands, fp32 accumulation and softmax, in "
+                          "the kernel variants for CPUs with bf16 dot "
+                          "products (AMX tiles where the CPU has them); fp32 "
+                          "in the others")),
     cl::cat(attncCategory));
 
 cl::opt<ComputeDtype> linearCompute(

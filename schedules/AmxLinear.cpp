@@ -12,6 +12,7 @@
 
 #include "attn/schedules/AmxLinear.h"
 
+#include "AmxTiles.h"
 #include "HalideRuntime.h"
 
 #include <pthread.h>
@@ -20,14 +21,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 11)
-#define ATTN_AMX 1
+#ifdef ATTN_AMX
 #include <cpuid.h>
-#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#define ATTN_AMX_CODE                                                          \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
 #endif
 
 namespace attn::amx {
@@ -36,13 +33,6 @@ namespace attn::amx {
 namespace {
 constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureTileData = 18;
-
-/// LDTILECFG's 64-byte operand (palette 1).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, startRow = 0, reserved[14] = {};
-  uint16_t bytesPerRow[16] = {};
-  uint8_t rows[16] = {};
-};
 
 /// Null if this process may use AMX-BF16 tiles, else why not.
 const char *askForTiles() {
@@ -66,41 +56,6 @@ const char *askForTiles() {
 pthread_once_t gAsked = PTHREAD_ONCE_INIT;
 const char *gUnavailable = "not asked";
 void ask() { gUnavailable = askForTiles(); }
-
-/// Per thread, reused across calls: one panel's re-paired rows (256 KiB at
-/// 4096 inputs), so no call allocates on the hot path; freed when the
-/// thread ends.
-struct Scratch {
-  uint32_t *words = nullptr;
-  size_t capacity = 0;
-};
-pthread_once_t gScratchKeyMade = PTHREAD_ONCE_INIT;
-pthread_key_t gScratchKey;
-void freeScratch(void *scratch) {
-  std::free(static_cast<Scratch *>(scratch)->words);
-  std::free(scratch);
-}
-void makeScratchKey() { pthread_key_create(&gScratchKey, freeScratch); }
-
-/// This thread's scratch of at least `words` uint32, or null.
-uint32_t *threadScratch(size_t words) {
-  pthread_once(&gScratchKeyMade, makeScratchKey);
-  auto *scratch = static_cast<Scratch *>(pthread_getspecific(gScratchKey));
-  if (!scratch) {
-    scratch = static_cast<Scratch *>(std::calloc(1, sizeof(Scratch)));
-    if (!scratch || pthread_setspecific(gScratchKey, scratch) != 0) {
-      std::free(scratch);
-      return nullptr;
-    }
-  }
-  if (scratch->capacity < words) {
-    std::free(scratch->words);
-    scratch->words = static_cast<uint32_t *>(
-        std::aligned_alloc(64, (words * 4 + 63) / 64 * 64));
-    scratch->capacity = scratch->words ? words : 0;
-  }
-  return scratch->words;
-}
 
 /// Panel words re-paired along k: word (r, f) of the result holds W[2r][f]
 /// (low half) and W[2r + 1][f] (high half), f < 32, as AMX's B operand
@@ -144,11 +99,7 @@ ATTN_AMX_CODE void packRows(const float *x, int in, int m0, int m1,
 ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
                            int in, const uint32_t *panels, int rows, int nBegin,
                            int nEnd, uint32_t *scratch, float *y, int yStride) {
-  TileConfig config;
-  for (int t = 0; t < 8; t++) {
-    config.bytesPerRow[t] = 64;
-    config.rows[t] = 16;
-  }
+  const TileConfig config = fullTiles();
   _tile_loadconfig(&config);
   // Tiles: 0-3 accumulators (token half i, feature half j at 2i + j),
   // 4-5 X's two 16-token halves, 6-7 the panel's two 16-feature halves.
@@ -212,7 +163,41 @@ ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
   }
   _tile_release();
 }
+
+/// Per thread, reused across calls (a panel group's re-paired rows, an
+/// attention block's scores), so no call allocates on the hot path.
+struct Scratch {
+  uint32_t *words = nullptr;
+  size_t capacity = 0;
+};
+pthread_once_t gScratchKeyMade = PTHREAD_ONCE_INIT;
+pthread_key_t gScratchKey;
+void freeScratch(void *scratch) {
+  std::free(static_cast<Scratch *>(scratch)->words);
+  std::free(scratch);
+}
+void makeScratchKey() { pthread_key_create(&gScratchKey, freeScratch); }
+
 } // namespace
+
+__attribute__((weak)) uint32_t *threadScratch(size_t words) {
+  pthread_once(&gScratchKeyMade, makeScratchKey);
+  auto *scratch = static_cast<Scratch *>(pthread_getspecific(gScratchKey));
+  if (!scratch) {
+    scratch = static_cast<Scratch *>(std::calloc(1, sizeof(Scratch)));
+    if (!scratch || pthread_setspecific(gScratchKey, scratch) != 0) {
+      std::free(scratch);
+      return nullptr;
+    }
+  }
+  if (scratch->capacity < words) {
+    std::free(scratch->words);
+    scratch->words = static_cast<uint32_t *>(
+        std::aligned_alloc(64, (words * 4 + 63) / 64 * 64));
+    scratch->capacity = scratch->words ? words : 0;
+  }
+  return scratch->words;
+}
 
 } // namespace attn::amx
 

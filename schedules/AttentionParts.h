@@ -206,7 +206,10 @@ inline Halide::Expr prefillLogit(const SdpaSpec &spec, const PrefillMask &mask,
 /// state over the chunks the block sees, then the normalized output
 /// out(d, h, i, b); its schedule of one parallel task per (batch, head,
 /// query block). chunkMax(i, h, b, c), chunkSum(i, h, b, c) and
-/// chunkOut(d, i, h, b, c) are one chunk's row max, row sum and P·V.
+/// chunkOut(d, i, h, b, c) are one chunk's row max, row sum and P·V. With
+/// `replacement` (the AMX kernel's output stage), the output is that where
+/// `useReplacement` holds when the kernel runs: the caller specializes on
+/// it and schedules the replacement at the task.
 struct PrefillOutput {
   Halide::Func state{"state"}, output{"output"};
   Halide::RDom chunks; ///< the state update's chunk loop: compute chunks at it
@@ -217,7 +220,9 @@ inline PrefillOutput
 buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
                    Halide::Func chunkMax, Halide::Func chunkSum,
                    Halide::Func chunkOut, Halide::Expr numChunks, int kvChunk,
-                   int vec, bool gpu = false) {
+                   int vec, bool gpu = false,
+                   Halide::Expr useReplacement = Halide::Expr(),
+                   Halide::Func replacement = Halide::Func()) {
   using namespace Halide;
   const int queryBlock = spec.schedule.queryBlock;
   Var d("d"), h("h"), i("i"), b("b"), ii("ii"), qb("qb"), io("io");
@@ -241,7 +246,11 @@ buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
   // A row that sees no key (causal with q_len > kv_len) is defined as 0.
   Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
   Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
-  out.output(d, h, i, b) = select(l > 0.0f, o / l, 0.0f);
+  Expr normalized = select(l > 0.0f, o / l, 0.0f);
+  out.output(d, h, i, b) =
+      useReplacement.defined()
+          ? select(useReplacement, replacement(d, h, i, b), normalized)
+          : normalized;
   if (gpu) // the caller schedules for the device
     return out;
 

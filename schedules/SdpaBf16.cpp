@@ -29,6 +29,8 @@
 #include "attn/schedules/Pipelines.h"
 
 #include "AttentionParts.h"
+#include "attn/schedules/AmxAttention.h"
+#include "attn/schedules/AmxLinear.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -109,9 +111,38 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
       cast<float>(valueB(rp.x, d, c * (kvChunk / 2) + rp.y, h / group, b)) *
       cast<float>(prob(c * kvChunk + 2 * rp.y + rp.x, i, h, b));
 
+  // On a CPU with AMX (checked when the kernel runs), the whole attention of
+  // a task's rows is the AMX kernel's (AmxAttention.h), from the same bf16
+  // operands, as an extern stage.
+  const bool amx = sdpaUsesAmx(spec, target);
+  Expr amxReady;
+  Func keyEnd("key_end"), keyTiles("amx_key_tiles"),
+      valuePairs("amx_value_pairs"), amxOutput("amx_attention");
+  if (amx) {
+    amxReady = Internal::Call::make(Int(32), "attn_amx_ready", {},
+                                    Internal::Call::PureExtern) != 0;
+    keyEnd(b) = mask.keyEnd;
+    // K in 1 KiB operand tiles, V in pairs of keys (AmxAttention.h),
+    // packed by the AMX object: keyB's rows of keys, one pair of channels
+    // apart, would put a tile's 16 rows kv_len·4 bytes apart, and Halide
+    // packs both with gathers.
+    Var jj("jj"), jb("jb");
+    keyTiles.define_extern("attn_amx_pack_keys", {key, kvLen}, UInt(16),
+                           {lane, jj, pair, jb, hk, b});
+    valuePairs.define_extern("attn_amx_pack_values", {value, kvLen},
+                             UInt(16), {lane, d, pair, hk, b});
+    amxOutput.define_extern(
+        "attn_amx_attention_bf16",
+        {queryB, keyTiles, valuePairs, keyEnd, group, kvLen, mask.diagonal,
+         int(spec.causal || spec.window > 0), spec.window,
+         sched.kvChunk},
+        Float(32), {d, h, i, b});
+  }
+
   // Online softmax over the chunks each query block sees, then O / l.
-  PrefillOutput result = buildPrefillOutput(spec, mask, chunkMax, chunkSum,
-                                            chunkOut, numChunks, kvChunk, vec);
+  PrefillOutput result =
+      buildPrefillOutput(spec, mask, chunkMax, chunkSum, chunkOut, numChunks,
+                         kvChunk, vec, false, amxReady, amxOutput);
   Func state = result.state, output = result.output;
   RDom rc = result.chunks;
   Var task = result.task;
@@ -138,6 +169,15 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   keyB.unroll(lane).vectorize(j, vec, TailStrategy::GuardWithIf);
   valueB.vectorize(lane).vectorize(d, vec, TailStrategy::GuardWithIf);
   queryB.compute_at(output, task).vectorize(d, vec, TailStrategy::GuardWithIf);
+  if (amx) {
+    // Where the CPU has AMX: the extern stage computes each task's block of
+    // rows; elsewhere the select takes the products scheduled below.
+    output.specialize(amxReady);
+    amxOutput.compute_at(output, task);
+    keyEnd.compute_root();
+    for (Func packed : {keyTiles, valuePairs})
+      packed.compute_root().fuse(hk, b, kvTask).parallel(kvTask);
+  }
 
   const int qkRows = std::max(1, sched.qkTileKeys);
   const int qkVectors = std::max(1, std::min(4, 24 / qkRows));
@@ -190,7 +230,22 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
       .vectorize(di, vec, TailStrategy::GuardWithIf)
       .unroll(ri);
 
-  return inputs.finish(output);
+  KernelPipeline kernel = inputs.finish(output);
+  if (amx) // JIT users (tests, attn-bench) call the AMX kernel in-process
+    kernel.pipeline.set_jit_externs(
+        {{"attn_amx_ready", JITExtern(attn_amx_ready)},
+         {"attn_amx_pack_keys", JITExtern(attn_amx_pack_keys)},
+         {"attn_amx_pack_values", JITExtern(attn_amx_pack_values)},
+         {"attn_amx_attention_bf16", JITExtern(attn_amx_attention_bf16)}});
+  return kernel;
+}
+
+bool sdpaUsesAmx(const SdpaSpec &spec, const Target &target) {
+  return spec.compute == SdpaCompute::BF16 && spec.headDim % 32 == 0 &&
+         spec.headDim <= 256 && spec.softcap == 0.0f && !spec.alibi &&
+         target.arch == Target::X86 && target.bits == 64 &&
+         !target.has_gpu_feature() &&
+         target.has_feature(Target::AVX512_SapphireRapids);
 }
 
 } // namespace attn

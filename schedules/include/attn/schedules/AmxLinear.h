@@ -102,7 +102,9 @@ void packTokensBf16(const float *x, int in, int m0, int m1, int paddedIn,
 
 /// Y[m][n] = sum_k Xb[m][k] · W[k][n] in fp32 for `rows` tokens and the
 /// features [nBegin, nEnd), in 32 x 32 blocks of four 16 x 16 accumulator
-/// tiles over k in steps of 32. Needs available().
+/// tiles over k in steps of 32. Needs available(). Give xb, panels and
+/// scratch 64-byte aligned (as Halide's buffers are): tile loads of rows
+/// that straddle cache lines take about twice as long.
 ///   xb:      bf16 bits, row r of the call at xb + r·xStride, rows up to
 ///            `rows` rounded up to 32 readable (zero past the tokens),
 ///            columns [0, paddedIn) with zeros past `in`
