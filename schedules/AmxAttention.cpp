@@ -6,10 +6,10 @@
 //        + rowsum P, O = O·2^(m - m')          (AVX-512, fp32)
 //   O += bf16(P)·V           (tiles: 32 rows x 32 channels, 32 keys deep)
 // then out = O / l. Q arrives pre-scaled into the log2 domain (as for the
-// Halide kernels), so the softmax is exp2. The exponential is the Halide
-// kernels' exp2Nonpositive (AttentionParts.h): exactly 0 below 2^-64, so no
-// weight, product or sum here is subnormal (and tdpbf16ps treats subnormal
-// operands as 0 whatever MXCSR says).
+// Halide kernels), so the softmax is exp2. The exponential has the Halide
+// kernels' floor (exp2Nonpositive, AttentionParts.h): exactly 0 below
+// 2^-64, so no weight, product or sum here is subnormal (and tdpbf16ps
+// treats subnormal operands as 0 whatever MXCSR says).
 //
 // Built like AmxLinear.cpp: baseline x86-64, AMX and AVX-512 only inside
 // functions with a target attribute that run after the availability check,
@@ -92,8 +92,8 @@ BlockScratch carveScratch(uint32_t *words, int keyChunk, int headDim) {
 
 /// 2^x with exp2Nonpositive's floor: exactly 0 where x < -64, and where
 /// `live` is clear; else 2^round(x) (vscalefps) times a degree-4
-/// polynomial of 2^f, |f| <= 0.5, relative error below 5e-5: 2% of the
-/// bf16 rounding P gets next (the fp32 kernels keep degree 6).
+/// polynomial of 2^f, |f| <= 0.5, relative error below 5.6e-5: 3% of the
+/// bf16 rounding (2^-9) P gets next (the fp32 kernels keep degree 6).
 ATTN_AMX_CODE inline __m512 exp2Floor(__m512 x, __mmask16 live) {
   live &= _mm512_cmp_ps_mask(x, _mm512_set1_ps(-64.0f), _CMP_GE_OQ);
   const __m512 whole =
@@ -458,6 +458,26 @@ attn_amx_attention_bf16(halide_buffer_t *query, halide_buffer_t *key,
 #endif
 }
 
+namespace {
+/// Answers a packing stage's bounds query on its fp32 input (d, hk, j, b):
+/// every channel, the region's KV heads and batch entries, and the keys
+/// [first, end) that exist (the last key stands in for those past kv_len).
+void askForKeys(halide_buffer_t *input, int headDim, int first, int end,
+                int kvLen, const halide_dimension_t &heads,
+                const halide_dimension_t &batch) {
+  first = std::max(0, std::min(first, kvLen - 1));
+  end = std::min(kvLen, end);
+  input->dim[0].min = 0;
+  input->dim[0].extent = headDim;
+  input->dim[1].min = heads.min;
+  input->dim[1].extent = heads.extent;
+  input->dim[2].min = first;
+  input->dim[2].extent = std::max(0, end - first);
+  input->dim[3].min = batch.min;
+  input->dim[3].extent = batch.extent;
+}
+} // namespace
+
 extern "C" __attribute__((weak)) int
 attn_amx_pack_keys(halide_buffer_t *key, int32_t kvLen,
                    halide_buffer_t *tiles) {
@@ -469,18 +489,8 @@ attn_amx_pack_keys(halide_buffer_t *key, int32_t kvLen,
   if (key->is_bounds_query() || tiles->is_bounds_query()) {
     if (!key->is_bounds_query())
       return 0;
-    // The keys of the region's blocks that exist (the last one stands in
-    // for those past kv_len).
-    const int first = std::max(0, std::min(jb0 * 16, kvLen - 1));
-    const int end = std::min(kvLen, (jb0 + jbN) * 16);
-    key->dim[0].min = 0;
-    key->dim[0].extent = headDim;
-    key->dim[1].min = tiles->dim[4].min;
-    key->dim[1].extent = tiles->dim[4].extent;
-    key->dim[2].min = first;
-    key->dim[2].extent = std::max(0, end - first);
-    key->dim[3].min = tiles->dim[5].min;
-    key->dim[3].extent = tiles->dim[5].extent;
+    askForKeys(key, headDim, jb0 * 16, (jb0 + jbN) * 16, kvLen,
+               tiles->dim[4], tiles->dim[5]);
     return 0;
   }
 #ifdef ATTN_AMX
@@ -505,17 +515,9 @@ attn_amx_pack_values(halide_buffer_t *value, int32_t kvLen,
   if (value->is_bounds_query() || pairs->is_bounds_query()) {
     if (!value->is_bounds_query()) // see attn_amx_pack_keys
       return 0;
-    const int first = std::max(0, std::min(2 * pairs->dim[2].min, kvLen - 1));
-    const int end =
-        std::min(kvLen, 2 * (pairs->dim[2].min + pairs->dim[2].extent));
-    value->dim[0].min = 0;
-    value->dim[0].extent = headDim;
-    value->dim[1].min = pairs->dim[3].min;
-    value->dim[1].extent = pairs->dim[3].extent;
-    value->dim[2].min = first;
-    value->dim[2].extent = std::max(0, end - first);
-    value->dim[3].min = pairs->dim[4].min;
-    value->dim[3].extent = pairs->dim[4].extent;
+    askForKeys(value, headDim, 2 * pairs->dim[2].min,
+               2 * (pairs->dim[2].min + pairs->dim[2].extent), kvLen,
+               pairs->dim[3], pairs->dim[4]);
     return 0;
   }
 #ifdef ATTN_AMX
