@@ -140,10 +140,12 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
     };
     // bf16 products where the target has bf16 dot products (vdpbf16ps,
     // and AMX where the CPU running it has tiles); elsewhere they would
-    // only round the operands, so those variants keep fp32.
+    // only round the operands, so those variants keep fp32. Without an
+    // x86-64 AMX object to put in the library, no kernel calls it.
     add(specs.prefill, [](attn::SdpaSpec spec, const Halide::Target &t) {
       if (!t.has_feature(Halide::Target::AVX512_SapphireRapids))
         spec.compute = attn::SdpaCompute::F32;
+      spec.amxTiles = kAmxObjectIsX86_64;
       return attn::buildSdpaPipeline(spec, t);
     });
     add(specs.decode, attn::buildDecodePipeline);

@@ -247,7 +247,8 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
 }
 
 bool sdpaUsesAmx(const SdpaSpec &spec, const Target &target) {
-  return spec.compute == SdpaCompute::BF16 && spec.headDim % 32 == 0 &&
+  return spec.amxTiles && spec.compute == SdpaCompute::BF16 &&
+         spec.headDim % 32 == 0 &&
          spec.headDim <= 256 && spec.softcap == 0.0f && !spec.alibi &&
          target.arch == Target::X86 && target.bits == 64 &&
          !target.has_gpu_feature() &&

@@ -117,6 +117,26 @@ TEST_P(AmxAttentionTest, MatchesDoubleReference) {
             bf16Tolerance(spec.scale, d));
 }
 
+// attnc clears amxTiles where it has no AMX object to put in a library
+// (an attnc built for another architecture): no kernel may then call it.
+TEST(AmxAttentionSelection, FollowsTheSpecAndTheTarget) {
+  attn::SdpaSpec spec;
+  spec.numQueryHeads = spec.numKvHeads = 2;
+  spec.headDim = 64;
+  spec.compute = attn::SdpaCompute::BF16;
+  const Halide::Target sapphireRapids("x86-64-linux-avx512_sapphirerapids");
+  EXPECT_TRUE(attn::sdpaUsesAmx(spec, sapphireRapids));
+  EXPECT_FALSE(attn::sdpaUsesAmx(spec, Halide::Target("x86-64-linux-avx512")));
+  spec.amxTiles = false;
+  EXPECT_FALSE(attn::sdpaUsesAmx(spec, sapphireRapids));
+  spec.amxTiles = true;
+  spec.headDim = 80; // not whole 32-channel steps
+  EXPECT_FALSE(attn::sdpaUsesAmx(spec, sapphireRapids));
+  spec.headDim = 64;
+  spec.softcap = 30.0f;
+  EXPECT_FALSE(attn::sdpaUsesAmx(spec, sapphireRapids));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, AmxAttentionTest,
     testing::Values(

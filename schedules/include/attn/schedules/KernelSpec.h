@@ -57,6 +57,10 @@ struct SdpaSpec : AttentionSettings {
   std::string functionName;
   bool keyPadding = false; ///< a key_lengths input masks padded keys
   SdpaCompute compute = SdpaCompute::F32;
+  /// bf16 products may run on AMX tiles where the CPU has them
+  /// (sdpaUsesAmx, Pipelines.h); false keeps the Halide products (attnc
+  /// clears it where it has no AMX object to put in the library).
+  bool amxTiles = true;
   SdpaSchedule schedule;
 };
 
