@@ -21,6 +21,7 @@
 #include "CallTimer.h"
 #include "attn/schedules/Roofline.h"
 
+#include "attn/runtime/KernelTemporaries.h"
 #include "attn/runtime/PoolAllocator.h"
 #include "attn/schedules/AmxLinear.h"
 #include "attn/schedules/Pipelines.h"
@@ -76,6 +77,18 @@ void timeKernel(benchmark::State &state, double flops, double kvBytes,
                          {gRoofline.fmaGflops, gRoofline.triadGBps}, body);
 }
 
+/// JIT-compiles `pipeline` for gTarget, its temporaries allocated as a
+/// model library's are (KernelTemporaries.h), so that times compare.
+void compileForBench(Pipeline &pipeline) {
+  pipeline.jit_handlers().custom_malloc = [](JITUserContext *, size_t bytes) {
+    return attn::runtime::allocateKernelTemporary(nullptr, bytes);
+  };
+  pipeline.jit_handlers().custom_free = [](JITUserContext *, void *block) {
+    attn::runtime::freeKernelTemporary(nullptr, block);
+  };
+  pipeline.compile_jit(gTarget);
+}
+
 double attentionFlops(const PrefillShape &s, double qLen, double kvLen) {
   double flops = 4.0 * s.queryHeads * qLen * kvLen * s.headDim;
   return s.causal ? flops / 2 : flops;
@@ -98,7 +111,7 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
                 &spec.schedule.kvChunk, &spec.schedule.qkTileKeys,
                 &spec.schedule.pvTileRows);
   attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, gTarget);
-  kernel.pipeline.compile_jit(gTarget);
+  compileForBench(kernel.pipeline);
   Tensors t(s, s.length, s.length);
   ParamMap params;
   params.set(kernel.inputs[0], t.query);
@@ -144,7 +157,7 @@ void unfusedPrefill(benchmark::State &state, PrefillShape s) {
   weighted.update().reorder(d, rj, h).parallel(i).vectorize(d, vec);
   out.parallel(i).vectorize(d, vec);
   Pipeline pipeline(out);
-  pipeline.compile_jit(gTarget);
+  compileForBench(pipeline);
   Tensors t(s, s.length, s.length);
   ParamMap params;
   params.set(q, t.query);
@@ -207,7 +220,7 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   if (const char *text = std::getenv("ATTN_BENCH_DECODE_SPLIT"))
     spec.schedule.splitKeys = std::atoi(text);
   attn::KernelPipeline kernel = attn::buildDecodePipeline(spec, gTarget);
-  kernel.pipeline.compile_jit(gTarget);
+  compileForBench(kernel.pipeline);
 
   const int pagesPerSequence = (s.kvLength + s.pageSize - 1) / s.pageSize;
   const int numPages = pagesPerSequence * s.batch;
@@ -348,7 +361,7 @@ void linear(benchmark::State &state, LinearShape s) {
   if (s.tokens <= 2)
     spec.schedule.tileRows = 1;
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
-  kernel.pipeline.compile_jit(gTarget);
+  compileForBench(kernel.pipeline);
   const int inColumns =
       spec.inputGate != attn::Activation::None ? 2 * s.in : s.in;
   Buffer<float> input(inColumns, s.tokens), weight(s.out, s.in), bias(s.out),
@@ -519,7 +532,7 @@ void norm(benchmark::State &state, int tokens, attn::NormKind kind) {
   spec.kind = kind;
   spec.dim = dim;
   attn::KernelPipeline kernel = attn::buildNormPipeline(spec, gTarget);
-  kernel.pipeline.compile_jit(gTarget);
+  compileForBench(kernel.pipeline);
   Buffer<float> input(dim, tokens), weight(dim), bias(dim), output(dim, tokens);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -543,7 +556,7 @@ void embedding(benchmark::State &state, int tokens) {
   spec.positions = attn::PositionKind::Sinusoidal;
   spec.maxPositions = 4096;
   attn::KernelPipeline kernel = attn::buildEmbeddingPipeline(spec, gTarget);
-  kernel.pipeline.compile_jit(gTarget);
+  compileForBench(kernel.pipeline);
   Buffer<int32_t> ids(tokens), positions(tokens);
   Buffer<float> table(dim, vocab), output(dim, tokens);
   std::mt19937 rng(6);

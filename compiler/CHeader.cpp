@@ -492,7 +492,8 @@ std::string renderCHeader(const ModelSpecs &specs, llvm::StringRef description,
      << "_KERNEL_TABLE_SIZE,\n    "
      << (specs.gpuApi.empty() ? std::string("NULL")
                               : "&" + name.str() + "_device_api")
-     << ", halide_set_error_handler};\n";
+     << ",\n    halide_set_error_handler, halide_set_custom_malloc, "
+        "halide_set_custom_free};\n";
   os << "\n#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << guard << " */\n";
   return text;
 }

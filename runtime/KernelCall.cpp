@@ -3,6 +3,7 @@
 #include "attn/runtime/KernelCall.h"
 
 #include "DeviceShadows.h"
+#include "attn/runtime/KernelTemporaries.h"
 
 #include <climits>
 #include <cstring>
@@ -12,8 +13,12 @@
 // The Halide runtime linked with a model library (weak: a program without
 // one leaves it null). Its default error handler calls abort(); a kernel
 // whose buffers break a constraint (a plan edited against its kernels)
-// must instead fail its call, with Halide's message.
+// must instead fail its call, with Halide's message. Its temporaries come
+// from the runtime's cache (KernelTemporaries.h), as ModelLibrary arranges
+// for a library it opens.
 #pragma weak halide_set_error_handler
+#pragma weak halide_set_custom_malloc
+#pragma weak halide_set_custom_free
 
 namespace attn::runtime {
 
@@ -111,6 +116,11 @@ Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
   std::call_once(handlerInstalled, [] {
     if (&halide_set_error_handler != nullptr)
       halide_set_error_handler(shadows::recordHalideError);
+    if (&halide_set_custom_malloc != nullptr &&
+        &halide_set_custom_free != nullptr) {
+      halide_set_custom_malloc(allocateKernelTemporary);
+      halide_set_custom_free(freeKernelTemporary);
+    }
   });
   const halide_filter_metadata_t *metadata =
       kernel.metadata ? kernel.metadata() : nullptr;

@@ -4,6 +4,7 @@
 
 #include "DeviceShadows.h"
 #include "HostTarget.h"
+#include "attn/runtime/KernelTemporaries.h"
 #include "attn/runtime/Version.h"
 
 #include <dlfcn.h>
@@ -27,7 +28,8 @@ Status check(const attnc_model_library &library, const std::string &where) {
     return refuse("built by attnc " + version + "; this runtime is attnc " +
                   ATTNC_VERSION + ": rebuild it with this runtime's attnc");
   if (!library.plan_json || !library.kernels || !library.name ||
-      !library.cpu_targets || !library.set_error_handler)
+      !library.cpu_targets || !library.set_error_handler ||
+      !library.set_custom_malloc || !library.set_custom_free)
     return refuse("an incomplete model library (null fields)");
   // The last CPU target is the one the kernels fall back to.
   std::string targets = library.cpu_targets;
@@ -39,6 +41,14 @@ Status check(const attnc_model_library &library, const std::string &where) {
                     "ending in a baseline such as x86-64)");
   }
   return Status::ok();
+}
+
+/// Points the library's own Halide runtime at this runtime's error record
+/// and temporary-buffer cache.
+void hookRuntime(const attnc_model_library &library) {
+  library.set_error_handler(shadows::recordHalideError);
+  library.set_custom_malloc(allocateKernelTemporary);
+  library.set_custom_free(freeKernelTemporary);
 }
 
 } // namespace
@@ -66,8 +76,8 @@ Status ModelLibrary::open(const std::string &path,
                   path + ": " + ATTNC_LIBRARY_SYMBOL + "() returned null");
   if (Status status = check(*result->descriptor_, path); !status)
     return status;
-  // Its kernels report through its own copy of Halide's runtime.
-  result->descriptor_->set_error_handler(shadows::recordHalideError);
+  // Its kernels run on their own copy of Halide's runtime.
+  hookRuntime(*result->descriptor_);
   library = std::move(result);
   return Status::ok();
 }
@@ -80,7 +90,7 @@ Status ModelLibrary::linked(const attnc_model_library &descriptor,
     return status;
   std::shared_ptr<ModelLibrary> result(new ModelLibrary());
   result->descriptor_ = &descriptor;
-  descriptor.set_error_handler(shadows::recordHalideError);
+  hookRuntime(descriptor);
   library = std::move(result);
   return Status::ok();
 }

@@ -1504,7 +1504,8 @@ TEST(ModelLibraryTest, LinkedLibraryLoadsAndMismatchesAreRefused) {
   other.abi = 99;
   EXPECT_EQ(refusal(other),
             "model library 'llama_tiny': written with model-library ABI 99; "
-            "this runtime reads ABI 1: rebuild it with this runtime's attnc");
+            "this runtime reads ABI " + std::to_string(ATTNC_LIBRARY_ABI) +
+                ": rebuild it with this runtime's attnc");
   other = llama_tiny_library;
   other.attnc_version = "0.0.1";
   EXPECT_EQ(refusal(other), std::string("model library 'llama_tiny': built "
@@ -1512,6 +1513,10 @@ TEST(ModelLibraryTest, LinkedLibraryLoadsAndMismatchesAreRefused) {
                                         "attnc ") +
                                 ATTNC_VERSION +
                                 ": rebuild it with this runtime's attnc");
+  other = llama_tiny_library;
+  other.set_custom_free = nullptr;
+  EXPECT_EQ(refusal(other), "model library 'llama_tiny': an incomplete model "
+                            "library (null fields)");
   other = llama_tiny_library;
   other.cpu_targets = "x86-64-linux-avx2,arm-64-linux";
   EXPECT_NE(refusal(other).find("cannot run here: its kernels are for arm"),

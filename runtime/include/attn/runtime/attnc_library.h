@@ -58,7 +58,7 @@ typedef struct attnc_device_api {
 #define ATTNC_MODEL_LIBRARY_DEFINED
 /* The layout of attnc_model_library; a runtime refuses a library written
    with another (attn::runtime::ModelLibrary). */
-#define ATTNC_LIBRARY_ABI 1
+#define ATTNC_LIBRARY_ABI 2
 /* The one symbol a shared model library (attnc --shared) exports: a
    function returning its attnc_model_library. */
 #define ATTNC_LIBRARY_SYMBOL "attnc_library"
@@ -77,8 +77,12 @@ typedef struct attnc_model_library {
   const attnc_kernel_entry *kernels;
   unsigned long kernel_count;
   const attnc_device_api *device_api; /* NULL: no GPU kernels */
-  /* The library's own Halide runtime: where its kernels report errors. */
+  /* The library's own Halide runtime: where its kernels report errors and
+     how they allocate their temporaries (the runtime caches large ones:
+     attn/runtime/KernelTemporaries.h). */
   halide_error_handler_t (*set_error_handler)(halide_error_handler_t);
+  halide_malloc_t (*set_custom_malloc)(halide_malloc_t);
+  halide_free_t (*set_custom_free)(halide_free_t);
 } attnc_model_library;
 #endif
 
