@@ -105,11 +105,13 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
   spec.compute = s.compute;
   spec.schedule = attn::defaultSdpaSchedule(s.headDim, s.compute);
   // ATTN_BENCH_SCHEDULE=queryBlock,kvChunk,qkTileKeys,pvTileRows overrides
-  // the default schedule (for exploring by hand).
-  if (const char *text = std::getenv("ATTN_BENCH_SCHEDULE"))
+  // the default schedule (for exploring by hand), on every CPU vendor.
+  if (const char *text = std::getenv("ATTN_BENCH_SCHEDULE")) {
     std::sscanf(text, "%d,%d,%d,%d", &spec.schedule.queryBlock,
                 &spec.schedule.kvChunk, &spec.schedule.qkTileKeys,
                 &spec.schedule.pvTileRows);
+    spec.schedule.intelQkTileKeys = 0;
+  }
   attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, gTarget);
   compileForBench(kernel.pipeline);
   Tensors t(s, s.length, s.length);

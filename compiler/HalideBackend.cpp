@@ -145,7 +145,7 @@ llvm::Error emitKernelLibrary(const ModelSpecs &specs,
     add(specs.prefill, [](attn::SdpaSpec spec, const Halide::Target &t) {
       if (!t.has_feature(Halide::Target::AVX512_SapphireRapids))
         spec.compute = attn::SdpaCompute::F32;
-      spec.amxTiles = kAmxObjectIsX86_64;
+      spec.x86Object = kAmxObjectIsX86_64;
       return attn::buildSdpaPipeline(spec, t);
     });
     add(specs.decode, attn::buildDecodePipeline);

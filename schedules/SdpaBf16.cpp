@@ -247,7 +247,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
 }
 
 bool sdpaUsesAmx(const SdpaSpec &spec, const Target &target) {
-  return spec.amxTiles && spec.compute == SdpaCompute::BF16 &&
+  return spec.x86Object && spec.compute == SdpaCompute::BF16 &&
          spec.headDim % 32 == 0 &&
          spec.headDim <= 256 && spec.softcap == 0.0f && !spec.alibi &&
          target.arch == Target::X86 && target.bits == 64 &&

@@ -117,7 +117,7 @@ TEST_P(AmxAttentionTest, MatchesDoubleReference) {
             bf16Tolerance(spec.scale, d));
 }
 
-// attnc clears amxTiles where it has no AMX object to put in a library
+// attnc clears x86Object where it has no AMX object to put in a library
 // (an attnc built for another architecture): no kernel may then call it.
 TEST(AmxAttentionSelection, FollowsTheSpecAndTheTarget) {
   attn::SdpaSpec spec;
@@ -127,9 +127,9 @@ TEST(AmxAttentionSelection, FollowsTheSpecAndTheTarget) {
   const Halide::Target sapphireRapids("x86-64-linux-avx512_sapphirerapids");
   EXPECT_TRUE(attn::sdpaUsesAmx(spec, sapphireRapids));
   EXPECT_FALSE(attn::sdpaUsesAmx(spec, Halide::Target("x86-64-linux-avx512")));
-  spec.amxTiles = false;
+  spec.x86Object = false;
   EXPECT_FALSE(attn::sdpaUsesAmx(spec, sapphireRapids));
-  spec.amxTiles = true;
+  spec.x86Object = true;
   spec.headDim = 80; // not whole 32-channel steps
   EXPECT_FALSE(attn::sdpaUsesAmx(spec, sapphireRapids));
   spec.headDim = 64;

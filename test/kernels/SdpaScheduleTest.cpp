@@ -9,7 +9,8 @@
 // kv_len). Each variant is JIT-compiled from the same pipeline builder attnc
 // uses and compared with the double reference.
 //
-// 60 variants (40 fp32, 20 with bf16 products), five shapes each.
+// 60 variants (40 fp32, 20 with bf16 products), five shapes each; those
+// with a per-vendor tile run each shape as on an Intel and on another CPU.
 //
 // Tolerance 1e-5 absolute in fp32, as in SdpaTest.cpp: inputs in [-1, 1],
 // outputs convex combinations of V rows, the exp2 polynomial is within 2e-7
@@ -62,6 +63,10 @@ std::vector<Variant> makeVariants() {
     spec.schedule.kvChunk = pick({16, 64, 100, 256, 512});
     spec.schedule.qkTileKeys = bf16 ? pick({1, 4, 6, 12}) : pick({4, 8, 12});
     spec.schedule.pvTileRows = pick({1, 4, 6});
+    // A second Q·Kᵀ tile for Intel cores on two fp32 variants in three:
+    // both loop nests are checked (vendor below).
+    if (!bf16 && n % 3 != 0)
+      spec.schedule.intelQkTileKeys = n % 3 == 1 ? 4 : 12;
     // Five shapes per variant: 200 configurations in all. Long sequences
     // only where the double reference stays cheap.
     const int lengths[] = {1, 7, 33, 64, 129};
@@ -96,8 +101,15 @@ std::string describe(const attn::SdpaSpec &spec) {
          (spec.causal ? " causal" : "") +
          (spec.keyPadding ? " key_padding" : "") + " schedule " +
          std::to_string(s.queryBlock) + "," + std::to_string(s.kvChunk) + "," +
-         std::to_string(s.qkTileKeys) + "," + std::to_string(s.pvTileRows);
+         std::to_string(s.qkTileKeys) + "," + std::to_string(s.pvTileRows) +
+         (s.intelQkTileKeys ? " (Intel " + std::to_string(s.intelQkTileKeys) +
+                                  "-key tiles)"
+                            : "");
 }
+
+/// What the kernels' CPU-vendor probe answers in this test.
+int gIntel = 0;
+int pretendVendor() { return gIntel; }
 
 class SdpaScheduleTest : public testing::TestWithParam<Variant> {};
 
@@ -106,11 +118,21 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
   SCOPED_TRACE(describe(variant.spec));
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildSdpaPipeline(variant.spec, target);
+  const bool perVendor = variant.spec.schedule.intelQkTileKeys > 0 &&
+                         target.arch == Halide::Target::X86;
+  if (perVendor)
+    kernel.pipeline.set_jit_externs(
+        {{"attn_cpu_is_intel", Halide::JITExtern(pretendVendor)}});
   kernel.pipeline.compile_jit(target);
   std::mt19937 rng(7);
-  for (const AttentionShape &s : variant.shapes) {
-    SCOPED_TRACE(testing::Message() << "batch " << s.batch << " q_len "
-                                    << s.qLen << " kv_len " << s.kvLen);
+  for (int run = 0; run < 2 * int(variant.shapes.size()); run++) {
+    gIntel = run % 2;
+    if (gIntel && !perVendor)
+      continue;
+    const AttentionShape &s = variant.shapes[run / 2];
+    SCOPED_TRACE(testing::Message()
+                 << "batch " << s.batch << " q_len " << s.qLen << " kv_len "
+                 << s.kvLen << (gIntel ? " as on Intel" : ""));
     Halide::Buffer<float> q(s.headDim, s.queryHeads, s.qLen, s.batch),
         k(s.headDim, s.kvHeads, s.kvLen, s.batch),
         v(s.headDim, s.kvHeads, s.kvLen, s.batch),

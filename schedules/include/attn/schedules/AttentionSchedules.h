@@ -32,6 +32,11 @@ struct SdpaSchedule {
   /// in bf16, whose tile vectorizes over keys.
   int qkTileKeys = 4;
   int pvTileRows = 6; ///< query rows per P·V register tile (x 4 vectors of d)
+  /// fp32 products on Intel cores (cpuid vendor, asked when the kernel runs:
+  /// CpuVendor.h): qkTileKeys there; 0: the same everywhere. Set by
+  /// defaultSdpaSchedule; a tuning-database entry, measured on one machine,
+  /// leaves it 0.
+  int intelQkTileKeys = 0;
 };
 
 /// The precision of an attention kernel's two matrix products.
@@ -51,10 +56,15 @@ enum class SdpaCompute {
 /// (bench/README.md), 8 x 2-vector tiles took 9-11% less time than 4 x 2 at
 /// D128 and D256 S2048 causal, 6-9% less at S2048 full, the same at D128
 /// S512 full; at head_dim 64 they were 1-4% slower, so 4 stays there.
+/// Intel cores keep 4 x 2-vector tiles: on Sapphire Rapids (2 vCPUs,
+/// bench/README.md) 8-key tiles took 15% more time at D128 S2048 full, 13%
+/// more at D256, 1-3% more causal.
 inline SdpaSchedule defaultSdpaSchedule(int headDim, SdpaCompute compute) {
   SdpaSchedule schedule;
-  if (compute == SdpaCompute::F32 && headDim >= 128)
+  if (compute == SdpaCompute::F32 && headDim >= 128) {
     schedule.qkTileKeys = 8;
+    schedule.intelQkTileKeys = 4;
+  }
   return schedule;
 }
 

@@ -57,10 +57,13 @@ struct SdpaSpec : AttentionSettings {
   std::string functionName;
   bool keyPadding = false; ///< a key_lengths input masks padded keys
   SdpaCompute compute = SdpaCompute::F32;
-  /// bf16 products may run on AMX tiles where the CPU has them
-  /// (sdpaUsesAmx, Pipelines.h); false keeps the Halide products (attnc
-  /// clears it where it has no AMX object to put in the library).
-  bool amxTiles = true;
+  /// The kernel may call attnc's x86-64 object (schedules/AttnAmxObject):
+  /// bf16 products then run on AMX tiles where the CPU has them
+  /// (sdpaUsesAmx, Pipelines.h), and fp32 products take the schedule's
+  /// Intel tiles on Intel cores (CpuVendor.h). False keeps the Halide
+  /// products and one schedule (attnc clears it where it has no x86-64
+  /// object to put in the library).
+  bool x86Object = true;
   SdpaSchedule schedule;
 };
 

@@ -37,7 +37,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
                                      const Halide::Target &target);
 
 /// Whether buildSdpaPipeline(spec, target) runs on AMX tiles where the CPU
-/// running it has them (AmxAttention.h): bf16 products, spec.amxTiles, an
+/// running it has them (AmxAttention.h): bf16 products, spec.x86Object, an
 /// x86-64 target with Sapphire Rapids' features, head_dim a multiple of 32
 /// up to 256, no softcap or ALiBi; elsewhere, and on CPUs without AMX, the
 /// products are the pipeline's own.
