@@ -110,7 +110,7 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
     std::sscanf(text, "%d,%d,%d,%d", &spec.schedule.queryBlock,
                 &spec.schedule.kvChunk, &spec.schedule.qkTileKeys,
                 &spec.schedule.pvTileRows);
-    spec.schedule.intelQkTileKeys = 0;
+    spec.schedule.intelQkTile = {};
   }
   attn::KernelPipeline kernel = attn::buildSdpaPipeline(spec, gTarget);
   compileForBench(kernel.pipeline);

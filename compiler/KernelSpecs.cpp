@@ -125,9 +125,9 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       // The defaults' per-vendor tile goes with a heuristic schedule; a
       // database entry was measured on one machine and stands as it is.
       if (schedule->getSource() == "heuristic")
-        spec.schedule.intelQkTileKeys =
+        spec.schedule.intelQkTile =
             ::attn::defaultSdpaSchedule(spec.headDim, spec.compute)
-                .intelQkTileKeys;
+                .intelQkTile;
       specs.prefill.push_back(spec);
     } else {
       ::attn::DecodeSpec spec;

@@ -14,6 +14,8 @@
 #include "AttentionParts.h"
 #include "attn/schedules/CpuVendor.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 using namespace Halide;
@@ -181,36 +183,40 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   // Measured (bench/README.md, 2 Zen 4 cores), default 128/256/4/4 tiles:
   // 64-77% of the fp32 FMA peak for full attention at S >= 512 (D128
   // S=2048: MHA 72%, GQA 32/8 77%), 37-62% causal (S=512 to 2048). On 2
-  // Sapphire Rapids vCPUs with Intel's 4-key tiles: D128 S2048 full MHA 49%
-  // (0.70x ONNX Runtime's MLAS kernels at 70%), causal 37-39%.
+  // Sapphire Rapids vCPUs with Intel's 4 x 4 tiles: D128 S2048 full MHA
+  // 51% (0.76x ONNX Runtime's MLAS kernels, at 70%), causal 44%.
   Var si("si"), sj("sj"), so("so"), sjo("sjo");
   Var di("di"), dO("dO"), ri("ri"), ro("ro");
   queryT.compute_at(output, task).vectorize(i, vec, TailStrategy::GuardWithIf);
 
-  // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d.
-  // RoundUp: tail tiles compute a few clamped rows/keys beyond the block
-  // rather than guarding every lane.
-  const int qkRows = 2 * vec;
+  // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d
+  // (Intel cores: the schedule's intelQkTile, where the library carries the
+  // vendor probe; both loop nests are compiled, the branch taken per
+  // chunk). RoundUp: tail tiles compute a few clamped rows/keys beyond the
+  // block rather than guarding every lane; a tile's rows are capped at the
+  // block's (short-sequence schedules have 16-row blocks).
   logit.compute_at(state, rc);
-  auto tileScores = [&](Stage logitTiles, int qkKeys) {
-    logitTiles.split(i, so, si, qkRows, TailStrategy::RoundUp)
-        .split(j, sjo, sj, qkKeys, TailStrategy::RoundUp)
+  auto tileScores = [&](Stage logitTiles, int rowVectors, int keys) {
+    rowVectors =
+        std::min(rowVectors, std::max(2, (queryBlock + vec - 1) / vec));
+    logitTiles.split(i, so, si, rowVectors * vec, TailStrategy::RoundUp)
+        .split(j, sjo, sj, keys, TailStrategy::RoundUp)
         .reorder(si, sj, so, sjo)
         .vectorize(si, vec)
         .unroll(si)
         .unroll(sj);
   };
-  // Intel's tile where the schedule has one and the library carries the
-  // vendor probe: both loop nests are compiled, the branch taken per chunk.
-  const bool perVendor = spec.x86Object && target.arch == Target::X86 &&
-                         target.bits == 64 && sched.intelQkTileKeys > 0 &&
-                         sched.intelQkTileKeys != sched.qkTileKeys;
+  const SdpaSchedule::QkTile intel = sched.intelQkTile;
+  const bool perVendor =
+      spec.x86Object && target.arch == Target::X86 && target.bits == 64 &&
+      intel.keys > 0 &&
+      (intel.keys != sched.qkTileKeys || intel.rowVectors != 2);
   if (perVendor)
-    tileScores(logit.specialize(Internal::Call::make(
-                                    Int(32), "attn_cpu_is_intel", {},
-                                    Internal::Call::PureExtern) != 0),
-               sched.intelQkTileKeys);
-  tileScores(logit, sched.qkTileKeys);
+    tileScores(
+        logit.specialize(Internal::Call::make(Int(32), "attn_cpu_is_intel", {},
+                                              Internal::Call::PureExtern) != 0),
+        intel.rowVectors, intel.keys);
+  tileScores(logit, 2, sched.qkTileKeys);
   score.compute_at(logit, so).vectorize(i, vec).unroll(i).unroll(j);
   score.update().reorder(i, j, rd).vectorize(i, vec).unroll(i).unroll(j);
 

@@ -74,7 +74,7 @@ SdpaSpec withSchedule(SdpaSpec spec, const Schedule &s) {
   spec.schedule.qkTileKeys = s.qkTileKeys;
   spec.schedule.pvTileRows = s.pvTileRows;
   spec.schedule.vectorWidth = s.vectorWidth;
-  spec.schedule.intelQkTileKeys = 0; // a candidate is measured as it is
+  spec.schedule.intelQkTile = {}; // a candidate is measured as it is
   return spec;
 }
 

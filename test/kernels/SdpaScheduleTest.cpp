@@ -66,7 +66,7 @@ std::vector<Variant> makeVariants() {
     // A second Q·Kᵀ tile for Intel cores on two fp32 variants in three:
     // both loop nests are checked (vendor below).
     if (!bf16 && n % 3 != 0)
-      spec.schedule.intelQkTileKeys = n % 3 == 1 ? 4 : 12;
+      spec.schedule.intelQkTile = {n % 3 == 1 ? 4 : 3, n % 2 ? 4 : 6};
     // Five shapes per variant: 200 configurations in all. Long sequences
     // only where the double reference stays cheap.
     const int lengths[] = {1, 7, 33, 64, 129};
@@ -102,9 +102,10 @@ std::string describe(const attn::SdpaSpec &spec) {
          (spec.keyPadding ? " key_padding" : "") + " schedule " +
          std::to_string(s.queryBlock) + "," + std::to_string(s.kvChunk) + "," +
          std::to_string(s.qkTileKeys) + "," + std::to_string(s.pvTileRows) +
-         (s.intelQkTileKeys ? " (Intel " + std::to_string(s.intelQkTileKeys) +
-                                  "-key tiles)"
-                            : "");
+         (s.intelQkTile.keys
+              ? " (Intel tiles " + std::to_string(s.intelQkTile.rowVectors) +
+                    " x " + std::to_string(s.intelQkTile.keys) + ")"
+              : "");
 }
 
 /// What the kernels' CPU-vendor probe answers in this test.
@@ -118,7 +119,7 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
   SCOPED_TRACE(describe(variant.spec));
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildSdpaPipeline(variant.spec, target);
-  const bool perVendor = variant.spec.schedule.intelQkTileKeys > 0 &&
+  const bool perVendor = variant.spec.schedule.intelQkTile.keys > 0 &&
                          target.arch == Halide::Target::X86;
   if (perVendor)
     kernel.pipeline.set_jit_externs(

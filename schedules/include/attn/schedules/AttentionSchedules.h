@@ -32,11 +32,16 @@ struct SdpaSchedule {
   /// in bf16, whose tile vectorizes over keys.
   int qkTileKeys = 4;
   int pvTileRows = 6; ///< query rows per P·V register tile (x 4 vectors of d)
-  /// fp32 products on Intel cores (cpuid vendor, asked when the kernel runs:
-  /// CpuVendor.h): qkTileKeys there; 0: the same everywhere. Set by
-  /// defaultSdpaSchedule; a tuning-database entry, measured on one machine,
-  /// leaves it 0.
-  int intelQkTileKeys = 0;
+  /// An fp32 Q·Kᵀ register tile: rowVectors vectors of query rows x keys.
+  struct QkTile {
+    int rowVectors = 2;
+    int keys = 0;
+  };
+  /// The fp32 tile on Intel cores (cpuid vendor, asked when the kernel
+  /// runs: CpuVendor.h), where elsewhere it is 2 vectors x qkTileKeys; keys
+  /// 0: the same tile everywhere. Set by defaultSdpaSchedule; a
+  /// tuning-database entry, measured on one machine, leaves it unset.
+  QkTile intelQkTile;
 };
 
 /// The precision of an attention kernel's two matrix products.
@@ -56,14 +61,17 @@ enum class SdpaCompute {
 /// (bench/README.md), 8 x 2-vector tiles took 9-11% less time than 4 x 2 at
 /// D128 and D256 S2048 causal, 6-9% less at S2048 full, the same at D128
 /// S512 full; at head_dim 64 they were 1-4% slower, so 4 stays there.
-/// Intel cores keep 4 x 2-vector tiles: on Sapphire Rapids (2 vCPUs,
-/// bench/README.md) 8-key tiles took 15% more time at D128 S2048 full, 13%
-/// more at D256, 1-3% more causal.
+/// Intel cores take 4-vector x 4-key tiles at every head size: on Sapphire
+/// Rapids (2 vCPUs, bench/README.md) against 2 x 8 (D >= 128) or 2 x 4
+/// (D64) they took 16% less time at D128 S2048 full, 15-16% less causal
+/// (MHA and GQA 32/8), 6-14% less at D64 S512, 1% less at D256 S2048 full
+/// (where 4 x 6 took 9% less and 4 x 6 cost 10% causal).
 inline SdpaSchedule defaultSdpaSchedule(int headDim, SdpaCompute compute) {
   SdpaSchedule schedule;
-  if (compute == SdpaCompute::F32 && headDim >= 128) {
-    schedule.qkTileKeys = 8;
-    schedule.intelQkTileKeys = 4;
+  if (compute == SdpaCompute::F32) {
+    if (headDim >= 128)
+      schedule.qkTileKeys = 8;
+    schedule.intelQkTile = {4, 4};
   }
   return schedule;
 }
