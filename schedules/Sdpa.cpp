@@ -128,9 +128,14 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   Func queryT("queryT");
   queryT(i, d, h, b) =
       query(d, h, min(i, qLen - 1), b) * (spec.scale * float(M_LOG2E));
-  Func keyC("keyC"), valueC("valueC");
-  keyC(d, h, j, b) = key(d, h / group, min(j, kvLen - 1), b);
-  valueC(d, h, j, b) = value(d, h / group, min(j, kvLen - 1), b);
+  // K and V per KV head (keyH, valueH: packed head by head on CPUs), as
+  // query head h reads them (keyC, valueC).
+  Var hk("hk");
+  Func keyH("keyH"), valueH("valueH"), keyC("keyC"), valueC("valueC");
+  keyH(d, hk, j, b) = key(d, hk, min(j, kvLen - 1), b);
+  valueH(d, hk, j, b) = value(d, hk, min(j, kvLen - 1), b);
+  keyC(d, h, j, b) = keyH(d, h / group, j, b);
+  valueC(d, h, j, b) = valueH(d, h / group, j, b);
 
   RDom rd(0, headDim, "rd");
   Func score("score");
@@ -183,11 +188,24 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   // Measured (bench/README.md, 2 Zen 4 cores), default 128/256/4/4 tiles:
   // 64-77% of the fp32 FMA peak for full attention at S >= 512 (D128
   // S=2048: MHA 72%, GQA 32/8 77%), 37-62% causal (S=512 to 2048). On 2
-  // Sapphire Rapids vCPUs with Intel's 4 x 4 tiles: D128 S2048 full MHA
-  // 51% (0.76x ONNX Runtime's MLAS kernels, at 70%), causal 44%.
+  // Sapphire Rapids vCPUs: D128 S2048 full MHA 59% (ONNX Runtime's MLAS
+  // kernels: 70%), causal 50-53%; D64 S512 full 51% (Intel's 4 x 4 tiles).
   Var si("si"), sj("sj"), so("so"), sjo("sjo");
-  Var di("di"), dO("dO"), ri("ri"), ro("ro");
+  Var di("di"), dO("dO"), ri("ri"), ro("ro"), kvTask("kvTask");
   queryT.compute_at(output, task).vectorize(i, vec, TailStrategy::GuardWithIf);
+
+  // K and V copied once per call into one contiguous block per KV head:
+  // read in place, a head's consecutive keys lie heads x head_dim x 4 bytes
+  // apart (16 KiB at 32 x 128), so the rows a chunk streams share a few L1
+  // sets and pages. On 2 Sapphire Rapids vCPUs the copy took 10-14% off
+  // every S2048 shape and 11% off D64 S512 full (bench/README.md).
+  for (Func packed : {keyH, valueH})
+    packed.compute_root()
+        .reorder_storage(d, j, hk, b)
+        .reorder(d, j, hk, b)
+        .fuse(hk, b, kvTask)
+        .parallel(kvTask)
+        .vectorize(d, vec, TailStrategy::GuardWithIf);
 
   // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d
   // (Intel cores: the schedule's intelQkTile, where the library carries the

@@ -61,17 +61,17 @@ enum class SdpaCompute {
 /// (bench/README.md), 8 x 2-vector tiles took 9-11% less time than 4 x 2 at
 /// D128 and D256 S2048 causal, 6-9% less at S2048 full, the same at D128
 /// S512 full; at head_dim 64 they were 1-4% slower, so 4 stays there.
-/// Intel cores take 4-vector x 4-key tiles at every head size: on Sapphire
-/// Rapids (2 vCPUs, bench/README.md) against 2 x 8 (D >= 128) or 2 x 4
-/// (D64) they took 16% less time at D128 S2048 full, 15-16% less causal
-/// (MHA and GQA 32/8), 6-14% less at D64 S512, 1% less at D256 S2048 full
-/// (where 4 x 6 took 9% less and 4 x 6 cost 10% causal).
+/// Intel cores take 4-vector x 4-key tiles below head_dim 128: on
+/// Sapphire Rapids (2 vCPUs, bench/README.md) they took 4-6% less time than
+/// 2 x 4 at D64 S512, full and causal; from 128 up they tied with 2 x 8
+/// (within 3%, K and V packed per head), which stays.
 inline SdpaSchedule defaultSdpaSchedule(int headDim, SdpaCompute compute) {
   SdpaSchedule schedule;
   if (compute == SdpaCompute::F32) {
     if (headDim >= 128)
       schedule.qkTileKeys = 8;
-    schedule.intelQkTile = {4, 4};
+    else
+      schedule.intelQkTile = {4, 4};
   }
   return schedule;
 }
