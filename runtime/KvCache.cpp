@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <new>
 #include <cstring>
-#include <limits>
 #include <string>
 
 namespace attn::runtime {
@@ -15,6 +14,15 @@ namespace attn::runtime {
 namespace {
 Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
+}
+
+/// The product of `factors`, or false where it does not fit a size_t.
+bool product(std::initializer_list<size_t> factors, size_t &result) {
+  result = 1;
+  for (size_t factor : factors)
+    if (__builtin_mul_overflow(result, factor, &result))
+      return false;
+  return true;
 }
 } // namespace
 
@@ -44,30 +52,43 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
       config.maxSequenceLength < 1)
     return invalid("KV cache: layers, KV heads, head size, page size, page "
                    "count and maximum length must all be positive");
-  size_t page = size_t(config.pageSize) * config.numKvHeads * config.headDim *
-                byteSize(config.dtype);
-  if (page > std::numeric_limits<size_t>::max() / 2 / config.numPages)
-    return invalid("KV cache: pool size overflows");
+  // Every size the cache computes later, checked once here: a product that
+  // wraps would make a small pool that kernels then index far past.
+  size_t page, pool, allPools, scaleRows, scaleBytes;
+  if (!product({size_t(config.pageSize), size_t(config.numKvHeads),
+                size_t(config.headDim), byteSize(config.dtype)},
+               page) ||
+      !product({page, size_t(config.numPages)}, pool) ||
+      !product({pool, 2, size_t(config.numLayers)}, allPools) ||
+      !product({size_t(config.numPages), size_t(config.pageSize),
+                size_t(config.numKvHeads)},
+               scaleRows) ||
+      !product({scaleRows, sizeof(float), 2, size_t(config.numLayers)},
+               scaleBytes) ||
+      allPools + scaleBytes < allPools)
+    return invalid("KV cache: " + std::to_string(config.numLayers) +
+                   " layers x " + std::to_string(config.numPages) +
+                   " pages x " + std::to_string(config.pageSize) +
+                   " tokens x " + std::to_string(config.numKvHeads) +
+                   " KV heads x " + std::to_string(config.headDim) +
+                   " channels overflow a 64-bit byte count");
   KvCache fresh;
   fresh.config_ = config;
   // A pool the machine cannot hold is a status, not an exception.
   try {
-    fresh.keys_.assign(config.numLayers, Pool(page * config.numPages));
-    fresh.values_.assign(config.numLayers, Pool(page * config.numPages));
+    fresh.keys_.assign(config.numLayers, Pool(pool));
+    fresh.values_.assign(config.numLayers, Pool(pool));
     if (config.dtype == DType::I8) {
-      size_t rows =
-          size_t(config.numPages) * config.pageSize * config.numKvHeads;
-      fresh.keyScales_.assign(config.numLayers, std::vector<float>(rows));
-      fresh.valueScales_.assign(config.numLayers, std::vector<float>(rows));
+      fresh.keyScales_.assign(config.numLayers, std::vector<float>(scaleRows));
+      fresh.valueScales_.assign(config.numLayers,
+                                std::vector<float>(scaleRows));
     }
     fresh.refCounts_.assign(config.numPages, 0);
     fresh.freeList_.reserve(size_t(config.numPages));
   } catch (const std::bad_alloc &) {
     return Status(StatusCode::OutOfMemory,
                   "KV cache: cannot allocate " +
-                      std::to_string(2 * page * config.numPages *
-                                     config.numLayers) +
-                      " bytes of pools");
+                      std::to_string(allPools) + " bytes of pools");
   }
   // Pop order 0, 1, 2...: the stack holds the ids in reverse.
   for (int32_t p = config.numPages - 1; p >= 0; p--)

@@ -78,6 +78,27 @@ int main(void) {
     bad.max_sequence_length = 1 << 20;
     CHECK(attn_kv_cache_create(&bad, &none) == ATTN_OUT_OF_MEMORY &&
           none == NULL);
+    /* A page of 2^21 tokens x 2^21 heads x 2^21 channels x 4 bytes is 2^65
+       bytes: it used to wrap to 0, be accepted, and the first extend ran
+       the process out of memory. */
+    bad = config;
+    bad.num_layers = 1;
+    bad.num_kv_heads = 1 << 21;
+    bad.head_dim = 1 << 21;
+    bad.dtype = ATTN_F32;
+    bad.page_size = 1 << 21;
+    bad.num_pages = 1;
+    CHECK(attn_kv_cache_create(&bad, &none) == ATTN_INVALID_ARGUMENT &&
+          strstr(attn_last_error(), "overflow a 64-bit byte count") &&
+          none == NULL);
+    /* A pool of 2^62 bytes fits; K and V of two layers do not. */
+    bad.num_kv_heads = 1 << 20;
+    bad.head_dim = 1 << 20;
+    bad.page_size = 1 << 20;
+    bad.num_pages = 1;
+    bad.num_layers = 2;
+    CHECK(attn_kv_cache_create(&bad, &none) == ATTN_INVALID_ARGUMENT &&
+          none == NULL);
   }
   /* Out of pages: 3 free, 16 tokens need 4. */
   {
