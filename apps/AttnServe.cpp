@@ -224,7 +224,9 @@ int main(int argc, char **argv) {
       while (job->next(piece))
         text += piece;
       if (!job->error.empty())
-        return answerError(res, 400, job->error);
+        return job->serverFault
+                   ? answerError(res, 500, job->error, "", "server_error")
+                   : answerError(res, 400, job->error);
       json answer = head;
       answer["choices"] = json::array({shapes.choice(text, job->finishReason)});
       answer["usage"] = usage();
@@ -255,7 +257,10 @@ int main(int argc, char **argv) {
       }
       json last = head;
       if (!job->error.empty()) {
-        last = {{"error", {{"message", job->error}, {"type", "server_error"}}}};
+        last = {{"error",
+                 {{"message", job->error},
+                  {"type", job->serverFault ? "server_error"
+                                            : "invalid_request_error"}}}};
       } else {
         last["choices"] =
             json::array({shapes.chunk("", job->finishReason, first)});

@@ -132,14 +132,24 @@ std::string readCompletion(const nlohmann::ordered_json &body,
     return "";
   };
   double maxTokens = 16, temperature = 1.0, topP = 1.0, topK = 0, seed = 0;
-  for (std::string why :
-       {number("max_tokens", 1, 1 << 20, false, maxTokens),
-        number("max_completion_tokens", 1, 1 << 20, false, maxTokens),
-        number("temperature", 0, 2, false, temperature),
-        number("top_p", 0, 1, true, topP),
-        number("top_k", 0, 1 << 20, false, topK),
-        number("seed", 0, 9007199254740991.0, false, seed)})
-    if (!why.empty())
+  struct Range {
+    const char *key;
+    double low, high;
+    bool lowOpen;
+    double &out;
+  };
+  // Checked one at a time: the first invalid option is the one `param`
+  // names.
+  for (const Range &range :
+       {Range{"max_tokens", 1, 1 << 20, false, maxTokens},
+        Range{"max_completion_tokens", 1, 1 << 20, false, maxTokens},
+        Range{"temperature", 0, 2, false, temperature},
+        Range{"top_p", 0, 1, true, topP},
+        Range{"top_k", 0, 1 << 20, false, topK},
+        Range{"seed", 0, 9007199254740991.0, false, seed}})
+    if (std::string why =
+            number(range.key, range.low, range.high, range.lowOpen, range.out);
+        !why.empty())
       return why;
   job.maxTokens = int(maxTokens);
   job.sampling.temperature = float(temperature);

@@ -94,6 +94,8 @@ void ServingEngine::admit(const std::shared_ptr<CompletionJob> &job) {
   // already finish the request; retireFinished() sees to that.
   if (Status s = generator_->submit(std::move(request), running->id); !s) {
     job->error = s.message();
+    job->serverFault =
+        s.code() == StatusCode::KernelFailed || s.code() == StatusCode::IoError;
     job->publish("", true);
     return;
   }
@@ -152,6 +154,7 @@ void ServingEngine::loop() {
         // A kernel failed: every running request fails with it.
         for (const auto &r : running_) {
           r->job->error = s.message();
+          r->job->serverFault = true;
           r->job->publish("", true);
         }
         running_.clear();
@@ -173,10 +176,12 @@ void ServingEngine::loop() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto &r : running_) {
     r->job->error = "the server is shutting down";
+    r->job->serverFault = true;
     r->job->publish("", true);
   }
   for (const auto &job : queue_) {
     job->error = "the server is shutting down";
+    job->serverFault = true;
     job->publish("", true);
   }
 }

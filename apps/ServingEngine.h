@@ -47,6 +47,9 @@ struct CompletionJob {
   // returned false:
   std::string finishReason; ///< "stop" or "length", as OpenAI says
   std::string error;        ///< non-empty: the request failed
+  /// The failure is the server's (a kernel failed, it is shutting down),
+  /// not the request's (a prompt over the cache, a token out of range).
+  bool serverFault = false;
   int completionTokens = 0;
 
 private:

@@ -143,6 +143,9 @@ def main():
               "token out of range: %s" % answer)
         status, answer = request(base, "/v1/completions", {"prompt": "x", "temperature": -1})
         check(status == 400 and answer["error"]["param"] == "temperature", "temperature: %s" % answer)
+        status, answer = request(base, "/v1/completions", {"prompt": "x", "temperature": -1, "seed": 3})
+        check(status == 400 and answer["error"]["param"] == "temperature",
+              "the invalid option named, not the last one: %s" % answer)
         status, answer = request(base, "/v1/completions", {"prompt": "x " * 400, "max_tokens": 4})
         check(status == 400 and "error" in answer, "a prompt longer than the cache: %s" % answer)
         status, answer = request(base, "/v1/chat/completions", {"messages": []})
