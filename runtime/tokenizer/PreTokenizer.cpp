@@ -66,8 +66,7 @@ void PreTokenizer::read(const JsonObject &object) {
       step.behavior = Behavior::Contiguous;
     else
       object.fail("behavior", "'" + behavior + "' is not a split behavior");
-    if (object.boolean("invert", false))
-      object.fail("invert", "inverted splits are not supported");
+    step.invert = object.boolean("invert", false);
   } else if (type == "ByteLevel") {
     step.kind = Kind::ByteLevel;
     step.addPrefixSpace = object.boolean("add_prefix_space", true);
@@ -113,6 +112,11 @@ void PreTokenizer::cut(const Piece &piece, const Step &step,
   switch (step.kind) {
   case Kind::Split: {
     std::vector<Segment> parts = segments(piece.text, *step.regex);
+    // Inverted (GPT-4o's "Removed" split keeps the pattern's matches): the
+    // behavior applies to the gaps between matches instead.
+    if (step.invert)
+      for (Segment &part : parts)
+        part.isMatch = !part.isMatch;
     std::vector<Segment> merged;
     // As tokenizers' SplitDelimiterBehavior: a match joins the piece before
     // (or after) it unless that piece is itself a match.

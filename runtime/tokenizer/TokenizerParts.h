@@ -114,6 +114,7 @@ private:
     Kind kind;
     std::shared_ptr<Regex> regex;   // Split; ByteLevel with use_regex
     Behavior behavior = Behavior::Isolated;
+    bool invert = false;            // Split: the gaps are the delimiters
     bool addPrefixSpace = false;    // ByteLevel
     std::string replacement;        // Metaspace
     enum { Always, First, Never } prepend = Always; // Metaspace

@@ -123,7 +123,7 @@ TEST_P(RealTokenizer, StreamsWholeCharacters) {
 
 INSTANTIATE_TEST_SUITE_P(Models, RealTokenizer,
                          testing::Values("llama2", "llama3", "qwen3", "gpt2",
-                                         "metaspace"));
+                                         "metaspace", "gpt4o"));
 
 TEST(Tokenizer, SpecialTokensAndGenerationConfig) {
   Tokenizer llama2, qwen3;
