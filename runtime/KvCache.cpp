@@ -42,8 +42,7 @@ KvCacheConfig KvCacheConfig::contiguous(int numLayers, int numKvHeads,
 }
 
 size_t KvCacheConfig::bytesPerToken() const {
-  return 2 * size_t(numLayers) * numKvHeads *
-         (headDim * byteSize(dtype) + scaleBytes(dtype));
+  return size_t(numLayers) * kvBytesPerToken(dtype, numKvHeads, headDim);
 }
 
 Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {

@@ -15,6 +15,7 @@
 
 #include "Halide.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attn {
@@ -37,6 +38,24 @@ inline void constrainActivation(Halide::OutputImageParam buffer, int heads,
   if (denseTokens)
     buffer.dim(2).set_stride(heads * headDim);
   buffer.dim(3).set_min(0);
+}
+
+/// The channel extent of a P·V register tile (vectors of `vec` lanes): the
+/// whole head when it is at most 5 vectors (<= 30 accumulators with 6 rows),
+/// else 4 vectors, shrunk to divide head_dim where whole vectors do. A
+/// partial tile in d (GuardWithIf) miscompiles under Halide 14 for one-row
+/// query blocks (seen with head_dim 80, queryBlock 1; SdpaScheduleTest
+/// covers it).
+inline int pvTileChannels(int headDim, int vec) {
+  int channels = std::min(4 * vec, headDim);
+  if (headDim % vec == 0) {
+    if (headDim / vec <= 5)
+      channels = headDim;
+    else
+      while (headDim % channels != 0)
+        channels -= vec;
+  }
+  return channels;
 }
 
 /// The smallest power of two exp2Nonpositive returns; below it, an exact 0.

@@ -243,18 +243,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   chunkSum.compute_at(state, rc).vectorize(i, vec, TailStrategy::GuardWithIf);
   chunkSum.update().reorder(i, rk).vectorize(i, vec, TailStrategy::GuardWithIf);
 
-  // P·V: register tile of pvTileRows rows x 4·vec channels, over the chunk.
-  // The tile's channel extent divides head_dim where it can: a partial tile
-  // in d (GuardWithIf) miscompiles under Halide 14 for one-row query blocks
-  // (seen with head_dim 80, queryBlock 1; SdpaScheduleTest covers it).
-  int pvCols = std::min(4 * vec, headDim);
-  if (headDim % vec == 0) {
-    if (headDim / vec <= 5) // the whole head in one tile: <= 30 accumulators
-      pvCols = headDim;
-    else
-      while (headDim % pvCols != 0)
-        pvCols -= vec;
-  }
+  // P·V: register tile of pvTileRows rows x pvTileChannels, over the chunk.
+  const int pvCols = pvTileChannels(headDim, vec);
   const int pvRows = sched.pvTileRows;
   chunkOut.compute_at(state, rc).vectorize(d, vec, TailStrategy::GuardWithIf);
   chunkOut.update()

@@ -217,14 +217,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
   }
   prob.compute_at(state, rc).vectorize(j, vec, TailStrategy::GuardWithIf);
 
-  int pvCols = std::min(4 * vec, headDim);
-  if (headDim % vec == 0) {
-    if (headDim / vec <= 5)
-      pvCols = headDim;
-    else
-      while (headDim % pvCols != 0)
-        pvCols -= vec;
-  }
+  const int pvCols = pvTileChannels(headDim, vec);
   const int pvRows = sched.pvTileRows;
   chunkOut.compute_at(state, rc).vectorize(d, vec, TailStrategy::GuardWithIf);
   chunkOut.update()

@@ -1,5 +1,6 @@
 //===- AttnAttrs.cpp - attn dialect attributes ----------------------------===//
 
+#include "attn/AttnDTypes.h"
 #include "attn/AttnDialect.h"
 #include "attn/Limits.h"
 
@@ -37,13 +38,9 @@ LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t KvCacheAttr::getElementBytes() const {
-  return getDtype().getIntOrFloatBitWidth() / 8;
-}
-
 int64_t KvCacheAttr::getTokenBytes(int64_t kvHeads, int64_t headDim) const {
-  const int64_t scaleBytes = getDtype().isInteger(8) ? 4 : 0;
-  return 2 * kvHeads * (headDim * getElementBytes() + scaleBytes);
+  return int64_t(::attn::kvBytesPerToken(toDType(getDtype()), size_t(kvHeads),
+                                         size_t(headDim)));
 }
 
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -100,10 +100,7 @@ def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Bytes of one element in the cache.
-    int64_t getElementBytes() const;
-    /// Bytes of K and V per token: 2 · kvHeads · (headDim · element bytes
-    /// + the scale of an i8 row).
+    /// Bytes of K and V per token (attn::kvBytesPerToken).
     int64_t getTokenBytes(int64_t kvHeads, int64_t headDim) const;
   }];
 }
