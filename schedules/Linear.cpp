@@ -645,47 +645,34 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   }
   // A register tile of `f`: tilePanels whole panels (P features, in
   // vectors) x tileRows tokens, constant extents (reads are clamped
-  // above), reduced over `r` innermost.
-  auto registerTile = [&](Func &f, RVar r) {
-    f.bound_extent(p, P)
+  // above); unrollTile makes one of f's stages that tile, registerTile
+  // both, the update reduced over `r` innermost.
+  auto unrollTile = [&](Stage stage) {
+    stage.vectorize(p, vec).unroll(p).unroll(q).unroll(m);
+  };
+  auto boundTile = [&](Func &f) -> Func & {
+    return f.bound_extent(p, P)
         .bound_extent(q, tilePanels)
         .bound_extent(m, s.tileRows)
-        .reorder(p, q, m)
-        .vectorize(p, vec)
-        .unroll(p)
-        .unroll(q)
-        .unroll(m);
-    f.update()
-        .reorder(p, q, m, r)
-        .vectorize(p, vec)
-        .unroll(p)
-        .unroll(q)
-        .unroll(m);
+        .reorder(p, q, m);
+  };
+  auto registerTile = [&](Func &f, RVar r) {
+    unrollTile(boundTile(f));
+    unrollTile(f.update().reorder(p, q, m, r));
   };
   if (int8) {
     // Per block, the int32 dot products of a register tile, scaled into
     // the fp32 tile (in registers or L1) once per block.
     accumulate.compute_at(output, mo);
     registerTile(accumulate, rb);
-    blockDot.compute_at(accumulate, rb)
-        .bound_extent(p, P)
-        .bound_extent(q, tilePanels)
-        .bound_extent(m, s.tileRows)
-        .reorder(p, q, m)
-        .vectorize(p, vec)
-        .unroll(p)
-        .unroll(q)
-        .unroll(m);
+    blockDot.compute_at(accumulate, rb);
+    unrollTile(boundTile(blockDot));
     // Pair members and features together: the products of a 32-lane
     // vector summed in pairs, what vpdpwssd / vpmaddwd compute.
-    blockDot.update()
-        .reorder(rd.x, p, q, m, rd.y)
-        .atomic()
-        .vectorize(rd.x)
-        .vectorize(p, vec)
-        .unroll(p)
-        .unroll(q)
-        .unroll(m);
+    unrollTile(blockDot.update()
+                   .reorder(rd.x, p, q, m, rd.y)
+                   .atomic()
+                   .vectorize(rd.x));
     inputScale.compute_root();
     input16.compute_root()
         .parallel(m, 8, TailStrategy::GuardWithIf)
