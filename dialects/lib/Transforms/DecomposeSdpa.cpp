@@ -276,50 +276,40 @@ private:
                       })
                      .getResult(0);
 
-    // A row that has seen no key keeps m = -inf: its weights are 0 and its
-    // rescaling 1, never exp(-inf - -inf).
-    auto unseen = [&](OpBuilder &n, Location at, Value mRow) {
-      return n.create<arith::CmpFOp>(
-          at, arith::CmpFPredicate::OEQ, mRow,
-          n.create<arith::ConstantOp>(
-              at, n.getF32FloatAttr(-std::numeric_limits<float>::infinity())));
+    // exp(x - m_new) over x's rank-`rank` loops (m_new indexed by the first
+    // three), or `unseenValue` where m_new is -inf: a row that has seen no
+    // key has weights 0 and rescaling 1, never exp(-inf - -inf).
+    auto expMinusMax = [&](Value x, int rank, float unseenValue) {
+      SmallVector<AffineExpr> all;
+      for (int i = 0; i < rank; i++)
+        all.push_back(d(i));
+      return b
+          .create<linalg::GenericOp>(
+              loc, x.getType(), ValueRange{x, mNew}, emptyLike(x),
+              ArrayRef<AffineMap>{map(rank, all),
+                                  map(rank, {d(0), d(1), d(2)}),
+                                  map(rank, all)},
+              SmallVector<IteratorType>(rank, kPar),
+              [&](OpBuilder &n, Location at, ValueRange args) {
+                Value e = n.create<math::ExpOp>(
+                    at, n.create<arith::SubFOp>(at, args[0], args[1]));
+                Value unseen = n.create<arith::CmpFOp>(
+                    at, arith::CmpFPredicate::OEQ, args[1],
+                    n.create<arith::ConstantOp>(
+                        at, n.getF32FloatAttr(
+                                -std::numeric_limits<float>::infinity())));
+                Value fallback = n.create<arith::ConstantOp>(
+                    at, n.getF32FloatAttr(unseenValue));
+                n.create<linalg::YieldOp>(
+                    at, ValueRange{n.create<arith::SelectOp>(at, unseen,
+                                                             fallback, e)});
+              })
+          .getResult(0);
     };
-    // Weights p = exp(logit - m_new) [B][S][H][N].
-    Value weights =
-        b.create<linalg::GenericOp>(
-             loc, logits.getType(), ValueRange{logits, mNew}, emptyLike(logits),
-             ArrayRef<AffineMap>{map(4, {d(0), d(1), d(2), d(3)}),
-                                 map(4, {d(0), d(1), d(2)}),
-                                 map(4, {d(0), d(1), d(2), d(3)})},
-             ArrayRef<IteratorType>{kPar, kPar, kPar, kPar},
-             [&](OpBuilder &n, Location at, ValueRange args) {
-               Value p = n.create<math::ExpOp>(
-                   at, n.create<arith::SubFOp>(at, args[0], args[1]));
-               Value none =
-                   n.create<arith::ConstantOp>(at, n.getF32FloatAttr(0.0f));
-               n.create<linalg::YieldOp>(
-                   at, ValueRange{n.create<arith::SelectOp>(
-                           at, unseen(n, at, args[1]), none, p)});
-             })
-            .getResult(0);
-    // Rescaling of the old sum and output, exp(m - m_new) [B][S][H].
-    Value rescale =
-        b.create<linalg::GenericOp>(
-             loc, m.getType(), ValueRange{m, mNew}, emptyLike(m),
-             ArrayRef<AffineMap>{map(3, {d(0), d(1), d(2)}),
-                                 map(3, {d(0), d(1), d(2)}),
-                                 map(3, {d(0), d(1), d(2)})},
-             ArrayRef<IteratorType>{kPar, kPar, kPar},
-             [&](OpBuilder &n, Location at, ValueRange args) {
-               Value r = n.create<math::ExpOp>(
-                   at, n.create<arith::SubFOp>(at, args[0], args[1]));
-               Value one =
-                   n.create<arith::ConstantOp>(at, n.getF32FloatAttr(1.0f));
-               n.create<linalg::YieldOp>(
-                   at, ValueRange{n.create<arith::SelectOp>(
-                           at, unseen(n, at, args[1]), one, r)});
-             })
-            .getResult(0);
+    // Weights p = exp(logit - m_new) [B][S][H][N]; rescaling of the old sum
+    // and output, exp(m - m_new) [B][S][H].
+    Value weights = expMinusMax(logits, 4, 0.0f);
+    Value rescale = expMinusMax(m, 3, 1.0f);
 
     // l_new = l·rescale + Σ_t p, loops (b, i, h, t).
     Value lScaled = multiply(l, rescale, 3);
