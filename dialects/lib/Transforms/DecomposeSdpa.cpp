@@ -286,8 +286,7 @@ private:
       return b
           .create<linalg::GenericOp>(
               loc, x.getType(), ValueRange{x, mNew}, emptyLike(x),
-              ArrayRef<AffineMap>{map(rank, all),
-                                  map(rank, {d(0), d(1), d(2)}),
+              ArrayRef<AffineMap>{map(rank, all), map(rank, {d(0), d(1), d(2)}),
                                   map(rank, all)},
               SmallVector<IteratorType>(rank, kPar),
               [&](OpBuilder &n, Location at, ValueRange args) {
