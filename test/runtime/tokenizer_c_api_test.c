@@ -11,7 +11,7 @@ int main(int argc, char **argv) {
   attn_tokenizer *tokenizer = NULL;
   int32_t ids[16], eos[4];
   size_t count = 0, length = 0, i;
-  char text[64], streamed[64] = "";
+  char text[64], streamed[64] = "", prompt[1024];
   const char *piece;
   attn_text_stream *stream = NULL;
   const char *hello = "Hello world \xe4\xb8\x89\xe5\x8d\x83"; /* 三千 */
@@ -59,13 +59,23 @@ int main(int argc, char **argv) {
 
   /* Qwen3's chat template. */
   CHECK(attn_tokenizer_apply_chat_template(
+            tokenizer, "[{\"role\": \"user\", \"content\": \"Hi\"}]", 1, NULL,
+            text, sizeof text, &length) == ATTN_OK);
+  CHECK(strcmp(text,
+               "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n") == 0);
+  /* A tool definition prints its keys in the order given, as transformers'
+     tojson (json.dumps without sort_keys) does: the prompt the model was
+     trained on. */
+  CHECK(attn_tokenizer_apply_chat_template(
             tokenizer, "[{\"role\": \"user\", \"content\": \"Hi\"}]", 1,
-            NULL, text, sizeof text, &length) == ATTN_OK);
-  CHECK(strcmp(text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n") ==
-        0);
+            "{\"tools\": [{\"type\": \"function\", \"function\": "
+            "{\"name\": \"f\", \"description\": \"d\"}}]}",
+            prompt, sizeof prompt, &length) == ATTN_OK);
+  CHECK(strstr(prompt, "{\"type\": \"function\", \"function\": {\"name\": "
+                       "\"f\", \"description\": \"d\"}}") != NULL);
   CHECK(attn_tokenizer_apply_chat_template(tokenizer, "{", 1, NULL, text,
-                                           sizeof text, &length) ==
-        ATTN_INVALID_ARGUMENT);
+                                           sizeof text,
+                                           &length) == ATTN_INVALID_ARGUMENT);
   attn_text_stream_destroy(stream);
   attn_text_stream_destroy(NULL);
   attn_tokenizer_destroy(tokenizer);
