@@ -3,6 +3,7 @@
 #include "ModelCache.h"
 
 #include "attn/runtime/Version.h"
+#include "attn/runtime/attnc_library.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -89,8 +90,11 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
 
   std::string key = (*text)->getBuffer().str();
   // Fields separated by NUL bytes, so that no two configurations run together.
+  // The library ABI too: a library cached before it changed would be refused.
   for (const std::string &field :
-       {std::string("attnc ") + ATTNC_VERSION, describeTarget(options.target)})
+       {std::string("attnc ") + ATTNC_VERSION + " library ABI " +
+            std::to_string(ATTNC_LIBRARY_ABI),
+        describeTarget(options.target)})
     (key += '\0') += field;
   for (const std::string &arg : options.attncArgs)
     (key += '\0') += arg;
