@@ -2,20 +2,16 @@
 
 #include "attn/runtime/KernelTemporaries.h"
 
+#include "attn/runtime/PoolAllocator.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
 
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-
 namespace attn::runtime {
 
 namespace {
-
-constexpr size_t kHugePage = size_t(2) << 20;
 
 /// The first kTemporaryAlignment bytes of every block: what free needs.
 struct BlockHeader {
@@ -34,15 +30,13 @@ BlockHeader *headerOf(void *block) {
                                          kTemporaryAlignment);
 }
 
-/// A fresh block of `total` bytes, its header included, or null.
+/// A fresh block of `total` bytes, its header included, aligned to
+/// `alignment` (kHugePage: on 2 MiB pages, PoolAllocator.h), or null.
 BlockHeader *allocateBlock(size_t total, size_t alignment, bool cached) {
-  void *base = std::aligned_alloc(alignment, total);
+  void *base = alignment == kHugePage ? allocateOnHugePages(total)
+                                      : std::aligned_alloc(alignment, total);
   if (!base)
     return nullptr;
-#ifdef MADV_HUGEPAGE
-  if (alignment == kHugePage)
-    madvise(base, total, MADV_HUGEPAGE); // advice: failure changes nothing
-#endif
   auto *header = static_cast<BlockHeader *>(base);
   header->capacity = total - kTemporaryAlignment;
   header->cached = cached;

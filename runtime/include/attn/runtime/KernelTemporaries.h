@@ -1,5 +1,4 @@
-//===- KernelTemporaries.h - memory for the kernels' own buffers -*- C++
-//-*-===//
+//===- KernelTemporaries.h - the kernels' own buffers ----------*- C++ -*-===//
 //
 // A kernel allocates its intermediate buffers on every call through its
 // Halide runtime's halide_malloc: prefill's packed K and V tiles, for

@@ -21,9 +21,22 @@
 
 namespace attn::runtime {
 
+inline constexpr size_t kHugePage = size_t(2) << 20;
+
+/// `bytes` rounded up to whole 2 MiB pages, 2 MiB-aligned and advised
+/// MADV_HUGEPAGE; null if the system refuses. std::free releases it.
+inline void *allocateOnHugePages(size_t bytes) {
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void *p = std::aligned_alloc(kHugePage, rounded);
+#ifdef MADV_HUGEPAGE
+  if (p)
+    madvise(p, rounded, MADV_HUGEPAGE); // advice: failure changes nothing
+#endif
+  return p;
+}
+
 template <class T> struct PoolAllocator {
   using value_type = T;
-  static constexpr size_t kHugePage = size_t(2) << 20;
 
   PoolAllocator() = default;
   template <class U> PoolAllocator(const PoolAllocator<U> &) noexcept {}
@@ -32,13 +45,9 @@ template <class T> struct PoolAllocator {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePage)
       return static_cast<T *>(::operator new(bytes));
-    const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    void *p = std::aligned_alloc(kHugePage, rounded);
+    void *p = allocateOnHugePages(bytes);
     if (!p)
       throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE); // advice: failure changes nothing
-#endif
     return static_cast<T *>(p);
   }
   void deallocate(T *p, size_t n) noexcept {
