@@ -359,6 +359,8 @@ void linear(benchmark::State &state, LinearShape s) {
   }
   spec.argmax = variant == "head_argmax";
   spec.weightElement = s.weights;
+  // int4: GPTQ's and AWQ's usual group, attnc's default.
+  spec.weightGroup = s.weights == DType::I4 ? 128 : 0;
   // What the runtime calls for one or two tokens: attnc's `_gemv` variant.
   if (s.tokens <= 2)
     spec.schedule.tileRows = 1;
@@ -375,18 +377,19 @@ void linear(benchmark::State &state, LinearShape s) {
     buffer->for_each_value([&](float &x) { x = uniform(rng); });
   positions.for_each_element([&](int t) { positions(t) = t; });
   // In panels, in the weight dtype (rounded to nearest even).
-  // int8: with a scale per output feature.
+  // int8: with a scale per output feature; int4 per group and feature.
   Buffer<float> scales;
-  Buffer<> packed =
-      attn::packLinearWeights(weight.data(), s.in, s.out, s.weights, &scales);
-  const double weightBytes = s.weights == DType::F32  ? 4.0
-                             : s.weights == DType::I8 ? 1.0
-                                                      : 2.0;
+  Buffer<> packed = attn::packLinearWeights(
+      weight.data(), s.in, s.out, s.weights, &scales, spec.weightGroup);
+  const double weightBytes =
+      double(attn::linearWeightBytes(s.weights, size_t(s.in), size_t(s.out),
+                                     size_t(spec.weightGroup))) /
+      (double(s.in) * s.out);
   ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
   params.set(kernel.inputs[next++], packed);
-  if (s.weights == DType::I8)
+  if (s.weights == DType::I8 || s.weights == DType::I4)
     params.set(kernel.inputs[next++], scales);
   if (spec.bias)
     params.set(kernel.inputs[next++], bias);
@@ -484,6 +487,9 @@ void registerLinear() {
                                 {16, 4096, 4096, "bias", DType::BF16},
                                 {512, 4096, 4096, "bias", DType::BF16},
                                 {512, 4096, 4096, "bias", DType::I8},
+                                {1, 4096, 4096, "bias", DType::I4},
+                                {16, 4096, 4096, "bias", DType::I4},
+                                {512, 4096, 4096, "bias", DType::I4},
                                 {1, 11008, 4096, "swiglu_down", DType::BF16},
                                 {512, 11008, 4096, "swiglu_down", DType::BF16},
                                 {1, 2048, 32000, "head_argmax", DType::BF16},
@@ -491,6 +497,7 @@ void registerLinear() {
                                 {1, 4096, 14336},
                                 {1, 4096, 14336, "bias", DType::BF16},
                                 {1, 4096, 14336, "bias", DType::I8},
+                                {1, 4096, 14336, "bias", DType::I4},
                                 // TinyLlama-1.1B's projections, one token.
                                 {1, 2048, 2560, "qkv_rope"},
                                 {1, 2048, 2560, "qkv_rope", DType::BF16},
@@ -503,6 +510,7 @@ void registerLinear() {
     const char *weights = s.weights == DType::BF16  ? "_wbf16"
                           : s.weights == DType::F16 ? "_wf16"
                           : s.weights == DType::I8  ? "_wi8"
+                          : s.weights == DType::I4  ? "_wi4"
                                                     : "";
     std::snprintf(name, sizeof name, "linear/T%d_in%d_out%d_%s%s", s.tokens,
                   s.in, s.out, s.variant, weights);

@@ -2,13 +2,14 @@
 //
 // TinyLlama-1.1B's config.json (models/tinyllama) compiled three times at
 // build time for this machine: with the linear kernels reading bf16 weights
-// (its torch_dtype), f32 ones and int8 ones (quantized at load). A decode step of one sequence streams
+// (its torch_dtype), f32 ones, int8 ones and int4 ones in groups of 128
+// (both quantized at load). A decode step of one sequence streams
 // every weight once, so its speed is bounded by weight bytes per token ÷
 // the machine's read bandwidth (measured here, in the same run).
 //
 //   attn-model-bench --write DIR      random weights, as Hugging Face
 //                                     publishes them: bf16, 2 shards, index
-//   attn-model-bench --weights DIR [--weight-dtype bf16|f32|int8]
+//   attn-model-bench --weights DIR [--weight-dtype bf16|f32|int8|int4]
 //                    [--prompt 512] [--steps 64]
 //
 // Prints load time, peak resident memory against the weights' size in the
@@ -25,6 +26,7 @@
 
 #include "tinyllama_bf16.h"
 #include "tinyllama_f32.h"
+#include "tinyllama_int4.h"
 #include "tinyllama_int8.h"
 
 #include <nlohmann/json.hpp>
@@ -119,18 +121,24 @@ int writeRandomCheckpoint(const std::string &dir) {
   return 0;
 }
 
+/// The library compiled for `dtype` (bf16 unless another is named).
+Library libraryFor(const std::string &dtype) {
+  if (dtype == "f32")
+    return {tinyllama_f32_plan_json, tinyllama_f32_kernel_table,
+            TINYLLAMA_F32_KERNEL_TABLE_SIZE};
+  if (dtype == "int8")
+    return {tinyllama_int8_plan_json, tinyllama_int8_kernel_table,
+            TINYLLAMA_INT8_KERNEL_TABLE_SIZE};
+  if (dtype == "int4")
+    return {tinyllama_int4_plan_json, tinyllama_int4_kernel_table,
+            TINYLLAMA_INT4_KERNEL_TABLE_SIZE};
+  return {tinyllama_bf16_plan_json, tinyllama_bf16_kernel_table,
+          TINYLLAMA_BF16_KERNEL_TABLE_SIZE};
+}
+
 int run(const std::string &weights, const std::string &dtype, int promptLength,
         int steps) {
-  const Library library =
-      dtype == "f32"    ? Library{tinyllama_f32_plan_json,
-                                  tinyllama_f32_kernel_table,
-                                  TINYLLAMA_F32_KERNEL_TABLE_SIZE}
-      : dtype == "int8" ? Library{tinyllama_int8_plan_json,
-                                  tinyllama_int8_kernel_table,
-                                  TINYLLAMA_INT8_KERNEL_TABLE_SIZE}
-                        : Library{tinyllama_bf16_plan_json,
-                                  tinyllama_bf16_kernel_table,
-                                  TINYLLAMA_BF16_KERNEL_TABLE_SIZE};
+  const Library library = libraryFor(dtype);
   const nlohmann::json planJson = nlohmann::json::parse(library.plan);
   const double weightBytesPerToken = planJson["weight_bytes_per_token"];
 
@@ -233,10 +241,12 @@ int main(int argc, char **argv) {
   }
   if (!write.empty())
     return writeRandomCheckpoint(write);
-  if (weights.empty() || (dtype != "bf16" && dtype != "f32" && dtype != "int8") ||
+  if (weights.empty() ||
+      (dtype != "bf16" && dtype != "f32" && dtype != "int8" &&
+       dtype != "int4") ||
       promptLength < 1 || steps < 1 || promptLength + steps + 4 > 2048)
     return fail("usage: attn-model-bench --write DIR | --weights DIR "
-                "[--weight-dtype bf16|f32|int8] [--prompt N] [--steps N] "
+                "[--weight-dtype bf16|f32|int8|int4] [--prompt N] [--steps N] "
                 "(prompt + steps + 4 <= 2048)"),
            2;
   return run(weights, dtype, promptLength, steps);

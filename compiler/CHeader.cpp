@@ -165,6 +165,8 @@ CElement cElement(attn::BufferElement element) {
     return {"uint32_t", "halide_type_uint", 32};
   case attn::BufferElement::I8:
     return {"int8_t", "halide_type_int", 8};
+  case attn::BufferElement::U8:
+    return {"uint8_t", "halide_type_uint", 8};
   case attn::BufferElement::I32:
     return {"int32_t", "halide_type_int", 32};
   }

@@ -24,14 +24,26 @@ using mlir::attn::toDType;
 
 /// A description's or option's spelling of each attn::DType, in enum order.
 inline constexpr llvm::StringRef kDescriptionDTypes[] = {"f32", "f16", "bf16",
-                                                         "int8"};
-/// "f32, f16, bf16 or int8": for messages and option help.
-inline constexpr const char *kDescriptionDTypeList = "f32, f16, bf16 or int8";
+                                                         "int8", "int4"};
+/// The spellings a KV cache may take: those of attn::isCacheDType.
+inline constexpr llvm::ArrayRef<llvm::StringRef> kDescriptionCacheDTypes(
+    kDescriptionDTypes, size_t(::attn::kLastCacheDType) + 1);
+/// For messages and option help.
+inline constexpr const char *kDescriptionDTypeList =
+    "f32, f16, bf16, int8 or int4";
+inline constexpr const char *kDescriptionCacheDTypeList =
+    "f32, f16, bf16 or int8";
+/// Inputs per scale of int4 weights unless a description or option says
+/// (GPTQ's and AWQ's default too).
+inline constexpr int64_t kDefaultWeightGroup = 128;
 
+/// The DType a weight (or, with `cache`, a KV cache) spelling names.
 inline std::optional<::attn::DType>
-parseDescriptionDType(llvm::StringRef text) {
-  for (int i = 0; i < 4; ++i)
-    if (text == kDescriptionDTypes[i])
+parseDescriptionDType(llvm::StringRef text, bool cache = false) {
+  llvm::ArrayRef<llvm::StringRef> names =
+      cache ? kDescriptionCacheDTypes : llvm::ArrayRef(kDescriptionDTypes);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (text == names[i])
       return ::attn::DType(i);
   return std::nullopt;
 }

@@ -42,7 +42,7 @@ bool readCache(JsonObjectReader &parent, const JsonLocator &locator,
       cache.optionalEnum("layout", {"contiguous", "paged"}, settings.layout)
           .str();
   settings.dtype =
-      cache.optionalEnum("dtype", kDescriptionDTypes, settings.dtype).str();
+      cache.optionalEnum("dtype", kDescriptionCacheDTypes, settings.dtype).str();
   settings.pageSize =
       cache.getInt("page_size", false, 1, limits::kPageSize, settings.pageSize)
           .value_or(0);
@@ -330,6 +330,15 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
       parseDescriptionDType(
           model.optionalEnum("weight_dtype", kDescriptionDTypes, "f32"))
           .value_or(::attn::DType::F32));
+  // int4's group of inputs per scale (32, 64 or 128; the verifier refuses
+  // one with other weights).
+  std::optional<int64_t> weightGroup =
+      model.getInt("weight_group", false, 32, 128);
+  if (weightGroup && *weightGroup != 32 && *weightGroup != 64 &&
+      *weightGroup != 128)
+    model.error("weight_group", "weight_group must be 32, 64 or 128");
+  else if (weightGroup && !weights.isSignlessInteger(4))
+    model.error("weight_group", "weight_group applies to int4 weights only");
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming =
       model.optionalEnum("weight_naming", {"llama", "gpt2", "bart"}, "");
@@ -374,7 +383,7 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     }
     ModelBuilder builder(context, locator.at(JsonPath{}), name, kind, *dModel,
                          options.maxBatch.value_or(maxBatch.value_or(1)));
-    builder.setWeightDtype(weights);
+    builder.setWeightDtype(weights, weightGroup);
     if (!naming.empty())
       builder.setWeightNaming(naming);
     int blockCount = 0, layerCount = 0;

@@ -3,6 +3,7 @@
 #include "ModelBuilder.h"
 
 #include "DTypes.h"
+#include "ModelFacts.h"
 
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/Regex.h"
@@ -16,9 +17,9 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
                            int64_t dModel, int64_t maxBatch)
     : builder(&context), module(ModuleOp::create(loc)) {
   builder.setInsertionPointToEnd(module->getBody());
-  auto model = builder.create<mlir::attn::ModelOp>(loc, name, uint64_t(dModel),
-                                                   kind, uint64_t(maxBatch),
-                                                   TypeAttr(), StringAttr());
+  auto model = builder.create<mlir::attn::ModelOp>(
+      loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr(),
+      StringAttr(), IntegerAttr());
   model.getBody().emplaceBlock();
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
@@ -67,10 +68,9 @@ void ModelBuilder::addFfn(llvm::StringRef name,
       optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr());
 }
 
-void ModelBuilder::setWeightDtype(Type type) {
-  auto model = cast<mlir::attn::ModelOp>(builder.getBlock()->getParentOp());
-  model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
-                                                 : TypeAttr());
+void ModelBuilder::setWeightDtype(Type type, std::optional<int64_t> group) {
+  setWeights(cast<mlir::attn::ModelOp>(builder.getBlock()->getParentOp()),
+             type, group);
 }
 
 void ModelBuilder::setWeightNaming(llvm::StringRef naming) {
@@ -135,10 +135,11 @@ mlir::attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
                    << "' (expected contiguous or paged)";
     return {};
   }
-  std::optional<::attn::DType> element = parseDescriptionDType(dtype);
+  std::optional<::attn::DType> element =
+      parseDescriptionDType(dtype, /*cache=*/true);
   if (!element) {
     emitError(loc) << "unknown KV cache dtype '" << dtype << "' (expected "
-                   << kDescriptionDTypeList << ")";
+                   << kDescriptionCacheDTypeList << ")";
     return {};
   }
   Type type = mlirType(context, *element);

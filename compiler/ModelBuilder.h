@@ -53,11 +53,12 @@ public:
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
               int64_t intermediateSize, bool bias, bool gated,
               llvm::StringRef stack, mlir::Location loc);
-  /// `tied`: the head's weight is the embedding's (tie_word_embeddings).
-  /// How the model's linear kernels read their weights (f32, f16, bf16).
-  void setWeightDtype(mlir::Type type);
+  /// How the model's linear kernels read their weights (setWeights).
+  void setWeightDtype(mlir::Type type,
+                      std::optional<int64_t> group = std::nullopt);
   /// How its checkpoints name their tensors: llama, gpt2 or bart.
   void setWeightNaming(llvm::StringRef naming);
+  /// `tied`: the head's weight is the embedding's (tie_word_embeddings).
   void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc,
                      bool tied = false);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.

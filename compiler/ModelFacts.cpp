@@ -2,6 +2,8 @@
 
 #include "ModelFacts.h"
 
+#include "DTypes.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -27,6 +29,16 @@ Type weightDtype(ModelOp model) {
   return model.getWeightDtype().value_or(Float32Type::get(model.getContext()));
 }
 
+void setWeights(ModelOp model, Type type, std::optional<int64_t> group) {
+  model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
+                                                 : TypeAttr());
+  if (!group && type && type.isSignlessInteger(4))
+    group = kDefaultWeightGroup;
+  Builder builder(model.getContext());
+  model.setWeightGroupAttr(group ? builder.getI64IntegerAttr(*group)
+                                 : IntegerAttr());
+}
+
 namespace {
 /// Bytes of W a linear kernel reads per call (absent: 0).
 int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
@@ -35,12 +47,10 @@ int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
   auto linear = dyn_cast_or_null<LinearKernelOp>(model.lookupSymbol(*kernel));
   if (!linear)
     return 0;
-  std::optional<Type> dtype = linear.getWeightDtype();
-  const int64_t element = dtype ? dtype->getIntOrFloatBitWidth() / 8 : 4;
-  // int8 weights come with an f32 scale per output feature.
-  const int64_t scales = dtype && dtype->isInteger(8) ? 4 : 0;
-  return (int64_t(linear.getInFeatures()) * element + scales) *
-         linear.getOutFeatures();
+  return int64_t(::attn::linearWeightBytes(
+      toDType(linear.getWeightDtype().value_or(Type())),
+      linear.getInFeatures(), linear.getOutFeatures(),
+      linear.getWeightGroup().value_or(0)));
 }
 
 } // namespace

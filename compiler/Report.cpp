@@ -100,6 +100,8 @@ std::string describeKernel(Operation &op) {
         "linear {0} -> {1}", linear.getInFeatures(), linear.getOutFeatures());
     if (std::optional<Type> weights = linear.getWeightDtype())
       text += " " + typeName(*weights) + " weights";
+    if (std::optional<uint64_t> group = linear.getWeightGroup())
+      text += " (groups of " + std::to_string(*group) + ")";
     if (linear.getInputGate())
       text +=
           " gated(" + stringifyActivation(*linear.getInputGate()).str() + ")";
@@ -277,7 +279,11 @@ std::string renderReport(ModuleOp module) {
            " B)";
   };
   if (int64_t perToken = weightBytesPerToken(model))
-    os << "weights: " << typeName(weightDtype(model)) << ", "
+    os << "weights: " << typeName(weightDtype(model))
+       << (model.getWeightGroup()
+               ? " in groups of " + std::to_string(*model.getWeightGroup())
+               : std::string())
+       << ", "
        << formatBytes(perToken) << "/token read by a decoded token ("
        << perToken << " B)\n";
   os << "KV cache: " << bytes("kv_bytes_per_token", "/token") << ", "

@@ -13,6 +13,7 @@
 #include "DescriptionImport.h"
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
+#include "ModelFacts.h"
 #include "PlanWriter.h"
 #include "Report.h"
 #include "SharedLibrary.h"
@@ -109,15 +110,20 @@ cl::opt<std::string> kvLayout("kv-layout", cl::desc("contiguous or paged"),
                               cl::cat(cacheCategory));
 cl::opt<int> pageSize("page-size", cl::desc("Tokens per page"),
                       cl::cat(cacheCategory));
-cl::opt<std::string> kvDtype("kv-dtype", cl::desc("f32, f16, bf16 or int8"),
+cl::opt<std::string> kvDtype("kv-dtype",
+                             cl::desc(attnc::kDescriptionCacheDTypeList),
                              cl::cat(cacheCategory));
 cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
                        cl::cat(cacheCategory));
 cl::opt<std::string> weightDtype(
     "weight-dtype",
-    cl::desc("f32, f16, bf16 or int8: how the linear kernels read their weights "
-             "(overrides the description's weight_dtype and a Hugging Face "
-             "config's torch_dtype)"),
+    cl::desc("f32, f16, bf16, int8 or int4: how the linear kernels read their "
+             "weights (overrides the description's weight_dtype and a Hugging "
+             "Face config's torch_dtype)"),
+    cl::cat(attncCategory));
+cl::opt<int> weightGroup(
+    "weight-group",
+    cl::desc("int4 weights: inputs per scale, 32, 64 or 128 (default 128)"),
     cl::cat(attncCategory));
 enum class ComputeDtype { F32, BF16 };
 cl::opt<ComputeDtype> attentionCompute(
@@ -135,8 +141,8 @@ cl::opt<ComputeDtype> attentionCompute(
 
 cl::opt<ComputeDtype> linearCompute(
     "linear-compute",
-    cl::desc("Precision of the products of linear kernels with bf16 weights "
-             "at prompt sizes"),
+    cl::desc("Precision of the products of linear kernels with bf16 or int4 "
+             "weights at prompt sizes"),
     cl::values(clEnumValN(ComputeDtype::BF16, "bf16",
                           "the inputs rounded to bf16 on AMX tiles where the "
                           "CPU running the library has them, fp32 elsewhere "
@@ -336,15 +342,26 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   mlir::attn::ModelOp model = *module->getOps<mlir::attn::ModelOp>().begin();
-  if (weightDtype.getNumOccurrences()) {
-    std::optional<::attn::DType> element =
-        attnc::parseDescriptionDType(weightDtype);
-    if (!element)
-      return fail(std::string("--weight-dtype must be ") +
-                  attnc::kDescriptionDTypeList + ", got '" + weightDtype + "'");
-    mlir::Type type = attnc::mlirType(context, *element);
-    model.setWeightDtypeAttr(type.isF32() ? mlir::TypeAttr()
-                                          : mlir::TypeAttr::get(type));
+  if (weightDtype.getNumOccurrences() || weightGroup.getNumOccurrences()) {
+    mlir::Type type = attnc::weightDtype(model);
+    if (weightDtype.getNumOccurrences()) {
+      std::optional<::attn::DType> element =
+          attnc::parseDescriptionDType(weightDtype);
+      if (!element)
+        return fail(std::string("--weight-dtype must be ") +
+                    attnc::kDescriptionDTypeList + ", got '" + weightDtype +
+                    "'");
+      type = attnc::mlirType(context, *element);
+    }
+    if (weightGroup.getNumOccurrences() && !type.isSignlessInteger(4))
+      return fail("--weight-group applies to int4 weights (--weight-dtype="
+                  "int4)");
+    std::optional<int64_t> group = model.getWeightGroup();
+    if (weightGroup.getNumOccurrences())
+      group = weightGroup;
+    else if (!type.isSignlessInteger(4))
+      group.reset();
+    attnc::setWeights(model, type, group);
   }
   // The GPU kernel sets read f32 weights only.
   if (std::optional<mlir::Type> weights = model.getWeightDtype();

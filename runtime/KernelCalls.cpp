@@ -21,6 +21,8 @@ halide_type_t halideType(DType type) {
     return bfloat16Type();
   case DType::I8:
     return {halide_type_int, 8, 1};
+  case DType::I4: // two to a byte
+    return {halide_type_uint, 8, 1};
   }
   return float32Type();
 }
@@ -91,15 +93,29 @@ Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
                     {{w.words(), 1},
                      {w.rows(), w.words()},
                      {w.panels(), w.rows() * w.words()}});
-  BufferView scales(w.scales.data(), float32Type(), {{outF, 1}});
+  // int8: [out]; int4: [panels][groups][16], as are its zero points.
+  const int64_t groups = w.type == DType::I4 ? w.int4Layout().groups() : 0;
+  BufferView scales =
+      w.type == DType::I4
+          ? BufferView(w.scales.data(), float32Type(),
+                       {{kInt4Panel, 1},
+                        {groups, kInt4Panel},
+                        {w.panels(), groups * kInt4Panel}})
+          : BufferView(w.scales.data(), float32Type(), {{outF, 1}});
+  BufferView zeros(w.zeros.data(), halide_type_t{halide_type_uint, 8, 1},
+                   {{kInt4Panel, 1},
+                    {groups, kInt4Panel},
+                    {w.panels(), groups * kInt4Panel}});
   BufferView bias(b.data(), float32Type(), {{outF, 1}});
   BufferView position(positions, int32Type(), {{tokens, 1}});
   BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});
   BufferView output(out, float32Type(), {{outF, 1}, {tokens, outF}});
   std::vector<KernelArg> args = {
       {"input", &input}, {"weight", &weight}, {"output", &output}};
-  if (w.type == DType::I8)
+  if (w.type == DType::I8 || w.type == DType::I4)
     args.push_back({"weight_scales", &scales});
+  if (!w.zeros.empty())
+    args.push_back({"weight_zeros", &zeros});
   if (!b.empty())
     args.push_back({"bias", &bias});
   if (positions)

@@ -51,6 +51,9 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
       config.maxSequenceLength < 1)
     return invalid("KV cache: layers, KV heads, head size, page size, page "
                    "count and maximum length must all be positive");
+  if (!isCacheDType(config.dtype))
+    return invalid(std::string("KV cache: dtype ") + dtypeName(config.dtype) +
+                   " is a weight type; a cache stores f32, f16, bf16 or i8");
   // Every size the cache computes later, checked once here: a product that
   // wraps would make a small pool that kernels then index far past.
   size_t page, pool, allPools, scaleRows, scaleBytes;

@@ -317,15 +317,19 @@ bool isHarmlessBuffer(const std::string &tensor, WeightNaming naming) {
 } // namespace
 
 void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
-                        int64_t inFeatures, int64_t panelWidth, DType to) {
+                        int64_t inFeatures, int64_t panelWidth, DType to,
+                        int64_t groupSize) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
+  group = to == DType::I4 ? groupSize : 0;
   for (const WeightRows &block : blocks)
     out += block.count;
   f32.clear();
   narrow.clear();
   int8.clear();
+  int4.clear();
   scales.clear();
+  zeros.clear();
   if (out == 0)
     return;
   // Panel by panel: its `panel` source rows (PyTorch's [out][in]) are read
@@ -359,6 +363,26 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
           int8[size_t((q * this->rows() + k / 2) * words() + 2 * p + k % 2)] =
               quantized[size_t(k)];
       }
+    }
+    return;
+  }
+  if (to == DType::I4) {
+    // Each (group, feature) quantized on its own (symmetric, no zeros).
+    const Int4Layout layout = int4Layout();
+    int4.assign(layout.weightBytes(), 0);
+    scales.assign(layout.scaleCount(), 0.0f);
+    std::vector<uint8_t> u(static_cast<size_t>(group));
+    for (int64_t q = 0; q < panels(); q++) {
+      const int64_t first = q * panel, width = std::min(panel, out - first);
+      readPanel(first, width);
+      for (int64_t p = 0; p < width; p++)
+        for (int64_t g = 0; g < layout.groups(); g++) {
+          const int64_t k0 = g * group, count = std::min(group, in - k0);
+          scales[layout.scaleOf(g, first + p)] = quantizeInt4Group(
+              &rows[size_t(p * in + k0)], count, u.data());
+          for (int64_t i = 0; i < count; i++)
+            layout.put(int4.data(), k0 + i, first + p, u[size_t(i)]);
+        }
     }
     return;
   }
@@ -672,19 +696,20 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       // Fused: Q | K | V. Else Q, and K | V.
       const int64_t panel = plan.weightPanel;
       if (op.fusedProjections) {
-        w->query.pack({wq, wk, wv}, d, panel, plan.weightType);
+        w->query.pack({wq, wk, wv}, d, panel, plan.weightType,
+                      plan.weightGroup);
       } else {
-        w->query.pack({wq}, d, panel, plan.weightType);
-        w->keyValue.pack({wk, wv}, d, panel, plan.weightType);
+        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup);
+        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup);
       }
       if (op.bias) {
-        Floats &kvBias =
-            op.fusedProjections ? w->queryBias : w->keyValueBias;
+        Floats &kvBias = op.fusedProjections ? w->queryBias : w->keyValueBias;
         w->queryBias = bq;
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
-      w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType);
+      w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
+                     plan.weightGroup);
       done();
       w->outputBias = get(n, "out.bias");
       break;
@@ -695,20 +720,24 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       const WeightRows gate = rows(n, "gate.weight"), up = rows(n, "up.weight"),
                        down = rows(n, "down.weight");
       if (op.gated) {
-        w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType);
+        w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType,
+                   plan.weightGroup);
         w->upBias = get(n, "gate.bias");
       } else {
-        w->up.pack({up}, d, plan.weightPanel, plan.weightType);
+        w->up.pack({up}, d, plan.weightPanel, plan.weightType,
+                   plan.weightGroup);
       }
       Floats upBias = get(n, "up.bias");
       w->upBias.insert(w->upBias.end(), upBias.begin(), upBias.end());
-      w->down.pack({down}, f, plan.weightPanel, plan.weightType);
+      w->down.pack({down}, f, plan.weightPanel, plan.weightType,
+                   plan.weightGroup);
       done();
       w->downBias = get(n, "down.bias");
       break;
     }
     case OpKind::OutputHead: {
-      w->head.pack({rows(n, "weight")}, d, plan.weightPanel, plan.weightType);
+      w->head.pack({rows(n, "weight")}, d, plan.weightPanel, plan.weightType,
+                   plan.weightGroup);
       done();
       w->headBias = get(n, "bias");
       break;

@@ -100,8 +100,17 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
     result.weightNaming = root[plan::kWeightNaming].get<std::string>();
   std::string weights = model.string(plan::kWeightDtype);
   if (model.status() && !parseDType(weights, result.weightType))
-    return planError("weight_dtype must be f32, f16, bf16 or i8, got '" +
+    return planError("weight_dtype must be f32, f16, bf16, i8 or i4, got '" +
                      weights + "'");
+  result.weightGroup = model.integer(plan::kWeightGroup, 0, 128);
+  const bool int4 = result.weightType == DType::I4;
+  if (model.status() &&
+      (int4 ? result.weightGroup != 32 && result.weightGroup != 64 &&
+                  result.weightGroup != 128
+            : result.weightGroup != 0))
+    return planError("weight_group " + std::to_string(result.weightGroup) +
+                     (int4 ? " must be 32, 64 or 128 for i4 weights"
+                           : " must be 0 for " + weights + " weights"));
   // The kernel sets the library holds (plans before GPU targets had only
   // CPU ones): the one asked for must be among them.
   bool hasDevice = device == plan::kCpu && !root.contains(plan::kDevices);
@@ -219,7 +228,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         op.pageSize = cache.integer(plan::kPageSize);
         op.maxLength = cache.integer(plan::kMaxLength);
         std::string dtype = cache.string(plan::kDtype);
-        if (cache.status() && !parseDType(dtype, op.cacheType))
+        if (cache.status() && !parseCacheDType(dtype, op.cacheType))
           cache.fail("dtype must be f32, f16, bf16 or i8, got '" + dtype + "'");
         if (!cache.status())
           return cache.status();

@@ -9,6 +9,7 @@
 #define ATTN_RUNTIME_MODELWEIGHTS_H
 
 #include "attn/runtime/DType.h"
+#include "attn/runtime/Int4Weights.h"
 #include "attn/runtime/Model.h"
 #include "attn/runtime/PoolAllocator.h"
 
@@ -66,41 +67,60 @@ using Floats = std::vector<float, PoolAllocator<float>>;
 /// in word p's low half and p + 16 in its high half; KernelSpec.h), or
 /// int8 values with a scale per output feature (W = q · scale), inputs in
 /// pairs: [panels][ceil(in / 2)][2 · panel], byte 2p + r of row j holding
-/// input 2j + r of feature p (the kernel's vpdpwssd operand);
-/// page-aligned once large, so a panel row never straddles more cache
-/// lines than it must.
+/// input 2j + r of feature p (the kernel's vpdpwssd operand), or int4
+/// nibbles with a scale (and zero point) per group of inputs and feature,
+/// as Int4Layout places them; page-aligned once large, so a panel row
+/// never straddles more cache lines than it must.
 struct WeightMatrix {
   DType type = DType::F32;
   int64_t in = 0, out = 0, panel = 0;
+  int64_t group = 0; // int4: inputs per scale
   Floats f32;
   std::vector<uint16_t, PoolAllocator<uint16_t>> narrow;
   std::vector<int8_t, PoolAllocator<int8_t>> int8;
-  Floats scales; // [out], int8 only: max |W(:, n)| / 127
+  std::vector<uint8_t, PoolAllocator<uint8_t>> int4; // Int4Layout's bytes
+  // int8: [out], max |W(:, n)| / 127. int4: [panels][groups][16].
+  Floats scales;
+  // int4 with zero points of their own (GPTQ, AWQ): [panels][groups][16];
+  // empty: 8 (symmetric).
+  std::vector<uint8_t, PoolAllocator<uint8_t>> zeros;
 
 
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
   /// output features: fused Q | K | V, gate | up) in panels of `panel`,
-  /// stored as `to` (round to nearest even; int8 quantized per row).
+  /// stored as `to` (round to nearest even; int8 quantized per row; int4
+  /// per `group` inputs of a row, quantizeInt4Group).
   void pack(const std::vector<WeightRows> &blocks, int64_t in, int64_t panel,
-            DType to);
+            DType to, int64_t group = 0);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
   /// Whether the kernel reads it as bf16 pairs in uint32 words.
   bool pairs() const { return type == DType::BF16; }
+  Int4Layout int4Layout() const { return {in, out, group}; }
   /// Words per panel row as the kernel types them, and rows per panel.
   int64_t words() const {
-    return pairs() ? panel / 2 : type == DType::I8 ? 2 * panel : panel;
+    return pairs()                ? panel / 2
+           : type == DType::I8    ? 2 * panel
+           : type == DType::I4    ? kInt4RowBytes
+                                  : panel;
   }
-  int64_t rows() const { return type == DType::I8 ? (in + 1) / 2 : in; }
+  int64_t rows() const {
+    return type == DType::I8   ? (in + 1) / 2
+           : type == DType::I4 ? int4Layout().rows()
+                               : in;
+  }
   const void *data() const {
     return type == DType::F32  ? static_cast<const void *>(f32.data())
            : type == DType::I8 ? static_cast<const void *>(int8.data())
+           : type == DType::I4 ? static_cast<const void *>(int4.data())
                                : narrow.data();
   }
   size_t bytes() const {
     return f32.size() * sizeof(float) + narrow.size() * sizeof(uint16_t) +
-           int8.size();
+           int8.size() + int4.size();
   }
-  bool empty() const { return f32.empty() && narrow.empty() && int8.empty(); }
+  bool empty() const {
+    return f32.empty() && narrow.empty() && int8.empty() && int4.empty();
+  }
 };
 
 /// Weights of one op, in the layouts its kernels read. Empty when unused.
@@ -128,6 +148,7 @@ struct Model::Weights {
          {&query, &keyValue, &output, &up, &down, &head}) {
       all.push_back({m->data(), m->bytes()});
       all.push_back({m->scales.data(), m->scales.size() * sizeof(float)});
+      all.push_back({m->zeros.data(), m->zeros.size()});
     }
     return all;
   }

@@ -80,6 +80,61 @@ ATTN_AMX_CODE void pairPanel(const uint32_t *panel, int in, int paddedIn,
   }
 }
 
+/// bf16 bits of (u - z)·s for 16 values u in int32 lanes.
+ATTN_AMX_CODE __m256i dequantize(__m512i u, __m512 zero, __m512 scale) {
+  return (__m256i)_mm512_cvtneps_pbh(
+      _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(u), zero), scale));
+}
+
+/// Product panel `p` (32 features) of int4 weights dequantized into the
+/// layout pairPanel writes: word (r, f) holds bf16(W[2r][f]) low and
+/// bf16(W[2r + 1][f]) high, W = (u - z)·s in fp32, rounded to nearest
+/// even. An int4 row j (inputs 4j..4j + 3) gives paired rows 2j (its low
+/// nibbles) and 2j + 1 (its high ones); a missing second int4 panel is 0.
+ATTN_AMX_CODE void dequantizePanel(const Int4Source &w, int p, int paddedIn,
+                                   uint32_t *paired) {
+  const __m512i nibble = _mm512_set1_epi16(0xf),
+                lowHalf = _mm512_set1_epi32(0xffff);
+  for (int h = 0; h < 2; h++) {
+    const int q = 2 * p + h; // the int4 panel of features 16h..16h + 15
+    if (q >= w.panels) {
+      for (int r = 0; r < paddedIn / 2; r++)
+        _mm512_storeu_si512(paired + size_t(r) * 32 + 16 * h,
+                            _mm512_setzero_si512());
+      continue;
+    }
+    const uint8_t *rows = w.weight + size_t(q) * w.rows * 32;
+    for (int j = 0; j < paddedIn / 4; j++) {
+      const size_t at = (size_t(q) * w.groups + size_t(4 * j / w.group)) * 16;
+      const __m512 scale = _mm512_loadu_ps(w.scales + at);
+      const __m512 zero =
+          w.zeros ? _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                        reinterpret_cast<const __m128i *>(w.zeros + at))))
+                  : _mm512_set1_ps(8.0f);
+      // 32 bytes -> 32 uint16 lanes, lane 2f + r: inputs 4j + r (low
+      // nibble) and 4j + 2 + r (high) of feature f.
+      const __m512i bytes = _mm512_cvtepu8_epi16(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + j * 32)));
+      for (int half = 0; half < 2; half++) {
+        const __m512i u = _mm512_and_si512(
+            half ? _mm512_srli_epi16(bytes, 4) : bytes, nibble);
+        const __m512i even = _mm512_cvtepu16_epi32(
+            dequantize(_mm512_and_si512(u, lowHalf), zero, scale));
+        const __m512i odd = _mm512_cvtepu16_epi32(
+            dequantize(_mm512_srli_epi32(u, 16), zero, scale));
+        _mm512_storeu_si512(paired + size_t(2 * j + half) * 32 + 16 * h,
+                            _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
+      }
+    }
+  }
+}
+
+/// Where product() takes W's panels from: bf16 pairs or int4.
+struct PanelSource {
+  const uint32_t *bf16 = nullptr; // [panel][in][16]
+  const Int4Source *int4 = nullptr;
+};
+
 ATTN_AMX_CODE void packRows(const float *x, int in, int m0, int m1,
                             int paddedIn, int xStride, uint16_t *xb) {
   for (int m = m0; m < m1; m++) {
@@ -97,8 +152,9 @@ ATTN_AMX_CODE void packRows(const float *x, int in, int m0, int m1,
 }
 
 ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
-                           int in, const uint32_t *panels, int rows, int nBegin,
-                           int nEnd, uint32_t *scratch, float *y, int yStride) {
+                           int in, const PanelSource &panels, int rows,
+                           int nBegin, int nEnd, uint32_t *scratch, float *y,
+                           int yStride) {
   const TileConfig config = fullTiles();
   _tile_loadconfig(&config);
   // Tiles: 0-3 accumulators (token half i, feature half j at 2i + j),
@@ -119,8 +175,12 @@ ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
   for (int p0 = first; p0 < last; p0 += group) {
     const int p1 = std::min(last, p0 + group);
     for (int p = p0; p < p1; p++)
-      pairPanel(panels + size_t(p) * in * 16, in, paddedIn,
-                scratch + (p - p0) * pairedWords);
+      if (panels.int4)
+        dequantizePanel(*panels.int4, p, paddedIn,
+                        scratch + (p - p0) * pairedWords);
+      else
+        pairPanel(panels.bf16 + size_t(p) * in * 16, in, paddedIn,
+                  scratch + (p - p0) * pairedWords);
     for (int m = 0; m < rows; m += kTokenBlock) {
       const uint16_t *x0 = xb + size_t(m) * xStride;
       const uint16_t *x1 = x0 + size_t(16) * xStride;
@@ -221,8 +281,17 @@ linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
                 const uint32_t *panels, int rows, int nBegin, int nEnd,
                 uint32_t *scratch, float *y, int yStride) {
   if (!attn_amx_unavailable_reason())
-    product(xb, xStride, paddedIn, in, panels, rows, nBegin, nEnd, scratch, y,
-            yStride);
+    product(xb, xStride, paddedIn, in, PanelSource{panels, nullptr}, rows,
+            nBegin, nEnd, scratch, y, yStride);
+}
+
+__attribute__((weak)) void
+linearInt4Block(const uint16_t *xb, int xStride, int paddedIn, int in,
+                const Int4Source &weights, int rows, int nBegin, int nEnd,
+                uint32_t *scratch, float *y, int yStride) {
+  if (!attn_amx_unavailable_reason())
+    product(xb, xStride, paddedIn, in, PanelSource{nullptr, &weights}, rows,
+            nBegin, nEnd, scratch, y, yStride);
 }
 
 #else // no AMX code in this build
@@ -240,6 +309,9 @@ __attribute__((weak)) void packTokensBf16(const float *, int, int, int, int,
                                           int, uint16_t *) {}
 __attribute__((weak)) void linearBf16Block(const uint16_t *, int, int, int,
                                            const uint32_t *, int, int, int,
+                                           uint32_t *, float *, int) {}
+__attribute__((weak)) void linearInt4Block(const uint16_t *, int, int, int,
+                                           const Int4Source &, int, int, int,
                                            uint32_t *, float *, int) {}
 #endif
 
@@ -297,4 +369,86 @@ attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
                   scratch, reinterpret_cast<float *>(y->host),
                   y->dim[1].stride);
   return 0;
+}
+
+namespace {
+/// attn_amx_linear_int4 with zero points or without (null).
+int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
+               halide_buffer_t *scales, halide_buffer_t *zeros, int32_t in,
+               int32_t out, int32_t group, halide_buffer_t *y) {
+  using namespace attn::amx;
+  const int paddedIn = paddedDepth(in), xStride = xRowStride(paddedIn);
+  const int n0 = y->dim[0].min, nExtent = y->dim[0].extent;
+  const int m0 = y->dim[1].min, mExtent = y->dim[1].extent;
+  const int rows = paddedTokens(mExtent);
+  const int groups = (in + group - 1) / group, weightRows = groups * group / 4,
+            panels = (out + 15) / 16;
+  // The int4 panels (16 features) under the product panels (32) of the
+  // region, within the buffers.
+  const int q0 = n0 / kPanelFeatures * 2,
+            q1 = std::min(panels, ((n0 + nExtent - 1) / kPanelFeatures + 1) * 2);
+  if (xb->is_bounds_query() || weight->is_bounds_query() ||
+      scales->is_bounds_query() || (zeros && zeros->is_bounds_query())) {
+    xb->dim[0].min = 0;
+    xb->dim[0].extent = xStride;
+    xb->dim[1].min = m0;
+    xb->dim[1].extent = rows;
+    for (halide_buffer_t *b : {weight, scales, zeros}) {
+      if (!b)
+        continue;
+      b->dim[0].min = 0;
+      b->dim[0].extent = b == weight ? 32 : 16;
+      b->dim[1].min = 0;
+      b->dim[1].extent = b == weight ? weightRows : groups;
+      b->dim[2].min = q0;
+      b->dim[2].extent = q1 - q0;
+    }
+    return 0;
+  }
+  if (attn_amx_unavailable_reason() || n0 < 0 ||
+      n0 + nExtent > panelCount(out) * kPanelFeatures ||
+      xb->dim[0].stride != 1 || xb->dim[1].stride != xStride ||
+      y->dim[0].stride != 1 || paddedIn > groups * group)
+    return -1;
+#ifdef ATTN_AMX
+  uint32_t *scratch = attn::amx::threadScratch(scratchWords(paddedIn));
+  if (!scratch)
+    return -1;
+#else
+  uint32_t *scratch = nullptr;
+#endif
+  // Each buffer's host points at panel dim[2].min (min 0 pinned for the
+  // others): back to panel 0.
+  auto base = [](halide_buffer_t *b, size_t panelBytes) {
+    return b->host - size_t(b->dim[2].min) * panelBytes;
+  };
+  Int4Source source;
+  source.group = group, source.groups = groups, source.rows = weightRows;
+  source.panels = panels;
+  source.weight = base(weight, size_t(weightRows) * 32);
+  source.scales = reinterpret_cast<const float *>(
+      base(scales, size_t(groups) * 16 * sizeof(float)));
+  source.zeros = zeros ? base(zeros, size_t(groups) * 16) : nullptr;
+  const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
+                  size_t(m0 - xb->dim[1].min) * xStride;
+  linearInt4Block(x, xStride, paddedIn, in, source, mExtent, n0, n0 + nExtent,
+                  scratch, reinterpret_cast<float *>(y->host),
+                  y->dim[1].stride);
+  return 0;
+}
+} // namespace
+
+extern "C" __attribute__((weak)) int
+attn_amx_linear_int4(halide_buffer_t *xb, halide_buffer_t *weight,
+                     halide_buffer_t *scales, int32_t in, int32_t out,
+                     int32_t group, halide_buffer_t *y) {
+  return linearInt4(xb, weight, scales, nullptr, in, out, group, y);
+}
+
+extern "C" __attribute__((weak)) int
+attn_amx_linear_int4_zeros(halide_buffer_t *xb, halide_buffer_t *weight,
+                           halide_buffer_t *scales, halide_buffer_t *zeros,
+                           int32_t in, int32_t out, int32_t group,
+                           halide_buffer_t *y) {
+  return linearInt4(xb, weight, scales, zeros, in, out, group, y);
 }

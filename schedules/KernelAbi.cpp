@@ -20,6 +20,8 @@ BufferElement cacheBufferElement(DType element, KernelPlace place) {
     return place == KernelPlace::Gpu ? BufferElement::U16 : BufferElement::BF16;
   case DType::I8:
     return BufferElement::I8;
+  case DType::I4: // weights only
+    break;
   }
   return BufferElement::F32;
 }
@@ -38,6 +40,8 @@ const char *bufferElementName(BufferElement element) {
     return "uint32";
   case BufferElement::I8:
     return "int8";
+  case BufferElement::U8:
+    return "uint8";
   case BufferElement::I32:
     return "int32";
   }
@@ -94,6 +98,12 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
   case DType::I8:
     buffers.push_back({"weight", E::I8, "[panels][(in_features + 1) / 2][32]"});
     buffers.push_back({"weight_scales", E::F32, "[out_features]"});
+    break;
+  case DType::I4:
+    buffers.push_back({"weight", E::U8, "[panels][groups * group / 4][32]"});
+    buffers.push_back({"weight_scales", E::F32, "[panels][groups][16]"});
+    if (spec.weightZeros)
+      buffers.push_back({"weight_zeros", E::U8, "[panels][groups][16]"});
     break;
   case DType::F16:
     buffers.push_back({"weight", E::F16, "[panels][in_features][16]"});

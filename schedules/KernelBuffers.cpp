@@ -22,6 +22,8 @@ Type halideType(BufferElement element) {
     return UInt(32);
   case BufferElement::I8:
     return Int(8);
+  case BufferElement::U8:
+    return UInt(8);
   case BufferElement::I32:
     return Int(32);
   }

@@ -18,6 +18,7 @@
 
 #include "AttentionParts.h"
 #include "KernelBuffers.h"
+#include "attn/runtime/Int4Weights.h"
 #include "attn/schedules/AmxLinear.h"
 
 #include <algorithm>
@@ -206,12 +207,33 @@ Func applyActivation(Func f, Activation activation) {
 } // namespace
 
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
-                                   DType element,
-                                   Halide::Buffer<float> *scales) {
+                                   DType element, Halide::Buffer<float> *scales,
+                                   int group) {
   const int P = weightPanel(element), panels = (out + P - 1) / P;
   auto at = [&](int k, int n) {
     return n < out ? weight[size_t(k) * out + n] : 0.0f;
   };
+  if (element == DType::I4) { // per (group, feature): absmax / 7
+    assert(scales && group > 0 && "int4 weights come with their scales");
+    const Int4Layout layout{in, out, group};
+    Buffer<uint8_t> packed(int(kInt4RowBytes), int(layout.rows()), panels);
+    *scales = Buffer<float>(int(kInt4Panel), int(layout.groups()), panels);
+    packed.fill(0);
+    scales->fill(0.0f);
+    std::vector<float> values(static_cast<size_t>(group));
+    std::vector<uint8_t> u(static_cast<size_t>(group));
+    for (int n = 0; n < out; n++)
+      for (int g = 0; g < layout.groups(); g++) {
+        const int first = g * group, count = std::min(group, in - first);
+        for (int i = 0; i < count; i++)
+          values[size_t(i)] = at(first + i, n);
+        scales->data()[layout.scaleOf(g, n)] =
+            quantizeInt4Group(values.data(), count, u.data());
+        for (int i = 0; i < count; i++)
+          layout.put(packed.data(), first + i, n, u[size_t(i)]);
+      }
+    return packed;
+  }
   if (element == DType::I8) { // per output feature: absmax / 127
     assert(scales && "int8 weights come with their scales");
     *scales = Buffer<float>(out);
@@ -322,7 +344,9 @@ double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim) {
 }
 
 bool linearUsesAmx(const LinearSpec &spec, const Target &target) {
-  return spec.bf16Products && spec.weightElement == DType::BF16 &&
+  return spec.bf16Products &&
+         (spec.weightElement == DType::BF16 ||
+          spec.weightElement == DType::I4) &&
          spec.schedule.tileRows > 1 && target.arch == Target::X86 &&
          target.bits == 64 && !target.has_gpu_feature() &&
          target.has_feature(Target::AVX512_SapphireRapids);
@@ -350,13 +374,30 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // fp32 took three instructions per 16 and left a one-token GEMV
   // instruction-bound at half the read bandwidth). Each block's int32 sum
   // is scaled into an fp32 accumulator; the weight scale comes last.
+  // int4 (KernelSpec.h, Int4Weights.h): the same integer dot products,
+  // the inputs rounded per group of the weights' scales, each weight pair
+  // widened from its byte by a mask or a shift; each group's int32 sum,
+  // less the zero point times the group's input sum, is scaled by the
+  // weight's and the input's scales into the fp32 accumulator.
   const bool pairs = spec.weightElement == DType::BF16;
   const bool int8 = spec.weightElement == DType::I8;
+  const bool int4 = spec.weightElement == DType::I4;
+  const int group = spec.weightGroup;
+  if (int4 && group != 32 && group != 64 && group != 128)
+    throw std::invalid_argument("linear kernel " + spec.functionName +
+                                ": int4 weights need a group of 32, 64 or "
+                                "128 inputs, got " +
+                                std::to_string(group));
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
+  const int groups = int4 ? (in + group - 1) / group : 0;
   ImageParam weight = buffers.input("weight");
+  // int8: (n); int4: (p, g, q), as are the zero points.
   ImageParam weightScales =
-      int8 ? buffers.input("weight_scales") : ImageParam(); // (n)
+      int8 || int4 ? buffers.input("weight_scales") : ImageParam();
+  ImageParam weightZeros = int4 && spec.weightZeros
+                               ? buffers.input("weight_zeros")
+                               : ImageParam();
   ImageParam bias = spec.bias ? buffers.input("bias") : ImageParam(); // (n)
   Var n("n"), m("m");
   RDom rk(0, in, "rk");
@@ -385,11 +426,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // partial sums of all the task's tokens kept in L2 between blocks.
   // (Matrix-vector variants read W once anyway.)
   int kBlock = 0;
-  if (gpu && int8)
+  if (gpu && (int8 || int4))
     throw std::invalid_argument(
-        "linear kernel " + spec.functionName +
-        ": int8 weights are CPU-only (the GPU schedules read f32 weights)");
-  if (!gpu && !int8 && s.tileRows > 1 &&
+        "linear kernel " + spec.functionName + ": " +
+        dtypeName(spec.weightElement) +
+        " weights are CPU-only (the GPU schedules read f32 weights)");
+  if (!gpu && !int8 && !int4 && s.tileRows > 1 &&
       int64_t(in) * tileN * 4 > (int64_t(1) << 20))
     for (int b = 2048; b >= 256 && !kBlock; b--)
       if (in % b == 0)
@@ -417,31 +459,39 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   Var kb("kb");
   RDom rki(0, std::max(kBlock, 1), "rki");
   RDom rkb(0, kBlock ? in / kBlock : 1, "rkb");
-  // int8: the quantized inputs and each (block, token)'s scale. A block
-  // with a non-finite input gets an infinite scale, so its outputs are
-  // non-finite as in fp32 (never a silent 0).
-  const int inputBlocks = (in + kInt8InputBlock - 1) / kInt8InputBlock,
-            weightRows = int8 ? (in + 1) / 2 : in;
+  // int8 and int4: the quantized inputs and each (block, token)'s scale.
+  // A block with a non-finite input gets an infinite scale, so its outputs
+  // are non-finite as in fp32 (never a silent 0).
+  const int inputBlock = int4 ? group : kInt8InputBlock;
+  const int inputBlocks = (in + inputBlock - 1) / inputBlock,
+            weightRows = int8   ? (in + 1) / 2
+                         : int4 ? groups * group / int(kInt4RowInputs)
+                                : in;
   Func inputScale("input_scale"), input16("input16"), blockDot("block_dot");
-  RDom rq(0, kInt8InputBlock, "rq");
+  Func inputSum("input_sum"); // int4: (g, m), the group's sum of int16s
+  RDom rq(0, inputBlock, "rq");
   RDom rd(0, 2, 0, kInt8InputBlock / 2, "rd"); // (pair member, pair)
+  // int4: (pair member r, nibble h, row j): input 4j + 2h + r of a group.
+  RDom rn(0, 2, 0, 2, 0, std::max(group, 4) / int(kInt4RowInputs), "rn");
   RDom rb(0, inputBlocks, "rb");
-  if (int8) {
+  if (int8 || int4) {
     auto x = [&](Expr k, Expr t) {
       Expr kk = min(k, in - 1);
       return gated ? gatedInput(kk, t) : input(kk, t);
     };
-    Expr v = x(kb * kInt8InputBlock + rq, m);
+    Expr v = x(kb * inputBlock + rq, m);
     inputScale(kb, m) =
-        maximum(select(kb * kInt8InputBlock + rq >= in, 0.0f,
+        maximum(select(kb * inputBlock + rq >= in, 0.0f,
                        select(is_finite(v), abs(v),
                               std::numeric_limits<float>::infinity()))) /
         32767.0f;
-    Expr scale = inputScale(k / kInt8InputBlock, m);
+    Expr scale = inputScale(k / inputBlock, m);
     // |x / scale| <= 32767 by construction; an infinite scale gives 0.
     input16(k, m) = select(k < in && scale > 0.0f,
                            cast<int16_t>(round(x(k, m) / scale)),
                            cast<int16_t>(0));
+  }
+  if (int8) {
     // Rows past the last pair are clamped and meet zero inputs.
     Expr pair = min(kb * (kInt8InputBlock / 2) + rd.y, weightRows - 1);
     blockDot(p, q, m, kb) = 0;
@@ -450,6 +500,19 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         cast<int32_t>(input16(kb * kInt8InputBlock + 2 * rd.y + rd.x, row));
     accumulate(p, q, m) +=
         cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
+  } else if (int4) {
+    inputSum(kb, m) = sum(cast<int32_t>(input16(kb * group + rq, m)));
+    Expr byte = weight(2 * p + rn.x, kb * (group / 4) + rn.z, panel);
+    Expr u = cast<int16_t>(select(rn.y == 0, byte & 15, byte >> 4));
+    blockDot(p, q, m, kb) = 0;
+    blockDot(p, q, m, kb) +=
+        cast<int32_t>(u) *
+        cast<int32_t>(input16(kb * group + 4 * rn.z + 2 * rn.y + rn.x, row));
+    Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
+                                 : Expr(int(kInt4SymmetricZero));
+    accumulate(p, q, m) +=
+        cast<float>(blockDot(p, q, m, rb) - zero * inputSum(rb, row)) *
+        (weightScales(p, rb, panel) * inputScale(rb, row));
   } else if (kBlock) {
     partial(p, q, m, kb) = 0.0f;
     partial(p, q, m, kb) += product(kb * kBlock + rki);
@@ -460,8 +523,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // Output feature n of token m.
   Func sum("sum");
   Expr registerTileSum = accumulate(n % P, n / P, m);
-  // With bf16 weights at prompt sizes on a CPU with AMX (checked when the
-  // kernel runs), the product is the AMX micro-kernel's (AmxLinear.h) as an
+  // With bf16 (or int4) weights at prompt sizes on a CPU with AMX (checked
+  // when the kernel runs), the product is the AMX micro-kernel's
+  // (AmxLinear.h; int4 dequantized to bf16 per panel and call) as an
   // extern stage per output tile, over X rounded to bf16 once per call;
   // the pipeline is specialized on the check, so a CPU without AMX (Zen 4
   // and 5 take this same AVX512-BF16 variant) runs the product above.
@@ -479,8 +543,18 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     amxInput(k, m) =
         select(k < in && m < tokens, reinterpret<uint16_t>(cast(BFloat(16), x)),
                cast<uint16_t>(0));
-    amxProduct.define_extern("attn_amx_linear_bf16",
-                             {amxInput, weight, in, out}, Float(32), {n, m});
+    if (int4 && weightZeros.defined())
+      amxProduct.define_extern(
+          "attn_amx_linear_int4_zeros",
+          {amxInput, weight, weightScales, weightZeros, in, out, group},
+          Float(32), {n, m});
+    else if (int4)
+      amxProduct.define_extern("attn_amx_linear_int4",
+                               {amxInput, weight, weightScales, in, out, group},
+                               Float(32), {n, m});
+    else
+      amxProduct.define_extern("attn_amx_linear_bf16",
+                               {amxInput, weight, in, out}, Float(32), {n, m});
     Expr product = amxProduct(n, m);
     if (spec.bias)
       product += bias(n);
@@ -566,7 +640,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int inputWidth = gated ? 2 * in : in;
   input.dim(0).set_min(0).set_extent(inputWidth).set_stride(1);
   input.dim(1).set_min(0).set_stride(inputWidth);
-  const int words = int8 ? 32 : 16;
+  const int words = int8 || int4 ? 32 : 16;
   weight.dim(0).set_min(0).set_extent(words).set_stride(1);
   weight.dim(1).set_min(0).set_extent(weightRows).set_stride(words);
   weight.dim(2).set_min(0).set_extent(panels).set_stride(words * weightRows);
@@ -574,6 +648,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     bias.dim(0).set_min(0).set_extent(out).set_stride(1);
   if (int8)
     weightScales.dim(0).set_min(0).set_extent(out).set_stride(1);
+  for (ImageParam perGroup : {weightScales, weightZeros})
+    if (int4 && perGroup.defined()) {
+      perGroup.dim(0).set_min(0).set_extent(P).set_stride(1);
+      perGroup.dim(1).set_min(0).set_extent(groups).set_stride(P);
+      perGroup.dim(2).set_min(0).set_extent(panels).set_stride(P * groups);
+    }
   output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(out);
 
@@ -591,7 +671,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     if (amx) // JIT users (tests, attn-bench) call the micro-kernel in-process
       kernel.pipeline.set_jit_externs(
           {{"attn_amx_ready", JITExtern(attn_amx_ready)},
-           {"attn_amx_linear_bf16", JITExtern(attn_amx_linear_bf16)}});
+           {"attn_amx_linear_bf16", JITExtern(attn_amx_linear_bf16)},
+           {"attn_amx_linear_int4", JITExtern(attn_amx_linear_int4)},
+           {"attn_amx_linear_int4_zeros",
+            JITExtern(attn_amx_linear_int4_zeros)}});
     return kernel;
   };
 
@@ -660,7 +743,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     unrollTile(boundTile(f));
     unrollTile(f.update().reorder(p, q, m, r));
   };
-  if (int8) {
+  if (int8 || int4) {
     // Per block, the int32 dot products of a register tile, scaled into
     // the fp32 tile (in registers or L1) once per block.
     accumulate.compute_at(output, mo);
@@ -668,11 +751,22 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     blockDot.compute_at(accumulate, rb);
     unrollTile(boundTile(blockDot));
     // Pair members and features together: the products of a 32-lane
-    // vector summed in pairs, what vpdpwssd / vpmaddwd compute.
-    unrollTile(blockDot.update()
-                   .reorder(rd.x, p, q, m, rd.y)
-                   .atomic()
-                   .vectorize(rd.x));
+    // vector summed in pairs, what vpdpwssd / vpmaddwd compute. int4:
+    // both nibbles of a row's bytes, unrolled, each widened once for
+    // every token of the tile.
+    if (int8)
+      unrollTile(blockDot.update()
+                     .reorder(rd.x, p, q, m, rd.y)
+                     .atomic()
+                     .vectorize(rd.x));
+    else
+      unrollTile(blockDot.update()
+                     .reorder(rn.x, p, q, m, rn.y, rn.z)
+                     .atomic()
+                     .vectorize(rn.x)
+                     .unroll(rn.y));
+    if (int4)
+      inputSum.compute_root();
     inputScale.compute_root();
     input16.compute_root()
         .parallel(m, 8, TailStrategy::GuardWithIf)

@@ -218,20 +218,37 @@ LogicalResult SdpaOp::verify() {
 // Model level
 //===----------------------------------------------------------------------===//
 
-/// f32, f16, bf16 or i8 (with per-output-feature scales): the weight
-/// element types the linear kernels read.
+/// f32, f16, bf16, i8 (with per-output-feature scales) or i4 (with scales
+/// per group of inputs): the weight element types the linear kernels read.
 static bool isWeightElementType(Type type) {
   return type.isF32() || type.isF16() || type.isBF16() ||
-         type.isSignlessInteger(8);
+         type.isSignlessInteger(8) || type.isSignlessInteger(4);
+}
+
+/// An op's weight_dtype and weight_group together: a group (32, 64 or 128
+/// inputs) exactly when the weights are i4.
+template <typename OpType> static LogicalResult verifyWeights(OpType op) {
+  std::optional<Type> weights = op.getWeightDtype();
+  if (weights && !isWeightElementType(*weights))
+    return op.emitOpError() << "weight_dtype must be f32, f16, bf16, i8 or i4";
+  const bool int4 = weights && weights->isSignlessInteger(4);
+  std::optional<uint64_t> group = op.getWeightGroup();
+  if (int4 && !group)
+    return op.emitOpError() << "i4 weights need a weight_group";
+  if (!int4 && group)
+    return op.emitOpError() << "weight_group applies to i4 weights only";
+  if (group && *group != 32 && *group != 64 && *group != 128)
+    return op.emitOpError() << "weight_group must be 32, 64 or 128, got "
+                            << *group;
+  return success();
 }
 
 LogicalResult ModelOp::verify() {
   if (failed(checkAtMost(*this, "d_model", getDModel(), limits::kDModel)) ||
       failed(checkAtMost(*this, "max_batch", getMaxBatch(), limits::kBatch)))
     return failure();
-  if (std::optional<Type> weights = getWeightDtype();
-      weights && !isWeightElementType(*weights))
-    return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8";
+  if (failed(verifyWeights(*this)))
+    return failure();
   if (std::optional<StringRef> naming = getWeightNaming();
       naming && *naming != "llama" && *naming != "gpt2" && *naming != "bart")
     return emitOpError() << "weight_naming must be llama, gpt2 or bart";
@@ -533,9 +550,8 @@ LogicalResult LinearKernelOp::verify() {
       failed(checkAtMost(*this, "out_features", getOutFeatures(),
                          limits::kFeatures)))
     return failure();
-  if (std::optional<Type> weights = getWeightDtype();
-      weights && !isWeightElementType(*weights))
-    return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8";
+  if (failed(verifyWeights(*this)))
+    return failure();
   bool rope = getRopeTheta().has_value();
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!rope)

@@ -226,7 +226,7 @@ std::vector<TunedKernel> readKernels(const json &plan, const Options &o) {
       t.sdpa.compute = attn::SdpaCompute::BF16;
     t.decode.pageSize = intField(k, plan::kPageSize, 16);
     std::string dtype = k.value(plan::kKvDtype, "f32");
-    if (!attn::parseDType(dtype, t.decode.cacheElement))
+    if (!attn::parseCacheDType(dtype, t.decode.cacheElement))
       usageError(o.plan + ": kernel " + t.symbol + " has kv_dtype '" + dtype +
                  "'");
     if (k.contains(plan::kSchedule))

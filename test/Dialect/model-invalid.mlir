@@ -231,3 +231,30 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
   // expected-error @+1 {{scale must be positive and finite}}
   attn.kernel @k prefill {head_dim = 8 : i64, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, scale = 0x7F800000 : f32}
 }
+
+// -----
+
+// i4 weights come with a group of inputs per scale, and only they do.
+// expected-error @+1 {{i4 weights need a weight_group}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4} {
+}
+
+// -----
+
+// expected-error @+1 {{weight_group applies to i4 weights only}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = bf16, weight_group = 64 : i64} {
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 128 : i64} {
+  // expected-error @+1 {{weight_group must be 32, 64 or 128, got 96}}
+  attn.linear_kernel @l {in_features = 8 : i64, out_features = 8 : i64, activation = #attn.activation<none>, weight_dtype = i4, weight_group = 96 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{KV cache dtype must be f32, f16, bf16 or i8, got 'i4'}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i4, max_length = 64>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
+}

@@ -15,6 +15,7 @@
 
 #include "Reference.h"
 
+#include "attn/runtime/Int4Weights.h"
 #include "attn/schedules/AmxLinear.h"
 #include "attn/schedules/Pipelines.h"
 
@@ -34,9 +35,12 @@ struct LinearCase {
   int ropeHeads = 0, ropeHeadDim = 0;
   float ropeTheta = 0.0f;
   attn::RopeScaling ropeScaling = {};
-  /// W's element type (F32, F16, BF16, I8); the reference uses the same
-  /// rounded (dequantized) values.
+  /// W's element type (F32, F16, BF16, I8, I4); the reference uses the
+  /// same rounded (dequantized) values.
   attn::DType weights = attn::DType::F32;
+  /// I4: inputs per scale, and random zero points of their own (else 8).
+  int group = 0;
+  bool zeros = false;
 };
 
 /// RoPE's inverse frequency of channel pair i of d, as transformers'
@@ -105,6 +109,8 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.ropeTheta = c.ropeTheta;
   spec.ropeScaling = c.ropeScaling;
   spec.weightElement = c.weights;
+  spec.weightGroup = c.group;
+  spec.weightZeros = c.zeros;
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
   kernel.pipeline.compile_jit(target);
@@ -125,23 +131,53 @@ TEST_P(LinearTest, MatchesDoubleReference) {
             ? float(Halide::bfloat16_t(v))
         : c.weights == attn::DType::F16 ? float(Halide::float16_t(v))
                                                 : v;
-  // int8: the reference multiplies the dequantized values q · scale.
+  // int8: the reference multiplies the dequantized values q · scale;
+  // int4 (u - z) · s, read back through Int4Layout, with z random per
+  // (group, feature) for `zeros` (then W is no quantization of the drawn
+  // one: only the kernel's arithmetic is checked), else 8. On AMX tiles
+  // int4's (u - z) · s is rounded to bf16 as the product reads it.
+  const bool amx =
+      attn::linearUsesAmx(spec, target) && attn::amx::available();
   Halide::Buffer<float> scales;
-  Halide::Buffer<> packed =
-      attn::packLinearWeights(w.data(), c.in, c.out, c.weights, &scales);
+  Halide::Buffer<> packed = attn::packLinearWeights(
+      w.data(), c.in, c.out, c.weights, &scales, c.group);
   const bool int8 = c.weights == attn::DType::I8;
+  const bool int4 = c.weights == attn::DType::I4;
+  const std::vector<float> drawn = w;
   if (int8)
     for (int k = 0; k < c.in; k++)
       for (int n = 0; n < c.out; n++)
         w[size_t(k) * c.out + n] =
             float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
             scales(n);
+  const attn::Int4Layout layout{c.in, c.out, c.group};
+  Halide::Buffer<uint8_t> zeros;
+  if (int4) {
+    zeros = Halide::Buffer<uint8_t>(scales.width(), scales.height(),
+                                    scales.channels());
+    std::uniform_int_distribution<int> zero(0, 15);
+    zeros.for_each_value([&](uint8_t &z) {
+      z = c.zeros ? uint8_t(zero(rng)) : attn::kInt4SymmetricZero;
+    });
+    for (int k = 0; k < c.in; k++)
+      for (int n = 0; n < c.out; n++) {
+        const size_t at = layout.scaleOf(k / c.group, n);
+        const float value =
+            float(int(layout.get(packed.as<uint8_t>().data(), k, n)) -
+                  int(zeros.data()[at])) *
+            scales.data()[at];
+        w[size_t(k) * c.out + n] =
+            amx ? float(Halide::bfloat16_t(value)) : value;
+      }
+  }
   Halide::ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
   params.set(kernel.inputs[next++], packed);
-  if (int8)
+  if (int8 || int4)
     params.set(kernel.inputs[next++], scales);
+  if (c.zeros)
+    params.set(kernel.inputs[next++], zeros);
   if (c.bias)
     params.set(kernel.inputs[next++], bias);
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
@@ -156,8 +192,6 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   // the rounding's bound, sum_k |W(k, n)| · scale(k) / 2. bf16 weights on
   // AMX tiles (a CPU with AMX, prompt-sized variants): each input rounded
   // to bf16, within half a unit in the last place, |x|·2^-9.
-  const bool amx =
-      attn::linearUsesAmx(spec, target) && attn::amx::available();
   auto seen = [&](int m) {
     std::vector<double> row(x.begin() + size_t(m) * c.in,
                             x.begin() + size_t(m + 1) * c.in),
@@ -169,10 +203,11 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       }
       return std::pair{row, halfStep};
     }
-    if (!int8)
+    if (!int8 && !int4)
       return std::pair{row, halfStep};
-    for (int b0 = 0; b0 < c.in; b0 += attn::kInt8InputBlock) {
-      const int b1 = std::min(c.in, b0 + attn::kInt8InputBlock);
+    const int block = int4 ? c.group : attn::kInt8InputBlock;
+    for (int b0 = 0; b0 < c.in; b0 += block) {
+      const int b1 = std::min(c.in, b0 + block);
       float largest = 0;
       for (int k = b0; k < b1; k++)
         largest = std::max(largest, std::fabs(float(row[k])));
@@ -184,6 +219,9 @@ TEST_P(LinearTest, MatchesDoubleReference) {
     }
     return std::pair{row, halfStep};
   };
+  // Symmetric int4 is a quantization of the drawn W: |W - Wq| <= s / 2,
+  // so the output lies within sum_k |x_k| · s(k, n) / 2 (more the inputs'
+  // rounding) of the drawn weights' product.
   const double tolerance = 1e-5 * std::sqrt(double(c.in));
   double worst = 0;
   std::vector<double> linear(c.out);
@@ -191,15 +229,28 @@ TEST_P(LinearTest, MatchesDoubleReference) {
     auto [row, halfStep] = seen(m);
     for (int n = 0; n < c.out; n++) {
       linear[n] = c.bias ? b[n] : 0.0;
-      double exact = linear[n], bound = 0;
+      double exact = linear[n], bound = 0, unquantized = linear[n],
+             quantization = 0;
       for (int k = 0; k < c.in; k++) {
         const double weight = w[size_t(k) * c.out + n];
+        const double xk = x[size_t(m) * c.in + k];
         linear[n] += row[k] * weight;
-        exact += double(x[size_t(m) * c.in + k]) * weight;
+        exact += xk * weight;
         bound += std::fabs(weight) * halfStep[k];
+        if (int4 && !c.zeros) {
+          unquantized += xk * drawn[size_t(k) * c.out + n];
+          quantization +=
+              std::fabs(xk) *
+              (scales.data()[layout.scaleOf(k / c.group, n)] / 2 +
+               (amx ? std::fabs(weight) * std::ldexp(1.0, -9) : 0.0));
+        }
       }
-      if (n >= c.ropeHeads * c.ropeHeadDim) // unrotated
+      if (n >= c.ropeHeads * c.ropeHeadDim) { // unrotated
         EXPECT_LE(std::fabs(output(n, m) - exact), bound + tolerance);
+        if (int4 && !c.zeros)
+          EXPECT_LE(std::fabs(output(n, m) - unquantized),
+                    quantization + bound + tolerance);
+      }
     }
     for (int n = 0; n < c.out; n++) {
       double expected = linear[n];
@@ -308,7 +359,27 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
                                attn::DType::I8},
                     LinearCase{100, 37, 2, true, {0, 4, 1}, 0, 0, 0.0f, {},
-                               attn::DType::I8}));
+                               attn::DType::I8},
+                    // int4 in groups of 32, 64 and 128 inputs: register and
+                    // one-row tiles, a partial last group (100 inputs), a
+                    // feature tail, RoPE after the scales, wide inputs, and
+                    // zero points of their own (GPTQ's and AWQ's).
+                    LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 128},
+                    LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 32},
+                    LinearCase{100, 37, 2, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 64},
+                    LinearCase{100, 37, 13, false, {}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 32},
+                    LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                               attn::DType::I4, 32},
+                    LinearCase{4352, 200, 5, false, {}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 128},
+                    LinearCase{256, 96, 9, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 64, true},
+                    LinearCase{96, 40, 1, false, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 32, true}));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

@@ -1295,12 +1295,15 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
     ASSERT_FALSE(s) << to;
     EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
   };
-  refused("\"plan_version\": 1,", "\"plan_version\": 2,",
-          "plan_version 2, this runtime reads version 1 (regenerate the model "
+  refused("\"plan_version\": 2,", "\"plan_version\": 3,",
+          "plan_version 3, this runtime reads version 2 (regenerate the model "
           "library with this attnc)");
-  refused("\"plan_version\": 1,", "", "plan_version missing");
+  refused("\"plan_version\": 2,", "", "plan_version missing");
   refused("\"dtype\": \"f32\"", "\"dtype\": \"f8\"",
           "dtype must be f32, f16, bf16 or i8, got 'f8'");
+  // i4 is a weight type: no cache stores it.
+  refused("\"dtype\": \"f32\"", "\"dtype\": \"i4\"",
+          "dtype must be f32, f16, bf16 or i8, got 'i4'");
 }
 
 TEST(ModelTest, PlanSizesOutOfRangeAreRefused) {
@@ -1364,7 +1367,21 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"f8\""),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("weight_dtype must be f32, f16, bf16 or i8, got 'f8'"),
+  EXPECT_NE(
+      s.message().find("weight_dtype must be f32, f16, bf16, i8 or i4, got 'f8'"),
+      std::string::npos)
+      << s.message();
+  // weight_group goes with i4 weights, and only with them.
+  s = parsePlan(edited("\"weight_group\": 0", "\"weight_group\": 64"),
+                entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("weight_group 64 must be 0 for f32 weights"),
+            std::string::npos)
+      << s.message();
+  s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"i4\""),
+                entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("weight_group 0 must be 32, 64 or 128 for i4"),
             std::string::npos)
       << s.message();
   // A plan whose weight dtype its kernels do not read: the weights load

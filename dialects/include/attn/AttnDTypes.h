@@ -15,7 +15,7 @@
 
 namespace mlir::attn {
 
-/// The attn IR's element type of `type`: f32, f16, bf16, i8.
+/// The attn IR's element type of `type`: f32, f16, bf16, i8, i4.
 inline mlir::Type mlirType(mlir::MLIRContext &context, ::attn::DType type) {
   mlir::Builder builder(&context);
   switch (type) {
@@ -25,6 +25,8 @@ inline mlir::Type mlirType(mlir::MLIRContext &context, ::attn::DType type) {
     return builder.getBF16Type();
   case ::attn::DType::I8:
     return builder.getIntegerType(8);
+  case ::attn::DType::I4:
+    return builder.getIntegerType(4);
   case ::attn::DType::F32:
     break;
   }
@@ -37,7 +39,8 @@ inline ::attn::DType toDType(mlir::Type type) {
   return !type || type.isF32() ? ::attn::DType::F32
          : type.isF16()        ? ::attn::DType::F16
          : type.isBF16()       ? ::attn::DType::BF16
-                               : ::attn::DType::I8;
+         : type.isSignlessInteger(4) ? ::attn::DType::I4
+                                     : ::attn::DType::I8;
 }
 
 } // namespace mlir::attn

@@ -204,11 +204,12 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     execution order and, after `--attn-specialize-kernels`, the
     `attn.kernel` ops they reference. `kind` is `decoder-only`, `encoder`
     or `encoder-decoder`; `max_batch` is the number of sequences the KV
-    cache is planned for. `weight_dtype` (f32 when absent, f16, bf16 or i8)
-    is how the linear kernels read their weights: the runtime converts a
+    cache is planned for. `weight_dtype` (f32 when absent, f16, bf16, i8 or
+    i4) is how the linear kernels read their weights: the runtime converts a
     checkpoint to it once, at load (round to nearest even; i8 symmetric per
-    output feature with an f32 scale, absmax / 127), and every product
-    accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
+    output feature with an f32 scale, absmax / 127; i4 symmetric per group
+    of `weight_group` inputs (32, 64 or 128; i4 only, which requires it) and
+    output feature, absmax / 7), and every product accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
     `bart`, set by the Hugging Face importer from `model_type`) is how a
     checkpoint of the model names its tensors.
 
@@ -222,7 +223,8 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_PositiveI64:$d_model,
                        StrAttr:$kind, Attn_PositiveI64:$max_batch,
                        OptionalAttr<TypeAttr>:$weight_dtype,
-                       OptionalAttr<StrAttr>:$weight_naming);
+                       OptionalAttr<StrAttr>:$weight_naming,
+                       OptionalAttr<Attn_PositiveI64>:$weight_group);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -428,9 +430,10 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                                   [Symbol, HasParent<"ModelOp">]> {
   let summary = "a specialized projection kernel: act(x·W + b) + residual";
   let description = [{
-    `weight_dtype` (f32 when absent, f16, bf16, i8) is the element type of
-    W (widened to fp32 as it is read; i8 with a scale per output feature,
-    applied once to each sum). With `rope_theta` (and the layer's
+    `weight_dtype` (f32 when absent, f16, bf16, i8, i4) is the element type
+    of W (widened to fp32 as it is read; i8 with a scale per output feature,
+    applied once to each sum; i4 with a scale and zero point per group of
+    `weight_group` inputs and output feature, applied to each group's sum). With `rope_theta` (and the layer's
     `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
     projection's Q and K). With `input_gate`, the input has 2·in_features
@@ -462,7 +465,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<TypeAttr>:$append_dtype,
                        UnitAttr:$argmax,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
-                       OptionalAttr<TypeAttr>:$weight_dtype);
+                       OptionalAttr<TypeAttr>:$weight_dtype,
+                       OptionalAttr<Attn_PositiveI64>:$weight_group);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -134,11 +134,14 @@ public:
       name += "_argmax";
     // Every linear kernel of a model reads the model's weight dtype.
     Type weights = model.getWeightDtype().value_or(builder.getF32Type());
+    std::optional<uint64_t> group = model.getWeightGroup();
     if (!weights.isF32()) {
       std::string dtype;
       llvm::raw_string_ostream(dtype) << weights;
       name += "_w" + dtype;
     }
+    if (group)
+      name += "_g" + std::to_string(*group);
     auto positive = [&](int64_t value) {
       return value > 0 ? builder.getI64IntegerAttr(value) : IntegerAttr();
     };
@@ -157,7 +160,8 @@ public:
           positive(l.appendKvHeads), positive(l.appendHeadDim),
           l.appendKvHeads > 0 ? TypeAttr::get(l.appendDtype) : TypeAttr(),
           l.argmax, l.ropeTheta > 0 ? l.ropeScaling : DictionaryAttr(),
-          weights.isF32() ? TypeAttr() : TypeAttr::get(weights));
+          weights.isF32() ? TypeAttr() : TypeAttr::get(weights),
+          group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr());
     });
   }
 

@@ -20,30 +20,48 @@ namespace attn {
 /// How a KV cache (or a linear kernel's weight) stores its elements; kernels
 /// accumulate in fp32 whatever it is. I8: symmetric int8 with one fp32 scale
 /// per row (a cache's (token, head) row: its largest magnitude / 127, the
-/// scales in pools beside the pages; a weight's output feature). The C API's
-/// attn_dtype mirrors it.
-enum class DType { F32, F16, BF16, I8 };
+/// scales in pools beside the pages; a weight's output feature). I4 (weights
+/// only, never a cache): unsigned 4-bit values u with an fp32 scale s and a
+/// zero point z per group of inputs and output feature, W = (u - z) · s
+/// (KernelSpec.h's LinearSpec has the layout). The C API's attn_dtype
+/// mirrors the cache types, F32 to I8.
+enum class DType { F32, F16, BF16, I8, I4 };
+/// The element types a KV cache may have: every DType before this one.
+constexpr DType kLastCacheDType = DType::I8;
+constexpr bool isCacheDType(DType type) { return type <= kLastCacheDType; }
 
-/// "f32", "f16", "bf16", "i8": MLIR's spelling, which the attn IR and plans
-/// use. (Descriptions and attnc's options say "int8", as users do.)
+/// "f32", "f16", "bf16", "i8", "i4": MLIR's spelling, which the attn IR and
+/// plans use. (Descriptions and attnc's options say "int8", as users do.)
 constexpr const char *dtypeName(DType type) {
   return type == DType::F32    ? "f32"
          : type == DType::F16  ? "f16"
          : type == DType::BF16 ? "bf16"
-                               : "i8";
+         : type == DType::I8   ? "i8"
+                               : "i4";
 }
 /// The inverse of dtypeName; false (and `type` unchanged) for anything else.
 inline bool parseDType(const std::string &text, DType &type) {
-  for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::I8})
+  for (DType candidate :
+       {DType::F32, DType::F16, DType::BF16, DType::I8, DType::I4})
     if (text == dtypeName(candidate)) {
       type = candidate;
       return true;
     }
   return false;
 }
+/// parseDType of a cache's type (not I4).
+inline bool parseCacheDType(const std::string &text, DType &type) {
+  DType parsed = type;
+  if (!parseDType(text, parsed) || !isCacheDType(parsed))
+    return false;
+  type = parsed;
+  return true;
+}
 
+/// Bytes per element of a cache type (I4 packs two to a byte: 1 here, for
+/// the cache sizes that never meet it).
 constexpr size_t byteSize(DType type) {
-  return type == DType::F32 ? 4 : type == DType::I8 ? 1 : 2;
+  return type == DType::F32 ? 4 : type >= DType::I8 ? 1 : 2;
 }
 /// Bytes of scale per row: 4 for I8, else 0.
 constexpr size_t scaleBytes(DType type) { return type == DType::I8 ? 4 : 0; }
@@ -54,12 +72,23 @@ constexpr size_t kvBytesPerToken(DType type, size_t kvHeads, size_t headDim) {
   return 2 * kvHeads * (headDim * byteSize(type) + scaleBytes(type));
 }
 
+/// Bytes of a linear kernel's W of `in` x `out` stored as `type`, with its
+/// scales (I8: an fp32 per output feature; I4: an fp32 per group of `group`
+/// inputs and output feature), before panel padding: what a decoded token
+/// streams per matrix.
+constexpr size_t linearWeightBytes(DType type, size_t in, size_t out,
+                                   size_t group) {
+  if (type == DType::I4)
+    return (in + 1) / 2 * out + (in + group - 1) / group * out * 4;
+  return (in * byteSize(type) + scaleBytes(type)) * out;
+}
+
 namespace runtime {
 
 using attn::DType; // the runtime's API says attn::runtime::DType
 
 /// Converts `count` floats into `type` (round to nearest even) and back.
-/// Not for I8, whose rows carry a scale: see quantizeRow.
+/// Not for I8 or I4, whose values carry scales: see quantizeRow.
 void encode(DType type, const float *source, void *destination, size_t count);
 void decode(DType type, const void *source, float *destination, size_t count);
 

@@ -66,9 +66,11 @@ struct ModelPlan {
   int maxBatch = 0;
   /// The compiler's KV-cache total for maxBatch sequences at max length.
   int64_t kvBytes = 0;
-  /// How the linear kernels read their weights (F32, F16, BF16 or I8): what a
-  /// checkpoint is converted to at load.
+  /// How the linear kernels read their weights (F32, F16, BF16, I8 or I4):
+  /// what a checkpoint is converted to at load.
   DType weightType = DType::F32;
+  /// I4: inputs per scale (32, 64 or 128); 0 otherwise.
+  int weightGroup = 0;
   /// Output features per panel of the linear kernels' weights
   /// ([panel][in][weightPanel], zero-padded): how the runtime lays them out.
   int weightPanel = 0;

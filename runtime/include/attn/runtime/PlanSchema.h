@@ -4,12 +4,13 @@
 // the runtime (ModelPlan.cpp) and attn-tune read: every key, and the values
 // a reader compares against, stated once here. Names only (no code, no
 // dependency), so the writer, the readers and tools share one spelling.
-// Element types are MLIR's spellings: "f32", "f16", "bf16", "i8"
+// Element types are MLIR's spellings: "f32", "f16", "bf16", "i8", "i4"
 // (attn::dtypeName(DType)).
 //
 // Layout:
 //   { plan_version, model, kind, d_model, max_batch, devices[],
-//     weight_dtype, weight_naming, weight_panel, weight_bytes_per_token,
+//     weight_dtype, weight_naming, weight_panel, weight_group,
+//     weight_bytes_per_token,
 //     kv_bytes_per_token, kv_bytes_per_sequence, kv_bytes,
 //     layers: [ { name, kind, num_query_heads, num_kv_heads, head_dim, mask,
 //                 scale, stack?, prefill_kernel, projection_bias?,
@@ -35,7 +36,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -48,6 +49,8 @@ inline constexpr char kCpu[] = "cpu";
 inline constexpr char kWeightDtype[] = "weight_dtype";
 inline constexpr char kWeightNaming[] = "weight_naming";
 inline constexpr char kWeightPanel[] = "weight_panel";
+/// i4 weights: inputs per scale (32, 64 or 128); 0 for the other types.
+inline constexpr char kWeightGroup[] = "weight_group";
 inline constexpr char kWeightBytesPerToken[] = "weight_bytes_per_token";
 inline constexpr char kKvBytesPerToken[] = "kv_bytes_per_token";
 inline constexpr char kKvBytesPerSequence[] = "kv_bytes_per_sequence";

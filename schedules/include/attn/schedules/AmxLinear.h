@@ -16,6 +16,11 @@
 // consecutive k per column) into a per-thread scratch block, two AVX-512
 // operations per 64 bytes, far below the products' cost at >= 16 tokens.
 //
+// int4 weights (Int4Weights.h's layout) take the same path: each panel
+// pair is dequantized, W = (u - z)·s in fp32 rounded to bf16, into the same
+// scratch block instead of re-paired, once per call and panel, against the
+// products of every token block over it.
+//
 // The object has no other dependency (not even the Halide runtime: only
 // its buffer type) and uses AMX and AVX-512 only inside functions that run
 // after available() said yes, so attnc puts it into every x86-64 model
@@ -115,6 +120,21 @@ void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
                      const uint32_t *panels, int rows, int nBegin, int nEnd,
                      uint32_t *scratch, float *y, int yStride);
 
+/// int4 weights as linearInt4Block reads them (Int4Weights.h): panels of
+/// 16 features, so a product panel of 32 is int4 panels 2p and 2p + 1.
+struct Int4Source {
+  const uint8_t *weight = nullptr; ///< [panels][rows][32]
+  const float *scales = nullptr;   ///< [panels][groups][16]
+  const uint8_t *zeros = nullptr;  ///< [panels][groups][16], or null: 8
+  int group = 0, groups = 0, rows = 0, panels = 0;
+};
+
+/// linearBf16Block with W = bf16((u - z)·s) from int4 panels. paddedIn must
+/// not pass the panels' rows (groups · group inputs).
+void linearInt4Block(const uint16_t *xb, int xStride, int paddedIn, int in,
+                     const Int4Source &weights, int rows, int nBegin, int nEnd,
+                     uint32_t *scratch, float *y, int yStride);
+
 } // namespace attn::amx
 
 extern "C" {
@@ -129,6 +149,16 @@ int attn_amx_ready(void);
 /// attn_amx_ready() first).
 int attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight,
                          int32_t in, int32_t out, halide_buffer_t *y);
+/// The same over int4 weights: weight (32, rows, panel) uint8, scales
+/// (16, group, panel) fp32 and, for the _zeros form, zeros (16, group,
+/// panel) uint8 (KernelSpec.h's I4 layout).
+int attn_amx_linear_int4(halide_buffer_t *xb, halide_buffer_t *weight,
+                         halide_buffer_t *scales, int32_t in, int32_t out,
+                         int32_t group, halide_buffer_t *y);
+int attn_amx_linear_int4_zeros(halide_buffer_t *xb, halide_buffer_t *weight,
+                               halide_buffer_t *scales, halide_buffer_t *zeros,
+                               int32_t in, int32_t out, int32_t group,
+                               halide_buffer_t *y);
 }
 
 #endif // ATTN_SCHEDULES_AMXLINEAR_H

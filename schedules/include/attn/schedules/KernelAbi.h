@@ -32,6 +32,7 @@ enum class BufferElement {
   U16, ///< bf16 bit patterns (GPU kernels: Halide 14 has no bf16 there)
   U32, ///< bf16 weight pairs (KernelSpec.h, LinearSpec)
   I8,
+  U8, ///< int4 weight nibbles and zero points (KernelSpec.h, LinearSpec)
   I32,
 };
 

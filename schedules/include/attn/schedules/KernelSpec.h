@@ -116,6 +116,13 @@ enum class Activation {
 ///           q is the int8 of W(2j + r, 16q + p) (0 past the inputs),
 ///           W(k, n) = that · weight_scales[n]; the kernel multiplies pairs
 ///           of them with pairs of int16 inputs (vpdpwssd / vpmaddwd).
+///           I4: 16 features, rows of 4 inputs, groups of G = weightGroup
+///           inputs (the last one zero-padded): byte 2p + r of row j of
+///           panel q holds 4-bit values u of feature 16q + p, input 4j + r
+///           in its low nibble and input 4j + 2 + r in its high one, so a
+///           32-byte row widens to the int16 pairs of vpdpwssd with a mask
+///           (or a shift) and a zero extension; W(k, n) = (u - z) · s with
+///           the scale s and zero point z of (k / G, n).
 ///           Output features are contiguous within a panel row (what the
 ///           kernel vectorizes over) and a panel's rows follow each other,
 ///           so a register tile streams contiguous memory.
@@ -125,6 +132,13 @@ enum class Activation {
 ///           block's max |x| / 32767), sums the integer products per block,
 ///           scales each block's sum, and multiplies by the weight scale
 ///           once per output.
+///   weight_scales (I4 weights): [panels][groups][16] fp32, s of group g
+///           and feature 16q + p at (q, g, p); weight_zeros (I4 with
+///           weightZeros): the same shape in uint8, z; without them z = 8
+///           (symmetric: u - 8 in [-8, 7]). The input is rounded to int16
+///           per group and token (scale: its max |x| / 32767); each group's
+///           integer sum of u · x, less z times the group's sum of x, is
+///           scaled by s times the input's scale into the fp32 sum.
 ///   residual (when `residual`): added after the activation, so an output
 ///           projection or FFN down projection finishes its block's
 ///           residual connection in one pass.
@@ -216,13 +230,18 @@ struct LinearSpec {
   int ropeHeads = 0;
   int ropeHeadDim = 0;
   RopeScaling ropeScaling;
-  /// W's element type: F32, F16, BF16 or I8 (widened to fp32 as it is
-  /// read; CPU targets only).
+  /// W's element type: F32, F16, BF16, I8 or I4 (widened to fp32 as it is
+  /// read; I8 and I4 on CPU targets only).
   DType weightElement = DType::F32;
+  /// I4: inputs per scale (32, 64 or 128), and whether each group has a
+  /// zero point of its own (else 8).
+  int weightGroup = 0;
+  bool weightZeros = false;
   CacheAppend cacheAppend;
   bool argmax = false;
-  /// bf16 weights at prompt sizes may multiply X rounded to bf16 on AMX
-  /// tiles (linearUsesAmx, Pipelines.h); false keeps the fp32 product.
+  /// bf16 and int4 weights at prompt sizes may multiply X (and int4's
+  /// dequantized W) rounded to bf16 on AMX tiles (linearUsesAmx,
+  /// Pipelines.h); false keeps the kernel's own product.
   bool bf16Products = true;
   LinearSchedule schedule;
 };

@@ -52,19 +52,23 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
 
 /// Whether buildLinearPipeline(spec, target) multiplies on AMX tiles where
-/// the CPU running it has them (bf16 weights, the prompt-sized variant, an
-/// x86-64 target with Sapphire Rapids' features): X is then rounded to
-/// bf16 (AmxLinear.h); elsewhere, and on CPUs without AMX, the product is
-/// fp32 as for every other kernel.
+/// the CPU running it has them (bf16 or int4 weights, the prompt-sized
+/// variant, an x86-64 target with Sapphire Rapids' features): X is then
+/// rounded to bf16, and int4 W's dequantized values too (AmxLinear.h);
+/// elsewhere, and on CPUs without AMX, the product is the kernel's own
+/// (fp32, or int4's integer dot products).
 bool linearUsesAmx(const LinearSpec &spec, const Halide::Target &target);
 
 /// W `weight` [in][out] (row k, column n) as the linear kernels take it:
 /// panels (KernelSpec.h), in `element` (F32, F16 or BF16 pairs, rounded to
 /// nearest even; I8 quantized per output feature, its scales [out] in
-/// `*scales`), for tests and benchmarks (the runtime packs its own).
+/// `*scales`; I4 symmetric per `group` inputs (quantizeInt4Group), its
+/// scales [panels][groups][16] in `*scales`), for tests and benchmarks (the
+/// runtime packs its own, by the same Int4Layout).
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    DType element = DType::F32,
-                                   Halide::Buffer<float> *scales = nullptr);
+                                   Halide::Buffer<float> *scales = nullptr,
+                                   int group = 0);
 
 /// Builds the layer / RMS norm pipeline.
 KernelPipeline buildNormPipeline(const NormSpec &spec,

@@ -1,0 +1,93 @@
+//===- Int4Weights.h - where an int4 weight lives in its panels -*- C++ -*-===//
+//
+// The one statement of the I4 weight layout (KernelSpec.h's LinearSpec
+// describes it for kernel users; schedules/Linear.cpp reads it in Halide),
+// shared by every writer: the runtime's packer (Model.cpp), the tests' and
+// benchmarks' (packLinearWeights) and the GPTQ/AWQ repackers. Header-only,
+// like DType.h, so the layers above use it without linking the runtime.
+//
+//   weight  uint8 [panels][groups · group / 4][32]: byte 2p + r of row j of
+//           panel q holds u of feature 16q + p for input 4j + r (low
+//           nibble) and input 4j + 2 + r (high nibble);
+//   scales  fp32  [panels][groups][16]: s of (group g, feature 16q + p);
+//   zeros   uint8 [panels][groups][16]: z of the same (absent: 8);
+//   W(k, n) = (u - z) · s. Padding is u = 0: inputs past `in` meet zero
+//   inputs in the kernel, features past `out` have s = 0.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_INT4WEIGHTS_H
+#define ATTN_RUNTIME_INT4WEIGHTS_H
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace attn {
+
+/// Output features per panel, inputs per packed row, bytes per row.
+inline constexpr int64_t kInt4Panel = 16, kInt4RowInputs = 4,
+                         kInt4RowBytes = 32;
+/// The zero point of symmetric int4 weights (u - 8 in [-8, 7]).
+inline constexpr uint8_t kInt4SymmetricZero = 8;
+
+struct Int4Layout {
+  int64_t in = 0, out = 0, group = 0;
+
+  int64_t panels() const { return (out + kInt4Panel - 1) / kInt4Panel; }
+  int64_t groups() const { return (in + group - 1) / group; }
+  int64_t rows() const { return groups() * group / kInt4RowInputs; }
+  size_t weightBytes() const {
+    return size_t(panels() * rows() * kInt4RowBytes);
+  }
+  /// Entries of the scale (and zero point) arrays.
+  size_t scaleCount() const { return size_t(panels() * groups() * kInt4Panel); }
+
+  /// The byte holding W(k, n)'s u, and the shift of its nibble (0 or 4).
+  size_t byteOf(int64_t k, int64_t n) const {
+    const int64_t q = n / kInt4Panel, p = n % kInt4Panel;
+    const int64_t j = k / kInt4RowInputs, r = k % 2;
+    return size_t((q * rows() + j) * kInt4RowBytes + 2 * p + r);
+  }
+  static int shiftOf(int64_t k) { return k % kInt4RowInputs < 2 ? 0 : 4; }
+  /// The index of (group g, feature n) in the scales and zeros.
+  size_t scaleOf(int64_t g, int64_t n) const {
+    return size_t((n / kInt4Panel * groups() + g) * kInt4Panel +
+                  n % kInt4Panel);
+  }
+  /// Stores `u` (0..15) as W(k, n)'s nibble of `weight`.
+  void put(uint8_t *weight, int64_t k, int64_t n, uint8_t u) const {
+    uint8_t &byte = weight[byteOf(k, n)];
+    const int shift = shiftOf(k);
+    byte = uint8_t((byte & ~(0xf << shift)) | ((u & 0xf) << shift));
+  }
+  uint8_t get(const uint8_t *weight, int64_t k, int64_t n) const {
+    return uint8_t((weight[byteOf(k, n)] >> shiftOf(k)) & 0xf);
+  }
+};
+
+/// Symmetric int4 of one group's `count` values: s = max |x| / 7 (0 when
+/// every value is 0 or the largest is below the smallest normal float, so
+/// no scale is subnormal), u = clamp(round(x / s), -8, 7) + 8 (NaN: 8, so
+/// 0; infinities saturate). |x - (u - 8) · s| <= s / 2 for finite x.
+/// Returns s.
+inline float quantizeInt4Group(const float *x, int64_t count, uint8_t *u) {
+  float largest = 0.0f;
+  for (int64_t i = 0; i < count; i++)
+    if (std::isfinite(x[i]))
+      largest = std::max(largest, std::fabs(x[i]));
+  float scale = largest / 7.0f;
+  if (!(scale >= 1.17549435e-38f)) // FLT_MIN
+    scale = 0.0f;
+  for (int64_t i = 0; i < count; i++) {
+    const float q = scale > 0.0f ? std::nearbyint(x[i] / scale) : 0.0f;
+    u[i] = std::isnan(q) ? kInt4SymmetricZero
+                         : uint8_t(std::clamp(q, -8.0f, 7.0f) + 8.0f);
+  }
+  return scale;
+}
+
+} // namespace attn
+
+#endif // ATTN_RUNTIME_INT4WEIGHTS_H
