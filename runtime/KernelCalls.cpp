@@ -21,8 +21,8 @@ halide_type_t halideType(DType type) {
     return bfloat16Type();
   case DType::I8:
     return {halide_type_int, 8, 1};
-  case DType::I4: // two to a byte
-    return {halide_type_uint, 8, 1};
+  case DType::I4: // four to a uint16 word
+    return {halide_type_uint, 16, 1};
   }
   return float32Type();
 }

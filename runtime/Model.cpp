@@ -369,7 +369,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   if (to == DType::I4) {
     // Each (group, feature) quantized on its own (symmetric, no zeros).
     const Int4Layout layout = int4Layout();
-    int4.assign(layout.weightBytes(), 0);
+    int4.assign(layout.weightWords(), 0);
     scales.assign(layout.scaleCount(), 0.0f);
     std::vector<uint8_t> u(static_cast<size_t>(group));
     for (int64_t q = 0; q < panels(); q++) {

@@ -78,7 +78,7 @@ struct WeightMatrix {
   Floats f32;
   std::vector<uint16_t, PoolAllocator<uint16_t>> narrow;
   std::vector<int8_t, PoolAllocator<int8_t>> int8;
-  std::vector<uint8_t, PoolAllocator<uint8_t>> int4; // Int4Layout's bytes
+  std::vector<uint16_t, PoolAllocator<uint16_t>> int4; // Int4Layout's words
   // int8: [out], max |W(:, n)| / 127. int4: [panels][groups][16].
   Floats scales;
   // int4 with zero points of their own (GPTQ, AWQ): [panels][groups][16];
@@ -100,7 +100,7 @@ struct WeightMatrix {
   int64_t words() const {
     return pairs()                ? panel / 2
            : type == DType::I8    ? 2 * panel
-           : type == DType::I4    ? kInt4RowBytes
+           : type == DType::I4    ? kInt4RowWords
                                   : panel;
   }
   int64_t rows() const {
@@ -116,7 +116,7 @@ struct WeightMatrix {
   }
   size_t bytes() const {
     return f32.size() * sizeof(float) + narrow.size() * sizeof(uint16_t) +
-           int8.size() + int4.size();
+           int8.size() + int4.size() * sizeof(uint16_t);
   }
   bool empty() const {
     return f32.empty() && narrow.empty() && int8.empty() && int4.empty();

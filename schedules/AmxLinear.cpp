@@ -12,6 +12,8 @@
 
 #include "attn/schedules/AmxLinear.h"
 
+#include "attn/runtime/Int4Weights.h"
+
 #include "AmxTiles.h"
 #include "HalideRuntime.h"
 
@@ -89,40 +91,44 @@ ATTN_AMX_CODE __m256i dequantize(__m512i u, __m512 zero, __m512 scale) {
 /// Product panel `p` (32 features) of int4 weights dequantized into the
 /// layout pairPanel writes: word (r, f) holds bf16(W[2r][f]) low and
 /// bf16(W[2r + 1][f]) high, W = (u - z)·s in fp32, rounded to nearest
-/// even. An int4 row j (inputs 4j..4j + 3) gives paired rows 2j (its low
-/// nibbles) and 2j + 1 (its high ones); a missing second int4 panel is 0.
+/// even. An int4 row j (inputs 8j..8j + 7) gives paired rows 4j + t, its
+/// words' nibbles t = 0..3; features past the int4 panels are 0.
 ATTN_AMX_CODE void dequantizePanel(const Int4Source &w, int p, int paddedIn,
                                    uint32_t *paired) {
   const __m512i nibble = _mm512_set1_epi16(0xf),
                 lowHalf = _mm512_set1_epi32(0xffff);
   for (int h = 0; h < 2; h++) {
-    const int q = 2 * p + h; // the int4 panel of features 16h..16h + 15
+    // Features 16h..16h + 15 of the product panel: int4 panel q, from its
+    // feature f0.
+    const int first = p * kPanelFeatures + 16 * h;
+    const int q = first / int(kInt4Panel), f0 = first % int(kInt4Panel);
     if (q >= w.panels) {
       for (int r = 0; r < paddedIn / 2; r++)
         _mm512_storeu_si512(paired + size_t(r) * 32 + 16 * h,
                             _mm512_setzero_si512());
       continue;
     }
-    const uint8_t *rows = w.weight + size_t(q) * w.rows * 32;
-    for (int j = 0; j < paddedIn / 4; j++) {
-      const size_t at = (size_t(q) * w.groups + size_t(4 * j / w.group)) * 16;
+    const uint16_t *rows =
+        w.weight + size_t(q) * w.rows * kInt4RowWords + 2 * f0;
+    for (int j = 0; j < paddedIn / 8; j++) {
+      const size_t at =
+          (size_t(q) * w.groups + size_t(8 * j / w.group)) * kInt4Panel + f0;
       const __m512 scale = _mm512_loadu_ps(w.scales + at);
       const __m512 zero =
           w.zeros ? _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
                         reinterpret_cast<const __m128i *>(w.zeros + at))))
                   : _mm512_set1_ps(8.0f);
-      // 32 bytes -> 32 uint16 lanes, lane 2f + r: inputs 4j + r (low
-      // nibble) and 4j + 2 + r (high) of feature f.
-      const __m512i bytes = _mm512_cvtepu8_epi16(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows + j * 32)));
-      for (int half = 0; half < 2; half++) {
-        const __m512i u = _mm512_and_si512(
-            half ? _mm512_srli_epi16(bytes, 4) : bytes, nibble);
+      // 32 uint16 lanes, lane 2f + r: inputs 8j + 2t + r of feature f in
+      // bits 4t..4t + 3.
+      const __m512i words = _mm512_loadu_si512(rows + j * kInt4RowWords);
+      for (int t = 0; t < 4; t++) {
+        const __m512i u =
+            _mm512_and_si512(_mm512_srli_epi16(words, unsigned(4 * t)), nibble);
         const __m512i even = _mm512_cvtepu16_epi32(
             dequantize(_mm512_and_si512(u, lowHalf), zero, scale));
         const __m512i odd = _mm512_cvtepu16_epi32(
             dequantize(_mm512_srli_epi32(u, 16), zero, scale));
-        _mm512_storeu_si512(paired + size_t(2 * j + half) * 32 + 16 * h,
+        _mm512_storeu_si512(paired + size_t(4 * j + t) * 32 + 16 * h,
                             _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
       }
     }
@@ -377,16 +383,18 @@ int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
                halide_buffer_t *scales, halide_buffer_t *zeros, int32_t in,
                int32_t out, int32_t group, halide_buffer_t *y) {
   using namespace attn::amx;
+  using attn::kInt4Panel, attn::kInt4RowWords;
   const int paddedIn = paddedDepth(in), xStride = xRowStride(paddedIn);
   const int n0 = y->dim[0].min, nExtent = y->dim[0].extent;
   const int m0 = y->dim[1].min, mExtent = y->dim[1].extent;
   const int rows = paddedTokens(mExtent);
-  const int groups = (in + group - 1) / group, weightRows = groups * group / 4,
-            panels = (out + 15) / 16;
-  // The int4 panels (16 features) under the product panels (32) of the
-  // region, within the buffers.
-  const int q0 = n0 / kPanelFeatures * 2,
-            q1 = std::min(panels, ((n0 + nExtent - 1) / kPanelFeatures + 1) * 2);
+  const int groups = (in + group - 1) / group, weightRows = groups * group / 8,
+            panels = (out + int(kInt4Panel) - 1) / int(kInt4Panel);
+  // The int4 panels under the product panels (32 features) of the region,
+  // within the buffers.
+  const int q0 = n0 / kPanelFeatures * kPanelFeatures / int(kInt4Panel),
+            q1 = std::min(panels, ((n0 + nExtent - 1) / kPanelFeatures + 1) *
+                                      kPanelFeatures / int(kInt4Panel));
   if (xb->is_bounds_query() || weight->is_bounds_query() ||
       scales->is_bounds_query() || (zeros && zeros->is_bounds_query())) {
     xb->dim[0].min = 0;
@@ -397,7 +405,7 @@ int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
       if (!b)
         continue;
       b->dim[0].min = 0;
-      b->dim[0].extent = b == weight ? 32 : 16;
+      b->dim[0].extent = int(b == weight ? kInt4RowWords : kInt4Panel);
       b->dim[1].min = 0;
       b->dim[1].extent = b == weight ? weightRows : groups;
       b->dim[2].min = q0;
@@ -425,10 +433,11 @@ int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
   Int4Source source;
   source.group = group, source.groups = groups, source.rows = weightRows;
   source.panels = panels;
-  source.weight = base(weight, size_t(weightRows) * 32);
+  source.weight = reinterpret_cast<const uint16_t *>(
+      base(weight, size_t(weightRows) * kInt4RowWords * sizeof(uint16_t)));
   source.scales = reinterpret_cast<const float *>(
-      base(scales, size_t(groups) * 16 * sizeof(float)));
-  source.zeros = zeros ? base(zeros, size_t(groups) * 16) : nullptr;
+      base(scales, size_t(groups) * kInt4Panel * sizeof(float)));
+  source.zeros = zeros ? base(zeros, size_t(groups) * kInt4Panel) : nullptr;
   const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
                   size_t(m0 - xb->dim[1].min) * xStride;
   linearInt4Block(x, xStride, paddedIn, in, source, mExtent, n0, n0 + nExtent,

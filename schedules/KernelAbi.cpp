@@ -100,7 +100,7 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     buffers.push_back({"weight_scales", E::F32, "[out_features]"});
     break;
   case DType::I4:
-    buffers.push_back({"weight", E::U8, "[panels][groups * group / 4][32]"});
+    buffers.push_back({"weight", E::U16, "[panels][groups * group / 8][32]"});
     buffers.push_back({"weight_scales", E::F32, "[panels][groups][16]"});
     if (spec.weightZeros)
       buffers.push_back({"weight_zeros", E::U8, "[panels][groups][16]"});

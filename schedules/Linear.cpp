@@ -216,7 +216,7 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
   if (element == DType::I4) { // per (group, feature): absmax / 7
     assert(scales && group > 0 && "int4 weights come with their scales");
     const Int4Layout layout{in, out, group};
-    Buffer<uint8_t> packed(int(kInt4RowBytes), int(layout.rows()), panels);
+    Buffer<uint16_t> packed(int(kInt4RowWords), int(layout.rows()), panels);
     *scales = Buffer<float>(int(kInt4Panel), int(layout.groups()), panels);
     packed.fill(0);
     scales->fill(0.0f);
@@ -376,7 +376,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // is scaled into an fp32 accumulator; the weight scale comes last.
   // int4 (KernelSpec.h, Int4Weights.h): the same integer dot products,
   // the inputs rounded per group of the weights' scales, each weight pair
-  // widened from its byte by a mask or a shift; each group's int32 sum,
+  // taken from its word by a shift and a mask; each group's int32 sum,
   // less the zero point times the group's input sum, is scaled by the
   // weight's and the input's scales into the fp32 accumulator.
   const bool pairs = spec.weightElement == DType::BF16;
@@ -471,8 +471,15 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   Func inputSum("input_sum"); // int4: (g, m), the group's sum of int16s
   RDom rq(0, inputBlock, "rq");
   RDom rd(0, 2, 0, kInt8InputBlock / 2, "rd"); // (pair member, pair)
-  // int4: (pair member r, nibble h, row j): input 4j + 2h + r of a group.
-  RDom rn(0, 2, 0, 2, 0, std::max(group, 4) / int(kInt4RowInputs), "rn");
+  // int4: (pair member r, nibble step, row j): input 8j + 2t + r of a
+  // group for nibble t = step · chains + chain. A one-token product sums
+  // each nibble into an accumulator of its own (4 chains of vpdpwssd per
+  // panel, not one 4 times as long): with one chain the GEMV waited on
+  // vpdpwssd's latency and streamed 20 GB/s of 29 (TinyLlama, 2-vCPU Xeon).
+  const int chains = int4 && s.tileRows == 1 ? 4 : 1;
+  Var chain("chain");
+  RDom rn(0, 2, 0, 4 / chains, 0, std::max(group, 8) / int(kInt4RowInputs),
+          "rn");
   RDom rb(0, inputBlocks, "rb");
   if (int8 || int4) {
     auto x = [&](Expr k, Expr t) {
@@ -502,16 +509,20 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
   } else if (int4) {
     inputSum(kb, m) = sum(cast<int32_t>(input16(kb * group + rq, m)));
-    Expr byte = weight(2 * p + rn.x, kb * (group / 4) + rn.z, panel);
-    Expr u = cast<int16_t>(select(rn.y == 0, byte & 15, byte >> 4));
-    blockDot(p, q, m, kb) = 0;
-    blockDot(p, q, m, kb) +=
+    Expr word = weight(2 * p + rn.x, kb * (group / 8) + rn.z, panel);
+    Expr t = rn.y * chains + chain;
+    Expr u = cast<int16_t>((word >> cast<uint16_t>(4 * t)) & 15);
+    blockDot(p, q, m, kb, chain) = 0;
+    blockDot(p, q, m, kb, chain) +=
         cast<int32_t>(u) *
-        cast<int32_t>(input16(kb * group + 4 * rn.z + 2 * rn.y + rn.x, row));
+        cast<int32_t>(input16(kb * group + 8 * rn.z + 2 * t + rn.x, row));
+    Expr dot = blockDot(p, q, m, rb, 0);
+    for (int c = 1; c < chains; c++)
+      dot += blockDot(p, q, m, rb, c);
     Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
                                  : Expr(int(kInt4SymmetricZero));
     accumulate(p, q, m) +=
-        cast<float>(blockDot(p, q, m, rb) - zero * inputSum(rb, row)) *
+        cast<float>(dot - zero * inputSum(rb, row)) *
         (weightScales(p, rb, panel) * inputScale(rb, row));
   } else if (kBlock) {
     partial(p, q, m, kb) = 0.0f;
@@ -640,7 +651,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int inputWidth = gated ? 2 * in : in;
   input.dim(0).set_min(0).set_extent(inputWidth).set_stride(1);
   input.dim(1).set_min(0).set_stride(inputWidth);
-  const int words = int8 || int4 ? 32 : 16;
+  const int words = int8 ? 32 : int4 ? int(kInt4RowWords) : 16;
   weight.dim(0).set_min(0).set_extent(words).set_stride(1);
   weight.dim(1).set_min(0).set_extent(weightRows).set_stride(words);
   weight.dim(2).set_min(0).set_extent(panels).set_stride(words * weightRows);
@@ -752,19 +763,22 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     unrollTile(boundTile(blockDot));
     // Pair members and features together: the products of a 32-lane
     // vector summed in pairs, what vpdpwssd / vpmaddwd compute. int4:
-    // both nibbles of a row's bytes, unrolled, each widened once for
+    // the four nibbles of a row's words, unrolled, each unpacked once for
     // every token of the tile.
-    if (int8)
+    if (int8) {
       unrollTile(blockDot.update()
                      .reorder(rd.x, p, q, m, rd.y)
                      .atomic()
                      .vectorize(rd.x));
-    else
+    } else {
+      blockDot.bound_extent(chain, chains).unroll(chain);
       unrollTile(blockDot.update()
-                     .reorder(rn.x, p, q, m, rn.y, rn.z)
+                     .reorder(rn.x, p, q, m, chain, rn.y, rn.z)
                      .atomic()
                      .vectorize(rn.x)
+                     .unroll(chain)
                      .unroll(rn.y));
+    }
     if (int4)
       inputSum.compute_root();
     inputScale.compute_root();

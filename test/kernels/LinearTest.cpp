@@ -163,7 +163,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       for (int n = 0; n < c.out; n++) {
         const size_t at = layout.scaleOf(k / c.group, n);
         const float value =
-            float(int(layout.get(packed.as<uint8_t>().data(), k, n)) -
+            float(int(layout.get(packed.as<uint16_t>().data(), k, n)) -
                   int(zeros.data()[at])) *
             scales.data()[at];
         w[size_t(k) * c.out + n] =

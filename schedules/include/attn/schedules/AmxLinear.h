@@ -121,11 +121,11 @@ void linearBf16Block(const uint16_t *xb, int xStride, int paddedIn, int in,
                      uint32_t *scratch, float *y, int yStride);
 
 /// int4 weights as linearInt4Block reads them (Int4Weights.h): panels of
-/// 16 features, so a product panel of 32 is int4 panels 2p and 2p + 1.
+/// kInt4Panel features, so a product panel of 32 spans one or more.
 struct Int4Source {
-  const uint8_t *weight = nullptr; ///< [panels][rows][32]
-  const float *scales = nullptr;   ///< [panels][groups][16]
-  const uint8_t *zeros = nullptr;  ///< [panels][groups][16], or null: 8
+  const uint16_t *weight = nullptr; ///< [panels][rows][2 · kInt4Panel]
+  const float *scales = nullptr;    ///< [panels][groups][kInt4Panel]
+  const uint8_t *zeros = nullptr;   ///< the same, or null: 8
   int group = 0, groups = 0, rows = 0, panels = 0;
 };
 
@@ -149,7 +149,7 @@ int attn_amx_ready(void);
 /// attn_amx_ready() first).
 int attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight,
                          int32_t in, int32_t out, halide_buffer_t *y);
-/// The same over int4 weights: weight (32, rows, panel) uint8, scales
+/// The same over int4 weights: weight (32, rows, panel) uint16, scales
 /// (16, group, panel) fp32 and, for the _zeros form, zeros (16, group,
 /// panel) uint8 (KernelSpec.h's I4 layout).
 int attn_amx_linear_int4(halide_buffer_t *xb, halide_buffer_t *weight,

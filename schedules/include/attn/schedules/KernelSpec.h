@@ -10,7 +10,8 @@
 #ifndef ATTN_SCHEDULES_KERNELSPEC_H
 #define ATTN_SCHEDULES_KERNELSPEC_H
 
-#include "attn/runtime/DType.h"         // DType: caches and weights
+#include "attn/runtime/DType.h"       // DType: caches and weights
+#include "attn/runtime/Int4Weights.h" // kInt4Panel
 #include "attn/runtime/attnc_library.h" // ATTNC_APPEND_OUTPUT_ALIGNMENT
 #include "attn/schedules/Alibi.h" // alibiSlopes
 #include "attn/schedules/AttentionSchedules.h"
@@ -116,13 +117,13 @@ enum class Activation {
 ///           q is the int8 of W(2j + r, 16q + p) (0 past the inputs),
 ///           W(k, n) = that · weight_scales[n]; the kernel multiplies pairs
 ///           of them with pairs of int16 inputs (vpdpwssd / vpmaddwd).
-///           I4: 16 features, rows of 4 inputs, groups of G = weightGroup
-///           inputs (the last one zero-padded): byte 2p + r of row j of
-///           panel q holds 4-bit values u of feature 16q + p, input 4j + r
-///           in its low nibble and input 4j + 2 + r in its high one, so a
-///           32-byte row widens to the int16 pairs of vpdpwssd with a mask
-///           (or a shift) and a zero extension; W(k, n) = (u - z) · s with
-///           the scale s and zero point z of (k / G, n).
+///           I4: 16 features, rows of 8 inputs, groups of G = weightGroup
+///           inputs (the last one zero-padded): uint16 word 2p + r of row
+///           j of panel q holds 4-bit values u of feature 16q + p, input
+///           8j + 2t + r in bits 4t..4t + 3, so each nibble of a 64-byte
+///           row gives the int16 pairs of vpdpwssd by a shift and a mask;
+///           W(k, n) = (u - z) · s with the scale s and zero point z of
+///           (k / G, n) (attn/runtime/Int4Weights.h).
 ///           Output features are contiguous within a panel row (what the
 ///           kernel vectorizes over) and a panel's rows follow each other,
 ///           so a register tile streams contiguous memory.
@@ -173,10 +174,13 @@ constexpr int kAppendOutputAlignment = ATTNC_APPEND_OUTPUT_ALIGNMENT;
 /// Inputs per int16 quantization block of an int8-weight linear kernel:
 /// a block's int32 sum is at most 256 · 32767 · 127 < 2^31.
 constexpr int kInt8InputBlock = 256;
-/// Output features per panel of a linear kernel's weight: 16, or 32 for
-/// bf16 pairs (the runtime reads it from the plan's weight_panel).
+/// Output features per panel of a linear kernel's weight: 16 (kInt4Panel
+/// for int4), or 32 for bf16 pairs (the runtime reads it from the plan's
+/// weight_panel).
 constexpr int weightPanel(DType element) {
-  return element == DType::BF16 ? 32 : 16;
+  return element == DType::BF16 ? 32
+         : element == DType::I4 ? int(kInt4Panel)
+                                : 16;
 }
 /// How RoPE's inverse frequencies follow from ropeTheta (transformers'
 /// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
