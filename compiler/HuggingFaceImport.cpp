@@ -399,6 +399,21 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
         << "model name '" << name << "' must be a C identifier";
     return nullptr;
   }
+  // A checkpoint quantized by another tool (GPTQ, AWQ, bitsandbytes)
+  // stores other tensors and other math: refused, not read as floats.
+  if (const json::Object *quantization =
+          root.getObject("quantization_config")) {
+    std::optional<llvm::StringRef> method =
+        quantization->getString("quant_method");
+    config.error("quantization_config",
+                 "checkpoints quantized by " +
+                     (method ? "'" + method->str() + "'"
+                             : std::string("another tool")) +
+                     " are not read yet: give attnc the float checkpoint "
+                     "and --weight-dtype=int8 or int4 (it quantizes at "
+                     "load)");
+    return nullptr;
+  }
   if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
       *type == "gpt2")
     return importDecoderOnly(config, root, *type, locator, context, options,
