@@ -85,6 +85,8 @@ cl::opt<std::string> kvDtype("kv-dtype", cl::desc("attnc --kv-dtype"),
 cl::opt<std::string> weightDtype("weight-dtype",
                                  cl::desc("attnc --weight-dtype"),
                                  cl::cat(compileCategory));
+cl::opt<int> weightGroup("weight-group", cl::desc("attnc --weight-group"),
+                         cl::cat(compileCategory));
 cl::opt<int> maxLength("max-length", cl::desc("attnc --max-length"),
                        cl::cat(compileCategory));
 
@@ -119,6 +121,9 @@ int main(int argc, char **argv) {
     options.attncArgs.push_back("--kv-dtype=" + kvDtype);
   if (!weightDtype.empty())
     options.attncArgs.push_back("--weight-dtype=" + weightDtype);
+  if (weightGroup.getNumOccurrences())
+    options.attncArgs.push_back("--weight-group=" +
+                                std::to_string(weightGroup));
   if (maxLength > 0)
     options.attncArgs.push_back("--max-length=" + std::to_string(maxLength));
   if (compileOnly) {
