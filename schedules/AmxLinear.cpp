@@ -326,6 +326,30 @@ __attribute__((weak)) void linearInt4Block(const uint16_t *, int, int, int,
 // Every symbol this object defines is weak: every model library attnc
 // writes carries a copy of it, and an application may link several (and
 // attnc's own AttnSchedules beside them).
+namespace {
+/// Whether an extern call may run on `y`'s region: AMX available, the
+/// region within the panels of `out` features, X and Y dense as the
+/// product reads them, and the calling thread's scratch (null in a build
+/// without AMX code, where nothing runs) in `scratch`.
+bool prepare(const halide_buffer_t *xb, const halide_buffer_t *y, int out,
+             int paddedIn, uint32_t *&scratch) {
+  using namespace attn::amx;
+  const int n0 = y->dim[0].min, nExtent = y->dim[0].extent;
+  if (attn_amx_unavailable_reason() || n0 < 0 ||
+      n0 + nExtent > panelCount(out) * kPanelFeatures ||
+      xb->dim[0].stride != 1 || xb->dim[1].stride != xRowStride(paddedIn) ||
+      y->dim[0].stride != 1)
+    return false;
+#ifdef ATTN_AMX
+  scratch = threadScratch(scratchWords(paddedIn));
+  return scratch != nullptr;
+#else
+  scratch = nullptr;
+  return true;
+#endif
+}
+} // namespace
+
 extern "C" __attribute__((weak)) int attn_amx_ready(void) {
   return attn_amx_unavailable_reason() ? 0 : 1;
 }
@@ -355,17 +379,9 @@ attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
     weight->dim[2].extent = p1 - p0;
     return 0;
   }
-  if (attn_amx_unavailable_reason() || n0 < 0 ||
-      n0 + nExtent > panelCount(out) * kPanelFeatures || xb->dim[0].stride != 1 ||
-      xb->dim[1].stride != xStride || y->dim[0].stride != 1)
-    return -1;
-#ifdef ATTN_AMX
-  uint32_t *scratch = attn::amx::threadScratch(scratchWords(paddedIn));
-  if (!scratch)
-    return -1;
-#else
   uint32_t *scratch = nullptr;
-#endif
+  if (!prepare(xb, y, out, paddedIn, scratch))
+    return -1;
   const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
                   size_t(m0 - xb->dim[1].min) * xStride;
   // The panel buffer's host points at its first element (min 0 pinned).
@@ -413,18 +429,9 @@ int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
     }
     return 0;
   }
-  if (attn_amx_unavailable_reason() || n0 < 0 ||
-      n0 + nExtent > panelCount(out) * kPanelFeatures ||
-      xb->dim[0].stride != 1 || xb->dim[1].stride != xStride ||
-      y->dim[0].stride != 1 || paddedIn > groups * group)
-    return -1;
-#ifdef ATTN_AMX
-  uint32_t *scratch = attn::amx::threadScratch(scratchWords(paddedIn));
-  if (!scratch)
-    return -1;
-#else
   uint32_t *scratch = nullptr;
-#endif
+  if (paddedIn > groups * group || !prepare(xb, y, out, paddedIn, scratch))
+    return -1;
   // Each buffer's host points at panel dim[2].min (min 0 pinned for the
   // others): back to panel 0.
   auto base = [](halide_buffer_t *b, size_t panelBytes) {
