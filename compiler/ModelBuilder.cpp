@@ -3,7 +3,6 @@
 #include "ModelBuilder.h"
 
 #include "DTypes.h"
-#include "ModelFacts.h"
 
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/Regex.h"
@@ -66,6 +65,17 @@ void ModelBuilder::addFfn(llvm::StringRef name,
       bias ? builder.getUnitAttr() : UnitAttr(),
       gated ? builder.getUnitAttr() : UnitAttr(),
       optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr());
+}
+
+void setWeights(mlir::attn::ModelOp model, Type type,
+                std::optional<int64_t> group) {
+  model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
+                                                 : TypeAttr());
+  if (!group && type && type.isSignlessInteger(4))
+    group = kDefaultWeightGroup;
+  Builder builder(model.getContext());
+  model.setWeightGroupAttr(group ? builder.getI64IntegerAttr(*group)
+                                 : IntegerAttr());
 }
 
 void ModelBuilder::setWeightDtype(Type type, std::optional<int64_t> group) {

@@ -89,6 +89,12 @@ mlir::DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
 /// Whether `name` can prefix C symbols.
 bool isCIdentifier(llvm::StringRef name);
 
+/// Sets how `model`'s linear kernels read their weights (null or f32:
+/// absent) and the group of i4 weights: `group`, or kDefaultWeightGroup for
+/// i4. A group with another type stays, for the verifier to refuse.
+void setWeights(mlir::attn::ModelOp model, mlir::Type type,
+                std::optional<int64_t> group);
+
 } // namespace attnc
 
 #endif // ATTNC_MODELBUILDER_H

@@ -29,15 +29,6 @@ Type weightDtype(ModelOp model) {
   return model.getWeightDtype().value_or(Float32Type::get(model.getContext()));
 }
 
-void setWeights(ModelOp model, Type type, std::optional<int64_t> group) {
-  model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
-                                                 : TypeAttr());
-  if (!group && type && type.isSignlessInteger(4))
-    group = kDefaultWeightGroup;
-  Builder builder(model.getContext());
-  model.setWeightGroupAttr(group ? builder.getI64IntegerAttr(*group)
-                                 : IntegerAttr());
-}
 
 namespace {
 /// Bytes of W a linear kernel reads per call (absent: 0).

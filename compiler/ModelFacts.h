@@ -23,11 +23,6 @@ std::string typeName(mlir::Type type);
 
 /// The element type of the model's linear weights (f32 unless stated).
 mlir::Type weightDtype(mlir::attn::ModelOp model);
-/// Sets it (null or f32: absent) and the group of i4 weights: `group`, or
-/// kDefaultWeightGroup for i4. A group with another type stays, for the
-/// verifier to refuse.
-void setWeights(mlir::attn::ModelOp model, mlir::Type type,
-                std::optional<int64_t> group);
 
 /// Weight bytes one decoded token streams: every linear kernel of the
 /// decoder once (cross-attention K/V are computed per source, not per

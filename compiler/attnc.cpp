@@ -13,6 +13,7 @@
 #include "DescriptionImport.h"
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
+#include "ModelBuilder.h"
 #include "ModelFacts.h"
 #include "PlanWriter.h"
 #include "Report.h"
