@@ -9,6 +9,7 @@
 #include "DescriptionImport.h"
 
 #include "DTypes.h"
+#include "attn/runtime/Int4Weights.h"
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
@@ -334,9 +335,9 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   // one with other weights).
   std::optional<int64_t> weightGroup =
       model.getInt("weight_group", false, 32, 128);
-  if (weightGroup && *weightGroup != 32 && *weightGroup != 64 &&
-      *weightGroup != 128)
-    model.error("weight_group", "weight_group must be 32, 64 or 128");
+  if (weightGroup && !::attn::isInt4Group(*weightGroup))
+    model.error("weight_group",
+                llvm::Twine("weight_group must be ") + ::attn::kInt4Groups);
   else if (weightGroup && !weights.isSignlessInteger(4))
     model.error("weight_group", "weight_group applies to int4 weights only");
   // How its checkpoints name their tensors, when the description says.

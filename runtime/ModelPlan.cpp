@@ -1,6 +1,8 @@
 //===- ModelPlan.cpp - the plan attnc writes, as the runtime reads it -----===//
 
 #include "attn/runtime/ModelPlan.h"
+
+#include "attn/runtime/Int4Weights.h"
 #include "attn/runtime/PlanSchema.h"
 
 #include <nlohmann/json.hpp>
@@ -105,11 +107,10 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.weightGroup = model.integer(plan::kWeightGroup, 0, 128);
   const bool int4 = result.weightType == DType::I4;
   if (model.status() &&
-      (int4 ? result.weightGroup != 32 && result.weightGroup != 64 &&
-                  result.weightGroup != 128
-            : result.weightGroup != 0))
+      (int4 ? !isInt4Group(result.weightGroup) : result.weightGroup != 0))
     return planError("weight_group " + std::to_string(result.weightGroup) +
-                     (int4 ? " must be 32, 64 or 128 for i4 weights"
+                     (int4 ? std::string(" must be ") + kInt4Groups +
+                                 " for i4 weights"
                            : " must be 0 for " + weights + " weights"));
   // The kernel sets the library holds (plans before GPU targets had only
   // CPU ones): the one asked for must be among them.

@@ -383,10 +383,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool int8 = spec.weightElement == DType::I8;
   const bool int4 = spec.weightElement == DType::I4;
   const int group = spec.weightGroup;
-  if (int4 && group != 32 && group != 64 && group != 128)
+  if (int4 && !isInt4Group(group))
     throw std::invalid_argument("linear kernel " + spec.functionName +
-                                ": int4 weights need a group of 32, 64 or "
-                                "128 inputs, got " +
+                                ": int4 weights need a group of " +
+                                kInt4Groups + " inputs, got " +
                                 std::to_string(group));
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;

@@ -2,6 +2,7 @@
 
 #include "attn/AttnOps.h"
 #include "attn/Limits.h"
+#include "attn/runtime/Int4Weights.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -237,8 +238,9 @@ template <typename OpType> static LogicalResult verifyWeights(OpType op) {
     return op.emitOpError() << "i4 weights need a weight_group";
   if (!int4 && group)
     return op.emitOpError() << "weight_group applies to i4 weights only";
-  if (group && *group != 32 && *group != 64 && *group != 128)
-    return op.emitOpError() << "weight_group must be 32, 64 or 128, got "
+  if (group && !::attn::isInt4Group(int64_t(*group)))
+    return op.emitOpError() << "weight_group must be " << ::attn::kInt4Groups
+                            << ", got "
                             << *group;
   return success();
 }

@@ -129,6 +129,12 @@ TEST(KvCache, RejectsBadConfigs) {
   config = paged(4, 8, 32);
   config.numKvHeads = -1;
   EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
+  // int4 is a weight type: no cache stores it.
+  config = paged(4, 8, 32, DType::I4);
+  Status s = KvCache::create(config, cache);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("dtype i4 is a weight type"), std::string::npos)
+      << s.message();
 }
 
 TEST(KvCache, AccountingMatchesTheFormula) {

@@ -38,6 +38,12 @@ inline constexpr int64_t kInt4Panel = 16, kInt4RowInputs = 8,
                          kInt4RowWords = 2 * kInt4Panel;
 /// The zero point of symmetric int4 weights (u - 8 in [-8, 7]).
 inline constexpr uint8_t kInt4SymmetricZero = 8;
+/// The groups of inputs per scale the kernels take (GPTQ's and AWQ's
+/// usual ones), and how messages name them.
+constexpr bool isInt4Group(int64_t group) {
+  return group == 32 || group == 64 || group == 128;
+}
+inline constexpr char kInt4Groups[] = "32, 64 or 128";
 
 struct Int4Layout {
   int64_t in = 0, out = 0, group = 0;
