@@ -89,6 +89,11 @@ cl::opt<int> weightGroup("weight-group", cl::desc("attnc --weight-group"),
                          cl::cat(compileCategory));
 cl::opt<int> maxLength("max-length", cl::desc("attnc --max-length"),
                        cl::cat(compileCategory));
+cl::opt<bool> noPackedWeights(
+    "no-packed-weights",
+    cl::desc("Lay the checkpoint out on every start instead of keeping the "
+             "laid-out weights beside the library and mapping them"),
+    cl::cat(compileCategory));
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "attn-run") << message << "\n";
@@ -117,6 +122,7 @@ int main(int argc, char **argv) {
   options.attnc = attncPath;
   options.cacheDir = cacheDir;
   options.target = target;
+  options.packedWeights = !noPackedWeights;
   if (!kvDtype.empty())
     options.attncArgs.push_back("--kv-dtype=" + kvDtype);
   if (!weightDtype.empty())

@@ -68,6 +68,12 @@ cl::opt<std::string> attncPath("attnc", cl::desc("The attnc to compile with"),
                                cl::cat(serveCategory));
 cl::opt<std::string> target("target", cl::init("host"),
                             cl::desc("attnc --target"), cl::cat(serveCategory));
+cl::opt<bool> noPackedWeights(
+    "no-packed-weights",
+    cl::desc("Lay the checkpoint out on every start instead of mapping the "
+             "laid-out weights kept beside the library (which replicas "
+             "share)"),
+    cl::cat(serveCategory));
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "attn-serve") << message << "\n";
@@ -150,6 +156,7 @@ int main(int argc, char **argv) {
   options.attnc = attncPath;
   options.cacheDir = cacheDir;
   options.target = target;
+  options.packedWeights = !noPackedWeights;
   attn::apps::ModelFolder folder;
   if (llvm::Error error =
           attn::apps::loadModelFolder(modelDir, options, llvm::errs(), folder))

@@ -77,6 +77,20 @@ std::string folderName(const std::string &dir) {
   return llvm::sys::path::filename(folder).str();
 }
 
+std::string packedWeightsPath(const std::string &library,
+                              const std::string &modelDir) {
+  llvm::SmallString<256> folder(modelDir);
+  llvm::sys::fs::make_absolute(folder);
+  llvm::sys::path::remove_dots(folder, /*remove_dot_dot=*/true);
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(library));
+  llvm::sys::path::append(
+      path, "weights-" +
+                llvm::utohexstr(llvm::xxh3_64bits(folder.str()),
+                                /*LowerCase=*/true, 16) +
+                ".attnpack");
+  return std::string(path);
+}
+
 llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
                                           const CompileOptions &options,
                                           llvm::raw_ostream &log,

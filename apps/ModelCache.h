@@ -24,6 +24,9 @@ struct CompileOptions {
   std::string cacheDir; ///< empty: $ATTNC_CACHE_DIR, $XDG_CACHE_HOME/attnc, ~/.cache/attnc
   std::string target = "host";
   std::vector<std::string> attncArgs; ///< e.g. --kv-dtype=f16, part of the key
+  /// Keep the weights as laid out for the library's kernels beside it
+  /// (packedWeightsPath), mapped by later loads.
+  bool packedWeights = true;
 };
 
 /// The last component of `dir`, however it is written ("a/b/", "."):
@@ -37,6 +40,12 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
                                           const CompileOptions &options,
                                           llvm::raw_ostream &log,
                                           bool &compiled);
+
+/// Where the weights of `modelDir`, laid out for `library`'s kernels, are
+/// kept: beside the library, named by a hash of the folder's absolute path
+/// (the file itself says which checkpoint and plan it holds).
+std::string packedWeightsPath(const std::string &library,
+                              const std::string &modelDir);
 
 } // namespace attn::apps
 

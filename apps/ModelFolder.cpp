@@ -21,8 +21,12 @@ llvm::Error loadModelFolder(const std::string &dir,
   auto start = std::chrono::steady_clock::now();
   if (Status s = ModelLibrary::open(*path, folder.library); !s)
     return fail(s.message());
-  if (Status s = Model::load(folder.library, dir, folder.model); !s)
+  LoadOptions load;
+  if (options.packedWeights)
+    load.packedWeights = packedWeightsPath(*path, dir);
+  if (Status s = Model::load(folder.library, dir, folder.model, load); !s)
     return fail(s.message());
+  log << "attn-run: weights " << folder.model->weightSource() << "\n";
   if (Status s = Tokenizer::load(dir, folder.tokenizer); !s)
     return fail(s.message());
   // A model's vocabulary may be padded past the tokenizer's, never smaller.

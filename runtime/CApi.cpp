@@ -247,7 +247,7 @@ attn_status attn_model_load_library(const char *library_path,
       return report(s);
     auto result = std::make_unique<attn_model>();
     if (Status s = Model::load(std::move(library), weights_path, result->model,
-                               on_device != 0);
+                               {.onDevice = on_device != 0});
         !s)
       return report(s);
     *model = result.release();

@@ -9,11 +9,13 @@
 
 #include "DeviceShadows.h"
 #include "ModelWeights.h"
+#include "PackedWeights.h"
 
 #include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/DeviceProbe.h"
 
 #include <cmath>
+#include <filesystem>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -324,12 +326,12 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   group = to == DType::I4 ? groupSize : 0;
   for (const WeightRows &block : blocks)
     out += block.count;
-  f32.clear();
-  narrow.clear();
-  int8.clear();
-  int4.clear();
-  scales.clear();
-  zeros.clear();
+  for (auto *array : {&f32, &scales})
+    array->edit().clear();
+  narrow.edit().clear();
+  int8.edit().clear();
+  int4.edit().clear();
+  zeros.edit().clear();
   if (out == 0)
     return;
   // Panel by panel: its `panel` source rows (PyTorch's [out][in]) are read
@@ -350,17 +352,19 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   if (to == DType::I8) {
     // Each output feature quantized on its own; inputs in pairs: byte
     // 2p + r of row j is input 2j + r of feature p.
-    scales.resize(size_t(out));
-    int8.assign(size_t(panels() * this->rows() * words()), 0);
+    PooledVector<float> &scale = scales.edit();
+    PooledVector<int8_t> &values = int8.edit();
+    scale.resize(size_t(out));
+    values.assign(size_t(panels() * this->rows() * words()), 0);
     std::vector<int8_t> quantized(static_cast<size_t>(in));
     for (int64_t q = 0; q < panels(); q++) {
       const int64_t first = q * panel, width = std::min(panel, out - first);
       readPanel(first, width);
       for (int64_t p = 0; p < width; p++) {
-        scales[size_t(first + p)] =
+        scale[size_t(first + p)] =
             quantizeRow(&rows[size_t(p * in)], quantized.data(), size_t(in));
         for (int64_t k = 0; k < in; k++)
-          int8[size_t((q * this->rows() + k / 2) * words() + 2 * p + k % 2)] =
+          values[size_t((q * this->rows() + k / 2) * words() + 2 * p + k % 2)] =
               quantized[size_t(k)];
       }
     }
@@ -369,8 +373,10 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   if (to == DType::I4) {
     // Each (group, feature) quantized on its own (symmetric, no zeros).
     const Int4Layout layout = int4Layout();
-    int4.assign(layout.weightWords(), 0);
-    scales.assign(layout.scaleCount(), 0.0f);
+    PooledVector<uint16_t> &words = int4.edit();
+    PooledVector<float> &scale = scales.edit();
+    words.assign(layout.weightWords(), 0);
+    scale.assign(layout.scaleCount(), 0.0f);
     std::vector<uint8_t> u(static_cast<size_t>(group));
     for (int64_t q = 0; q < panels(); q++) {
       const int64_t first = q * panel, width = std::min(panel, out - first);
@@ -378,19 +384,21 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
       for (int64_t p = 0; p < width; p++)
         for (int64_t g = 0; g < layout.groups(); g++) {
           const int64_t k0 = g * group, count = std::min(group, in - k0);
-          scales[layout.scaleOf(g, first + p)] = quantizeInt4Group(
+          scale[layout.scaleOf(g, first + p)] = quantizeInt4Group(
               &rows[size_t(p * in + k0)], count, u.data());
           for (int64_t i = 0; i < count; i++)
-            layout.put(int4.data(), k0 + i, first + p, u[size_t(i)]);
+            layout.put(words.data(), k0 + i, first + p, u[size_t(i)]);
         }
     }
     return;
   }
   const size_t count = size_t(panels() * in * panel);
+  PooledVector<float> &wide = f32.edit();
+  PooledVector<uint16_t> &bits = narrow.edit();
   if (to == DType::F32)
-    f32.assign(count, 0.0f);
+    wide.assign(count, 0.0f);
   else
-    narrow.assign(count, 0);
+    bits.assign(count, 0);
   std::vector<float> line(static_cast<size_t>(panel));
   for (int64_t q = 0; q < panels(); q++) {
     const int64_t first = q * panel, width = std::min(panel, out - first);
@@ -399,7 +407,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
       const size_t at = size_t((q * in + k) * panel);
       if (to == DType::F32) {
         for (int64_t p = 0; p < width; p++)
-          f32[at + p] = rows[size_t(p * in + k)];
+          wide[at + p] = rows[size_t(p * in + k)];
         continue;
       }
       std::fill(line.begin(), line.end(), 0.0f);
@@ -408,7 +416,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
       for (int64_t p = 0; p < width; p++)
         line[pairs() ? (p % words()) * 2 + p / words() : p] =
             rows[size_t(p * in + k)];
-      encode(to, line.data(), &narrow[at], size_t(panel));
+      encode(to, line.data(), &bits[at], size_t(panel));
     }
   }
 }
@@ -478,14 +486,16 @@ Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
 Status Model::load(const std::string &planJson, const KernelEntry *table,
                    size_t tableSize, const std::string &weightsPath,
                    WeightNaming naming, std::unique_ptr<Model> &model) {
-  return load(planJson, table, tableSize, weightsPath, naming, nullptr, model);
+  return load(planJson, table, tableSize, weightsPath, naming, nullptr, "",
+              model);
 }
 
 Status Model::load(const std::string &planJson, const KernelEntry *table,
                    size_t tableSize, const std::string &weightsPath,
                    WeightNaming naming, const DeviceApi &device,
                    std::unique_ptr<Model> &model) {
-  return load(planJson, table, tableSize, weightsPath, naming, &device, model);
+  return load(planJson, table, tableSize, weightsPath, naming, &device, "",
+              model);
 }
 
 Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
@@ -520,12 +530,14 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   WeightNaming naming;
   if (Status status = planNaming(planJson, table, tableSize, naming); !status)
     return status;
-  return load(planJson, table, tableSize, weightsPath, naming, nullptr, model);
+  return load(planJson, table, tableSize, weightsPath, naming, nullptr, "",
+              model);
 }
 
 Status Model::load(std::shared_ptr<const ModelLibrary> library,
                    const std::string &weightsPath,
-                   std::unique_ptr<Model> &model, bool onDevice) {
+                   std::unique_ptr<Model> &model, const LoadOptions &options) {
+  const bool onDevice = options.onDevice;
   if (!library)
     return Status(StatusCode::InvalidArgument, "no model library");
   const attnc_model_library &d = library->descriptor();
@@ -540,7 +552,8 @@ Status Model::load(std::shared_ptr<const ModelLibrary> library,
     return status;
   std::unique_ptr<Model> loaded;
   if (Status status = load(d.plan_json, d.kernels, d.kernel_count, weightsPath,
-                           naming, onDevice ? d.device_api : nullptr, loaded);
+                           naming, onDevice ? d.device_api : nullptr,
+                           options.packedWeights, loaded);
       !status)
     return status;
   loaded->library_ = std::move(library);
@@ -555,30 +568,9 @@ Model::~Model() {
         shadows::forget(data);
 }
 
-Status Model::load(const std::string &planJson, const KernelEntry *table,
-                   size_t tableSize, const std::string &weightsPath,
-                   WeightNaming naming, const DeviceApi *device,
-                   std::unique_ptr<Model> &model) {
-  std::unique_ptr<Model> result(new Model());
-  if (device) {
-    if (!device->name || !device->load_driver || !device->device_interface)
-      return Status(StatusCode::InvalidArgument, "an incomplete device API");
-    if (std::string why = whyNoDevice(device->name); !why.empty())
-      return Status(StatusCode::NotFound,
-                    "cannot run on " + std::string(device->name) + ": " + why);
-    if (device->load_driver() != 0)
-      return Status(StatusCode::NotFound,
-                    "cannot load the " + std::string(device->name) + " driver");
-    shadows::installErrorHandler(*device);
-  }
-  if (Status status = parsePlan(planJson, table, tableSize, result->plan_,
-                                device ? device->name : "cpu");
-      !status)
-    return status;
-  const ModelPlan &plan = result->plan_;
-  Checkpoint file;
-  if (Status status = Checkpoint::open(weightsPath, file); !status)
-    return status;
+Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
+                     const std::string &weightsPath, const Checkpoint &file,
+                     std::vector<std::shared_ptr<const Weights>> &weights) {
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
   // Where the file lacks a tensor but holds one of its alternatives (a tied
   // copy), the alternative stands in; unused alternatives may stay in the
@@ -619,9 +611,9 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
   auto get = [&](const OpTensorNames &n, const char *role) {
     const OpTensorNames::Entry *entry = n.find(role);
     if (!entry)
-      return Floats();
+      return PooledVector<float>();
     const TensorView &tensor = *file.find(entry->tensor);
-    Floats values(tensor.bytes / byteSize(tensor.type));
+    PooledVector<float> values(tensor.bytes / byteSize(tensor.type));
     readFloats(tensor, values.data());
     file.release(tensor);
     if (!entry->conv1d)
@@ -630,9 +622,10 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     const int64_t out = entry->shape.back(), begin = entry->columnBegin,
                   count = entry->columnCount ? entry->columnCount : out;
     if (entry->shape.size() == 1)
-      return Floats(values.begin() + begin, values.begin() + begin + count);
+      return PooledVector<float>(values.begin() + begin,
+                                 values.begin() + begin + count);
     const int64_t in = entry->shape[0];
-    Floats transposed(size_t(count * in));
+    PooledVector<float> transposed(size_t(count * in));
     for (int64_t o = 0; o < count; o++)
       for (int64_t k = 0; k < in; k++)
         transposed[size_t(o * in + k)] = values[size_t(k * out + begin + o)];
@@ -647,7 +640,7 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     if (!entry)
       return {};
     if (entry->conv1d) {
-      auto values = std::make_shared<Floats>(get(n, role));
+      auto values = std::make_shared<PooledVector<float>>(get(n, role));
       const int64_t in = entry->shape[0];
       return {int64_t(values->size()) / in,
               [values, in](int64_t first, int64_t count, float *out) {
@@ -691,7 +684,7 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
                     kv = int64_t(op.kvHeads) * op.headDim;
       const WeightRows wq = rows(n, "q.weight"), wk = rows(n, "k.weight"),
                        wv = rows(n, "v.weight");
-      const Floats bq = get(n, "q.bias"), bk = get(n, "k.bias"),
+      const PooledVector<float> bq = get(n, "q.bias"), bk = get(n, "k.bias"),
                    bv = get(n, "v.bias");
       // Fused: Q | K | V. Else Q, and K | V.
       const int64_t panel = plan.weightPanel;
@@ -703,8 +696,9 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
         w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup);
       }
       if (op.bias) {
-        Floats &kvBias = op.fusedProjections ? w->queryBias : w->keyValueBias;
         w->queryBias = bq;
+        PooledVector<float> &kvBias =
+            (op.fusedProjections ? w->queryBias : w->keyValueBias).edit();
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
@@ -727,8 +721,9 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
         w->up.pack({up}, d, plan.weightPanel, plan.weightType,
                    plan.weightGroup);
       }
-      Floats upBias = get(n, "up.bias");
-      w->upBias.insert(w->upBias.end(), upBias.begin(), upBias.end());
+      const PooledVector<float> upBias = get(n, "up.bias");
+      PooledVector<float> &bias = w->upBias.edit();
+      bias.insert(bias.end(), upBias.begin(), upBias.end());
       w->down.pack({down}, f, plan.weightPanel, plan.weightType,
                    plan.weightGroup);
       done();
@@ -743,7 +738,67 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       break;
     }
     }
-    result->weights_.push_back(std::move(w));
+    weights.push_back(std::move(w));
+  }
+  return Status::ok();
+}
+
+Status Model::load(const std::string &planJson, const KernelEntry *table,
+                   size_t tableSize, const std::string &weightsPath,
+                   WeightNaming naming, const DeviceApi *device,
+                   const std::string &packedPath,
+                   std::unique_ptr<Model> &model) {
+  std::unique_ptr<Model> result(new Model());
+  if (device) {
+    if (!device->name || !device->load_driver || !device->device_interface)
+      return Status(StatusCode::InvalidArgument, "an incomplete device API");
+    if (std::string why = whyNoDevice(device->name); !why.empty())
+      return Status(StatusCode::NotFound,
+                    "cannot run on " + std::string(device->name) + ": " + why);
+    if (device->load_driver() != 0)
+      return Status(StatusCode::NotFound,
+                    "cannot load the " + std::string(device->name) + " driver");
+    shadows::installErrorHandler(*device);
+  }
+  if (Status status = parsePlan(planJson, table, tableSize, result->plan_,
+                                device ? device->name : "cpu");
+      !status)
+    return status;
+  const ModelPlan &plan = result->plan_;
+  Checkpoint file;
+  if (Status status = Checkpoint::open(weightsPath, file); !status)
+    return status;
+  // A packed-weights file for this checkpoint and plan spares laying it
+  // out; any other (absent, stale, corrupt) is replaced once it is.
+  uint64_t key = 0;
+  std::string why; // the packed file was not used
+  if (!packedPath.empty()) {
+    Status status = PackedWeights::key(planJson, naming, file, key);
+    if (status)
+      status = PackedWeights::map(packedPath, key, plan.ops.size(),
+                                  result->weights_);
+    if (status)
+      result->weightSource_ = "mapped from '" + packedPath + "'";
+    else
+      why = status.code() == StatusCode::NotFound &&
+                    !std::filesystem::exists(packedPath)
+                ? "none yet"
+                : status.message();
+  }
+  if (result->weights_.empty()) {
+    if (Status status = layOut(plan, naming, weightsPath, file,
+                               result->weights_);
+        !status)
+      return status;
+    file.close();
+    result->weightSource_ = "laid out from '" + weightsPath + "'";
+    if (!packedPath.empty()) {
+      Status written = PackedWeights::write(packedPath, key, result->weights_);
+      result->weightSource_ +=
+          " (packed weights: " + why + "; " +
+          (written ? "written to '" + packedPath + "'" : written.message()) +
+          ")";
+    }
   }
   // On a device the weights are copied there once, here; forgotten by
   // ~Model.

@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,10 +56,50 @@ struct WeightRows {
   std::function<void(int64_t first, int64_t n, float *out)> read;
 };
 
-/// Weight storage: large tensors on 2 MiB pages (PoolAllocator.h), which
-/// takes loading a 1.1B-parameter checkpoint from millions of page faults
-/// to thousands, and spares decode a TLB miss every 4 KiB of its stream.
-using Floats = std::vector<float, PoolAllocator<float>>;
+/// Weights being laid out: large tensors on 2 MiB pages (PoolAllocator.h),
+/// which takes loading a 1.1B-parameter checkpoint from millions of page
+/// faults to thousands, and spares decode a TLB miss every 4 KiB of its
+/// stream.
+template <class T> using PooledVector = std::vector<T, PoolAllocator<T>>;
+
+/// An array of weights as the kernels read it: either owned (laid out at
+/// load) or a view into a packed-weights file mapped read-only
+/// (PackedWeights.h), which the view keeps mapped.
+template <class T> class WeightArray {
+public:
+  WeightArray() = default;
+  WeightArray(PooledVector<T> values) : owned_(std::move(values)) {}
+  /// A view of `count` values at `data`, inside the mapping `keep` holds.
+  static WeightArray mapped(std::shared_ptr<const void> keep, const T *data,
+                            size_t count) {
+    WeightArray array;
+    array.mapping_ = std::move(keep);
+    array.view_ = data;
+    array.viewSize_ = count;
+    return array;
+  }
+
+  const T *data() const { return mapping_ ? view_ : owned_.data(); }
+  size_t size() const { return mapping_ ? viewSize_ : owned_.size(); }
+  bool empty() const { return size() == 0; }
+  const T *begin() const { return data(); }
+  const T *end() const { return data() + size(); }
+  const T &operator[](size_t i) const { return data()[i]; }
+  /// The values being laid out (an owned array; a mapped one becomes an
+  /// empty owned one).
+  PooledVector<T> &edit() {
+    mapping_.reset();
+    return owned_;
+  }
+
+private:
+  PooledVector<T> owned_;
+  std::shared_ptr<const void> mapping_; // set: a view
+  const T *view_ = nullptr;
+  size_t viewSize_ = 0;
+};
+
+using Floats = WeightArray<float>;
 
 /// A linear kernel's W as the kernel reads it: panels of `panel` output
 /// features, [ceil(out / panel)][in][panel] (the last one zero-padded), in
@@ -76,14 +117,14 @@ struct WeightMatrix {
   int64_t in = 0, out = 0, panel = 0;
   int64_t group = 0; // int4: inputs per scale
   Floats f32;
-  std::vector<uint16_t, PoolAllocator<uint16_t>> narrow;
-  std::vector<int8_t, PoolAllocator<int8_t>> int8;
-  std::vector<uint16_t, PoolAllocator<uint16_t>> int4; // Int4Layout's words
+  WeightArray<uint16_t> narrow;
+  WeightArray<int8_t> int8;
+  WeightArray<uint16_t> int4; // Int4Layout's words
   // int8: [out], max |W(:, n)| / 127. int4: [panels][groups][16].
   Floats scales;
   // int4 with zero points of their own (GPTQ, AWQ): [panels][groups][16];
   // empty: 8 (symmetric).
-  std::vector<uint8_t, PoolAllocator<uint8_t>> zeros;
+  WeightArray<uint8_t> zeros;
 
 
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
@@ -137,19 +178,35 @@ struct Model::Weights {
   WeightMatrix head;           // output head [d][vocab]
   Floats headBias;             // [vocab]
 
-  /// Every tensor, as (data, bytes) (for copying them to a device).
+  /// Walks every array in one fixed order (the packed-weights file's):
+  /// onArray(array) for each bias, norm and table, then for each matrix
+  /// onMatrix(matrix) followed by onArray for each of its arrays.
+  template <class Self, class OnMatrix, class OnArray>
+  static void walk(Self &self, OnMatrix &&onMatrix, OnArray &&onArray) {
+    for (auto *v : {&self.table, &self.positionTable, &self.normWeight,
+                    &self.normBias, &self.queryBias, &self.keyValueBias,
+                    &self.outputBias, &self.upBias, &self.downBias,
+                    &self.headBias})
+      onArray(*v);
+    for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
+                    &self.down, &self.head}) {
+      onMatrix(*m);
+      onArray(m->f32);
+      onArray(m->narrow);
+      onArray(m->int8);
+      onArray(m->int4);
+      onArray(m->scales);
+      onArray(m->zeros);
+    }
+  }
+
+  /// Every array, as (data, bytes) (for copying them to a device).
   std::vector<std::pair<const void *, size_t>> tensors() const {
     std::vector<std::pair<const void *, size_t>> all;
-    for (const Floats *v :
-         {&table, &positionTable, &normWeight, &normBias, &queryBias,
-          &keyValueBias, &outputBias, &upBias, &downBias, &headBias})
-      all.push_back({v->data(), v->size() * sizeof(float)});
-    for (const WeightMatrix *m :
-         {&query, &keyValue, &output, &up, &down, &head}) {
-      all.push_back({m->data(), m->bytes()});
-      all.push_back({m->scales.data(), m->scales.size() * sizeof(float)});
-      all.push_back({m->zeros.data(), m->zeros.size()});
-    }
+    walk(*this, [](const WeightMatrix &) {},
+         [&](const auto &array) {
+           all.push_back({array.data(), array.size() * sizeof(array[0])});
+         });
     return all;
   }
 };

@@ -8,6 +8,7 @@ packages=(
   libhalide14-0-dev                                       # Halide 14 (links its own LLVM 14)
   libbenchmark-dev libgtest-dev                           # Google Benchmark, GoogleTest
   nlohmann-json3-dev                                      # JSON for the runtime (safetensors headers)
+  libxxhash-dev                                           # XXH3: packed-weights files (checksums, cache keys)
   libpcre2-dev libutf8proc-dev pkgconf                    # the tokenizer: regexes, Unicode normalization
   libcpp-httplib-dev                                      # attn-serve: HTTP
   pocl-opencl-icd ocl-icd-libopencl1                      # an OpenCL device on the CPU: runs the GPU kernels in tests

@@ -76,6 +76,20 @@ def main():
         print("attn-run: %d greedy tokens identical to tools/hf_reference.py; text: %r"
               % (len(generated), second.stdout))
 
+        # The weights laid out by that run were kept beside the library: the
+        # next start maps them and generates the same tokens; without them
+        # (--no-packed-weights) the checkpoint is laid out again.
+        check("weights laid out from" in second.stderr and "written to" in second.stderr,
+              "the laid-out weights were not kept: " + second.stderr)
+        for args, source in (([], "weights mapped from"),
+                             (["--no-packed-weights"], "weights laid out from")):
+            again = run(generate + args)
+            check(again.returncode == 0, "attn-run failed: " + again.stderr)
+            check(source in again.stderr and (args == [] or "packed" not in again.stderr),
+                  "%s: expected '%s': %s" % (args, source, again.stderr))
+            check(json.loads(again.stderr.strip().splitlines()[-1]) == ids,
+                  "%s: other tokens: %s" % (args, again.stderr))
+
         # --stop: the text ends just before the stop string.
         text = second.stdout.rstrip("\n")
         if len(text) >= 4:

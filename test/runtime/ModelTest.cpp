@@ -1507,7 +1507,7 @@ TEST(ModelLibraryTest, LinkedLibraryLoadsAndMismatchesAreRefused) {
   Status s = Model::load(library, weights, model);
   ASSERT_TRUE(s) << s.message();
   EXPECT_EQ(model->device(), "cpu");
-  s = Model::load(library, weights, model, /*onDevice=*/true);
+  s = Model::load(library, weights, model, {.onDevice = true});
   EXPECT_EQ(s.message(), "model library 'llama_tiny' has no GPU kernels "
                          "(attnc --target=...,cuda adds them)");
 

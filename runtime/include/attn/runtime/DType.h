@@ -26,6 +26,7 @@ namespace attn {
 /// (KernelSpec.h's LinearSpec has the layout). The C API's attn_dtype
 /// mirrors the cache types, F32 to I8.
 enum class DType { F32, F16, BF16, I8, I4 };
+constexpr DType kLastDType = DType::I4;
 /// The element types a KV cache may have: every DType before this one.
 constexpr DType kLastCacheDType = DType::I8;
 constexpr bool isCacheDType(DType type) { return type <= kLastCacheDType; }

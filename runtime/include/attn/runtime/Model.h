@@ -18,6 +18,7 @@
 #ifndef ATTN_RUNTIME_MODEL_H
 #define ATTN_RUNTIME_MODEL_H
 
+#include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/DeviceApi.h"
 #include "attn/runtime/attnc_library.h"
 #include "attn/runtime/KvCache.h"
@@ -103,6 +104,19 @@ struct Workspace {
                               ///< fused-append kernels that store nothing
 };
 
+/// How Model::load(library, ...) runs a model and keeps its weights.
+struct LoadOptions {
+  /// The library's GPU kernels (the library must have them).
+  bool onDevice = false;
+  /// A packed-weights file: the weights as laid out for the kernels, written
+  /// once and memory-mapped on later loads (shared by every process that
+  /// maps it), every checksum verified. A file for another checkpoint or
+  /// plan, or one truncated or corrupt, is replaced after the checkpoint is
+  /// laid out again; one that cannot be written costs nothing but the time.
+  /// Empty: none.
+  std::string packedWeights;
+};
+
 class Model {
 public:
   /// Parses the plan, resolves its kernels in `table`, opens `weightsPath`
@@ -138,15 +152,20 @@ public:
                      std::unique_ptr<Model> &model);
   /// As load, from a model library (ModelLibrary::open for one attnc
   /// --shared wrote, ModelLibrary::linked for <name>_library), with the
-  /// tensor naming its plan states. `onDevice`: its GPU kernels (the library
-  /// must have them). The model keeps the library loaded.
+  /// tensor naming its plan states, as `options` say. The model keeps the
+  /// library loaded.
   static Status load(std::shared_ptr<const ModelLibrary> library,
                      const std::string &weightsPath,
-                     std::unique_ptr<Model> &model, bool onDevice = false);
+                     std::unique_ptr<Model> &model,
+                     const LoadOptions &options = {});
   ~Model();
 
   /// The GPU API the model runs on ("cuda", "opencl"), or "cpu".
   std::string device() const { return device_ ? device_->name : "cpu"; }
+  /// Where the weights came from, for a log: "laid out from '<checkpoint>'"
+  /// or "mapped from '<packed weights>'", with what happened to the packed
+  /// weights file when one was asked for and not used.
+  const std::string &weightSource() const { return weightSource_; }
 
   /// The tensor naming `plan` states (`weight_naming`: plans of Hugging Face
   /// configs); InvalidArgument when it states none.
@@ -228,18 +247,26 @@ public:
 private:
   struct Weights; // per op, laid out for its kernels
   friend class ModelRunner;
+  friend class PackedWeights;
   Model() = default;
 
-  /// Both load()s: `device` null for the CPU.
+  /// Every load(): `device` null for the CPU; `packedPath` empty for none.
   static Status load(const std::string &planJson, const KernelEntry *table,
                      size_t tableSize, const std::string &weightsPath,
                      WeightNaming naming, const DeviceApi *device,
+                     const std::string &packedPath,
                      std::unique_ptr<Model> &model);
+  /// Lays the checkpoint `file` (opened from `weightsPath`) out for `plan`'s
+  /// kernels: `weights` parallel to its ops.
+  static Status layOut(const ModelPlan &plan, WeightNaming naming,
+                       const std::string &weightsPath, const Checkpoint &file,
+                       std::vector<std::shared_ptr<const Weights>> &weights);
 
   ModelPlan plan_;
   std::vector<std::shared_ptr<const Weights>> weights_; // parallel to ops
   const DeviceApi *device_ = nullptr;                   ///< null: CPU kernels
   std::shared_ptr<const ModelLibrary> library_; ///< keeps its kernels loaded
+  std::string weightSource_;
 };
 
 const char *name(WeightNaming naming);
