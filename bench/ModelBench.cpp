@@ -10,7 +10,10 @@
 //   attn-model-bench --write DIR      random weights, as Hugging Face
 //                                     publishes them: bf16, 2 shards, index
 //   attn-model-bench --weights DIR [--weight-dtype bf16|f32|int8|int4]
-//                    [--prompt 512] [--steps 64]
+//                    [--packed-weights FILE] [--prompt 512] [--steps 64]
+//
+// --packed-weights: keep the laid-out weights in FILE (LoadOptions), so
+// that the next run maps them, as attn-run does.
 //
 // Prints load time, peak resident memory against the weights' size in the
 // plan's dtype plus the KV cache, prompt tokens/s and decode tokens/s with
@@ -23,6 +26,7 @@
 
 #include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/Model.h"
+#include "attn/runtime/ModelLibrary.h"
 
 #include "tinyllama_bf16.h"
 #include "tinyllama_f32.h"
@@ -76,21 +80,15 @@ int fail(const std::string &message) {
   return 1;
 }
 
-struct Library {
-  const char *plan;
-  const attnc_kernel_entry *table;
-  size_t size;
-};
-
 const KernelEntry *entries(const attnc_kernel_entry *table) {
   return reinterpret_cast<const KernelEntry *>(table);
 }
 
 int writeRandomCheckpoint(const std::string &dir) {
   ModelPlan plan;
-  if (Status s = parsePlan(tinyllama_bf16_plan_json,
-                           entries(tinyllama_bf16_kernel_table),
-                           TINYLLAMA_BF16_KERNEL_TABLE_SIZE, plan);
+  const attnc_model_library &d = tinyllama_bf16_library;
+  if (Status s = parsePlan(d.plan_json, entries(d.kernels), d.kernel_count,
+                           plan);
       !s)
     return fail(s.message());
   std::vector<ExpectedTensor> tensors =
@@ -122,30 +120,26 @@ int writeRandomCheckpoint(const std::string &dir) {
 }
 
 /// The library compiled for `dtype` (bf16 unless another is named).
-Library libraryFor(const std::string &dtype) {
-  if (dtype == "f32")
-    return {tinyllama_f32_plan_json, tinyllama_f32_kernel_table,
-            TINYLLAMA_F32_KERNEL_TABLE_SIZE};
-  if (dtype == "int8")
-    return {tinyllama_int8_plan_json, tinyllama_int8_kernel_table,
-            TINYLLAMA_INT8_KERNEL_TABLE_SIZE};
-  if (dtype == "int4")
-    return {tinyllama_int4_plan_json, tinyllama_int4_kernel_table,
-            TINYLLAMA_INT4_KERNEL_TABLE_SIZE};
-  return {tinyllama_bf16_plan_json, tinyllama_bf16_kernel_table,
-          TINYLLAMA_BF16_KERNEL_TABLE_SIZE};
+const attnc_model_library &libraryFor(const std::string &dtype) {
+  return dtype == "f32"    ? tinyllama_f32_library
+         : dtype == "int8" ? tinyllama_int8_library
+         : dtype == "int4" ? tinyllama_int4_library
+                           : tinyllama_bf16_library;
 }
 
-int run(const std::string &weights, const std::string &dtype, int promptLength,
-        int steps) {
-  const Library library = libraryFor(dtype);
-  const nlohmann::json planJson = nlohmann::json::parse(library.plan);
+int run(const std::string &weights, const std::string &dtype,
+        const std::string &packed, int promptLength, int steps) {
+  std::shared_ptr<const ModelLibrary> library;
+  if (Status s = ModelLibrary::linked(libraryFor(dtype), library); !s)
+    return fail(s.message());
+  const nlohmann::json planJson =
+      nlohmann::json::parse(library->descriptor().plan_json);
   const double weightBytesPerToken = planJson["weight_bytes_per_token"];
 
   double start = now();
   std::unique_ptr<Model> model;
-  if (Status s = Model::load(library.plan, entries(library.table),
-                             library.size, weights, WeightNaming::Llama, model);
+  if (Status s =
+          Model::load(library, weights, model, {.packedWeights = packed});
       !s)
     return fail(s.message());
   const double loadSeconds = now() - start;
@@ -197,8 +191,10 @@ int run(const std::string &weights, const std::string &dtype, int promptLength,
               "decoded token, KV cache %.1f MiB\n",
               dtype.c_str(), weightBytesPerToken / 1e9,
               double(cache.poolBytes()) / (1 << 20));
-  std::printf("load: %.2f s; peak RSS after load %.2f GB (resident %.2f GB)\n",
-              loadSeconds, afterLoad / 1e9, residentAfterLoad / 1e9);
+  std::printf("load: %.2f s, weights %s; peak RSS after load %.2f GB "
+              "(resident %.2f GB)\n",
+              loadSeconds, model->weightSource().c_str(), afterLoad / 1e9,
+              residentAfterLoad / 1e9);
   std::printf("prompt: %d tokens in %.2f s = %.1f tokens/s\n", promptLength,
               promptSeconds, promptLength / promptSeconds);
   std::printf("decode: %d steps after %d, context %d..%d: %.2f tokens/s = "
@@ -215,7 +211,7 @@ int run(const std::string &weights, const std::string &dtype, int promptLength,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string write, weights, dtype = "bf16";
+  std::string write, weights, dtype = "bf16", packed;
   int promptLength = 512, steps = 64;
   for (int i = 1; i < argc; i++) {
     std::string arg = argv[i];
@@ -232,6 +228,8 @@ int main(int argc, char **argv) {
       weights = value();
     else if (arg == "--weight-dtype")
       dtype = value();
+    else if (arg == "--packed-weights")
+      packed = value();
     else if (arg == "--prompt")
       promptLength = std::atoi(value().c_str());
     else if (arg == "--steps")
@@ -246,8 +244,9 @@ int main(int argc, char **argv) {
        dtype != "int4") ||
       promptLength < 1 || steps < 1 || promptLength + steps + 4 > 2048)
     return fail("usage: attn-model-bench --write DIR | --weights DIR "
-                "[--weight-dtype bf16|f32|int8|int4] [--prompt N] [--steps N] "
+                "[--weight-dtype bf16|f32|int8|int4] [--packed-weights FILE] "
+                "[--prompt N] [--steps N] "
                 "(prompt + steps + 4 <= 2048)"),
            2;
-  return run(weights, dtype, promptLength, steps);
+  return run(weights, dtype, packed, promptLength, steps);
 }
