@@ -377,18 +377,12 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
     PooledVector<float> &scale = scales.edit();
     words.assign(layout.weightWords(), 0);
     scale.assign(layout.scaleCount(), 0.0f);
-    std::vector<uint8_t> u(static_cast<size_t>(group));
     for (int64_t q = 0; q < panels(); q++) {
       const int64_t first = q * panel, width = std::min(panel, out - first);
       readPanel(first, width);
       for (int64_t p = 0; p < width; p++)
-        for (int64_t g = 0; g < layout.groups(); g++) {
-          const int64_t k0 = g * group, count = std::min(group, in - k0);
-          scale[layout.scaleOf(g, first + p)] = quantizeInt4Group(
-              &rows[size_t(p * in + k0)], count, u.data());
-          for (int64_t i = 0; i < count; i++)
-            layout.put(words.data(), k0 + i, first + p, u[size_t(i)]);
-        }
+        layout.quantizeFeature(&rows[size_t(p * in)], first + p, words.data(),
+                               scale.data());
     }
     return;
   }

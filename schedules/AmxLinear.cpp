@@ -135,10 +135,42 @@ ATTN_AMX_CODE void dequantizePanel(const Int4Source &w, int p, int paddedIn,
   }
 }
 
-/// Where product() takes W's panels from: bf16 pairs or int4.
+/// Product panel `p` (32 features) of int8 panels in the layout pairPanel
+/// writes, their values exactly: an int8 row j (inputs 2j, 2j + 1, byte
+/// 2f + r) is paired row j; rows past the panels' and features past the
+/// last panel are 0.
+ATTN_AMX_CODE void unpackInt8Panel(const int8_t *panels, int panelCount,
+                                   int in, int p, int paddedIn,
+                                   uint32_t *paired) {
+  const int rows = (in + 1) / 2;
+  const __m512 one = _mm512_set1_ps(1.0f), none = _mm512_setzero_ps();
+  for (int h = 0; h < 2; h++) {
+    const int q = 2 * p + h; // 16-feature panels
+    for (int r = 0; r < paddedIn / 2; r++) {
+      uint32_t *to = paired + size_t(r) * 32 + 16 * h;
+      if (q >= panelCount || r >= rows) {
+        _mm512_storeu_si512(to, _mm512_setzero_si512());
+        continue;
+      }
+      // 32 int16 lanes, lane 2f + r: input 2j + r of feature f.
+      const __m512i v = _mm512_cvtepi8_epi16(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i *>(panels +
+                                            (size_t(q) * rows + r) * 32)));
+      const __m512i even = _mm512_cvtepu16_epi32(dequantize(
+          _mm512_srai_epi32(_mm512_slli_epi32(v, 16), 16), none, one));
+      const __m512i odd = _mm512_cvtepu16_epi32(
+          dequantize(_mm512_srai_epi32(v, 16), none, one));
+      _mm512_storeu_si512(to, _mm512_or_si512(even, _mm512_slli_epi32(odd, 16)));
+    }
+  }
+}
+
+/// Where product() takes W's panels from: bf16 pairs, int4 or int8.
 struct PanelSource {
   const uint32_t *bf16 = nullptr; // [panel][in][16]
   const Int4Source *int4 = nullptr;
+  const int8_t *int8 = nullptr; // [panel][(in + 1) / 2][32]
+  int int8Panels = 0;
 };
 
 ATTN_AMX_CODE void packRows(const float *x, int in, int m0, int m1,
@@ -183,6 +215,9 @@ ATTN_AMX_CODE void product(const uint16_t *xb, int xStride, int paddedIn,
     for (int p = p0; p < p1; p++)
       if (panels.int4)
         dequantizePanel(*panels.int4, p, paddedIn,
+                        scratch + (p - p0) * pairedWords);
+      else if (panels.int8)
+        unpackInt8Panel(panels.int8, panels.int8Panels, in, p, paddedIn,
                         scratch + (p - p0) * pairedWords);
       else
         pairPanel(panels.bf16 + size_t(p) * in * 16, in, paddedIn,
@@ -300,6 +335,18 @@ linearInt4Block(const uint16_t *xb, int xStride, int paddedIn, int in,
             nBegin, nEnd, scratch, y, yStride);
 }
 
+__attribute__((weak)) void
+linearInt8Block(const uint16_t *xb, int xStride, int paddedIn, int in,
+                const int8_t *panels, int panelCount, int rows, int nBegin,
+                int nEnd, uint32_t *scratch, float *y, int yStride) {
+  if (!attn_amx_unavailable_reason()) {
+    PanelSource source;
+    source.int8 = panels, source.int8Panels = panelCount;
+    product(xb, xStride, paddedIn, in, source, rows, nBegin, nEnd, scratch, y,
+            yStride);
+  }
+}
+
 #else // no AMX code in this build
 
 } // namespace attn::amx
@@ -318,6 +365,9 @@ __attribute__((weak)) void linearBf16Block(const uint16_t *, int, int, int,
                                            uint32_t *, float *, int) {}
 __attribute__((weak)) void linearInt4Block(const uint16_t *, int, int, int,
                                            const Int4Source &, int, int, int,
+                                           uint32_t *, float *, int) {}
+__attribute__((weak)) void linearInt8Block(const uint16_t *, int, int, int,
+                                           const int8_t *, int, int, int, int,
                                            uint32_t *, float *, int) {}
 #endif
 
@@ -467,4 +517,43 @@ attn_amx_linear_int4_zeros(halide_buffer_t *xb, halide_buffer_t *weight,
                            int32_t in, int32_t out, int32_t group,
                            halide_buffer_t *y) {
   return linearInt4(xb, weight, scales, zeros, in, out, group, y);
+}
+
+extern "C" __attribute__((weak)) int
+attn_amx_linear_int8(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
+                     int32_t out, halide_buffer_t *y) {
+  using namespace attn::amx;
+  const int paddedIn = paddedDepth(in), xStride = xRowStride(paddedIn);
+  const int n0 = y->dim[0].min, nExtent = y->dim[0].extent;
+  const int m0 = y->dim[1].min, mExtent = y->dim[1].extent;
+  const int rows = paddedTokens(mExtent), weightRows = (in + 1) / 2;
+  const int panels = (out + 15) / 16; // int8 panels of 16 features
+  // The int8 panels under the product panels (32 features) of the region.
+  const int q0 = n0 / kPanelFeatures * 2,
+            q1 = std::min(panels, ((n0 + nExtent - 1) / kPanelFeatures + 1) * 2);
+  if (xb->is_bounds_query() || weight->is_bounds_query()) {
+    xb->dim[0].min = 0;
+    xb->dim[0].extent = xStride;
+    xb->dim[1].min = m0;
+    xb->dim[1].extent = rows;
+    weight->dim[0].min = 0;
+    weight->dim[0].extent = 32;
+    weight->dim[1].min = 0;
+    weight->dim[1].extent = weightRows;
+    weight->dim[2].min = q0;
+    weight->dim[2].extent = q1 - q0;
+    return 0;
+  }
+  uint32_t *scratch = nullptr;
+  if (!prepare(xb, y, out, paddedIn, scratch))
+    return -1;
+  const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
+                  size_t(m0 - xb->dim[1].min) * xStride;
+  // The panel buffer's host points at panel dim[2].min: back to panel 0.
+  const auto *weights = reinterpret_cast<const int8_t *>(weight->host) -
+                        size_t(weight->dim[2].min) * weightRows * 32;
+  linearInt8Block(x, xStride, paddedIn, in, weights, panels, mExtent, n0,
+                  n0 + nExtent, scratch, reinterpret_cast<float *>(y->host),
+                  y->dim[1].stride);
+  return 0;
 }

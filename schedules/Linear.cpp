@@ -220,18 +220,12 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
     *scales = Buffer<float>(int(kInt4Panel), int(layout.groups()), panels);
     packed.fill(0);
     scales->fill(0.0f);
-    std::vector<float> values(static_cast<size_t>(group));
-    std::vector<uint8_t> u(static_cast<size_t>(group));
-    for (int n = 0; n < out; n++)
-      for (int g = 0; g < layout.groups(); g++) {
-        const int first = g * group, count = std::min(group, in - first);
-        for (int i = 0; i < count; i++)
-          values[size_t(i)] = at(first + i, n);
-        scales->data()[layout.scaleOf(g, n)] =
-            quantizeInt4Group(values.data(), count, u.data());
-        for (int i = 0; i < count; i++)
-          layout.put(packed.data(), first + i, n, u[size_t(i)]);
-      }
+    std::vector<float> column(static_cast<size_t>(in));
+    for (int n = 0; n < out; n++) {
+      for (int k = 0; k < in; k++)
+        column[size_t(k)] = at(k, n);
+      layout.quantizeFeature(column.data(), n, packed.data(), scales->data());
+    }
     return packed;
   }
   if (element == DType::I8) { // per output feature: absmax / 127
@@ -346,6 +340,7 @@ double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim) {
 bool linearUsesAmx(const LinearSpec &spec, const Target &target) {
   return spec.bf16Products &&
          (spec.weightElement == DType::BF16 ||
+          spec.weightElement == DType::I8 ||
           spec.weightElement == DType::I4) &&
          spec.schedule.tileRows > 1 && target.arch == Target::X86 &&
          target.bits == 64 && !target.has_gpu_feature() &&
@@ -534,9 +529,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // Output feature n of token m.
   Func sum("sum");
   Expr registerTileSum = accumulate(n % P, n / P, m);
-  // With bf16 (or int4) weights at prompt sizes on a CPU with AMX (checked
-  // when the kernel runs), the product is the AMX micro-kernel's
-  // (AmxLinear.h; int4 dequantized to bf16 per panel and call) as an
+  // With bf16 (or int8, int4) weights at prompt sizes on a CPU with AMX
+  // (checked when the kernel runs), the product is the AMX micro-kernel's
+  // (AmxLinear.h; int8 unpacked, int4 dequantized to bf16 per panel and
+  // call) as an
   // extern stage per output tile, over X rounded to bf16 once per call;
   // the pipeline is specialized on the check, so a CPU without AMX (Zen 4
   // and 5 take this same AVX512-BF16 variant) runs the product above.
@@ -563,11 +559,14 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       amxProduct.define_extern("attn_amx_linear_int4",
                                {amxInput, weight, weightScales, in, out, group},
                                Float(32), {n, m});
+    else if (int8) // unscaled: the int8 epilogue below scales either sum
+      amxProduct.define_extern("attn_amx_linear_int8",
+                               {amxInput, weight, in, out}, Float(32), {n, m});
     else
       amxProduct.define_extern("attn_amx_linear_bf16",
                                {amxInput, weight, in, out}, Float(32), {n, m});
     Expr product = amxProduct(n, m);
-    if (spec.bias)
+    if (spec.bias && !int8)
       product += bias(n);
     sum(n, m) = select(amxReady, product, registerTileSum);
   } else {
@@ -684,6 +683,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
           {{"attn_amx_ready", JITExtern(attn_amx_ready)},
            {"attn_amx_linear_bf16", JITExtern(attn_amx_linear_bf16)},
            {"attn_amx_linear_int4", JITExtern(attn_amx_linear_int4)},
+           {"attn_amx_linear_int8", JITExtern(attn_amx_linear_int8)},
            {"attn_amx_linear_int4_zeros",
             JITExtern(attn_amx_linear_int4_zeros)}});
     return kernel;

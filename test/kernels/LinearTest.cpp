@@ -360,6 +360,10 @@ INSTANTIATE_TEST_SUITE_P(
                                attn::DType::I8},
                     LinearCase{100, 37, 2, true, {0, 4, 1}, 0, 0, 0.0f, {},
                                attn::DType::I8},
+                    // Odd inputs (a last pair of one), a feature tail and
+                    // more tokens than one AMX block.
+                    LinearCase{97, 200, 70, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::I8},
                     // int4 in groups of 32, 64 and 128 inputs: register and
                     // one-row tiles, a partial last group (100 inputs), a
                     // feature tail, RoPE after the scales, wide inputs, and

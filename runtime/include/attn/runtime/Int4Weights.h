@@ -78,6 +78,11 @@ struct Int4Layout {
   uint8_t get(const uint16_t *weight, int64_t k, int64_t n) const {
     return uint8_t((weight[wordOf(k, n)] >> shiftOf(k)) & 0xf);
   }
+  /// Quantizes feature n's weights `values` [in] group by group
+  /// (quantizeInt4Group, below) into its nibbles of `weight` and its entries
+  /// of `scales`.
+  inline void quantizeFeature(const float *values, int64_t n, uint16_t *weight,
+                              float *scales) const;
 };
 
 /// Symmetric int4 of one group's `count` values: s = max |x| / 7 (0 when
@@ -99,6 +104,17 @@ inline float quantizeInt4Group(const float *x, int64_t count, uint8_t *u) {
                          : uint8_t(std::clamp(q, -8.0f, 7.0f) + 8.0f);
   }
   return scale;
+}
+
+void Int4Layout::quantizeFeature(const float *values, int64_t n,
+                                 uint16_t *weight, float *scales) const {
+  uint8_t u[128]; // the largest group isInt4Group allows
+  for (int64_t g = 0; g < groups(); g++) {
+    const int64_t k0 = g * group, count = std::min(group, in - k0);
+    scales[scaleOf(g, n)] = quantizeInt4Group(values + k0, count, u);
+    for (int64_t i = 0; i < count; i++)
+      put(weight, k0 + i, n, u[i]);
+  }
 }
 
 } // namespace attn

@@ -16,7 +16,9 @@
 // consecutive k per column) into a per-thread scratch block, two AVX-512
 // operations per 64 bytes, far below the products' cost at >= 16 tokens.
 //
-// int4 weights (Int4Weights.h's layout) take the same path: each panel
+// int8 weights take it too, their values (exact in bf16) unpacked into the
+// scratch block and each feature's scale applied to the sums by the
+// pipeline. int4 weights (Int4Weights.h's layout) take the same path: each panel
 // pair is dequantized, W = (u - z)·s in fp32 rounded to bf16, into the same
 // scratch block instead of re-paired, once per call and panel, against the
 // products of every token block over it.
@@ -135,6 +137,16 @@ void linearInt4Block(const uint16_t *xb, int xStride, int paddedIn, int in,
                      const Int4Source &weights, int rows, int nBegin, int nEnd,
                      uint32_t *scratch, float *y, int yStride);
 
+/// linearBf16Block with W = q, the int8 weights' values (exact in bf16;
+/// the caller scales each feature's sums), from their panels
+/// (packLinearWeights' I8 layout): per panel of 16 features, per pair of
+/// inputs j, 32 bytes, byte 2f + r holding input 2j + r of feature f.
+///   panels: int8 [panel][(in + 1) / 2][32]
+void linearInt8Block(const uint16_t *xb, int xStride, int paddedIn, int in,
+                     const int8_t *panels, int panelCount, int rows,
+                     int nBegin, int nEnd, uint32_t *scratch, float *y,
+                     int yStride);
+
 } // namespace attn::amx
 
 extern "C" {
@@ -159,6 +171,10 @@ int attn_amx_linear_int4_zeros(halide_buffer_t *xb, halide_buffer_t *weight,
                                halide_buffer_t *scales, halide_buffer_t *zeros,
                                int32_t in, int32_t out, int32_t group,
                                halide_buffer_t *y);
+/// attn_amx_linear_bf16 over int8 panels: weight (32, (in + 1) / 2, panel)
+/// int8; y unscaled (the sums of x · q).
+int attn_amx_linear_int8(halide_buffer_t *xb, halide_buffer_t *weight,
+                         int32_t in, int32_t out, halide_buffer_t *y);
 }
 
 #endif // ATTN_SCHEDULES_AMXLINEAR_H

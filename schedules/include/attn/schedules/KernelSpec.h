@@ -243,7 +243,7 @@ struct LinearSpec {
   bool weightZeros = false;
   CacheAppend cacheAppend;
   bool argmax = false;
-  /// bf16 and int4 weights at prompt sizes may multiply X (and int4's
+  /// bf16, int8 and int4 weights at prompt sizes may multiply X (and int4's
   /// dequantized W) rounded to bf16 on AMX tiles (linearUsesAmx,
   /// Pipelines.h); false keeps the kernel's own product.
   bool bf16Products = true;
