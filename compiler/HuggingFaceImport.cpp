@@ -64,6 +64,79 @@ Type weightDtype(ConfigReader &config, MLIRContext &context) {
   return b.getF32Type();
 }
 
+/// A checkpoint whose linear weights are int4 already (quantization_config:
+/// GPTQ or AWQ, 4 bits in groups of 32, 64 or 128): read as that format
+/// packs them, scales and zero points included (Int4Weights.h).
+struct QuantizedWeights {
+  ::attn::Int4Format format;
+  int64_t group;
+};
+
+/// Reads `quantization_config`: every key that changes the math is honoured
+/// or refused at its key (bits, group_size, GPTQ's checkpoint_format and
+/// lm_head, AWQ's version, zero_point and modules_to_not_convert; GPTQ's
+/// desc_act and static_groups show in g_idx, which the runtime checks).
+/// Keys of the quantization run itself (damp_percent, true_sequential,
+/// dataset, ...) and kernel choices (use_exllama) change nothing here.
+/// False after an error.
+bool readQuantization(ConfigReader &config, const JsonLocator &locator,
+                      std::optional<QuantizedWeights> &result) {
+  JsonPath path;
+  const json::Object *object =
+      config.getObject("quantization_config", false, path);
+  if (!object)
+    return config.ok();
+  ConfigReader q(*object, path, locator);
+  std::optional<llvm::StringRef> method = q.requiredString("quant_method");
+  if (!method)
+    return false;
+  if (*method != "gptq" && *method != "awq") {
+    q.error("quant_method",
+            "checkpoints quantized by '" + *method +
+                "' are not read: attnc reads GPTQ and AWQ int4 checkpoints; "
+                "give it the float checkpoint and --weight-dtype=int8 or int4 "
+                "(it quantizes at load)");
+    return false;
+  }
+  std::optional<int64_t> bits = q.getInt("bits", true, 1, 64);
+  if (bits && *bits != 4)
+    q.error("bits", llvm::Twine(*bits) + "-bit weights are not read: attnc "
+                                         "reads 4-bit GPTQ and AWQ");
+  std::optional<int64_t> group = q.getInt("group_size", true, -1, kMaxInt);
+  if (group && !::attn::isInt4Group(*group))
+    q.error("group_size", llvm::Twine("group_size must be ") +
+                              ::attn::kInt4Groups + ", got " +
+                              llvm::Twine(*group));
+  ::attn::Int4Format format = ::attn::Int4Format::Awq;
+  if (*method == "gptq") {
+    format = q.optionalEnum("checkpoint_format", {"gptq", "gptq_v2"},
+                            "gptq") == "gptq_v2"
+                 ? ::attn::Int4Format::GptqV2
+                 : ::attn::Int4Format::Gptq;
+    q.optionalBool("desc_act");
+    q.optionalBool("sym"); // asymmetric or not: the zero points say
+    if (q.optionalBool("lm_head").value_or(false))
+      q.error("lm_head", "a GPTQ-quantized output head is not read yet");
+  } else {
+    q.optionalEnum("version", {"gemm"}, "gemm");
+    if (!q.optionalBool("zero_point").value_or(true))
+      q.error("zero_point", "AWQ without zero points is not read");
+    JsonPath skipPath;
+    if (const json::Array *skipped =
+            config.isNull("modules_to_not_convert", *object)
+                ? nullptr
+                : q.getArray("modules_to_not_convert", false, skipPath))
+      for (const json::Value &module : *skipped)
+        if (module.getAsString() != "lm_head")
+          q.error("modules_to_not_convert",
+                  "modules left unquantized (besides lm_head) are not read");
+  }
+  if (!q.ok() || !config.ok())
+    return false;
+  result = QuantizedWeights{format, *group};
+  return true;
+}
+
 /// Whether attention layers of `headDim` channels take bf16 products when
 /// --attention-compute does not say: for a bf16 or f16 checkpoint (whose
 /// weights are 16-bit already), head sizes bf16 pairs can split. The
@@ -81,7 +154,8 @@ OwningOpRef<ModuleOp>
 importDecoderOnly(ConfigReader &config, const json::Object &root,
                   llvm::StringRef type, const JsonLocator &locator,
                   MLIRContext &context, const ImportOptions &options,
-                  llvm::StringRef name) {
+                  llvm::StringRef name,
+                  const std::optional<QuantizedWeights> &quantized) {
   bool gpt2 = type == "gpt2";
   std::optional<int64_t> hidden =
       config.getInt(gpt2 ? "n_embd" : "hidden_size", true, 1, kMaxInt);
@@ -222,7 +296,11 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   layer.bf16Compute = bf16ComputeFor(config, context, layer.headDim, options);
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
-  builder.setWeightDtype(weightDtype(config, context));
+  if (quantized)
+    builder.setWeightDtype(Builder(&context).getIntegerType(4),
+                           quantized->group, quantized->format);
+  else
+    builder.setWeightDtype(weightDtype(config, context));
   builder.setWeightNaming(gpt2 ? "gpt2" : "llama");
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
@@ -399,25 +477,21 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
         << "model name '" << name << "' must be a C identifier";
     return nullptr;
   }
-  // A checkpoint quantized by another tool (GPTQ, AWQ, bitsandbytes)
-  // stores other tensors and other math: refused, not read as floats.
-  if (const json::Object *quantization =
-          root.getObject("quantization_config")) {
-    std::optional<llvm::StringRef> method =
-        quantization->getString("quant_method");
+  // A checkpoint quantized by another tool stores other tensors and other
+  // math: GPTQ and AWQ int4 are read as they are, the rest refused.
+  std::optional<QuantizedWeights> quantized;
+  if (!readQuantization(config, locator, quantized))
+    return nullptr;
+  if (quantized && *type != "llama" && *type != "mistral" && *type != "qwen2") {
     config.error("quantization_config",
-                 "checkpoints quantized by " +
-                     (method ? "'" + method->str() + "'"
-                             : std::string("another tool")) +
-                     " are not read yet: give attnc the float checkpoint "
-                     "and --weight-dtype=int8 or int4 (it quantizes at "
-                     "load)");
+                 "GPTQ and AWQ checkpoints are read for llama, mistral and "
+                 "qwen2, not " + type->str());
     return nullptr;
   }
   if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
       *type == "gpt2")
     return importDecoderOnly(config, root, *type, locator, context, options,
-                             name);
+                             name, quantized);
   if (*type == "marian" || *type == "bart")
     return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))

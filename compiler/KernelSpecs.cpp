@@ -167,6 +167,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.argmax = kernel.getArgmax();
       spec.weightElement = toDType(kernel.getWeightDtype().value_or(Type()));
       spec.weightGroup = int(kernel.getWeightGroup().value_or(0));
+      spec.weightZeros = kernel.getWeightZeros();
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {
       ::attn::NormSpec spec;

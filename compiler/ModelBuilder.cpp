@@ -18,7 +18,7 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
   builder.setInsertionPointToEnd(module->getBody());
   auto model = builder.create<mlir::attn::ModelOp>(
       loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr(),
-      StringAttr(), IntegerAttr());
+      StringAttr(), IntegerAttr(), StringAttr());
   model.getBody().emplaceBlock();
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
@@ -68,7 +68,8 @@ void ModelBuilder::addFfn(llvm::StringRef name,
 }
 
 void setWeights(mlir::attn::ModelOp model, Type type,
-                std::optional<int64_t> group) {
+                std::optional<int64_t> group,
+                std::optional<::attn::Int4Format> format) {
   model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
                                                  : TypeAttr());
   if (!group && type && type.isSignlessInteger(4))
@@ -76,11 +77,15 @@ void setWeights(mlir::attn::ModelOp model, Type type,
   Builder builder(model.getContext());
   model.setWeightGroupAttr(group ? builder.getI64IntegerAttr(*group)
                                  : IntegerAttr());
+  model.setWeightFormatAttr(
+      format ? builder.getStringAttr(::attn::int4FormatName(*format))
+             : StringAttr());
 }
 
-void ModelBuilder::setWeightDtype(Type type, std::optional<int64_t> group) {
+void ModelBuilder::setWeightDtype(Type type, std::optional<int64_t> group,
+                                  std::optional<::attn::Int4Format> format) {
   setWeights(cast<mlir::attn::ModelOp>(builder.getBlock()->getParentOp()),
-             type, group);
+             type, group, format);
 }
 
 void ModelBuilder::setWeightNaming(llvm::StringRef naming) {

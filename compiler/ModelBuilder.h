@@ -9,6 +9,7 @@
 #include "attn/AttnOps.h"
 #include "attn/JsonReader.h"
 
+#include "attn/runtime/Int4Weights.h"
 #include "mlir/IR/Builders.h"
 
 namespace attnc {
@@ -55,7 +56,8 @@ public:
               llvm::StringRef stack, mlir::Location loc);
   /// How the model's linear kernels read their weights (setWeights).
   void setWeightDtype(mlir::Type type,
-                      std::optional<int64_t> group = std::nullopt);
+                      std::optional<int64_t> group = std::nullopt,
+                      std::optional<::attn::Int4Format> format = std::nullopt);
   /// How its checkpoints name their tensors: llama, gpt2 or bart.
   void setWeightNaming(llvm::StringRef naming);
   /// `tied`: the head's weight is the embedding's (tie_word_embeddings).
@@ -91,9 +93,12 @@ bool isCIdentifier(llvm::StringRef name);
 
 /// Sets how `model`'s linear kernels read their weights (null or f32:
 /// absent) and the group of i4 weights: `group`, or kDefaultWeightGroup for
-/// i4. A group with another type stays, for the verifier to refuse.
+/// i4, and the format of a checkpoint that holds them quantized (GPTQ,
+/// AWQ). A group or format with another type stays, for the verifier to
+/// refuse.
 void setWeights(mlir::attn::ModelOp model, mlir::Type type,
-                std::optional<int64_t> group);
+                std::optional<int64_t> group,
+                std::optional<::attn::Int4Format> format = std::nullopt);
 
 } // namespace attnc
 

@@ -101,7 +101,8 @@ std::string describeKernel(Operation &op) {
     if (std::optional<Type> weights = linear.getWeightDtype())
       text += " " + typeName(*weights) + " weights";
     if (std::optional<uint64_t> group = linear.getWeightGroup())
-      text += " (groups of " + std::to_string(*group) + ")";
+      text += " (groups of " + std::to_string(*group) +
+              (linear.getWeightZeros() ? ", zero points" : "") + ")";
     if (linear.getInputGate())
       text +=
           " gated(" + stringifyActivation(*linear.getInputGate()).str() + ")";
@@ -282,6 +283,11 @@ std::string renderReport(ModuleOp module) {
     os << "weights: " << typeName(weightDtype(model))
        << (model.getWeightGroup()
                ? " in groups of " + std::to_string(*model.getWeightGroup())
+               : std::string())
+       << (model.getWeightFormat()
+               ? " with zero points, as the " + model.getWeightFormat()->str() +
+                     " checkpoint holds them (an output head it keeps in "
+                     "floats quantized at load)"
                : std::string())
        << ", "
        << formatBytes(perToken) << "/token read by a decoded token ("

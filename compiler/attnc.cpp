@@ -357,6 +357,10 @@ int main(int argc, char **argv) {
     if (weightGroup.getNumOccurrences() && !type.isSignlessInteger(4))
       return fail("--weight-group applies to int4 weights (--weight-dtype="
                   "int4)");
+    if (std::optional<llvm::StringRef> format = model.getWeightFormat())
+      return fail("the checkpoint holds its weights quantized (" +
+                  format->str() +
+                  "): --weight-dtype and --weight-group cannot change them");
     std::optional<int64_t> group = model.getWeightGroup();
     if (weightGroup.getNumOccurrences())
       group = weightGroup;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceShadows.h"
+#include "Int4Checkpoint.h"
 #include "ModelWeights.h"
 #include "PackedWeights.h"
 
@@ -169,6 +170,20 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
     return names;
   }
   Naming naming{namingKind};
+  // A linear layer's weight: `role`.weight, or the tensors of a checkpoint
+  // that holds it quantized (Int4Checkpoint.h), `role`.qweight and so on.
+  auto addLinear = [&](OpTensorNames &n, const std::string &role,
+                       const std::string &base, int64_t out, int64_t in) {
+    if (!plan.weightFormat) {
+      n.add(role + ".weight", base + ".weight", {out, in});
+      return;
+    }
+    for (const Int4TensorSpec &tensor :
+         int4Tensors(*plan.weightFormat, out, in, plan.weightGroup)) {
+      n.add(role + tensor.suffix, base + tensor.suffix, tensor.shape);
+      n.entries.back().type = tensor.type;
+    }
+  };
   std::vector<OpTensorNames> names(plan.ops.size());
   std::map<std::string, int> blockOfStack; // FFNs seen per stack
   const int64_t d = plan.dModel;
@@ -215,8 +230,7 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
            {std::tuple{"q", "q_proj", q, d}, std::tuple{"k", "k_proj", kv, d},
             std::tuple{"v", "v_proj", kv, d},
             std::tuple{"out", naming.outputProjection(), d, q}}) {
-        n.add(std::string(role) + ".weight", base + proj + ".weight",
-              {rows, cols});
+        addLinear(n, role, base + proj, rows, cols);
         if (std::string(role) == "out" ? op.outputBias : op.bias)
           n.add(std::string(role) + ".bias", base + proj + ".bias", {rows});
       }
@@ -229,7 +243,7 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       if (op.gated)
         roles.insert(roles.begin(), {"gate", {f, d}});
       for (const auto &[role, shape] : roles) {
-        n.add(role + ".weight", naming.ffn(prefix, role) + ".weight", shape);
+        addLinear(n, role, naming.ffn(prefix, role), shape[0], shape[1]);
         if (op.bias)
           n.add(role + ".bias", naming.ffn(prefix, role) + ".bias", {shape[0]});
       }
@@ -268,7 +282,7 @@ distinctTensors(const std::vector<OpTensorNames> &names) {
   for (const OpTensorNames &op : names)
     for (const OpTensorNames::Entry &entry : op.entries)
       if (seen.insert(entry.tensor).second)
-        expected.push_back({entry.tensor, TensorType::F32, entry.shape});
+        expected.push_back({entry.tensor, entry.type, entry.shape});
   return expected;
 }
 
@@ -320,7 +334,7 @@ bool isHarmlessBuffer(const std::string &tensor, WeightNaming naming) {
 
 void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                         int64_t inFeatures, int64_t panelWidth, DType to,
-                        int64_t groupSize) {
+                        int64_t groupSize, bool withZeros) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
   group = to == DType::I4 ? groupSize : 0;
@@ -371,18 +385,52 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
     return;
   }
   if (to == DType::I4) {
-    // Each (group, feature) quantized on its own (symmetric, no zeros).
+    // Each (group, feature) quantized on its own (symmetric, zero point 8),
+    // or placed as the checkpoint quantized it.
     const Int4Layout layout = int4Layout();
+    const int64_t groups = layout.groups();
     PooledVector<uint16_t> &words = int4.edit();
     PooledVector<float> &scale = scales.edit();
     words.assign(layout.weightWords(), 0);
     scale.assign(layout.scaleCount(), 0.0f);
+    for (const WeightRows &block : blocks)
+      withZeros = withZeros || bool(block.readInt4);
+    if (withZeros)
+      zeros.edit().assign(layout.scaleCount(), kInt4SymmetricZero);
+    std::vector<uint8_t> u, z;
+    std::vector<float> s;
     for (int64_t q = 0; q < panels(); q++) {
       const int64_t first = q * panel, width = std::min(panel, out - first);
-      readPanel(first, width);
-      for (int64_t p = 0; p < width; p++)
-        layout.quantizeFeature(&rows[size_t(p * in)], first + p, words.data(),
-                               scale.data());
+      int64_t begin = 0; // the first row of the block at hand
+      for (const WeightRows &block : blocks) {
+        const int64_t from = std::max(first, begin),
+                      until = std::min(first + width, begin + block.count),
+                      n = until - from;
+        begin += block.count;
+        if (n <= 0)
+          continue;
+        if (!block.readInt4) {
+          block.read(from - (begin - block.count), n, rows.data());
+          for (int64_t r = 0; r < n; r++)
+            layout.quantizeFeature(&rows[size_t(r * in)], from + r,
+                                   words.data(), scale.data());
+          continue;
+        }
+        u.resize(size_t(n * in));
+        s.resize(size_t(n * groups));
+        z.resize(size_t(n * groups));
+        block.readInt4(from - (begin - block.count), n, u.data(), s.data(),
+                       z.data());
+        PooledVector<uint8_t> &zero = zeros.edit();
+        for (int64_t r = 0; r < n; r++) {
+          for (int64_t k = 0; k < in; k++)
+            layout.put(words.data(), k, from + r, u[size_t(r * in + k)]);
+          for (int64_t g = 0; g < groups; g++) {
+            scale[layout.scaleOf(g, from + r)] = s[size_t(r * groups + g)];
+            zero[layout.scaleOf(g, from + r)] = z[size_t(r * groups + g)];
+          }
+        }
+      }
     }
     return;
   }
@@ -447,6 +495,12 @@ std::vector<ExpectedTensor> Model::requiredTensors(const ModelPlan &plan,
 Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
                                  uint64_t seed, const std::string &path,
                                  TensorType stored) {
+  if (plan.weightFormat)
+    return Status(StatusCode::InvalidArgument,
+                  std::string("random weights for a plan that reads a ") +
+                      int4FormatName(*plan.weightFormat) +
+                      " checkpoint: write a float checkpoint and quantize "
+                      "it (tools/quantize_checkpoint.py)");
   // Norm tensors by the ops they belong to, not by name patterns.
   std::set<std::string> normWeights, normBiases;
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
@@ -566,6 +620,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                      const std::string &weightsPath, const Checkpoint &file,
                      std::vector<std::shared_ptr<const Weights>> &weights) {
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
+  // Every linear kernel of a GPTQ or AWQ model reads zero points: the
+  // checkpoint's, and 8 where loading quantizes (the output head).
+  const bool zeros = plan.weightFormat.has_value();
+  Status failure = Status::ok(); // of a quantized layer's tensors
   // Where the file lacks a tensor but holds one of its alternatives (a tied
   // copy), the alternative stands in; unused alternatives may stay in the
   // file (a checkpoint that stores both copies).
@@ -631,6 +689,32 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
   std::vector<const TensorView *> packed;
   auto rows = [&](const OpTensorNames &n, const char *role) -> WeightRows {
     const OpTensorNames::Entry *entry = n.find(role);
+    const std::string quantizedRole =
+        std::string(role).substr(0, std::string(role).find('.')) + ".qweight";
+    if (const OpTensorNames::Entry *q = n.find(quantizedRole);
+        !entry && q && plan.weightFormat) {
+      // [in/8][out] (GPTQ) or [in][out/8] (AWQ): the layer's shape.
+      const bool awq = *plan.weightFormat == Int4Format::Awq;
+      const int64_t out = awq ? q->shape[1] * 8 : q->shape[1],
+                    in = awq ? q->shape[0] : q->shape[0] * 8;
+      std::shared_ptr<const Int4Layer> layer;
+      const std::string base =
+          q->tensor.substr(0, q->tensor.size() - std::string(".qweight").size());
+      if (Status opened = Int4Layer::open(file, base, *plan.weightFormat, out,
+                                          in, plan.weightGroup, layer);
+          !opened) {
+        if (failure) // the first problem is the one reported
+          failure = opened;
+        return {};
+      }
+      WeightRows result;
+      result.count = out;
+      result.readInt4 = [layer](int64_t first, int64_t count, uint8_t *u,
+                                float *scales, uint8_t *zeros) {
+        layer->read(first, count, u, scales, zeros);
+      };
+      return result;
+    }
     if (!entry)
       return {};
     if (entry->conv1d) {
@@ -684,10 +768,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       const int64_t panel = plan.weightPanel;
       if (op.fusedProjections) {
         w->query.pack({wq, wk, wv}, d, panel, plan.weightType,
-                      plan.weightGroup);
+                      plan.weightGroup, zeros);
       } else {
-        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup);
-        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup);
+        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup, zeros);
+        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup, zeros);
       }
       if (op.bias) {
         w->queryBias = bq;
@@ -697,7 +781,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
       w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
-                     plan.weightGroup);
+                     plan.weightGroup, zeros);
       done();
       w->outputBias = get(n, "out.bias");
       break;
@@ -709,29 +793,31 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                        down = rows(n, "down.weight");
       if (op.gated) {
         w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup);
+                   plan.weightGroup, zeros);
         w->upBias = get(n, "gate.bias");
       } else {
         w->up.pack({up}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup);
+                   plan.weightGroup, zeros);
       }
       const PooledVector<float> upBias = get(n, "up.bias");
       PooledVector<float> &bias = w->upBias.edit();
       bias.insert(bias.end(), upBias.begin(), upBias.end());
       w->down.pack({down}, f, plan.weightPanel, plan.weightType,
-                   plan.weightGroup);
+                   plan.weightGroup, zeros);
       done();
       w->downBias = get(n, "down.bias");
       break;
     }
     case OpKind::OutputHead: {
       w->head.pack({rows(n, "weight")}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup);
+                   plan.weightGroup, zeros);
       done();
       w->headBias = get(n, "bias");
       break;
     }
     }
+    if (!failure)
+      return failure;
     weights.push_back(std::move(w));
   }
   return Status::ok();

@@ -112,6 +112,19 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                      (int4 ? std::string(" must be ") + kInt4Groups +
                                  " for i4 weights"
                            : " must be 0 for " + weights + " weights"));
+  if (root.contains(plan::kWeightFormat) &&
+      root[plan::kWeightFormat].is_string() &&
+      !root[plan::kWeightFormat].get<std::string>().empty()) {
+    const std::string format = root[plan::kWeightFormat].get<std::string>();
+    Int4Format parsed;
+    if (!parseInt4Format(format, parsed))
+      return planError("weight_format must be gptq, gptq_v2 or awq, got '" +
+                       format + "'");
+    if (!int4)
+      return planError("weight_format " + format + " needs i4 weights, not " +
+                       weights);
+    result.weightFormat = parsed;
+  }
   // The kernel sets the library holds (plans before GPU targets had only
   // CPU ones): the one asked for must be among them.
   bool hasDevice = device == plan::kCpu && !root.contains(plan::kDevices);

@@ -36,6 +36,9 @@ struct OpTensorNames {
     /// model.shared for its embeddings and head), tried in order when the
     /// file lacks `tensor`; with their shapes in the file.
     std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
+    /// As checkTensors expects it: F32 (stored F32, F16 or BF16), or I32
+    /// (the packed words of a GPTQ or AWQ layer).
+    TensorType type = TensorType::F32;
   };
   std::vector<Entry> entries;
   void add(const std::string &role, const std::string &tensor,
@@ -54,6 +57,12 @@ struct OpTensorNames {
 struct WeightRows {
   int64_t count = 0;
   std::function<void(int64_t first, int64_t n, float *out)> read;
+  /// Instead of read, for int4 rows a checkpoint holds quantized (GPTQ,
+  /// AWQ; Int4Checkpoint.h): u [n][in] (0..15), and per group of inputs
+  /// scales [n][groups] and zero points [n][groups].
+  std::function<void(int64_t first, int64_t n, uint8_t *u, float *scales,
+                     uint8_t *zeros)>
+      readInt4;
 };
 
 /// Weights being laid out: large tensors on 2 MiB pages (PoolAllocator.h),
@@ -130,9 +139,11 @@ struct WeightMatrix {
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
   /// output features: fused Q | K | V, gate | up) in panels of `panel`,
   /// stored as `to` (round to nearest even; int8 quantized per row; int4
-  /// per `group` inputs of a row, quantizeInt4Group).
+  /// per `group` inputs of a row, quantizeInt4Group, or as a block's
+  /// readInt4 gives them). `withZeros`: int4 with a zero point per group
+  /// (8 where packing quantized the rows).
   void pack(const std::vector<WeightRows> &blocks, int64_t in, int64_t panel,
-            DType to, int64_t group = 0);
+            DType to, int64_t group = 0, bool withZeros = false);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
   /// Whether the kernel reads it as bf16 pairs in uint32 words.
   bool pairs() const { return type == DType::BF16; }

@@ -3,7 +3,8 @@
 
 Reads a model folder as Hugging Face publishes it (config.json, and
 model.safetensors or model.safetensors.index.json with its shards, tensors in
-F32, F16 or BF16), runs the forward pass of its model_type in float64 with
+F32, F16 or BF16; GPTQ and AWQ int4 layers dequantized as those formats
+define them), runs the forward pass of its model_type in float64 with
 numpy, written from transformers' modeling code (LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
@@ -49,6 +50,9 @@ def read_safetensors(path):
         elif dtype == "BF16":  # the top half of a float32
             bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
             values = bits.view(np.float32)
+        elif dtype == "I32":  # GPTQ's and AWQ's packed words, kept as bits
+            tensors[name] = np.frombuffer(raw, dtype="<u4").reshape(entry["shape"])
+            continue
         else:
             raise SystemExit(f"{path}: {name}: unsupported dtype {dtype}")
         tensors[name] = values.astype(np.float64).reshape(entry["shape"])
@@ -65,6 +69,55 @@ def read_checkpoint(folder):
             tensors.update(read_safetensors(os.path.join(folder, shard)))
         return tensors
     return read_safetensors(os.path.join(folder, "model.safetensors"))
+
+
+def nibbles(words, order=range(8)):
+    """uint32 [..., m] -> [..., 8m]: value j of each 8 from nibble order.index(j)."""
+    out = np.zeros(words.shape + (8,), dtype=np.int64)
+    for position, j in enumerate(order):
+        out[..., j] = (words >> np.uint32(4 * position)) & 15
+    return out.reshape(words.shape[:-1] + (words.shape[-1] * 8,))
+
+
+def dequantize(config, w):
+    """Replaces each GPTQ / AWQ layer's qweight, qzeros, scales (and g_idx) by
+    its float weight [out][in], W = (u - z) * s, as the formats are published:
+    GPTQ packs 8 inputs an int32 along the input dimension, and checkpoint_format
+    "gptq" stores each zero point less 1; AWQ (version gemm) packs 8 output
+    features an int32 in the order 0 2 4 6 1 3 5 7. g_idx gives each input's
+    group. Then the output head, which these checkpoints keep in floats, is
+    quantized as attnc quantizes it at load (symmetric, float32: s = max|w| / 7
+    per group of inputs, u = clamp(round-half-even(w / s), -8, 7)): the model
+    attnc runs, whose report says so."""
+    q = config["quantization_config"]
+    group = q["group_size"]
+    awq = q["quant_method"] == "awq"
+    order = [0, 2, 4, 6, 1, 3, 5, 7] if awq else range(8)
+    v1 = not awq and q.get("checkpoint_format", "gptq") == "gptq"
+    for name in [n for n in w if n.endswith(".qweight")]:
+        base = name[:-len(".qweight")]
+        scales = w.pop(base + ".scales")  # [groups][out]
+        zeros = nibbles(w.pop(base + ".qzeros"), order)  # [groups][out]
+        if v1:
+            zeros = (zeros + 1) & 15
+        if awq:
+            u = nibbles(w.pop(name), order)  # [in][out]
+            g_idx = np.arange(u.shape[0]) // group
+        else:
+            u = nibbles(w.pop(name).T.copy()).T  # [in][out]
+            g_idx = w.pop(base + ".g_idx").astype(np.int64)
+        w[base + ".weight"] = ((u - zeros[g_idx]) * scales[g_idx]).T
+    head = ("model.embed_tokens.weight" if config.get("tie_word_embeddings")
+            else "lm_head.weight")
+    h = w[head].astype(np.float32)
+    rows, n = h.shape
+    g = h.reshape(rows, n // group, group)
+    s = (np.abs(g).max(axis=2) / np.float32(7)).astype(np.float32)
+    s[s < np.float32(1.17549435e-38)] = 0
+    safe = np.where(s == 0, np.float32(1), s)[:, :, None]
+    u = np.clip(np.rint(g / safe), -8, 7) * (s[:, :, None] != 0)
+    w["attnc quantized head"] = (u * s[:, :, None].astype(np.float64)).reshape(rows, n)
+    return w
 
 
 # --- building blocks --------------------------------------------------------
@@ -185,8 +238,10 @@ def llama_logits(config, w, tokens):
         gated = act(project(p + "mlp.gate_proj", h)) * project(p + "mlp.up_proj", h)
         x = x + project(p + "mlp.down_proj", gated)
     x = rms_norm(x, w["model.norm.weight"], eps)
-    head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
-            else w["lm_head.weight"])
+    head = w.get("attnc quantized head")
+    if head is None:
+        head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
+                else w["lm_head.weight"])
     return x @ head.T
 
 
@@ -226,6 +281,8 @@ def main():
     with open(os.path.join(args.model_dir, "config.json")) as f:
         config = json.load(f)
     weights = read_checkpoint(args.model_dir)
+    if "quantization_config" in config:
+        weights = dequantize(config, weights)
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "gpt2": gpt2_logits}.get(config["model_type"])
     if not forward:

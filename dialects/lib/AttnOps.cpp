@@ -251,6 +251,14 @@ LogicalResult ModelOp::verify() {
     return failure();
   if (failed(verifyWeights(*this)))
     return failure();
+  if (std::optional<StringRef> format = getWeightFormat()) {
+    ::attn::Int4Format parsed;
+    if (!::attn::parseInt4Format(format->str(), parsed))
+      return emitOpError() << "weight_format must be gptq, gptq_v2 or awq";
+    if (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(4))
+      return emitOpError() << "weight_format " << *format
+                           << " holds i4 weights: weight_dtype must be i4";
+  }
   if (std::optional<StringRef> naming = getWeightNaming();
       naming && *naming != "llama" && *naming != "gpt2" && *naming != "bart")
     return emitOpError() << "weight_naming must be llama, gpt2 or bart";
@@ -554,6 +562,9 @@ LogicalResult LinearKernelOp::verify() {
     return failure();
   if (failed(verifyWeights(*this)))
     return failure();
+  if (getWeightZeros() &&
+      (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(4)))
+    return emitOpError() << "weight_zeros applies to i4 weights only";
   bool rope = getRopeTheta().has_value();
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!rope)

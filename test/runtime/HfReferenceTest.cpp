@@ -31,6 +31,14 @@
 // weights, whose groups quantize worse than trained ones: 5.7e-1 and 27
 // tokens Llama, 4.2e-1 and 31 Qwen2; linear-test checks the kernels
 // exactly on the quantized values).
+// GPTQ (checkpoint_format gptq and gptq_v2) and AWQ checkpoints as those
+// tools publish them (the Llama and the Qwen2, float16, groups of 32;
+// tools/quantize_checkpoint.py packs random float weights as the formats
+// define): their int4 values are the model's own, so the reference
+// dequantizes them (and quantizes the output head as attnc does, which
+// these checkpoints keep in floats) and the expectations are the float
+// ones: the same 32 tokens, logits within 2e-3, or 3e-2 where bf16
+// products run (int4 prompt products on AMX round X and W to bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +50,9 @@
 #include "ref_llama.h"
 #include "ref_llama_int4.h"
 #include "ref_llama_int8.h"
+#include "ref_llama_gptq.h"
+#include "ref_llama_gptq_v2.h"
+#include "ref_qwen2_awq.h"
 #include "ref_qwen2.h"
 #include "ref_qwen2_int4.h"
 
@@ -72,6 +83,11 @@ struct Case {
   DType quantized = DType::F32;
   /// Its config (models/<config>/config.json); null: `name`.
   const char *config = nullptr;
+  /// A checkpoint quantized as GPTQ or AWQ publish it (the config's
+  /// quantization_config): random float weights for `floatLibrary`'s
+  /// plan, rewritten
+  /// by tools/quantize_checkpoint.py. Null: none.
+  const attnc_model_library *floatLibrary = nullptr;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -133,6 +149,13 @@ bool bf16ProductsRun() {
   return attn::amx::available() || __builtin_cpu_supports("avx512bf16");
 }
 
+/// Runs tools/quantize_checkpoint.py on the folder.
+void quantizeCheckpoint(const std::string &dir, const std::string &flags = "") {
+  const std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
+                              ATTN_QUANTIZE_SCRIPT + " " + dir + flags;
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
 /// tools/hf_reference.py's greedy tokens and logits for the folder.
 nlohmann::json reference(const std::string &dir, const std::string &prompt,
                          int steps) {
@@ -160,7 +183,14 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   const bool quantized = c.quantized != DType::F32;
   if (quantized)
     ASSERT_EQ(plan.weightType, c.quantized);
-  const std::string dir = writeModelFolder(c, plan);
+  ModelPlan floatPlan;
+  if (const attnc_model_library *f = c.floatLibrary)
+    ASSERT_TRUE(parsePlan(f->plan_json, entries(f->kernels), f->kernel_count,
+                          floatPlan));
+  const std::string dir =
+      writeModelFolder(c, c.floatLibrary ? floatPlan : plan);
+  if (c.floatLibrary)
+    quantizeCheckpoint(dir);
   const std::vector<int32_t> prompt = {5, 77, 3, 120, 42};
   const int steps = 32;
   nlohmann::json expected = reference(dir, "5,77,3,120,42", steps);
@@ -237,7 +267,56 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"ref_qwen2_int4", ref_qwen2_int4_plan_json,
                          ref_qwen2_int4_kernel_table,
                          REF_QWEN2_INT4_KERNEL_TABLE_SIZE, WeightNaming::Llama,
-                         TensorType::BF16, DType::I4, "ref_qwen2"}),
+                         TensorType::BF16, DType::I4, "ref_qwen2"},
+                    Case{"ref_llama_gptq", ref_llama_gptq_plan_json,
+                         ref_llama_gptq_kernel_table,
+                         REF_LLAMA_GPTQ_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::F16, DType::F32, nullptr,
+                         &ref_llama_library},
+                    Case{"ref_llama_gptq_v2", ref_llama_gptq_v2_plan_json,
+                         ref_llama_gptq_v2_kernel_table,
+                         REF_LLAMA_GPTQ_V2_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::F16, DType::F32,
+                         nullptr, &ref_llama_library},
+                    Case{"ref_qwen2_awq", ref_qwen2_awq_plan_json,
+                         ref_qwen2_awq_kernel_table,
+                         REF_QWEN2_AWQ_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::F16, DType::F32, nullptr,
+                         &ref_qwen2_library}),
     [](const auto &info) { return std::string(info.param.name); });
+
+// An act-order (desc_act) GPTQ checkpoint, whose g_idx permutes the
+// inputs' groups, is refused naming the tensor, not read as if in order.
+TEST(Int4CheckpointTest, PermutedGroupsAreRefused) {
+  ModelPlan plan, floatPlan;
+  ASSERT_TRUE(parsePlan(ref_llama_gptq_plan_json,
+                        entries(ref_llama_gptq_kernel_table),
+                        REF_LLAMA_GPTQ_KERNEL_TABLE_SIZE, plan));
+  ASSERT_TRUE(parsePlan(ref_llama_plan_json, entries(ref_llama_kernel_table),
+                        REF_LLAMA_KERNEL_TABLE_SIZE, floatPlan));
+  Case c{"ref_llama_gptq", ref_llama_gptq_plan_json,
+         ref_llama_gptq_kernel_table, REF_LLAMA_GPTQ_KERNEL_TABLE_SIZE,
+         WeightNaming::Llama, TensorType::F16};
+  const std::string dir = writeModelFolder(c, floatPlan);
+  quantizeCheckpoint(dir, " --act-order");
+  std::unique_ptr<Model> model;
+  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
+                         model);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("'model.layers.0.self_attn.q_proj.g_idx' puts "
+                             "input "),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("act-order (desc_act) checkpoints with permuted "
+                             "groups are not read"),
+            std::string::npos)
+      << s.message();
+  // And random weights cannot stand in for such a checkpoint.
+  EXPECT_EQ(Model::writeRandomWeights(plan, WeightNaming::Llama, 1,
+                                      dir + "/random.safetensors")
+                .message(),
+            "random weights for a plan that reads a gptq checkpoint: write a "
+            "float checkpoint and quantize it (tools/quantize_checkpoint.py)");
+}
 
 } // namespace

@@ -1295,10 +1295,10 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
     ASSERT_FALSE(s) << to;
     EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
   };
-  refused("\"plan_version\": 2,", "\"plan_version\": 3,",
-          "plan_version 3, this runtime reads version 2 (regenerate the model "
+  refused("\"plan_version\": 3,", "\"plan_version\": 4,",
+          "plan_version 4, this runtime reads version 3 (regenerate the model "
           "library with this attnc)");
-  refused("\"plan_version\": 2,", "", "plan_version missing");
+  refused("\"plan_version\": 3,", "", "plan_version missing");
   refused("\"dtype\": \"f32\"", "\"dtype\": \"f8\"",
           "dtype must be f32, f16, bf16 or i8, got 'f8'");
   // i4 is a weight type: no cache stores it.

@@ -211,7 +211,12 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     of `weight_group` inputs (32, 64 or 128; i4 only, which requires it) and
     output feature, absmax / 7), and every product accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
     `bart`, set by the Hugging Face importer from `model_type`) is how a
-    checkpoint of the model names its tensors.
+    checkpoint of the model names its tensors. `weight_format` (`gptq`,
+    `gptq_v2` or `awq`; i4 only) says that the checkpoint holds its linear
+    weights quantized already, as that format packs them, with a scale and a
+    zero point per group: the runtime repacks them as they are (and
+    quantizes only what the checkpoint keeps in floats, the output head),
+    and every linear kernel reads zero points (`weight_zeros`).
 
     ```mlir
     attn.model @tiny attributes {d_model = 256 : i64, kind = "decoder-only",
@@ -224,7 +229,8 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
                        StrAttr:$kind, Attn_PositiveI64:$max_batch,
                        OptionalAttr<TypeAttr>:$weight_dtype,
                        OptionalAttr<StrAttr>:$weight_naming,
-                       OptionalAttr<Attn_PositiveI64>:$weight_group);
+                       OptionalAttr<Attn_PositiveI64>:$weight_group,
+                       OptionalAttr<StrAttr>:$weight_format);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -433,7 +439,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     `weight_dtype` (f32 when absent, f16, bf16, i8, i4) is the element type
     of W (widened to fp32 as it is read; i8 with a scale per output feature,
     applied once to each sum; i4 with a scale and zero point per group of
-    `weight_group` inputs and output feature, applied to each group's sum). With `rope_theta` (and the layer's
+    `weight_group` inputs and output feature, applied to each group's sum;
+    its zero point 8 unless `weight_zeros` gives each group one of its own).
+    With `rope_theta` (and the layer's
     `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
     projection's Q and K). With `input_gate`, the input has 2·in_features
@@ -466,7 +474,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        UnitAttr:$argmax,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
                        OptionalAttr<TypeAttr>:$weight_dtype,
-                       OptionalAttr<Attn_PositiveI64>:$weight_group);
+                       OptionalAttr<Attn_PositiveI64>:$weight_group,
+                       UnitAttr:$weight_zeros);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -142,6 +142,10 @@ public:
     }
     if (group)
       name += "_g" + std::to_string(*group);
+    // A checkpoint's own int4 format: zero points per group.
+    const bool zeros = model.getWeightFormat().has_value();
+    if (zeros)
+      name += "z";
     auto positive = [&](int64_t value) {
       return value > 0 ? builder.getI64IntegerAttr(value) : IntegerAttr();
     };
@@ -161,7 +165,8 @@ public:
           l.appendKvHeads > 0 ? TypeAttr::get(l.appendDtype) : TypeAttr(),
           l.argmax, l.ropeTheta > 0 ? l.ropeScaling : DictionaryAttr(),
           weights.isF32() ? TypeAttr() : TypeAttr::get(weights),
-          group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr());
+          group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr(),
+          zeros);
     });
   }
 

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace attn {
 
@@ -44,6 +45,28 @@ constexpr bool isInt4Group(int64_t group) {
   return group == 32 || group == 64 || group == 128;
 }
 inline constexpr char kInt4Groups[] = "32, 64 or 128";
+
+/// How a published checkpoint stores int4 weights that attnc reads as they
+/// are (its zero points become the kernels' own): GPTQ (quantization_config
+/// checkpoint_format "gptq": qweight packed 8 inputs an int32, zero points
+/// stored less 1), GPTQ v2 ("gptq_v2": the zero points as they are), AWQ
+/// (version "gemm": qweight packed 8 output features an int32 in the order
+/// 0 2 4 6 1 3 5 7). Plans and the attn IR spell them so.
+enum class Int4Format { Gptq, GptqV2, Awq };
+inline constexpr const char *int4FormatName(Int4Format format) {
+  return format == Int4Format::Gptq     ? "gptq"
+         : format == Int4Format::GptqV2 ? "gptq_v2"
+                                        : "awq";
+}
+inline bool parseInt4Format(const std::string &text, Int4Format &format) {
+  for (Int4Format candidate :
+       {Int4Format::Gptq, Int4Format::GptqV2, Int4Format::Awq})
+    if (text == int4FormatName(candidate)) {
+      format = candidate;
+      return true;
+    }
+  return false;
+}
 
 struct Int4Layout {
   int64_t in = 0, out = 0, group = 0;

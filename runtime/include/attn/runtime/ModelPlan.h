@@ -13,9 +13,11 @@
 #define ATTN_RUNTIME_MODELPLAN_H
 
 #include "attn/runtime/DType.h"
+#include "attn/runtime/Int4Weights.h"
 #include "attn/runtime/KernelCall.h"
 #include "attn/runtime/Status.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,9 @@ struct ModelPlan {
   DType weightType = DType::F32;
   /// I4: inputs per scale (32, 64 or 128); 0 otherwise.
   int weightGroup = 0;
+  /// i4 weights the checkpoint holds quantized already (GPTQ, AWQ): read as
+  /// that format packs them; none: the runtime quantizes float weights.
+  std::optional<Int4Format> weightFormat;
   /// Output features per panel of the linear kernels' weights
   /// ([panel][in][weightPanel], zero-padded): how the runtime lays them out.
   int weightPanel = 0;

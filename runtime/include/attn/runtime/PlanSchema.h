@@ -36,7 +36,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 2;
+inline constexpr int kVersion = 3;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -51,6 +51,9 @@ inline constexpr char kWeightNaming[] = "weight_naming";
 inline constexpr char kWeightPanel[] = "weight_panel";
 /// i4 weights: inputs per scale (32, 64 or 128); 0 for the other types.
 inline constexpr char kWeightGroup[] = "weight_group";
+/// i4 weights a checkpoint holds quantized already: "gptq", "gptq_v2" or
+/// "awq" (Int4Format); "" for weights the runtime quantizes or converts.
+inline constexpr char kWeightFormat[] = "weight_format";
 inline constexpr char kWeightBytesPerToken[] = "weight_bytes_per_token";
 inline constexpr char kKvBytesPerToken[] = "kv_bytes_per_token";
 inline constexpr char kKvBytesPerSequence[] = "kv_bytes_per_sequence";
