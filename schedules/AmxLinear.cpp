@@ -398,6 +398,30 @@ bool prepare(const halide_buffer_t *xb, const halide_buffer_t *y, int out,
   return true;
 #endif
 }
+/// A bounds query's answer for X: the region's tokens, rounded up to whole
+/// blocks (`rows`), every input feature (padded to `xStride`).
+void requestTokens(halide_buffer_t *xb, int m0, int rows, int xStride) {
+  xb->dim[0].min = 0;
+  xb->dim[0].extent = xStride;
+  xb->dim[1].min = m0;
+  xb->dim[1].extent = rows;
+}
+
+/// A bounds query's answer for a panel buffer: panels [p0, p1), whole.
+void requestPanels(halide_buffer_t *b, int words, int rows, int p0, int p1) {
+  b->dim[0].min = 0;
+  b->dim[0].extent = words;
+  b->dim[1].min = 0;
+  b->dim[1].extent = rows;
+  b->dim[2].min = p0;
+  b->dim[2].extent = p1 - p0;
+}
+
+/// X's row of token m0 (the region's first).
+const uint16_t *firstToken(const halide_buffer_t *xb, int m0, int xStride) {
+  return reinterpret_cast<const uint16_t *>(xb->host) +
+         size_t(m0 - xb->dim[1].min) * xStride;
+}
 } // namespace
 
 extern "C" __attribute__((weak)) int attn_amx_ready(void) {
@@ -413,27 +437,16 @@ attn_amx_linear_bf16(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
   const int m0 = y->dim[1].min, mExtent = y->dim[1].extent;
   const int rows = paddedTokens(mExtent);
   if (xb->is_bounds_query() || weight->is_bounds_query()) {
-    // X's rows of the region, rounded up to whole blocks; every input
-    // feature (padded); the panels of the region's features, all rows.
-    xb->dim[0].min = 0;
-    xb->dim[0].extent = xStride;
-    xb->dim[1].min = m0;
-    xb->dim[1].extent = rows;
-    const int p0 = n0 / kPanelFeatures,
-              p1 = (n0 + nExtent - 1) / kPanelFeatures + 1;
-    weight->dim[0].min = 0;
-    weight->dim[0].extent = 16;
-    weight->dim[1].min = 0;
-    weight->dim[1].extent = in;
-    weight->dim[2].min = p0;
-    weight->dim[2].extent = p1 - p0;
+    // The panels of the region's features, all rows.
+    requestTokens(xb, m0, rows, xStride);
+    requestPanels(weight, 16, in, n0 / kPanelFeatures,
+                  (n0 + nExtent - 1) / kPanelFeatures + 1);
     return 0;
   }
   uint32_t *scratch = nullptr;
   if (!prepare(xb, y, out, paddedIn, scratch))
     return -1;
-  const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
-                  size_t(m0 - xb->dim[1].min) * xStride;
+  const uint16_t *x = firstToken(xb, m0, xStride);
   // The panel buffer's host points at its first element (min 0 pinned).
   const auto *panels = reinterpret_cast<const uint32_t *>(weight->host) -
                        size_t(weight->dim[2].min) * in * 16;
@@ -463,20 +476,11 @@ int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
                                       kPanelFeatures / int(kInt4Panel));
   if (xb->is_bounds_query() || weight->is_bounds_query() ||
       scales->is_bounds_query() || (zeros && zeros->is_bounds_query())) {
-    xb->dim[0].min = 0;
-    xb->dim[0].extent = xStride;
-    xb->dim[1].min = m0;
-    xb->dim[1].extent = rows;
-    for (halide_buffer_t *b : {weight, scales, zeros}) {
-      if (!b)
-        continue;
-      b->dim[0].min = 0;
-      b->dim[0].extent = int(b == weight ? kInt4RowWords : kInt4Panel);
-      b->dim[1].min = 0;
-      b->dim[1].extent = b == weight ? weightRows : groups;
-      b->dim[2].min = q0;
-      b->dim[2].extent = q1 - q0;
-    }
+    requestTokens(xb, m0, rows, xStride);
+    for (halide_buffer_t *b : {weight, scales, zeros})
+      if (b)
+        requestPanels(b, int(b == weight ? kInt4RowWords : kInt4Panel),
+                      b == weight ? weightRows : groups, q0, q1);
     return 0;
   }
   uint32_t *scratch = nullptr;
@@ -495,8 +499,7 @@ int linearInt4(halide_buffer_t *xb, halide_buffer_t *weight,
   source.scales = reinterpret_cast<const float *>(
       base(scales, size_t(groups) * kInt4Panel * sizeof(float)));
   source.zeros = zeros ? base(zeros, size_t(groups) * kInt4Panel) : nullptr;
-  const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
-                  size_t(m0 - xb->dim[1].min) * xStride;
+  const uint16_t *x = firstToken(xb, m0, xStride);
   linearInt4Block(x, xStride, paddedIn, in, source, mExtent, n0, n0 + nExtent,
                   scratch, reinterpret_cast<float *>(y->host),
                   y->dim[1].stride);
@@ -532,23 +535,14 @@ attn_amx_linear_int8(halide_buffer_t *xb, halide_buffer_t *weight, int32_t in,
   const int q0 = n0 / kPanelFeatures * 2,
             q1 = std::min(panels, ((n0 + nExtent - 1) / kPanelFeatures + 1) * 2);
   if (xb->is_bounds_query() || weight->is_bounds_query()) {
-    xb->dim[0].min = 0;
-    xb->dim[0].extent = xStride;
-    xb->dim[1].min = m0;
-    xb->dim[1].extent = rows;
-    weight->dim[0].min = 0;
-    weight->dim[0].extent = 32;
-    weight->dim[1].min = 0;
-    weight->dim[1].extent = weightRows;
-    weight->dim[2].min = q0;
-    weight->dim[2].extent = q1 - q0;
+    requestTokens(xb, m0, rows, xStride);
+    requestPanels(weight, 32, weightRows, q0, q1);
     return 0;
   }
   uint32_t *scratch = nullptr;
   if (!prepare(xb, y, out, paddedIn, scratch))
     return -1;
-  const auto *x = reinterpret_cast<const uint16_t *>(xb->host) +
-                  size_t(m0 - xb->dim[1].min) * xStride;
+  const uint16_t *x = firstToken(xb, m0, xStride);
   // The panel buffer's host points at panel dim[2].min: back to panel 0.
   const auto *weights = reinterpret_cast<const int8_t *>(weight->host) -
                         size_t(weight->dim[2].min) * weightRows * 32;
