@@ -2,6 +2,7 @@
 
 #include "ModelCache.h"
 
+#include "attn/runtime/PlanSchema.h"
 #include "attn/runtime/Version.h"
 #include "attn/runtime/attnc_library.h"
 
@@ -104,10 +105,12 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
 
   std::string key = (*text)->getBuffer().str();
   // Fields separated by NUL bytes, so that no two configurations run together.
-  // The library ABI too: a library cached before it changed would be refused.
+  // The library ABI and the plan's version too: a library cached before
+  // either changed would be refused.
   for (const std::string &field :
        {std::string("attnc ") + ATTNC_VERSION + " library ABI " +
-            std::to_string(ATTNC_LIBRARY_ABI),
+            std::to_string(ATTNC_LIBRARY_ABI) + " plan_version " +
+            std::to_string(plan::kVersion),
         describeTarget(options.target)})
     (key += '\0') += field;
   for (const std::string &arg : options.attncArgs)

@@ -3,8 +3,9 @@
 // attn-run and attn-serve take a Hugging Face model folder. Its config.json
 // is compiled by attnc (--shared) once; the library lands in a cache folder
 // named by a hash of everything that decides what attnc writes: the
-// config's bytes, attnc's version, the target (for "host", this CPU's name
-// and features) and the options passed. Later runs load it from there.
+// config's bytes, attnc's version, library ABI and plan version, the target
+// (for "host", this CPU's name and features) and the options passed. Later
+// runs load it from there.
 //
 //===----------------------------------------------------------------------===//
 
