@@ -1,0 +1,149 @@
+//===- WeightMatrix.cpp - a linear layer's weights, laid out for its kernels ===//
+//
+// The packer ModelWeights.h declares: rows of W (PyTorch's [out][in], read
+// on demand from a checkpoint) into the panels the linear kernels stream,
+// in the plan's weight dtype (KernelSpec.h and Int4Weights.h state the
+// layouts).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModelWeights.h"
+
+#include "attn/runtime/DType.h"
+
+#include <algorithm>
+
+namespace attn::runtime {
+
+void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
+                        int64_t inFeatures, int64_t panelWidth, DType to,
+                        int64_t groupSize, bool withZeros) {
+  type = to;
+  in = inFeatures, panel = panelWidth, out = 0;
+  group = to == DType::I4 ? groupSize : 0;
+  for (const WeightRows &block : blocks)
+    out += block.count;
+  for (auto *array : {&f32, &scales})
+    array->edit().clear();
+  narrow.edit().clear();
+  int8.edit().clear();
+  int4.edit().clear();
+  zeros.edit().clear();
+  if (out == 0)
+    return;
+  // Panel by panel: its `panel` source rows (PyTorch's [out][in]) are read
+  // into `rows` (a few MiB at most: the whole f32 matrix never exists) and
+  // laid out k outermost, a transposition through cache.
+  std::vector<float> rows(size_t(panel * in));
+  auto readPanel = [&](int64_t first, int64_t width) {
+    int64_t begin = 0; // the first row of the block at hand
+    for (const WeightRows &block : blocks) {
+      const int64_t from = std::max(first, begin),
+                    until = std::min(first + width, begin + block.count);
+      if (from < until)
+        block.read(from - begin, until - from,
+                   rows.data() + size_t((from - first) * in));
+      begin += block.count;
+    }
+  };
+  if (to == DType::I8) {
+    // Each output feature quantized on its own; inputs in pairs: byte
+    // 2p + r of row j is input 2j + r of feature p.
+    PooledVector<float> &scale = scales.edit();
+    PooledVector<int8_t> &values = int8.edit();
+    scale.resize(size_t(out));
+    values.assign(size_t(panels() * this->rows() * words()), 0);
+    std::vector<int8_t> quantized(static_cast<size_t>(in));
+    for (int64_t q = 0; q < panels(); q++) {
+      const int64_t first = q * panel, width = std::min(panel, out - first);
+      readPanel(first, width);
+      for (int64_t p = 0; p < width; p++) {
+        scale[size_t(first + p)] =
+            quantizeRow(&rows[size_t(p * in)], quantized.data(), size_t(in));
+        for (int64_t k = 0; k < in; k++)
+          values[size_t((q * this->rows() + k / 2) * words() + 2 * p + k % 2)] =
+              quantized[size_t(k)];
+      }
+    }
+    return;
+  }
+  if (to == DType::I4) {
+    // Each (group, feature) quantized on its own (symmetric, zero point 8),
+    // or placed as the checkpoint quantized it.
+    const Int4Layout layout = int4Layout();
+    const int64_t groups = layout.groups();
+    PooledVector<uint16_t> &words = int4.edit();
+    PooledVector<float> &scale = scales.edit();
+    words.assign(layout.weightWords(), 0);
+    scale.assign(layout.scaleCount(), 0.0f);
+    for (const WeightRows &block : blocks)
+      withZeros = withZeros || bool(block.readInt4);
+    if (withZeros)
+      zeros.edit().assign(layout.scaleCount(), kInt4SymmetricZero);
+    std::vector<uint8_t> u, z;
+    std::vector<float> s;
+    for (int64_t q = 0; q < panels(); q++) {
+      const int64_t first = q * panel, width = std::min(panel, out - first);
+      int64_t begin = 0; // the first row of the block at hand
+      for (const WeightRows &block : blocks) {
+        const int64_t from = std::max(first, begin),
+                      until = std::min(first + width, begin + block.count),
+                      n = until - from;
+        begin += block.count;
+        if (n <= 0)
+          continue;
+        if (!block.readInt4) {
+          block.read(from - (begin - block.count), n, rows.data());
+          for (int64_t r = 0; r < n; r++)
+            layout.quantizeFeature(&rows[size_t(r * in)], from + r,
+                                   words.data(), scale.data());
+          continue;
+        }
+        u.resize(size_t(n * in));
+        s.resize(size_t(n * groups));
+        z.resize(size_t(n * groups));
+        block.readInt4(from - (begin - block.count), n, u.data(), s.data(),
+                       z.data());
+        PooledVector<uint8_t> &zero = zeros.edit();
+        for (int64_t r = 0; r < n; r++) {
+          for (int64_t k = 0; k < in; k++)
+            layout.put(words.data(), k, from + r, u[size_t(r * in + k)]);
+          for (int64_t g = 0; g < groups; g++) {
+            scale[layout.scaleOf(g, from + r)] = s[size_t(r * groups + g)];
+            zero[layout.scaleOf(g, from + r)] = z[size_t(r * groups + g)];
+          }
+        }
+      }
+    }
+    return;
+  }
+  const size_t count = size_t(panels() * in * panel);
+  PooledVector<float> &wide = f32.edit();
+  PooledVector<uint16_t> &bits = narrow.edit();
+  if (to == DType::F32)
+    wide.assign(count, 0.0f);
+  else
+    bits.assign(count, 0);
+  std::vector<float> line(static_cast<size_t>(panel));
+  for (int64_t q = 0; q < panels(); q++) {
+    const int64_t first = q * panel, width = std::min(panel, out - first);
+    readPanel(first, width);
+    for (int64_t k = 0; k < in; k++) {
+      const size_t at = size_t((q * in + k) * panel);
+      if (to == DType::F32) {
+        for (int64_t p = 0; p < width; p++)
+          wide[at + p] = rows[size_t(p * in + k)];
+        continue;
+      }
+      std::fill(line.begin(), line.end(), 0.0f);
+      // bf16 in pairs: uint16 2p is feature p, 2p + 1 feature p + panel/2
+      // (the halves of a little-endian uint32 word).
+      for (int64_t p = 0; p < width; p++)
+        line[pairs() ? (p % words()) * 2 + p / words() : p] =
+            rows[size_t(p * in + k)];
+      encode(to, line.data(), &bits[at], size_t(panel));
+    }
+  }
+}
+
+} // namespace attn::runtime
