@@ -235,9 +235,10 @@ attn_status attn_model_load(const char *plan_json, const void *kernel_table,
   });
 }
 
-attn_status attn_model_load_library(const char *library_path,
-                                    const char *weights_path, int on_device,
-                                    attn_model **model) {
+attn_status attn_model_load_library_packed(const char *library_path,
+                                           const char *weights_path,
+                                           const char *packed_weights,
+                                           int on_device, attn_model **model) {
   return guarded(__func__, [&]() -> attn_status {
     if (!library_path || !weights_path || !model)
       return invalid("attn_model_load_library: null argument");
@@ -246,13 +247,22 @@ attn_status attn_model_load_library(const char *library_path,
     if (Status s = ModelLibrary::open(library_path, library); !s)
       return report(s);
     auto result = std::make_unique<attn_model>();
-    if (Status s = Model::load(std::move(library), weights_path, result->model,
-                               {.onDevice = on_device != 0});
+    if (Status s = Model::load(
+            std::move(library), weights_path, result->model,
+            {.onDevice = on_device != 0,
+             .packedWeights = packed_weights ? packed_weights : ""});
         !s)
       return report(s);
     *model = result.release();
     return ATTN_OK;
   });
+}
+
+attn_status attn_model_load_library(const char *library_path,
+                                    const char *weights_path, int on_device,
+                                    attn_model **model) {
+  return attn_model_load_library_packed(library_path, weights_path, nullptr,
+                                        on_device, model);
 }
 
 attn_status

@@ -1,7 +1,9 @@
 /* model_library_c_test.c: a shared model library from C
  * (attn_model_load_library): LIB (lib<name>.so from attnc --shared) with
  * WEIGHTS loads and generates; a path that is no library and missing
- * weights are statuses with messages. Run by attn-run-test. */
+ * weights are statuses with messages; with packed weights
+ * (attn_model_load_library_packed) the first load writes them and the
+ * second maps them, both generating the same tokens. Run by attn-run-test. */
 #include "attn/runtime/attn_runtime.h"
 
 #include "c_check.h"
@@ -42,5 +44,35 @@ int main(int argc, char **argv) {
   CHECK(count == 4 && reason == ATTN_FINISHED_MAX_TOKENS);
   attn_generator_destroy(generator);
   attn_model_destroy(model);
+
+  /* With packed weights: written by the first load, mapped by the second;
+   * both generate the same tokens as above. */
+  {
+    char packed[4096];
+    int32_t again[8], n = 0, pass;
+    snprintf(packed, sizeof packed, "%s.c-test.attnpack", argv[2]);
+    remove(packed);
+    for (pass = 0; pass < 2; pass++) {
+      FILE *file;
+      model = NULL;
+      generator = NULL;
+      CHECK(attn_model_load_library_packed(argv[1], argv[2], packed, 0,
+                                           &model) == ATTN_OK);
+      file = fopen(packed, "rb");
+      CHECK(file != NULL);
+      if (file)
+        fclose(file);
+      CHECK(attn_generator_create(model, 1, &generator) == ATTN_OK);
+      CHECK(attn_generator_submit(generator, prompt, 3, 4, NULL, 0, NULL,
+                                  NULL, NULL, &id) == ATTN_OK);
+      CHECK(attn_generator_run(generator) == ATTN_OK);
+      CHECK(attn_generator_result(generator, id, again, 8, &n, &reason) ==
+            ATTN_OK);
+      CHECK(n == count && memcmp(again, tokens, sizeof(int32_t) * 4) == 0);
+      attn_generator_destroy(generator);
+      attn_model_destroy(model);
+    }
+    remove(packed);
+  }
   return failures ? 1 : 0;
 }

@@ -139,6 +139,18 @@ attn_model_load_on_device(const char *plan_json, const void *kernel_table,
 attn_status attn_model_load_library(const char *library_path,
                                     const char *weights_path, int on_device,
                                     attn_model **model);
+/* As attn_model_load_library, keeping the weights as laid out for the
+ * kernels in the file packed_weights (Model.h's LoadOptions::packedWeights):
+ * mapped, every checksum verified, when it holds this checkpoint's weights
+ * for this library's plan (a start in a fraction of a second, its pages
+ * shared by every process that maps it); else (absent, stale, truncated,
+ * corrupt) the checkpoint is laid out and the file replaced, and a file that
+ * cannot be written costs only the time. NULL packed_weights: as
+ * attn_model_load_library. */
+attn_status attn_model_load_library_packed(const char *library_path,
+                                           const char *weights_path,
+                                           const char *packed_weights,
+                                           int on_device, attn_model **model);
 void attn_model_destroy(attn_model *model); /* NULL is fine */
 /* Tokens of the output head (the decoder's vocabulary). */
 int32_t attn_model_vocabulary(const attn_model *model);
