@@ -109,8 +109,10 @@ bool readQuantization(ConfigReader &config, const JsonLocator &locator,
                               llvm::Twine(*group));
   ::attn::Int4Format format = ::attn::Int4Format::Awq;
   if (*method == "gptq") {
-    format = q.optionalEnum("checkpoint_format", {"gptq", "gptq_v2"},
-                            "gptq") == "gptq_v2"
+    const char *gptq = ::attn::int4FormatName(::attn::Int4Format::Gptq),
+               *gptqV2 = ::attn::int4FormatName(::attn::Int4Format::GptqV2);
+    format = q.optionalEnum("checkpoint_format", {gptq, gptqV2}, gptq) ==
+                     gptqV2
                  ? ::attn::Int4Format::GptqV2
                  : ::attn::Int4Format::Gptq;
     q.optionalBool("desc_act");

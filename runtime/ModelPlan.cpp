@@ -118,8 +118,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
     const std::string format = root[plan::kWeightFormat].get<std::string>();
     Int4Format parsed;
     if (!parseInt4Format(format, parsed))
-      return planError("weight_format must be gptq, gptq_v2 or awq, got '" +
-                       format + "'");
+      return planError(std::string("weight_format must be ") + kInt4Formats +
+                       ", got '" + format + "'");
     if (!int4)
       return planError("weight_format " + format + " needs i4 weights, not " +
                        weights);

@@ -4,14 +4,19 @@
 
 #include "attn/runtime/Version.h"
 
+// XXH3 at the widest vectors the CPU has (xxHash's run-time dispatch, x86
+// only); elsewhere its portable build.
+#if defined(__x86_64__)
 #include <xxh_x86dispatch.h>
+#else
+#include <xxhash.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
@@ -179,20 +184,16 @@ Status PackedWeights::key(const std::string &planJson, WeightNaming naming,
       ATTNC_VERSION);
   add(planJson);
   add(name(naming));
-  for (const std::string &file : checkpoint.files()) {
+  for (size_t i = 0; i < checkpoint.files().size(); i++) {
+    const std::string &file = checkpoint.files()[i];
     std::error_code ec;
     const std::filesystem::path path = std::filesystem::absolute(file, ec);
     struct stat info;
-    std::ifstream in(file, std::ios::binary);
-    uint64_t headerBytes = 0;
-    if (ec || ::stat(file.c_str(), &info) != 0 || !in ||
-        !in.read(reinterpret_cast<char *>(&headerBytes), 8) ||
-        headerBytes > uint64_t(info.st_size) - 8) {
+    if (ec || ::stat(file.c_str(), &info) != 0) {
       XXH3_freeState(state);
       return Status(StatusCode::IoError, "'" + file + "' cannot be read");
     }
-    std::string header(headerBytes, '\0');
-    in.read(header.data(), std::streamsize(headerBytes));
+    const std::string_view header = checkpoint.header(i);
     add(path.string());
     add(std::to_string(info.st_size) + " bytes, modified " +
         std::to_string(info.st_mtim.tv_sec) + "." +

@@ -67,10 +67,12 @@ SafetensorsFile &SafetensorsFile::operator=(SafetensorsFile &&other) noexcept {
     unmap();
     mapping_ = other.mapping_;
     size_ = other.size_;
+    headerBytes_ = other.headerBytes_;
     tensors_ = std::move(other.tensors_);
     metadata_ = std::move(other.metadata_);
     other.mapping_ = nullptr;
     other.size_ = 0;
+    other.headerBytes_ = 0;
   }
   return *this;
 }
@@ -82,6 +84,7 @@ void SafetensorsFile::unmap() {
     munmap(mapping_, size_);
   mapping_ = nullptr;
   size_ = 0;
+  headerBytes_ = 0;
   tensors_.clear();
   metadata_.clear();
 }
@@ -126,6 +129,7 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &file) {
     return invalid(path, "header length " + std::to_string(headerBytes) +
                              " exceeds the file (" + std::to_string(size) +
                              " bytes) or the 100 MiB limit");
+  parsed.headerBytes_ = size_t(8 + headerBytes);
   const char *headerText = reinterpret_cast<const char *>(bytes + 8);
   nlohmann::json header =
       nlohmann::json::parse(headerText, headerText + headerBytes, nullptr,

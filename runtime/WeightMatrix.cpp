@@ -78,8 +78,9 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
     scale.assign(layout.scaleCount(), 0.0f);
     for (const WeightRows &block : blocks)
       withZeros = withZeros || bool(block.readInt4);
+    PooledVector<uint8_t> &zero = zeros.edit();
     if (withZeros)
-      zeros.edit().assign(layout.scaleCount(), kInt4SymmetricZero);
+      zero.assign(layout.scaleCount(), kInt4SymmetricZero);
     std::vector<uint8_t> u, z;
     std::vector<float> s;
     for (int64_t q = 0; q < panels(); q++) {
@@ -104,7 +105,6 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
         z.resize(size_t(n * groups));
         block.readInt4(from - (begin - block.count), n, u.data(), s.data(),
                        z.data());
-        PooledVector<uint8_t> &zero = zeros.edit();
         for (int64_t r = 0; r < n; r++) {
           for (int64_t k = 0; k < in; k++)
             layout.put(words.data(), k, from + r, u[size_t(r * in + k)]);

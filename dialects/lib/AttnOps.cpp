@@ -254,7 +254,7 @@ LogicalResult ModelOp::verify() {
   if (std::optional<StringRef> format = getWeightFormat()) {
     ::attn::Int4Format parsed;
     if (!::attn::parseInt4Format(format->str(), parsed))
-      return emitOpError() << "weight_format must be gptq, gptq_v2 or awq";
+      return emitOpError() << "weight_format must be " << ::attn::kInt4Formats;
     if (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(4))
       return emitOpError() << "weight_format " << *format
                            << " holds i4 weights: weight_dtype must be i4";

@@ -39,6 +39,8 @@ public:
   std::string fileOf(const std::string &name) const;
   /// The mapped files, in the index's order; one for a single file.
   const std::vector<std::string> &files() const { return paths_; }
+  /// Each file's header (SafetensorsFile::header), in files()' order.
+  std::string_view header(size_t file) const { return files_[file]->header(); }
   /// Bytes of tensor data over all files.
   size_t tensorBytes() const;
   /// Drops the pages of `tensor` the process has read (they count towards

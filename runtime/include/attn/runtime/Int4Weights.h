@@ -58,6 +58,7 @@ inline constexpr const char *int4FormatName(Int4Format format) {
          : format == Int4Format::GptqV2 ? "gptq_v2"
                                         : "awq";
 }
+inline constexpr char kInt4Formats[] = "gptq, gptq_v2 or awq";
 inline bool parseInt4Format(const std::string &text, Int4Format &format) {
   for (Int4Format candidate :
        {Int4Format::Gptq, Int4Format::GptqV2, Int4Format::Awq})

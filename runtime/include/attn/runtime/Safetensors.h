@@ -20,6 +20,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::runtime {
@@ -61,12 +62,18 @@ public:
   const std::map<std::string, std::string> &metadata() const {
     return metadata_;
   }
+  /// The file's first bytes: the header's length and its JSON (what names,
+  /// types, shapes and offsets the tensors have).
+  std::string_view header() const {
+    return {static_cast<const char *>(mapping_), headerBytes_};
+  }
 
 private:
   void unmap();
 
   void *mapping_ = nullptr;
   size_t size_ = 0;
+  size_t headerBytes_ = 0; // 8 + the JSON's length
   std::vector<TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
 };
