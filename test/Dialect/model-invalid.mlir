@@ -247,6 +247,26 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
+// A checkpoint's own int4 format: one of three, and i4 weights only.
+// expected-error @+1 {{weight_format must be gptq, gptq_v2 or awq}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 128 : i64, weight_format = "marlin"} {
+}
+
+// -----
+
+// expected-error @+1 {{weight_format gptq holds i4 weights: weight_dtype must be i4}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = bf16, weight_format = "gptq"} {
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{weight_zeros applies to i4 weights only}}
+  attn.linear_kernel @l {in_features = 8 : i64, out_features = 8 : i64, activation = #attn.activation<none>, weight_zeros}
+}
+
+// -----
+
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 128 : i64} {
   // expected-error @+1 {{weight_group must be 32, 64 or 128, got 96}}
   attn.linear_kernel @l {in_features = 8 : i64, out_features = 8 : i64, activation = #attn.activation<none>, weight_dtype = i4, weight_group = 96 : i64}

@@ -1304,6 +1304,11 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
   // i4 is a weight type: no cache stores it.
   refused("\"dtype\": \"f32\"", "\"dtype\": \"i4\"",
           "dtype must be f32, f16, bf16 or i8, got 'i4'");
+  // A checkpoint's own int4 format: known, and on i4 weights only.
+  refused("\"weight_format\": \"\"", "\"weight_format\": \"marlin\"",
+          "weight_format must be gptq, gptq_v2 or awq, got 'marlin'");
+  refused("\"weight_format\": \"\"", "\"weight_format\": \"gptq\"",
+          "weight_format gptq needs i4 weights, not f32");
 }
 
 TEST(ModelTest, PlanSizesOutOfRangeAreRefused) {
