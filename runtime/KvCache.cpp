@@ -86,6 +86,7 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
                                 std::vector<float>(scaleRows));
     }
     fresh.refCounts_.assign(config.numPages, 0);
+    fresh.holds_.assign(config.numPages, 0);
     fresh.freeList_.reserve(size_t(config.numPages));
   } catch (const std::bad_alloc &) {
     return Status(StatusCode::OutOfMemory,
@@ -110,6 +111,7 @@ KvCache &KvCache::operator=(KvCache &&other) {
     keyScales_ = std::move(other.keyScales_);
     valueScales_ = std::move(other.valueScales_);
     refCounts_ = std::move(other.refCounts_);
+    holds_ = std::move(other.holds_);
     freeList_ = std::move(other.freeList_);
     sequences_ = std::move(other.sequences_);
   }
@@ -296,6 +298,40 @@ Status KvCache::fork(SequenceId parent, SequenceId &child) {
   return Status::ok();
 }
 
+Status KvCache::adoptPages(SequenceId id, const int32_t *pages, int count) {
+  if (Status status = lookup(id, "adoptPages"); !status)
+    return status;
+  Sequence &sequence = sequences_[id];
+  if (sequence.length != 0)
+    return invalid("adoptPages: sequence " + std::to_string(id) +
+                   " is not empty");
+  if (count < 0 || (count > 0 && !pages) ||
+      int64_t(count) * config_.pageSize > config_.maxSequenceLength)
+    return invalid("adoptPages: " + std::to_string(count) +
+                   " pages do not fit a sequence");
+  for (int i = 0; i < count; i++)
+    if (pages[i] < 0 || pages[i] >= config_.numPages ||
+        refCounts_[pages[i]] == 0)
+      return invalid("adoptPages: page " + std::to_string(pages[i]) +
+                     " is not in use");
+  for (int i = 0; i < count; i++) {
+    sequence.pages.push_back(pages[i]);
+    refCounts_[pages[i]]++;
+  }
+  sequence.length = count * config_.pageSize;
+  return Status::ok();
+}
+
+void KvCache::holdPage(int32_t page) {
+  refCounts_[page]++;
+  holds_[page]++;
+}
+
+void KvCache::dropPage(int32_t page) {
+  holds_[page]--;
+  releasePage(page);
+}
+
 Status KvCache::extend(SequenceId id, int count) {
   if (Status status = lookup(id, "extend"); !status)
     return status;
@@ -432,7 +468,7 @@ Status KvCache::checkInvariants() const {
   auto broken = [](const std::string &what) {
     return Status(StatusCode::InvalidArgument, "KV cache invariant: " + what);
   };
-  std::vector<int32_t> references(config_.numPages, 0);
+  std::vector<int32_t> references = holds_;
   for (size_t id = 0; id < sequences_.size(); id++) {
     const Sequence &sequence = sequences_[id];
     if (!sequence.live) {

@@ -12,6 +12,7 @@
 #include "KernelCalls.h"
 #include "ModelRunner.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -221,10 +222,82 @@ Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
   in.selfCache = &selfCache;
   in.selfSequences = &sequence;
   in.fillCache = true;
+  const int32_t last = length - 1; // the next token's logits alone
+  in.headRows = &last;
+  in.headRowCount = 1;
   in.greedy = greedyToken;
   Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
   if (!s)
     (void)selfCache.truncate(sequence, 0);
+  return s;
+}
+
+Status Model::append(const SequenceId *sequences, const int32_t *tokens,
+                     int rows, KvCache &selfCache, const int32_t *headRows,
+                     int headRowCount, float *logits, Workspace &ws,
+                     int32_t *greedyTokens) const {
+  if (rows < 1 || !sequences)
+    return invalid("append: no rows");
+  if (Status s = checkTokens(tokens, rows, targetVocabulary(), "append"); !s)
+    return s;
+  KvCacheConfig crossConfig;
+  (void)crossCacheConfig(1, crossConfig);
+  if (crossConfig.numLayers > 0)
+    return invalid("append: the model cross-attends; use decodeStep");
+  if (headRowCount < 0 || (headRowCount > 0 && (!headRows || !logits)))
+    return invalid("append: head rows without a logits buffer");
+  for (int r = 0; r < headRowCount; r++)
+    if (headRows[r] < 0 || headRows[r] >= rows ||
+        (r > 0 && headRows[r] <= headRows[r - 1]))
+      return invalid("append: head rows must ascend within [0, " +
+                     std::to_string(rows) + ")");
+  // Each row's position: its sequence's length plus the rows of that
+  // sequence before it.
+  struct Grown {
+    SequenceId sequence;
+    int before, rows; // length before the call, rows appended
+  };
+  std::vector<Grown> grown;
+  std::vector<int32_t> positions(rows);
+  for (int r = 0; r < rows; r++) {
+    auto g = std::find_if(grown.begin(), grown.end(), [&](const Grown &g) {
+      return g.sequence == sequences[r];
+    });
+    if (g == grown.end()) {
+      int length = selfCache.length(sequences[r]);
+      if (length < 0)
+        return invalid("append: unknown sequence " +
+                       std::to_string(sequences[r]));
+      g = grown.insert(grown.end(), {sequences[r], length, 0});
+    }
+    positions[r] = g->before + g->rows++;
+  }
+  if (int max = embeddingPositions(plan_, true))
+    for (int r = 0; r < rows; r++)
+      if (positions[r] >= max)
+        return Status(StatusCode::CapacityExceeded,
+                      "append: position " + std::to_string(positions[r]) +
+                          " is past the " + std::to_string(max) +
+                          " learned positions");
+  auto rollBack = [&](size_t count) {
+    for (size_t g = 0; g < count; g++)
+      (void)selfCache.truncate(grown[g].sequence, grown[g].before);
+  };
+  for (size_t g = 0; g < grown.size(); g++)
+    if (Status s = selfCache.extend(grown[g].sequence, grown[g].rows); !s) {
+      rollBack(g);
+      return s;
+    }
+  ModelRunner::Inputs in{Mode::Step, rows, tokens, positions.data()};
+  in.selfCache = &selfCache;
+  in.selfSequences = sequences;
+  in.headRows = headRows;
+  in.headRowCount = headRowCount;
+  in.greedy = headRowCount > 0 ? greedyTokens : nullptr;
+  Status s = ModelRunner::run(*this, true, in, ws,
+                              headRowCount > 0 ? logits : nullptr, nullptr);
+  if (!s)
+    rollBack(grown.size());
   return s;
 }
 

@@ -213,7 +213,9 @@ Status attendStep(Placement &place, const PlanOp &op, const Inputs &in,
     const std::vector<int32_t> &pages = *cache->blockTable(sequences[b]);
     std::fill(table + b * maxPages, table + (b + 1) * maxPages, 0);
     std::copy(pages.begin(), pages.end(), table + b * maxPages);
-    lengths[b] = cache->length(sequences[b]);
+    // A self row sees its sequence up to its own position (causal within a
+    // chunk of one sequence); a cross row sees the whole encoder output.
+    lengths[b] = op.cross ? cache->length(sequences[b]) : in.positions[b] + 1;
   }
   if (Status s = placeCache(place, *cache, layer); !s)
     return s;
@@ -325,15 +327,26 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       if (!logits)
         break;
       const float *input = current;
-      const int64_t rows = in.fillCache ? 1 : t; // prompt: the next token
-      if (in.fillCache && t > 1) {               // the last token's row alone
-        float *last = place.activation(ws.lastRow, size_t(d));
+      const int64_t rows = in.headRows ? in.headRowCount : t;
+      if (in.headRows && device && rows > 1 &&
+          in.headRows[rows - 1] - in.headRows[0] != rows - 1) {
+        status = invalid("on a device the head's rows must be consecutive");
+        break;
+      }
+      if (in.headRows) { // the rows whose logits are wanted, gathered
+        float *gathered = place.activation(ws.lastRow, size_t(rows * d));
         status = place.status;
-        if (status)
-          status = place.copyRows(input, (t - 1) * d, d, last, d, 1);
+        for (int64_t r = 0; status && r < rows;) {
+          int64_t run = 1; // consecutive rows copy as one block
+          while (r + run < rows && in.headRows[r + run] == in.headRows[r] + run)
+            run++;
+          status = place.copyRows(input, int64_t(in.headRows[r]) * d, d,
+                                  gathered + r * d, d, run);
+          r += run;
+        }
         if (!status)
           break;
-        input = last;
+        input = gathered;
       }
       // A kernel with the argmax writes it whether or not it is wanted.
       int32_t *best = !op.argmax  ? nullptr

@@ -28,23 +28,26 @@ public:
     // Prefill with cross layers: the encoder output.
     const float *memory = nullptr;
     int memoryLength = 0;
-    // Step: caches and sequences.
+    // Step: caches and sequences; a sequence may take several rows (a
+    // prompt's chunk), each attending to its cache up to its own position.
     KvCache *selfCache = nullptr;
     const KvCache *crossCache = nullptr;
     const SequenceId *selfSequences = nullptr, *crossSequences = nullptr;
     CrossAttentionTrace *trace = nullptr; // Step: the last cross layer
     int lastCrossLayer = -1;
     // Prefill into a cache: K/V of cached self layers go to
-    // selfSequences[0] of selfCache, and only the last token's logits are
-    // computed.
+    // selfSequences[0] of selfCache.
     bool fillCache = false;
+    // The head's rows [headRowCount], ascending (null: every row).
+    const int32_t *headRows = nullptr;
+    int headRowCount = 0;
     // With a head: each logits row's greedy token [rows] (-1: a NaN logit).
     int32_t *greedy = nullptr;
   };
 
   /// Runs the ops of `stack` (and the output head for the decoder). On
   /// return `*output` (when given) is the stack's output [tokens][d]; with
-  /// a head, `logits` [tokens][vocab] (one row when in.fillCache).
+  /// a head, `logits` [head rows][vocab] (in.headRows, or every token).
   static Status run(const Model &model, bool decoderStack, const Inputs &in,
                     Workspace &ws, float *logits, const float **output);
 };

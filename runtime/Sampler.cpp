@@ -20,6 +20,50 @@ Status Sampler::create(const SamplingOptions &options, Sampler &sampler) {
   return Status::ok();
 }
 
+Status tokenLogprob(const float *logits, int vocabulary, int32_t token,
+                    int top, TokenLogprob &result) {
+  if (!logits || token < 0 || token >= vocabulary || top < 0 ||
+      top > vocabulary)
+    return Status(StatusCode::InvalidArgument,
+                  "log-probability of token " + std::to_string(token) +
+                      " (top " + std::to_string(top) + ") over " +
+                      std::to_string(vocabulary) + " logits");
+  float largest = -INFINITY;
+  for (int i = 0; i < vocabulary; i++) {
+    if (std::isnan(logits[i]))
+      return Status(StatusCode::InvalidArgument,
+                    "logit " + std::to_string(i) + " is NaN");
+    largest = std::max(largest, logits[i]);
+  }
+  double total = 0;
+  for (int i = 0; i < vocabulary; i++)
+    total += std::exp(double(logits[i]) - largest);
+  const double logTotal = double(largest) + std::log(total);
+  result.token = token;
+  result.logprob = float(double(logits[token]) - logTotal);
+  // The top ones: a bounded min-heap over one pass (top is small).
+  auto better = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  std::vector<int32_t> heap;
+  heap.reserve(size_t(top) + 1);
+  for (int32_t i = 0; i < vocabulary && top > 0; i++) {
+    if (int(heap.size()) == top && !better(i, heap.front()))
+      continue;
+    heap.push_back(i);
+    std::push_heap(heap.begin(), heap.end(), better);
+    if (int(heap.size()) > top) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.pop_back();
+    }
+  }
+  std::sort(heap.begin(), heap.end(), better);
+  result.top.clear();
+  for (int32_t i : heap)
+    result.top.push_back({i, float(double(logits[i]) - logTotal)});
+  return Status::ok();
+}
+
 Status Sampler::sample(const float *logits, int vocabulary, int32_t &token) {
   if (!logits || vocabulary < 1)
     return Status(StatusCode::InvalidArgument, "no logits to sample from");

@@ -62,6 +62,10 @@ public:
   Status removeSequence(SequenceId id);
   /// A new sequence with the parent's tokens, sharing its pages.
   Status fork(SequenceId parent, SequenceId &child);
+  /// Makes the empty sequence `id` start with the full `pages` [count]
+  /// (pages a prefix cache holds, or another sequence's): its length
+  /// becomes count · pageSize, the pages shared (copy-on-write).
+  Status adoptPages(SequenceId id, const int32_t *pages, int count);
   /// Grows the sequence by `count` tokens (positions length..length+count-1),
   /// taking pages from the pool. Fails, changing nothing, past
   /// maxSequenceLength or when the pool has too few free pages.
@@ -114,13 +118,22 @@ public:
     return valueScales_.empty() ? nullptr : valueScales_[layer].data();
   }
 
+  // Pages held apart from sequences (a prefix cache's) ----------------------
+  /// One more reference to `page`, which must be in use (a sequence's): the
+  /// page stays out of the pool until every reference is dropped.
+  void holdPage(int32_t page);
+  void dropPage(int32_t page);
+  /// References to `page`: sequences' block tables and holds.
+  int references(int32_t page) const { return refCounts_[page]; }
+
   // Accounting ---------------------------------------------------------------
   int freePages() const { return int(freeList_.size()); }
   int usedPages() const { return config_.numPages - freePages(); }
   /// Bytes of all K and V pools (what the compiler's plan reports).
   size_t poolBytes() const;
   /// Checks every structural invariant: refcounts equal block-table
-  /// references, free pages are unreferenced and listed once, lengths fit
+  /// references plus holds, free pages are unreferenced and listed once,
+  /// lengths fit
   /// their block tables. For tests; O(pages + tokens).
   Status checkInvariants() const;
 
@@ -154,6 +167,7 @@ private:
   std::vector<Pool> keys_, values_;                         // per layer pools
   std::vector<std::vector<float>> keyScales_, valueScales_; // per layer, I8
   std::vector<int32_t> refCounts_;                          // per page
+  std::vector<int32_t> holds_; // per page: references apart from sequences
   std::vector<int32_t> freeList_;   // a stack of page ids
   std::vector<Sequence> sequences_; // indexed by SequenceId
 };

@@ -236,6 +236,20 @@ public:
                  SequenceId sequence, float *logits, Workspace &ws,
                  int32_t *greedyToken = nullptr) const;
 
+  /// Decoder-only models: appends `tokens` [rows] to the ends of their
+  /// `sequences` [rows] in `selfCache`. A sequence may take several rows (a
+  /// prompt's chunk, in order, after the tokens it already caches) beside
+  /// other sequences' one (their decode steps); every row attends to its
+  /// sequence's cache up to its own position (the decode kernels). The head
+  /// runs on the rows `headRows` [headRowCount] (ascending; none: no head):
+  ///   logits [headRowCount][targetVocabulary]
+  ///   greedyTokens [headRowCount] (optional), as decodeStep's
+  /// On failure no sequence has grown.
+  Status append(const SequenceId *sequences, const int32_t *tokens, int rows,
+                KvCache &selfCache, const int32_t *headRows, int headRowCount,
+                float *logits, Workspace &ws,
+                int32_t *greedyTokens = nullptr) const;
+
   /// The decoder over a whole prefix `tokens` [length] with no cache
   /// (prefill kernels, causal), cross-attending to `memory`
   /// [memoryLength][dModel] (ignored without cross layers):

@@ -26,6 +26,21 @@ struct SamplingOptions {
   uint64_t seed = 0;
 };
 
+/// A token's log-probability under the model's softmax of fp32 logits (no
+/// temperature), and the most likely tokens at that position.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+  /// The `top` most likely tokens, most likely first (ties: lower id).
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+/// `token`'s log-probability in log_softmax(logits [vocabulary]) and the
+/// `top` (0..vocabulary) most likely tokens' (computed in double). Fails on
+/// a NaN logit or a token outside the vocabulary.
+Status tokenLogprob(const float *logits, int vocabulary, int32_t token,
+                    int top, TokenLogprob &result);
+
 class Sampler {
 public:
   /// Checks `options` (temperature >= 0 and finite, topK >= 0,
