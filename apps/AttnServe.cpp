@@ -4,11 +4,16 @@
 //
 // Serves one Hugging Face model folder (compiled and loaded as attn-run
 // does) over HTTP with the OpenAI API's shapes, so existing clients work:
-//   POST /v1/completions       {"prompt": "...", "max_tokens": 32, "stream":
-//   true} POST /v1/chat/completions  {"messages": [{"role": "user", "content":
-//   "..."}]} GET  /v1/models, GET /health
-// Requests run concurrently, batched by one ServingEngine; "stream": true
-// answers with server-sent events, one per piece of text. HTTP is
+//   POST /v1/completions       {"prompt": "...", "max_tokens": 32,
+//                               "stream": true, "logprobs": 2, "echo": true}
+//   POST /v1/chat/completions  {"messages": [{"role": "user", "content":
+//                               "..."}], "logprobs": true, "top_logprobs": 2}
+//   GET  /v1/models, /health (503 until the model is loaded and while
+//        draining), /metrics (Prometheus' text format)
+// Requests run concurrently, batched by one ServingEngine (chunked prefill,
+// prefix cache); "stream": true answers with server-sent events, one per
+// piece of text. SIGTERM (or SIGINT) drains: new requests get 503, running
+// ones finish within --drain-seconds, then the process exits 0. HTTP is
 // cpp-httplib (Debian libcpp-httplib-dev), JSON nlohmann-json.
 //
 //===----------------------------------------------------------------------===//
@@ -26,7 +31,11 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <ctime>
 #include <functional>
 #include <pthread.h>
@@ -68,6 +77,22 @@ cl::opt<std::string> attncPath("attnc", cl::desc("The attnc to compile with"),
                                cl::cat(serveCategory));
 cl::opt<std::string> target("target", cl::init("host"),
                             cl::desc("attnc --target"), cl::cat(serveCategory));
+cl::opt<int> prefillChunk(
+    "prefill-chunk", cl::init(256),
+    cl::desc("Prompt tokens one decode step spends on requests still "
+             "prefilling, so that long prompts do not stall running streams "
+             "(0: whole prompts between steps)"),
+    cl::cat(serveCategory));
+cl::opt<bool> noPrefixCache(
+    "no-prefix-cache",
+    cl::desc("Compute every prompt whole instead of reusing the K/V pages "
+             "of prefixes earlier requests computed"),
+    cl::cat(serveCategory));
+cl::opt<double> drainSeconds(
+    "drain-seconds", cl::init(30),
+    cl::desc("On SIGTERM: how long running requests may take to finish "
+             "before they are cut off and the server exits"),
+    cl::cat(serveCategory));
 cl::opt<bool> noPackedWeights(
     "no-packed-weights",
     cl::desc("Lay the checkpoint out on every start instead of mapping the "
@@ -93,10 +118,14 @@ void answerError(httplib::Response &response, int status,
   response.set_content(body.dump(), "application/json");
 }
 
+/// Where the server is in its life: /health's answer.
+enum class Phase { Loading, Ready, Draining };
+
 /// The shapes of OpenAI's two APIs: a completion's choice carries "text";
 /// a chat completion's a "message", or in a stream a "delta".
 struct Shapes {
   bool chat;
+  const Tokenizer &tokenizer;
   const char *object() const {
     return chat ? "chat.completion" : "text_completion";
   }
@@ -104,22 +133,23 @@ struct Shapes {
     return chat ? "chat.completion.chunk" : "text_completion";
   }
   std::string idPrefix() const { return chat ? "chatcmpl-" : "cmpl-"; }
-  json choice(const std::string &text, const json &finishReason) const {
+  json choice(const std::string &text, const json &finishReason,
+              const json &logprobs) const {
     if (chat)
       return {{"index", 0},
               {"message", {{"role", "assistant"}, {"content", text}}},
-              {"logprobs", nullptr},
+              {"logprobs", logprobs},
               {"finish_reason", finishReason}};
     return {{"text", text},
             {"index", 0},
-            {"logprobs", nullptr},
+            {"logprobs", logprobs},
             {"finish_reason", finishReason}};
   }
   /// One streamed piece; `first` carries the chat's role.
-  json chunk(const std::string &text, const json &finishReason,
-             bool first) const {
+  json chunk(const std::string &text, const json &finishReason, bool first,
+             const json &logprobs) const {
     if (!chat)
-      return choice(text, finishReason);
+      return choice(text, finishReason, logprobs);
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
@@ -127,10 +157,65 @@ struct Shapes {
       delta["content"] = text;
     return {{"index", 0},
             {"delta", delta},
-            {"logprobs", nullptr},
+            {"logprobs", logprobs},
             {"finish_reason", finishReason}};
   }
+
+  std::string tokenText(int32_t id) const {
+    std::string text;
+    (void)tokenizer.decode({id}, text);
+    return text;
+  }
+  /// Tokens' log-probabilities as the API shapes them (null: none asked
+  /// for); `textOffset` counts the completion's characters so far.
+  json logprobs(const std::vector<TokenLogprob> &tokens, bool asked,
+                size_t &textOffset) const {
+    if (!asked)
+      return nullptr;
+    auto number = [](float logprob) {
+      return std::isnan(logprob) ? json() : json(logprob);
+    };
+    if (chat) { // {"content": [{"token", "logprob", "bytes", top_logprobs}]}
+      auto entry = [&](int32_t id, float logprob) {
+        std::string text = tokenText(id);
+        return json{{"token", text},
+                    {"logprob", number(logprob)},
+                    {"bytes", std::vector<uint8_t>(text.begin(), text.end())}};
+      };
+      json content = json::array();
+      for (const TokenLogprob &t : tokens) {
+        json e = entry(t.token, t.logprob);
+        e["top_logprobs"] = json::array();
+        for (const auto &[id, logprob] : t.top)
+          e["top_logprobs"].push_back(entry(id, logprob));
+        content.push_back(e);
+      }
+      return {{"content", content}};
+    }
+    // {"tokens", "token_logprobs", "top_logprobs", "text_offset"}: arrays.
+    json result = {{"tokens", json::array()},
+                   {"token_logprobs", json::array()},
+                   {"top_logprobs", json::array()},
+                   {"text_offset", json::array()}};
+    for (const TokenLogprob &t : tokens) {
+      std::string text = tokenText(t.token);
+      result["tokens"].push_back(text);
+      result["token_logprobs"].push_back(number(t.logprob));
+      json top = json::object();
+      for (const auto &[id, logprob] : t.top)
+        top[tokenText(id)] = logprob;
+      result["top_logprobs"].push_back(std::isnan(t.logprob) ? json() : top);
+      result["text_offset"].push_back(textOffset);
+      textOffset += text.size();
+    }
+    return result;
+  }
 };
+
+/// Set by the signal thread: the server should drain and exit.
+std::mutex stopMutex;
+std::condition_variable stopRequested;
+bool stopping = false;
 
 } // namespace
 
@@ -143,29 +228,31 @@ int main(int argc, char **argv) {
       "folder, its kernels compiled by attnc for this machine\n");
   if (parallel < 1)
     return fail("--parallel must be at least 1");
+  if (prefillChunk < 0)
+    return fail("--prefill-chunk must be at least 0");
+  if (!(drainSeconds >= 0))
+    return fail("--drain-seconds must be at least 0");
 
-  // SIGINT and SIGTERM stop the server from a thread of their own (a
-  // signal handler may not call into it).
+  // SIGINT and SIGTERM reach a thread of their own (a signal handler may
+  // not call into the server), which asks main() to drain.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::thread([signals] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    std::lock_guard<std::mutex> lock(stopMutex);
+    stopping = true;
+    stopRequested.notify_all();
+  }).detach();
 
-  attn::apps::CompileOptions options;
-  options.attnc = attncPath;
-  options.cacheDir = cacheDir;
-  options.target = target;
-  options.packedWeights = !noPackedWeights;
+  attn::apps::ServingMetrics metrics;
   attn::apps::ModelFolder folder;
-  if (llvm::Error error =
-          attn::apps::loadModelFolder(modelDir, options, llvm::errs(), folder))
-    return fail(llvm::toString(std::move(error)));
   std::unique_ptr<attn::apps::ServingEngine> engine;
-  if (Status s = attn::apps::ServingEngine::create(
-          *folder.model, folder.tokenizer, parallel, engine);
-      !s)
-    return fail(s.message());
+  // The HTTP threads read `engine` only once `phase` says Ready.
+  std::atomic<Phase> phase{Phase::Loading};
   std::string name =
       servedName.empty() ? attn::apps::folderName(modelDir) : servedName;
   const long created = long(std::time(nullptr));
@@ -177,12 +264,35 @@ int main(int argc, char **argv) {
   // Streams write one small event per token: without TCP_NODELAY, Nagle's
   // algorithm holds each until the previous one is acknowledged.
   server.set_tcp_nodelay(true);
+  // Loading and draining: a load balancer's health check (and a
+  // Kubernetes readiness probe) sends requests elsewhere.
+  auto unavailable = [&](httplib::Response &res) {
+    Phase now = phase.load();
+    if (now == Phase::Ready)
+      return false;
+    res.set_header("Retry-After", "1");
+    answerError(res, 503,
+                now == Phase::Loading ? "the model is still loading"
+                                      : "the server is shutting down",
+                "", "server_unavailable");
+    return true;
+  };
   server.Get("/health", [&](const httplib::Request &, httplib::Response &res) {
+    Phase now = phase.load();
+    if (now != Phase::Ready) {
+      res.status = 503;
+      json health = {
+          {"status", now == Phase::Loading ? "loading" : "draining"}};
+      return res.set_content(health.dump(), "application/json");
+    }
     json health = {{"status", "ok"},
                    {"running", engine->running()},
                    {"queued", engine->queued()},
                    {"cancelled", engine->cancelled()}};
     res.set_content(health.dump(), "application/json");
+  });
+  server.Get("/metrics", [&](const httplib::Request &, httplib::Response &res) {
+    res.set_content(metrics.render(), "text/plain; version=0.0.4");
   });
   server.Get("/v1/models",
              [&](const httplib::Request &, httplib::Response &res) {
@@ -195,8 +305,20 @@ int main(int argc, char **argv) {
              });
   // POST /v1/completions and /v1/chat/completions: one request each, its
   // text whole or as server-sent events.
+  // Completion requests still answering (a stream until its last event):
+  // the drain waits for them before it stops the HTTP server.
+  std::atomic<int> answering{0};
+  struct Answering {
+    std::atomic<int> &count;
+    explicit Answering(std::atomic<int> &count) : count(count) { count++; }
+    ~Answering() { count--; }
+  };
   auto complete = [&](const httplib::Request &req, httplib::Response &res,
-                      Shapes shapes) {
+                      bool chat) {
+    auto answeringNow = std::make_shared<Answering>(answering);
+    if (unavailable(res))
+      return;
+    Shapes shapes{chat, folder.tokenizer};
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     if (body.is_discarded())
       return answerError(res, 400, "the request body is not valid JSON");
@@ -226,86 +348,148 @@ int main(int argc, char **argv) {
                   {"completion_tokens", job->completionTokens},
                   {"total_tokens", promptTokens + job->completionTokens}};
     };
+    const bool logprobs = job->logprobs >= 0;
     if (!stream) {
       std::string text, piece;
-      while (job->next(piece))
+      std::vector<TokenLogprob> tokens, some;
+      while (job->next(piece, &some)) {
         text += piece;
+        tokens.insert(tokens.end(), some.begin(), some.end());
+      }
       if (!job->error.empty())
         return job->serverFault
                    ? answerError(res, 500, job->error, "", "server_error")
                    : answerError(res, 400, job->error);
       json answer = head;
-      answer["choices"] = json::array({shapes.choice(text, job->finishReason)});
+      size_t offset = 0;
+      answer["choices"] = json::array({shapes.choice(
+          text, job->finishReason, shapes.logprobs(tokens, logprobs, offset))});
       answer["usage"] = usage();
       return res.set_content(answer.dump(), "application/json");
     }
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [job, head, usage,
-                                                           shapes](
-                                                              size_t,
-                                                              httplib::DataSink
-                                                                  &sink) {
-      auto send = [&](const json &event) {
-        std::string line = "data: " + event.dump() + "\n\n";
-        return sink.write(line.data(), line.size());
-      };
-      std::string piece;
-      bool first = true;
-      while (job->next(piece)) {
-        json event = head;
-        event["choices"] = json::array({shapes.chunk(piece, nullptr, first)});
-        first = false;
-        if (!send(event)) { // the client went away
-          job->cancel();
-          while (job->next(piece)) {
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [job, head, usage, shapes, logprobs,
+         answeringNow](size_t, httplib::DataSink &sink) {
+          auto send = [&](const json &event) {
+            std::string line = "data: " + event.dump() + "\n\n";
+            return sink.write(line.data(), line.size());
+          };
+          std::string piece;
+          std::vector<TokenLogprob> tokens;
+          size_t offset = 0;
+          bool first = true;
+          while (job->next(piece, &tokens)) {
+            json event = head;
+            event["choices"] = json::array({shapes.chunk(
+                piece, nullptr, first,
+                shapes.logprobs(tokens, logprobs, offset))});
+            first = false;
+            if (!send(event)) { // the client went away
+              job->cancel();
+              while (job->next(piece)) {
+              }
+              return false;
+            }
           }
-          return false;
-        }
-      }
-      json last = head;
-      if (!job->error.empty()) {
-        last = {{"error",
-                 {{"message", job->error},
-                  {"type", job->serverFault ? "server_error"
-                                            : "invalid_request_error"}}}};
-      } else {
-        last["choices"] =
-            json::array({shapes.chunk("", job->finishReason, first)});
-        last["usage"] = usage();
-      }
-      send(last);
-      static const char kDone[] = "data: [DONE]\n\n";
-      sink.write(kDone, sizeof kDone - 1);
-      sink.done();
-      return true;
-    });
+          json last = head;
+          if (!job->error.empty()) {
+            last = {{"error",
+                     {{"message", job->error},
+                      {"type", job->serverFault ? "server_error"
+                                                : "invalid_request_error"}}}};
+          } else {
+            last["choices"] = json::array(
+                {shapes.chunk("", job->finishReason, first, nullptr)});
+            last["usage"] = usage();
+          }
+          send(last);
+          static const char kDone[] = "data: [DONE]\n\n";
+          sink.write(kDone, sizeof kDone - 1);
+          sink.done();
+          return true;
+        });
   };
   server.Post("/v1/completions",
               [&](const httplib::Request &req, httplib::Response &res) {
-                complete(req, res, Shapes{false});
+                complete(req, res, false);
               });
   server.Post("/v1/chat/completions",
               [&](const httplib::Request &req, httplib::Response &res) {
-                complete(req, res, Shapes{true});
+                complete(req, res, true);
               });
 
+  // Listening first: /health says 503 while the model loads.
   int bound = port == 0 ? server.bind_to_any_port(host)
                         : (server.bind_to_port(host, port) ? int(port) : -1);
   if (bound < 0)
     return fail("cannot listen on " + host + ":" + std::to_string(port));
-  std::thread stopper([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
+  std::thread http([&] { server.listen_after_bind(); });
+  auto stopHttp = [&] {
     server.stop();
-  });
+    http.join();
+  };
   llvm::errs() << "attn-serve: " << name << " on http://" << host << ":"
-               << bound
-               << " (POST /v1/completions, /v1/chat/completions; GET "
-                  "/v1/models, /health; "
-               << parallel << " requests at once)\n";
+               << bound << " (loading)\n";
   llvm::errs().flush();
-  server.listen_after_bind();
-  // Stopped by a signal: the stopper thread has returned.
-  stopper.join();
+
+  attn::apps::CompileOptions options;
+  options.attnc = attncPath;
+  options.cacheDir = cacheDir;
+  options.target = target;
+  options.packedWeights = !noPackedWeights;
+  if (llvm::Error error = attn::apps::loadModelFolder(modelDir, options,
+                                                      llvm::errs(), folder)) {
+    stopHttp();
+    return fail(llvm::toString(std::move(error)));
+  }
+  attn::apps::ServingOptions serving;
+  serving.parallel = parallel;
+  serving.prefillChunk = prefillChunk;
+  serving.prefixCache = !noPrefixCache;
+  serving.metrics = &metrics;
+  if (Status s = attn::apps::ServingEngine::create(*folder.model,
+                                                   folder.tokenizer, serving,
+                                                   engine);
+      !s) {
+    stopHttp();
+    return fail(s.message());
+  }
+  phase = Phase::Ready;
+  llvm::errs() << "attn-serve: ready (POST /v1/completions, "
+                  "/v1/chat/completions; GET /v1/models, /health, /metrics; "
+               << parallel << " requests at once, prefill chunk "
+               << prefillChunk << ", prefix cache "
+               << (noPrefixCache ? "off" : "on") << ")\n";
+  llvm::errs().flush();
+
+  {
+    std::unique_lock<std::mutex> lock(stopMutex);
+    stopRequested.wait(lock, [] { return stopping; });
+  }
+  // Drain: no new requests; the running and queued ones get
+  // --drain-seconds to finish, then whatever remains fails.
+  phase = Phase::Draining;
+  llvm::errs() << "attn-serve: draining (" << engine->running()
+               << " running, " << engine->queued() << " queued)\n";
+  llvm::errs().flush();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration<double>(double(drainSeconds));
+  while ((engine->running() > 0 || engine->queued() > 0) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int cut = engine->running() + engine->queued();
+  engine->shutdown();
+  // Stopping the HTTP server aborts streams: let the last events go out.
+  const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (answering > 0 && std::chrono::steady_clock::now() < grace)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stopHttp();
+  llvm::errs() << "attn-serve: stopped"
+               << (cut ? " (" + std::to_string(cut) +
+                             " requests cut off at the drain deadline)"
+                       : std::string())
+               << "\n";
   return 0;
 }

@@ -72,6 +72,54 @@ std::string readChatPrompt(const Field &field, const Tokenizer &tokenizer,
   return "";
 }
 
+/// Log-probabilities as each API asks for them: /v1/completions'
+/// "logprobs" (0-20 alternatives) and "echo"; /v1/chat/completions'
+/// "logprobs" (true/false) and "top_logprobs" (0-20).
+std::string readLogprobs(const Field &field, bool chat, CompletionJob &job,
+                         std::string &param) {
+  const int most = runtime::kMaxLogprobs;
+  auto count = [&](const json &value) {
+    return value.is_number_integer() && value.get<int64_t>() >= 0 &&
+           value.get<int64_t>() <= most;
+  };
+  const std::string range = "[0, " + std::to_string(most) + "]";
+  if (chat) {
+    if (const json *echo = field("echo"); echo && *echo != false) {
+      param = "echo";
+      return "'echo' is for /v1/completions";
+    }
+    const json *logprobs = field("logprobs");
+    const json *top = field("top_logprobs");
+    if (logprobs && !logprobs->is_boolean()) {
+      param = "logprobs";
+      return "'logprobs' must be true or false";
+    }
+    if (top && (!count(*top) || !logprobs || *logprobs != true)) {
+      param = "top_logprobs";
+      return "'top_logprobs' must be an integer in " + range +
+             ", with 'logprobs': true";
+    }
+    if (logprobs && *logprobs == true)
+      job.logprobs = top ? top->get<int>() : 0;
+    return "";
+  }
+  if (const json *logprobs = field("logprobs")) {
+    if (!count(*logprobs)) {
+      param = "logprobs";
+      return "'logprobs' must be an integer in " + range;
+    }
+    job.logprobs = logprobs->get<int>();
+  }
+  if (const json *echo = field("echo")) {
+    if (!echo->is_boolean()) {
+      param = "echo";
+      return "'echo' must be true or false";
+    }
+    job.echo = echo->get<bool>();
+  }
+  return "";
+}
+
 } // namespace
 
 /// Reads an OpenAI completion or chat request into `job`; on a bad request
@@ -94,8 +142,6 @@ std::string readCompletion(const nlohmann::ordered_json &body,
   static const Unsupported kUnsupported[] = {
       {"n", [](const json &v) { return v == 1; }},
       {"best_of", [](const json &v) { return v == 1; }},
-      {"echo", [](const json &v) { return v == false; }},
-      {"logprobs", [](const json &) { return false; }},
       {"suffix", [](const json &v) { return v == ""; }},
       {"presence_penalty", [](const json &v) { return v == 0; }},
       {"frequency_penalty", [](const json &v) { return v == 0; }},
@@ -131,6 +177,8 @@ std::string readCompletion(const nlohmann::ordered_json &body,
     out = value->get<double>();
     return "";
   };
+  if (std::string why = readLogprobs(field, chat, job, param); !why.empty())
+    return why;
   double maxTokens = 16, temperature = 1.0, topP = 1.0, topK = 0, seed = 0;
   struct Range {
     const char *key;
@@ -141,7 +189,7 @@ std::string readCompletion(const nlohmann::ordered_json &body,
   // Checked one at a time: the first invalid option is the one `param`
   // names.
   for (const Range &range :
-       {Range{"max_tokens", 1, 1 << 20, false, maxTokens},
+       {Range{"max_tokens", job.echo ? 0.0 : 1.0, 1 << 20, false, maxTokens},
         Range{"max_completion_tokens", 1, 1 << 20, false, maxTokens},
         Range{"temperature", 0, 2, false, temperature},
         Range{"top_p", 0, 1, true, topP},

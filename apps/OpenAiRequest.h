@@ -22,8 +22,9 @@ namespace attn::apps {
 /// through the model's chat template) request into `job` and `stream`;
 /// returns "" or, for a bad request, the message, with `param` naming the
 /// field at fault. Options that change the output and that are not
-/// implemented (n, best_of, echo, logprobs, suffix, penalties, logit_bias)
-/// are refused; unknown fields are ignored.
+/// implemented (n, best_of, suffix, penalties, logit_bias) are refused;
+/// unknown fields are ignored. "max_tokens": 0 is accepted with "echo" (the
+/// prompt's log-probabilities alone, as lm-evaluation-harness asks).
 std::string readCompletion(const nlohmann::ordered_json &body,
                            const runtime::Tokenizer &tokenizer, bool chat,
                            CompletionJob &job, bool &stream,

@@ -11,6 +11,8 @@ packages=(
   libxxhash-dev                                           # XXH3: packed-weights files (checksums, cache keys)
   libpcre2-dev libutf8proc-dev pkgconf                    # the tokenizer: regexes, Unicode normalization
   libcpp-httplib-dev                                      # attn-serve: HTTP
+  prometheus-cpp-dev prometheus                           # attn-serve: /metrics; promtool checks it
+  nginx                                                   # deploy/: the load balancer in front of replicas
   pocl-opencl-icd ocl-icd-libopencl1                      # an OpenCL device on the CPU: runs the GPU kernels in tests
   python3-numpy                                           # tools/hf_reference.py: whole models' independent reference
   python3-jinja2                                          # tools/chat_template_reference.py: Jinja2, as transformers renders

@@ -12,7 +12,9 @@ decodes greedily from a prompt. Prints JSON:
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
 
 Step 0's logits are those after the whole prompt; step i's after the prompt and
-i generated tokens. Usage (Debian's python3-numpy):
+i generated tokens. With --prompt-logits, also "prompt_logits": the logits
+after each prompt token (the last row is step 0's). Usage (Debian's
+python3-numpy):
 
   /usr/bin/python3 tools/hf_reference.py MODEL_DIR --prompt 1,2,3 --steps 32
 """
@@ -277,6 +279,8 @@ def main():
     parser.add_argument("model_dir")
     parser.add_argument("--prompt", default="1,2,3", help="token ids, comma-separated")
     parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--prompt-logits", action="store_true",
+                        help="also the logits after every prompt token")
     args = parser.parse_args()
     with open(os.path.join(args.model_dir, "config.json")) as f:
         config = json.load(f)
@@ -288,14 +292,18 @@ def main():
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")
     tokens = [int(t) for t in args.prompt.split(",")]
-    generated, all_logits = [], []
-    for _ in range(args.steps):
-        logits = forward(config, weights, tokens)[-1]
+    generated, all_logits, result = [], [], {}
+    for step in range(args.steps):
+        rows = forward(config, weights, tokens)
+        if step == 0 and args.prompt_logits:
+            result["prompt_logits"] = [[float(v) for v in row] for row in rows]
+        logits = rows[-1]
         all_logits.append([float(v) for v in logits])
         best = int(np.argmax(logits))  # the first of equal maxima
         generated.append(best)
         tokens.append(best)
-    json.dump({"tokens": generated, "logits": all_logits}, sys.stdout)
+    result.update({"tokens": generated, "logits": all_logits})
+    json.dump(result, sys.stdout)
     print()
 
 

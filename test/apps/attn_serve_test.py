@@ -9,13 +9,18 @@ errors; SIGTERM stops the server cleanly.
 
 Also: the `openai` npm package's client (streaming chat included) and curl
 get the same answers; a streaming client that disconnects frees its
-sequence; a server whose queue is full answers 503.
+sequence; a server whose queue is full answers 503. Log-probabilities (and
+echo) equal log_softmax of tools/hf_reference.py's float64 logits; /metrics
+passes `promtool check metrics` and counts what was sent (prefix-cache hits
+of a repeated prompt included); /health answers 503 while the model loads
+and while draining; SIGTERM lets a running stream finish, then exits 0.
 
 Usage: attn_serve_test.py BIN_DIR TOKENIZER_DATA
 """
 
 import http.client
 import json
+import math
 import os
 import shutil
 import signal
@@ -49,6 +54,168 @@ def request(base, path, body=None, raw=None):
         return status, json.loads(text)
     except ValueError:
         return status, text
+
+
+def log_softmax(row):
+    largest = max(row)
+    total = math.log(sum(math.exp(v - largest) for v in row))
+    return [v - largest - total for v in row]
+
+
+# The apps' model is bfloat16: its products round activations to bfloat16
+# (the default for bf16 checkpoints where the CPU has AMX or vdpbf16ps), so
+# its log-probabilities sit within 1e-2 of float64's (f32 products: 2e-3).
+LOGPROB_TOLERANCE = 1e-2
+
+
+def check_logprobs(base, model):
+    """Completions' logprobs with echo, and chat's, against the reference."""
+    status, answer = request(base, "/v1/completions",
+                             {"prompt": "Hello world", "max_tokens": 3, "temperature": 0,
+                              "logprobs": 2, "echo": True})
+    check(status == 200, "logprobs: %s %s" % (status, answer))
+    if status != 200:
+        return
+    choice = answer["choices"][0]
+    lp = choice["logprobs"]
+    n = len(lp["tokens"])
+    check(n == 3 + answer["usage"]["completion_tokens"] and
+          len(lp["token_logprobs"]) == n == len(lp["top_logprobs"]) == len(lp["text_offset"]),
+          "logprobs' arrays: %s" % lp)
+    check(lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None,
+          "the first echoed token has no log-probability: %s" % lp)
+    check(choice["text"].startswith("Hello world"), "echo's text: %r" % choice["text"])
+    generated = answer["usage"]["completion_tokens"]
+    reference = subprocess.run(
+        ["/usr/bin/python3", os.path.join(HERE, "..", "..", "tools", "hf_reference.py"), model,
+         "--prompt", "1,22557,1526", "--steps", str(max(generated, 1)), "--prompt-logits"],
+        capture_output=True, text=True)
+    check(reference.returncode == 0, "hf_reference.py: " + reference.stderr)
+    if reference.returncode != 0:
+        return
+    ref = json.loads(reference.stdout)
+    tokens = [1, 22557, 1526] + ref["tokens"][:generated]
+    rows = ref["prompt_logits"][:-1] + ref["logits"][:generated]
+    worst = 0.0
+    for i, row in enumerate(rows):
+        want = log_softmax(row)
+        worst = max(worst, abs(lp["token_logprobs"][i + 1] - want[tokens[i + 1]]))
+        top = sorted(lp["top_logprobs"][i + 1].values(), reverse=True)
+        best = sorted(want, reverse=True)[:2]
+        check(len(top) == 2 and
+              all(abs(a - b) < LOGPROB_TOLERANCE for a, b in zip(top, best)),
+              "top log-probabilities at %d: %s, reference %s" % (i + 1, top, best))
+    check(worst < LOGPROB_TOLERANCE,
+          "log-probabilities differ from the reference by %g" % worst)
+    print("attn-serve: log-probabilities within %.2g of tools/hf_reference.py's" % worst)
+
+    # echo with max_tokens 0 (lm-evaluation-harness' loglikelihood): the
+    # prompt's alone.
+    status, only = request(base, "/v1/completions",
+                           {"prompt": [1, 22557, 1526], "max_tokens": 0, "echo": True,
+                            "logprobs": 0, "temperature": 0})
+    check(status == 200 and only["choices"][0]["logprobs"]["token_logprobs"][1:] ==
+          lp["token_logprobs"][1:3] and only["usage"]["completion_tokens"] == 0,
+          "echo alone: %s" % only)
+    status, refused = request(base, "/v1/completions",
+                              {"prompt": "x", "max_tokens": 0, "logprobs": 1})
+    check(status == 400 and refused["error"]["param"] == "max_tokens",
+          "max_tokens 0 without echo: %s" % refused)
+    status, refused = request(base, "/v1/completions", {"prompt": "x", "logprobs": 21})
+    check(status == 400 and refused["error"]["param"] == "logprobs", "logprobs 21: %s" % refused)
+    status, refused = request(base, "/v1/chat/completions",
+                              {"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})
+    check(status == 400 and refused["error"]["param"] == "top_logprobs",
+          "top_logprobs without logprobs: %s" % refused)
+
+    # Chat: {"content": [{token, logprob, bytes, top_logprobs}]}, the
+    # completion's figures for the same tokens, streamed or not.
+    messages = [{"role": "user", "content": "Hi!"}]
+    body = {"messages": messages, "max_tokens": 4, "temperature": 0, "logprobs": True,
+            "top_logprobs": 2}
+    status, chat = request(base, "/v1/chat/completions", body)
+    content = chat["choices"][0]["logprobs"]["content"] if status == 200 else []
+    check(status == 200 and len(content) == chat["usage"]["completion_tokens"] and
+          all(len(c["top_logprobs"]) == 2 and c["top_logprobs"][0]["logprob"] >= c["logprob"] - 1e-6
+              and bytes(c["bytes"]).decode("utf-8", "replace") == c["token"] for c in content),
+          "chat logprobs: %s" % chat)
+    req = urllib.request.Request(base + "/v1/chat/completions",
+                                 data=json.dumps(dict(body, stream=True)).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as response:
+        events = [json.loads(line[len("data: "):]) for line in response.read().decode().split("\n")
+                  if line.startswith("data: {")]
+    streamed = [c for e in events for c in ((e["choices"][0].get("logprobs") or {}).get("content")
+                                            or [])]
+    check(streamed == content, "streamed chat logprobs %s, plain %s" % (streamed, content))
+
+
+def check_metrics(base):
+    """/metrics in Prometheus' format, counting what was sent."""
+    long_prompt = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)
+    for _ in range(2):  # the second reuses the first's pages
+        status, _ = request(base, "/v1/completions",
+                            {"prompt": long_prompt, "max_tokens": 2, "temperature": 0})
+        check(status == 200, "the long prompt: %s" % status)
+    req = urllib.request.Request(base + "/metrics")
+    with urllib.request.urlopen(req, timeout=30) as response:
+        text = response.read().decode()
+        kind = response.headers.get("Content-Type", "")
+    check(kind.startswith("text/plain"), "metrics content type %r" % kind)
+    promtool = shutil.which("promtool")
+    check(promtool is not None, "promtool (Debian prometheus) is not installed")
+    if promtool:
+        lint = subprocess.run([promtool, "check", "metrics"], input=text,
+                              capture_output=True, text=True)
+        check(lint.returncode == 0, "promtool check metrics: %s%s" % (lint.stdout, lint.stderr))
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    finished = sum(v for k, v in values.items() if k.startswith("attn_requests_finished_total"))
+    check(finished >= 10 and values.get('attn_requests_finished_total{reason="length"}', 0) > 0,
+          "finished requests: %s" % finished)
+    check(values.get("attn_prompt_tokens_total", 0) > 100 and
+          values.get("attn_generation_tokens_total", 0) > 10, "token counters")
+    check(values.get("attn_time_to_first_token_seconds_count", 0) >= 10 and
+          values.get("attn_inter_token_latency_seconds_count", 0) > 0, "latency histograms")
+    check(values.get("attn_prefix_cache_hit_tokens_total", 0) > 0,
+          "the repeated prompt hit no cached page: %s" %
+          {k: v for k, v in values.items() if "prefix" in k})
+    check(values.get("attn_kv_cache_pages_free", 0) > 0 and
+          "attn_kv_cache_pages_used" in values and values.get("attn_requests_running") == 0,
+          "gauges: %s" % {k: v for k, v in values.items() if "pages" in k or "running" in k})
+
+
+def check_drain(base, server):
+    """SIGTERM mid-stream: /health and new requests get 503, the stream
+    finishes whole, the process exits 0."""
+    host, port = base[len("http://"):].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=60)
+    connection.request("POST", "/v1/completions",
+                       json.dumps({"prompt": "Once upon a time", "max_tokens": 120,
+                                   "stream": True, "temperature": 1.0, "seed": 3}),
+                       {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    lines = [response.readline()]  # it runs
+    server.send_signal(signal.SIGTERM)
+    status, health = 0, {}
+    for _ in range(200):
+        status, health = request(base, "/health")
+        if status == 503:
+            break
+        threading.Event().wait(0.01)
+    check(status == 503 and health.get("status") == "draining",
+          "/health while draining: %s %s" % (status, health))
+    status, answer = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
+    check(status == 503, "a new request while draining: %s %s" % (status, answer))
+    lines += response.read().decode().split("\n")
+    events = [line for line in lines if isinstance(line, str) and line.startswith("data: ")]
+    check(events and events[-1] == "data: [DONE]" and
+          json.loads(events[-2][len("data: "):])["choices"][0]["finish_reason"] in
+          ("stop", "length"), "the stream did not finish during the drain: %s" % events[-3:])
+    check(server.wait(timeout=60) == 0, "attn-serve did not exit 0 after draining")
 
 
 def main():
@@ -201,8 +368,29 @@ def main():
         check(curl.returncode == 0 and "".join(pieces) == text and "data: [DONE]" in curl.stdout,
               "curl's stream: %r" % curl.stdout[:300])
 
+        check_logprobs(base, model)
+        check_metrics(base)
+
         server.send_signal(signal.SIGTERM)
         check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly on SIGTERM")
+        server = None
+
+        # A fresh cache: it compiles while listening, and says so.
+        server, base = start_server(bin_dir, model, os.path.join(work, "fresh-cache"),
+                                    ready=False)
+        status, health = request(base, "/health")
+        check(status == 503 and health.get("status") == "loading",
+              "/health while loading: %s %s" % (status, health))
+        status, answer = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        check(status == 503 and answer["error"]["type"] == "server_unavailable",
+              "a completion while loading: %s %s" % (status, answer))
+        for _ in range(2400):
+            status, health = request(base, "/health")
+            if status == 200:
+                break
+            threading.Event().wait(0.05)
+        check(status == 200, "the server never became ready")
+        check_drain(base, server)
         server = None
 
         # One request at a time, one waiting: a burst beyond that is turned

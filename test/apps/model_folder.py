@@ -59,17 +59,23 @@ def make_model_folder(work, bin_dir, data):
     return model, cache, compiled
 
 
-def start_server(bin_dir, model, cache, *options):
+def start_server(bin_dir, model, cache, *options, ready=True):
     """(process, base URL) of attn-serve on a free port; base is None if it
-    never said where it listens."""
+    never said where it listens (or, with `ready`, that it is ready)."""
     server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
                                "--cache-dir", cache] + list(options),
                               stderr=subprocess.PIPE, text=True)
     base = None
+    # It listens first (/health says 503 while it loads), then says "ready".
     for line in server.stderr:
         if " on http://" in line:
             base = line.split(" on ")[1].split()[0]
+            if not ready:
+                break
+        if line.startswith("attn-serve: ready"):
             break
+    else:
+        base = None
     # Keep reading its log, so that it never blocks on a full pipe.
     threading.Thread(target=server.stderr.read, daemon=True).start()
     return server, base

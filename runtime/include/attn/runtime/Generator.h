@@ -123,6 +123,8 @@ public:
 
   /// Room for this many requests at once.
   int capacity() const { return capacity_; }
+  /// The self-attention cache (for its page accounting).
+  const KvCache &cache() const { return cache_; }
 
   int running() const;
   /// Requests submitted so far (ids are 0..requests()-1).
