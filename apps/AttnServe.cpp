@@ -78,10 +78,10 @@ cl::opt<std::string> attncPath("attnc", cl::desc("The attnc to compile with"),
 cl::opt<std::string> target("target", cl::init("host"),
                             cl::desc("attnc --target"), cl::cat(serveCategory));
 cl::opt<int> prefillChunk(
-    "prefill-chunk", cl::init(256),
-    cl::desc("Prompt tokens one decode step spends on requests still "
-             "prefilling, so that long prompts do not stall running streams "
-             "(0: whole prompts between steps)"),
+    "prefill-chunk", cl::init(attn::apps::ServingOptions().prefillChunk),
+    cl::desc("Prompt tokens one decode step spends on a request still "
+             "prefilling while others decode, so that long prompts do not "
+             "stall running streams (0: whole prompts between steps)"),
     cl::cat(serveCategory));
 cl::opt<bool> noPrefixCache(
     "no-prefix-cache",

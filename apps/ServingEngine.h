@@ -79,9 +79,10 @@ private:
 
 struct ServingOptions {
   int parallel = 4; ///< requests at once
-  /// Prompt tokens one step spends on requests still prefilling (0: whole
-  /// prompts between steps).
-  int prefillChunk = 256;
+  /// Prompt tokens one step spends on a request still prefilling while
+  /// others decode (0: whole prompts between steps). 64: on TinyLlama-sized
+  /// models a step then takes at most ~2.2x a decode step (bench/README.md).
+  int prefillChunk = 64;
   bool prefixCache = true;
   /// Optional: where the engine records what it does.
   ServingMetrics *metrics = nullptr;

@@ -5,6 +5,7 @@
 #include "PrefixCache.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace attn::runtime {
 
@@ -244,14 +245,15 @@ std::vector<Generator::Row> Generator::promptRows(int index, int budget) const {
 }
 
 std::vector<Generator::Row> Generator::nextRows(int budget) const {
+  // One prompt's chunk at a time, in arrival order: Model::append attends a
+  // leading chunk with the prefill kernels.
   std::vector<Row> rows;
   for (size_t i = 0; i < requests_.size() && budget > 0; i++) {
     const Request &r = requests_[i];
-    if (r.reason != FinishReason::Running || !r.prefilling())
-      continue;
-    std::vector<Row> chunk = promptRows(int(i), budget);
-    budget -= int(chunk.size());
-    rows.insert(rows.end(), chunk.begin(), chunk.end());
+    if (r.reason == FinishReason::Running && r.prefilling()) {
+      rows = promptRows(int(i), budget);
+      break;
+    }
   }
   for (size_t i = 0; i < requests_.size(); i++) {
     const Request &r = requests_[i];
@@ -321,9 +323,16 @@ Status Generator::runRows(const std::vector<Row> &rows) {
 Status Generator::step() {
   if (inCallback_)
     return reentered("step");
-  if (!crossAttends())
-    return runRows(nextRows(options_.prefillChunk));
-  return stepWithCrossAttention();
+  if (crossAttends())
+    return stepWithCrossAttention();
+  // The chunk bounds how long running streams wait; with none decoding, a
+  // prompt goes whole (the prefill kernels' best speed).
+  const bool decoding =
+      std::any_of(requests_.begin(), requests_.end(), [](const Request &r) {
+        return r.reason == FinishReason::Running && !r.prefilling();
+      });
+  return runRows(nextRows(decoding ? options_.prefillChunk
+                                   : std::numeric_limits<int>::max()));
 }
 
 Status Generator::stepWithCrossAttention() {

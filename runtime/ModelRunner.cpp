@@ -175,6 +175,40 @@ Status attendPrefill(Placement &place, const PlanOp &op, const Weights &w,
                           kv.values, kv.stride, kvLen, attention);
 }
 
+/// A prompt's chunk in a step: the first `rows` query rows (of `projected`,
+/// rows `queryStride` apart), one sequence's tokens at its newest positions,
+/// over that sequence's K/V in the cache (its earlier tokens and the
+/// chunk's, already stored), by the prefill kernels, whose causal mask is
+/// aligned to the end of the keys; into `attention` [rows][Hq·D]. CPU only:
+/// the K/V are read from the cache on the host.
+Status attendChunk(const PlanOp &op, const Inputs &in, Workspace &ws,
+                   int layer, int64_t rows, const float *projected,
+                   int64_t queryStride, float *attention) {
+  const int64_t kvWidth = int64_t(op.kvHeads) * op.headDim;
+  const int kvLen = in.positions[rows - 1] + 1;
+  float *keys = grow(ws.keyRows, size_t(kvLen) * kvWidth);
+  float *values = grow(ws.valueRows, size_t(kvLen) * kvWidth);
+  if (Status s = in.selfCache->read(in.selfSequences[0], layer, 0, kvLen, keys,
+                                    values);
+      !s)
+    return s;
+  return prefillAttention(nullptr, op, projected, queryStride, rows, keys,
+                          values, kvWidth, kvLen, attention);
+}
+
+/// The rows at the start of a step that are one sequence's prompt chunk (a
+/// run of two or more rows of the first sequence), which the prefill
+/// kernels attend; 0 where the decode kernels take every row (a device: the
+/// chunk's K/V would be read on the host).
+int64_t chunkRows(const Placement &place, const PlanOp &op, const Inputs &in) {
+  if (in.mode != Mode::Step || op.cross || place.device || !in.selfCache)
+    return 0;
+  int64_t rows = 1;
+  while (rows < in.tokens && in.selfSequences[rows] == in.selfSequences[0])
+    rows++;
+  return rows > 1 ? rows : 0;
+}
+
 /// A decode step's attention: each sequence's new query row (of
 /// `projected`, rows `queryStride` apart) over everything its cache holds
 /// for the layer, the new tokens' K/V included (appended by the projection,
@@ -189,6 +223,24 @@ Status attendStep(Placement &place, const PlanOp &op, const Inputs &in,
   if (cacheTo && !op.fusedCacheAppend)
     if (Status s = writeToCache(in, *cacheTo, layer, kv); !s)
       return s;
+  // A prompt's chunk first (its K/V are in the cache now), by the prefill
+  // kernels; the decode kernels take the rows after it.
+  if (const int64_t rows = chunkRows(place, op, in)) {
+    if (Status s = attendChunk(op, in, ws, layer, rows, projected, queryStride,
+                               attention);
+        !s)
+      return s;
+    if (rows == t)
+      return Status::ok();
+    Inputs rest = in;
+    rest.tokens -= int(rows);
+    rest.ids += rows;
+    rest.positions += rows;
+    rest.selfSequences += rows;
+    return attendStep(place, op, rest, ws, nullptr, layer,
+                      projected + rows * queryStride, queryStride, kv,
+                      attention + rows * q);
+  }
   // The decode kernel reads a dense query.
   float *query = place.activation(ws.query, t * q);
   if (!place.status)

@@ -130,16 +130,19 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
   ASSERT_TRUE(model->prefill(promptB.data(), int(promptB.size()), cache, b,
                              logits.data(), ws));
   // A's prompt in chunks of 5, 5 and 3, each beside one decode row of b;
-  // the head on every row of a's chunk and on b's row.
+  // the head on every row. Leading, a's chunk is attended by the prefill
+  // kernels; after b's row (the second chunk), by the decode kernels.
   std::vector<int32_t> fedA, fedB = promptB;
   for (int start = 0; start < int(promptA.size()); start += 5) {
     const int n = std::min(5, int(promptA.size()) - start);
+    const bool bFirst = start == 5;
+    const int32_t next = (start + 3) % vocabulary;
     std::vector<SequenceId> sequences(n, a);
     std::vector<int32_t> tokens(promptA.begin() + start,
                                 promptA.begin() + start + n);
-    const int32_t next = (start + 3) % vocabulary;
-    sequences.push_back(b);
-    tokens.push_back(next);
+    sequences.insert(bFirst ? sequences.begin() : sequences.end(), b);
+    tokens.insert(bFirst ? tokens.begin() : tokens.end(), next);
+    const int rowOfB = bFirst ? 0 : n, firstOfA = bFirst ? 1 : 0;
     std::vector<int32_t> heads(n + 1);
     for (int i = 0; i <= n; i++)
       heads[i] = i;
@@ -149,17 +152,18 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
                              heads.data(), int(heads.size()), out.data(), ws,
                              greedy.data());
     ASSERT_TRUE(s) << s.message();
-    fedA.insert(fedA.end(), tokens.begin(), tokens.begin() + n);
+    fedA.insert(fedA.end(), promptA.begin() + start,
+                promptA.begin() + start + n);
     fedB.push_back(next);
     std::vector<float> referenceA = recompute(*model, fedA);
     std::vector<float> referenceB = recompute(*model, fedB);
     for (int i = 0; i < n; i++)
-      EXPECT_LE(maxAbsDifference(&out[size_t(i) * vocabulary],
+      EXPECT_LE(maxAbsDifference(&out[size_t(firstOfA + i) * vocabulary],
                                  &referenceA[size_t(start + i) * vocabulary],
                                  vocabulary),
                 1e-5)
           << "a's row " << start + i;
-    EXPECT_LE(maxAbsDifference(&out[size_t(n) * vocabulary],
+    EXPECT_LE(maxAbsDifference(&out[size_t(rowOfB) * vocabulary],
                                &referenceB[(fedB.size() - 1) * vocabulary],
                                vocabulary),
               1e-5);
@@ -354,8 +358,8 @@ TEST(GeneratorServing, ChunkedPrefillDecodesRunningStreamsEveryStep) {
   for (size_t i = 0; i < prompts.size(); i++)
     EXPECT_EQ(actual[i].tokens, expected[i].tokens) << "prompt " << i;
 
-  // While the long prompts prefill (23 tokens: 5 steps of at most 5), the
-  // first two requests get a token at every step.
+  // While the long prompt prefills (23 tokens: 5 steps of at most 5), the
+  // first request gets a token at every step.
   std::unique_ptr<Generator> generator;
   ASSERT_TRUE(Generator::create(*model, chunked, generator));
   int a, b, c;
@@ -377,10 +381,19 @@ TEST(GeneratorServing, ChunkedPrefillDecodesRunningStreamsEveryStep) {
     EXPECT_EQ(generator->tokens(a).size(), before + 1);
     steps++;
   }
-  // c arrived first: its 23 tokens take the budget of 5 steps (b's begin
-  // in the last one).
+  // c arrived first: its 23 tokens take the budget of 5 steps (one prompt
+  // at a time: b's follow).
   EXPECT_EQ(steps, (23 + 4) / 5);
   EXPECT_EQ(generator->tokens(c).size(), 1u);
+  EXPECT_TRUE(generator->prefilling(b));
+
+  // With nothing decoding, nothing waits: a prompt goes whole.
+  std::unique_ptr<Generator> idle;
+  ASSERT_TRUE(Generator::create(*model, chunked, idle));
+  request.prompt = prompts[2];
+  ASSERT_TRUE(idle->submit(request, c));
+  ASSERT_TRUE(idle->step());
+  EXPECT_EQ(idle->tokens(c).size(), 1u);
 }
 
 TEST(GeneratorServing, LogprobsAreTheRecomputedLogSoftmax) {

@@ -64,8 +64,9 @@ constexpr int kMaxLogprobs = 20;
 
 struct GeneratorOptions {
   int maxSequences = 1; ///< requests at once
-  /// > 0: prompt tokens one step spends on requests still prefilling;
-  /// 0: submit() prefills a whole prompt. Decoder-only models.
+  /// > 0: prompt tokens one step spends on requests still prefilling while
+  /// others decode (with none decoding, a prompt goes whole); 0: submit()
+  /// prefills a whole prompt. Decoder-only models.
   int prefillChunk = 0;
   /// Reuse the K/V pages of prompt prefixes other requests computed;
   /// decoder-only models.

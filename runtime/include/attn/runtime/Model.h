@@ -92,9 +92,10 @@ struct Workspace {
   std::vector<float> x, residual, normed, attention, hidden, query;
   /// Outputs of Q/K/V projections (which may append to the cache).
   std::vector<float, KernelAlignedAllocator<float>> projected, key;
-  /// GPU runs: dense K and V rows [tokens][Hkv·D] for prefill attention
-  /// (device kernels take whole allocations, not views into projections),
-  /// and the prompt's last row [dModel] for the output head.
+  /// Dense K and V rows [tokens][Hkv·D] for prefill attention: GPU runs
+  /// (device kernels take whole allocations, not views into projections)
+  /// and a prompt's chunk over its cached tokens; the head's rows
+  /// [rows][dModel].
   std::vector<float> keyRows, valueRows, lastRow;
   std::vector<float> crossRows; ///< [tokens][2·Hkv·D]: K | V for the cache
   std::vector<int32_t> tokens, positions, blockTable, lengths;
@@ -240,7 +241,9 @@ public:
   /// `sequences` [rows] in `selfCache`. A sequence may take several rows (a
   /// prompt's chunk, in order, after the tokens it already caches) beside
   /// other sequences' one (their decode steps); every row attends to its
-  /// sequence's cache up to its own position (the decode kernels). The head
+  /// sequence's cache up to its own position. Leading rows of one sequence
+  /// (a chunk) are attended by the prefill kernels on the CPU, the other
+  /// rows by the decode kernels. The head
   /// runs on the rows `headRows` [headRowCount] (ascending; none: no head):
   ///   logits [headRowCount][targetVocabulary]
   ///   greedyTokens [headRowCount] (optional), as decodeStep's
