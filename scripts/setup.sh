@@ -12,7 +12,7 @@ packages=(
   libpcre2-dev libutf8proc-dev pkgconf                    # the tokenizer: regexes, Unicode normalization
   libcpp-httplib-dev                                      # attn-serve: HTTP
   prometheus-cpp-dev prometheus                           # attn-serve: /metrics; promtool checks it
-  nginx                                                   # deploy/: the load balancer in front of replicas
+  nginx python3-yaml                                      # deploy/: the load balancer in front of replicas; its Kubernetes YAML
   pocl-opencl-icd ocl-icd-libopencl1                      # an OpenCL device on the CPU: runs the GPU kernels in tests
   python3-numpy                                           # tools/hf_reference.py: whole models' independent reference
   python3-jinja2                                          # tools/chat_template_reference.py: Jinja2, as transformers renders

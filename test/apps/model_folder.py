@@ -59,10 +59,11 @@ def make_model_folder(work, bin_dir, data):
     return model, cache, compiled
 
 
-def start_server(bin_dir, model, cache, *options, ready=True):
-    """(process, base URL) of attn-serve on a free port; base is None if it
-    never said where it listens (or, with `ready`, that it is ready)."""
-    server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
+def start_server(bin_dir, model, cache, *options, ready=True, port=0):
+    """(process, base URL) of attn-serve on `port` (0: a free one); base is
+    None if it never said where it listens (or, with `ready`, that it is
+    ready)."""
+    server = subprocess.Popen([os.path.join(bin_dir, "attn-serve"), model, "--port", str(port),
                                "--cache-dir", cache] + list(options),
                               stderr=subprocess.PIPE, text=True)
     base = None
