@@ -12,13 +12,18 @@ ctest --test-dir build --output-on-failure
 [ -f build-asan/build.ninja ] ||
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \
     -DATTN_HOST_ATTNC="$PWD/build/bin/attnc" -DATTN_TOKENIZER_DATA="$PWD/build/tokenizer-data"
-cmake --build build-asan --target runtime-test c-api-test model-test \
-  random-llama-weights model-c-api-test opencl-model-test tokenizer-test tokenizer-c-api-test
+cmake --build build-asan --target runtime-test c-api-test model-test serving-test \
+  random-llama-weights model-c-api-test opencl-model-test tokenizer-test tokenizer-c-api-test \
+  attn-serve attn-run write-random-checkpoint
 # allocator_may_return_null: tests ask for pools larger than the machine
 # (the runtime must answer ATTN_OUT_OF_MEMORY), which ASan would otherwise
 # report as a fatal error instead of failing the allocation.
 ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure \
-  -R '^(runtime-test|c-api-test|model-test|random-llama-weights|model-c-api-test|opencl-model-test|tokenizer-test|tokenizer-c-api-test)$'
+  -R '^(runtime-test|c-api-test|model-test|serving-test|random-llama-weights|model-c-api-test|opencl-model-test|tokenizer-test|tokenizer-c-api-test)$'
+# attn-serve under ASan + UBSan, spoken to by the serve test (logprobs,
+# chunked prefill, the prefix cache, /metrics, the drain).
+ATTNC="$PWD/build/bin/attnc" ASAN_OPTIONS=allocator_may_return_null=1 \
+  /usr/bin/python3 test/apps/attn_serve_test.py build-asan/bin build/tokenizer-data
 
 # One model shared by threads (what a server does) must be free of data
 # races: the model tests (GeneratorTest.ThreadsShareOneModel: four threads,
@@ -30,9 +35,10 @@ ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on
 [ -f build-tsan/build.ninja ] ||
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TSAN=ON \
     -DATTN_HOST_ATTNC="$PWD/build/bin/attnc" -DATTN_TOKENIZER_DATA="$PWD/build/tokenizer-data"
-cmake --build build-tsan --target model-test tokenizer-test attn-serve attn-run \
+cmake --build build-tsan --target model-test serving-test tokenizer-test attn-serve attn-run \
   write-random-checkpoint model-library-c-test
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan.supp" build-tsan/bin/model-test
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/scripts/tsan.supp" build-tsan/bin/serving-test
 TSAN_OPTIONS="halt_on_error=1" build-tsan/bin/tokenizer-test
 # attn-serve's HTTP threads and engine worker, spoken to by the serve test
 # (concurrent, streaming, disconnecting clients); a race stops the server.
