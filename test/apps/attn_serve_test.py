@@ -153,10 +153,13 @@ def check_logprobs(base, model):
 def check_metrics(base):
     """/metrics in Prometheus' format, counting what was sent."""
     long_prompt = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)
-    for _ in range(2):  # the second reuses the first's pages
-        status, _ = request(base, "/v1/completions",
-                            {"prompt": long_prompt, "max_tokens": 2, "temperature": 0})
+    answers = []
+    for _ in range(2):  # the second reuses the first's pages, to the same answer
+        status, answer = request(base, "/v1/completions",
+                                 {"prompt": long_prompt, "max_tokens": 8, "temperature": 0})
         check(status == 200, "the long prompt: %s" % status)
+        answers.append(answer["choices"][0]["text"] if status == 200 else None)
+    check(answers[0] == answers[1], "computed: %r, from cached pages: %r" % tuple(answers))
     req = urllib.request.Request(base + "/metrics")
     with urllib.request.urlopen(req, timeout=30) as response:
         text = response.read().decode()
@@ -395,7 +398,8 @@ def main():
 
         # One request at a time, one waiting: a burst beyond that is turned
         # away; a streaming client that hangs up frees its sequence.
-        server, base = start_server(bin_dir, model, cache, "--parallel", "1", "--max-queue", "1")
+        server, base = start_server(bin_dir, model, cache, "--parallel", "1", "--max-queue", "1",
+                                    "--drain-seconds", "0")
         host, port = base[len("http://"):].split(":")
         # Long and sampled over the whole vocabulary: it runs for a while.
         long_request = json.dumps({"prompt": "Once upon a time", "max_tokens": 240,
@@ -444,7 +448,14 @@ def main():
               "the server does not come back to idle")
         status, answer = request(base, "/v1/completions", {"prompt": "x", "max_tokens": 2})
         check(status == 200, "after the hang-ups: %s %s" % (status, answer))
+        # --drain-seconds 0: a running stream is cut off with an error event.
+        first, first_response = open_stream()
+        first_response.readline()
         server.send_signal(signal.SIGTERM)
+        rest = first_response.read().decode()
+        check('"server_error"' in rest and "shutting down" in rest and
+              rest.rstrip().endswith("data: [DONE]"),
+              "a stream past the drain deadline: %r" % rest[-300:])
         check(server.wait(timeout=30) == 0, "attn-serve did not stop cleanly")
         server = None
         print("attn-serve: %d checks; greedy text %r" % (check.count, text))
