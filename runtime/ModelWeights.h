@@ -21,36 +21,6 @@
 
 namespace attn::runtime {
 
-/// The checkpoint tensors of one op, by role ("q.weight", "table", ...).
-/// A role's data is the whole tensor in PyTorch's layout ([out][in] for
-/// linear weights), or, for GPT-2's Conv1D tensors ([in][out], Q|K|V fused),
-/// columns [columnBegin, columnBegin + columnCount) of it, transposed
-/// (biases: that slice).
-struct OpTensorNames {
-  struct Entry {
-    std::string role, tensor;
-    std::vector<int64_t> shape; // in the file
-    bool conv1d = false;
-    int64_t columnBegin = 0, columnCount = 0; // 0: every column
-    /// Where a checkpoint may hold the tensor instead (tied weights: BART's
-    /// model.shared for its embeddings and head), tried in order when the
-    /// file lacks `tensor`; with their shapes in the file.
-    std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
-    /// As checkTensors expects it: F32 (stored F32, F16 or BF16), or I32
-    /// (the packed words of a GPTQ or AWQ layer).
-    TensorType type = TensorType::F32;
-  };
-  std::vector<Entry> entries;
-  void add(const std::string &role, const std::string &tensor,
-           std::vector<int64_t> shape,
-           std::vector<std::pair<std::string, std::vector<int64_t>>>
-               alternatives = {});
-  void addConv1D(const std::string &role, const std::string &tensor,
-                 std::vector<int64_t> shape, int64_t columnBegin,
-                 int64_t columnCount);
-  const Entry *find(const std::string &role) const;
-};
-
 /// `count` output rows of a linear weight in PyTorch's [out][in] layout,
 /// read on demand: read(first, n, out) converts rows [first, first + n) to
 /// floats at `out` ([n][in]).

@@ -1,0 +1,365 @@
+//===- TensorNames.cpp - which checkpoint tensor feeds which op ------------===//
+
+#include "TensorNames.h"
+
+#include "Int4Checkpoint.h"
+
+#include <map>
+#include <set>
+
+namespace attn::runtime {
+
+namespace {
+
+/// How one family of checkpoints names an encoder-decoder's or a decoder's
+/// tensors. In patterns, {stack} is the op's stack ("encoder", "decoder")
+/// and {n} its block; norms, attention, projections and FFN names follow
+/// the block's prefix.
+struct FamilyNames {
+  WeightNaming naming;
+  const char *name; ///< the plan's weight_naming
+  const char *block, *embedding, *positions, *embeddingNorm, *finalNorm;
+  /// The norm before self attention, cross attention, the FFN.
+  const char *selfNorm, *crossNorm, *ffnNorm;
+  const char *selfAttention, *crossAttention;
+  const char *query, *key, *value, *output;
+  const char *up, *gate, *down;
+  /// Where a checkpoint with tied embeddings stores the table [vocab][d].
+  const char *sharedEmbedding;
+  /// A tied head is the embedding (Llama); else lm_head.weight, or the
+  /// shared table where the checkpoint saved it once (BART, Marian).
+  bool tiedHeadIsEmbedding;
+  /// Tensors that change nothing: names ending so, and whole names.
+  std::vector<const char *> harmlessSuffixes, harmlessNames;
+
+  std::string normBefore(const PlanOp &sublayer) const {
+    return sublayer.kind == OpKind::Ffn ? ffnNorm
+           : sublayer.cross             ? crossNorm
+                                        : selfNorm;
+  }
+  std::string ffn(const std::string &role) const {
+    return role == "up" ? up : role == "down" ? down : gate;
+  }
+};
+
+/// Llama, Mistral and Qwen2 (transformers' LlamaForCausalLM naming; older
+/// Llama uploads carry the recomputed rotary frequencies).
+const FamilyNames kLlama = {
+    WeightNaming::Llama, "llama", "model.layers.{n}.", "model.embed_tokens",
+    "", "", "model.norm", "input_layernorm", "", "post_attention_layernorm",
+    "self_attn.", "", "q_proj", "k_proj", "v_proj", "o_proj", "mlp.up_proj",
+    "mlp.gate_proj", "mlp.down_proj", "model.embed_tokens.weight", true,
+    {".self_attn.rotary_emb.inv_freq"}, {}};
+
+/// BART, mBART and Marian encoder-decoders.
+const FamilyNames kBart = {
+    WeightNaming::Bart, "bart", "model.{stack}.layers.{n}.",
+    "model.{stack}.embed_tokens", "model.{stack}.embed_positions",
+    "model.{stack}.layernorm_embedding", "model.{stack}.layer_norm",
+    "self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm",
+    "self_attn.", "encoder_attn.", "q_proj", "k_proj", "v_proj", "out_proj",
+    "fc1", "fc1_gate", "fc2", "model.shared.weight", false, {}, {}};
+
+/// GPT-2: its structure differs (Conv1D [in][out] tensors, Q|K|V fused, the
+/// head tied to wte), so gpt2Names walks it; the table holds what is data.
+/// transformers ties lm_head.weight to wte (an upload that saved both has
+/// two equal copies) and keeps causal-mask buffers.
+const FamilyNames kGpt2 = {
+    WeightNaming::Gpt2, "gpt2", "transformer.h.{n}.", "transformer.wte",
+    "transformer.wpe", "", "transformer.ln_f", "ln_1", "", "ln_2", "attn.",
+    "", "", "", "", "c_proj", "mlp.c_fc", "", "mlp.c_proj",
+    "transformer.wte.weight", true, {".attn.bias", ".attn.masked_bias"},
+    {"lm_head.weight"}};
+
+const FamilyNames &family(WeightNaming naming) {
+  switch (naming) {
+  case WeightNaming::Llama:
+    return kLlama;
+  case WeightNaming::Gpt2:
+    return kGpt2;
+  case WeightNaming::Bart:
+    break;
+  }
+  return kBart;
+}
+
+/// `pattern` with {stack} and {n} filled in.
+std::string expand(const std::string &pattern, const std::string &stack,
+                   int block = 0) {
+  std::string result = pattern;
+  for (auto [key, value] : {std::pair<std::string, std::string>{"{stack}", stack},
+                            {"{n}", std::to_string(block)}})
+    for (size_t at; (at = result.find(key)) != std::string::npos;)
+      result.replace(at, key.size(), value);
+  return result;
+}
+
+/// GPT-2's tensors of op `i` (a family of its own: Conv1D, fused, tied).
+void gpt2Names(const ModelPlan &plan, size_t i, int block, OpTensorNames &n) {
+  const PlanOp &op = plan.ops[i];
+  const int64_t d = plan.dModel;
+  const FamilyNames &names = kGpt2;
+  const std::string prefix = expand(names.block, "", block);
+  switch (op.kind) {
+  case OpKind::Embedding:
+    n.add("table", std::string(names.embedding) + ".weight", {op.vocabSize, d});
+    if (op.positions == "learned")
+      n.add("positions", std::string(names.positions) + ".weight",
+            {op.maxPositions, d});
+    break;
+  case OpKind::Norm: {
+    const PlanOp *next = i + 1 < plan.ops.size() ? &plan.ops[i + 1] : nullptr;
+    std::string base = !next || next->kind == OpKind::OutputHead ||
+                               next->kind == OpKind::Embedding
+                           ? names.finalNorm
+                           : prefix + names.normBefore(*next);
+    n.add("weight", base + ".weight", {d});
+    n.add("bias", base + ".bias", {d});
+    break;
+  }
+  case OpKind::Attention: {
+    const int64_t q = int64_t(op.queryHeads) * op.headDim,
+                  kv = int64_t(op.kvHeads) * op.headDim, width = q + 2 * kv;
+    std::string qkv = prefix + names.selfAttention + "c_attn.";
+    for (auto [role, begin, count] :
+         {std::tuple{"q", int64_t(0), q}, std::tuple{"k", q, kv},
+          std::tuple{"v", q + kv, kv}}) {
+      n.addConv1D(std::string(role) + ".weight", qkv + "weight", {d, width},
+                  begin, count);
+      n.addConv1D(std::string(role) + ".bias", qkv + "bias", {width}, begin,
+                  count);
+    }
+    const std::string out = prefix + names.selfAttention + names.output;
+    n.addConv1D("out.weight", out + ".weight", {q, d}, 0, 0);
+    n.addConv1D("out.bias", out + ".bias", {d}, 0, 0);
+    break;
+  }
+  case OpKind::Ffn: {
+    const int64_t f = op.intermediateSize;
+    n.addConv1D("up.weight", prefix + names.up + ".weight", {d, f}, 0, 0);
+    n.addConv1D("up.bias", prefix + names.up + ".bias", {f}, 0, 0);
+    n.addConv1D("down.weight", prefix + names.down + ".weight", {f, d}, 0, 0);
+    n.addConv1D("down.bias", prefix + names.down + ".bias", {d}, 0, 0);
+    break;
+  }
+  case OpKind::OutputHead:
+    n.add("weight", names.sharedEmbedding, {op.vocabSize, d}); // tied
+    break;
+  }
+}
+
+} // namespace
+
+const char *name(WeightNaming naming) { return family(naming).name; }
+
+std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
+                                       WeightNaming namingKind) {
+  if (namingKind == WeightNaming::Gpt2) {
+    std::vector<OpTensorNames> names(plan.ops.size());
+    int block = 0;
+    for (size_t i = 0; i < plan.ops.size(); i++) {
+      gpt2Names(plan, i, block, names[i]);
+      block += plan.ops[i].kind == OpKind::Ffn;
+    }
+    // A bare GPT2Model's checkpoint names them without "transformer.".
+    const std::string prefix = "transformer.";
+    for (OpTensorNames &op : names)
+      for (OpTensorNames::Entry &entry : op.entries)
+        if (entry.tensor.compare(0, prefix.size(), prefix) == 0)
+          entry.alternatives.push_back(
+              {entry.tensor.substr(prefix.size()), entry.shape});
+    return names;
+  }
+  const FamilyNames &naming = family(namingKind);
+  // A linear layer's weight: `role`.weight, or the tensors of a checkpoint
+  // that holds it quantized (Int4Checkpoint.h), `role`.qweight and so on.
+  auto addLinear = [&](OpTensorNames &n, const std::string &role,
+                       const std::string &base, int64_t out, int64_t in) {
+    if (!plan.weightFormat) {
+      n.add(role + ".weight", base + ".weight", {out, in});
+      return;
+    }
+    for (const Int4TensorSpec &tensor :
+         int4Tensors(*plan.weightFormat, out, in, plan.weightGroup)) {
+      n.add(role + tensor.suffix, base + tensor.suffix, tensor.shape);
+      n.entries.back().type = tensor.type;
+    }
+  };
+  std::vector<OpTensorNames> names(plan.ops.size());
+  std::map<std::string, int> blockOfStack; // FFNs seen per stack
+  const int64_t d = plan.dModel;
+  for (size_t i = 0; i < plan.ops.size(); i++) {
+    const PlanOp &op = plan.ops[i];
+    OpTensorNames &n = names[i];
+    std::string stack = op.stack.empty() ? "decoder" : op.stack;
+    std::string prefix = expand(naming.block, stack, blockOfStack[stack]);
+    switch (op.kind) {
+    case OpKind::Embedding:
+      n.add("table", expand(naming.embedding, stack) + ".weight",
+            {op.vocabSize, d}, {{naming.sharedEmbedding, {op.vocabSize, d}}});
+      if (op.positions == "learned")
+        n.add("positions", expand(naming.positions, stack) + ".weight",
+              {op.maxPositions + op.positionOffset, d});
+      break;
+    case OpKind::Norm: {
+      // A pre norm is named after the sublayer it feeds, a post norm after
+      // the one it follows (whose block an FFN has already counted).
+      const PlanOp *next = i + 1 < plan.ops.size() ? &plan.ops[i + 1] : nullptr;
+      const PlanOp *sublayer =
+          op.post ? (i > 0 ? &plan.ops[i - 1] : nullptr) : next;
+      bool named = sublayer && sublayer->stack == op.stack &&
+                   (sublayer->kind == OpKind::Attention ||
+                    sublayer->kind == OpKind::Ffn);
+      std::string base = expand(naming.finalNorm, stack);
+      if (op.post && sublayer && sublayer->kind == OpKind::Embedding)
+        base = expand(naming.embeddingNorm, stack);
+      else if (named && op.post && sublayer->kind == OpKind::Ffn)
+        base = expand(naming.block, stack, blockOfStack[stack] - 1) +
+               naming.normBefore(*sublayer);
+      else if (named)
+        base = prefix + naming.normBefore(*sublayer);
+      n.add("weight", base + ".weight", {d});
+      if (op.layerNorm)
+        n.add("bias", base + ".bias", {d});
+      break;
+    }
+    case OpKind::Attention: {
+      std::string base =
+          prefix + (op.cross ? naming.crossAttention : naming.selfAttention);
+      const int64_t q = int64_t(op.queryHeads) * op.headDim,
+                    kv = int64_t(op.kvHeads) * op.headDim;
+      for (auto [role, proj, rows, cols] :
+           {std::tuple{"q", naming.query, q, d},
+            std::tuple{"k", naming.key, kv, d},
+            std::tuple{"v", naming.value, kv, d},
+            std::tuple{"out", naming.output, d, q}}) {
+        addLinear(n, role, base + proj, rows, cols);
+        if (std::string(role) == "out" ? op.outputBias : op.bias)
+          n.add(std::string(role) + ".bias", base + proj + ".bias", {rows});
+      }
+      break;
+    }
+    case OpKind::Ffn: {
+      const int64_t f = op.intermediateSize;
+      std::vector<std::pair<std::string, std::vector<int64_t>>> roles = {
+          {"up", {f, d}}, {"down", {d, f}}};
+      if (op.gated)
+        roles.insert(roles.begin(), {"gate", {f, d}});
+      for (const auto &[role, shape] : roles) {
+        const std::string base = prefix + naming.ffn(role);
+        addLinear(n, role, base, shape[0], shape[1]);
+        if (op.bias)
+          n.add(role + ".bias", base + ".bias", {shape[0]});
+      }
+      blockOfStack[stack]++;
+      break;
+    }
+    case OpKind::OutputHead:
+      // A tied Llama-family head is the embedding, whatever lm_head.weight
+      // a checkpoint also holds (harmlessTensors), and an untied one must
+      // have its own. BART and Marian heads are tied to the embeddings in
+      // most checkpoints (saved once, under the embedding's name), and keep
+      // the head's bias as the buffer final_logits_bias [1][vocab].
+      if (naming.tiedHeadIsEmbedding && op.tied)
+        n.add("weight", expand(naming.embedding, stack) + ".weight",
+              {op.vocabSize, d});
+      else if (naming.tiedHeadIsEmbedding)
+        n.add("weight", "lm_head.weight", {op.vocabSize, d});
+      else
+        n.add("weight", "lm_head.weight", {op.vocabSize, d},
+              {{naming.sharedEmbedding, {op.vocabSize, d}}});
+      if (op.bias)
+        n.add("bias", "lm_head.bias", {op.vocabSize},
+              {{"final_logits_bias", {1, op.vocabSize}}});
+      break;
+    }
+  }
+  return names;
+}
+
+std::vector<ExpectedTensor>
+distinctTensors(const std::vector<OpTensorNames> &names) {
+  std::vector<ExpectedTensor> expected;
+  std::set<std::string> seen;
+  for (const OpTensorNames &op : names)
+    for (const OpTensorNames::Entry &entry : op.entries)
+      if (seen.insert(entry.tensor).second)
+        expected.push_back({entry.tensor, entry.type, entry.shape});
+  return expected;
+}
+
+Status checkSharedShapes(const ModelPlan &plan,
+                         const std::vector<OpTensorNames> &names) {
+  std::map<std::string, std::pair<const std::vector<int64_t> *, size_t>> first;
+  auto text = [](const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); i++)
+      s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  };
+  for (size_t i = 0; i < names.size(); i++)
+    for (const OpTensorNames::Entry &entry : names[i].entries) {
+      auto [at, inserted] = first.try_emplace(entry.tensor, &entry.shape, i);
+      if (!inserted && *at->second.first != entry.shape)
+        return Status(StatusCode::InvalidArgument,
+                      "the plan's ops '" + plan.ops[at->second.second].name +
+                          "' and '" + plan.ops[i].name + "' expect tensor '" +
+                          entry.tensor + "' as " + text(*at->second.first) +
+                          " and " + text(entry.shape));
+    }
+  return Status::ok();
+}
+
+std::vector<std::string> harmlessTensors(const ModelPlan &plan,
+                                         WeightNaming naming,
+                                         const std::vector<std::string> &present) {
+  const FamilyNames &names = family(naming);
+  std::set<std::string> harmless(names.harmlessNames.begin(),
+                                 names.harmlessNames.end());
+  for (const PlanOp &op : plan.ops) {
+    if (op.kind == OpKind::OutputHead && op.tied) // transformers ties over it
+      harmless.insert("lm_head.weight");
+    // Marian's sinusoids are a frozen table transformers fills itself: the
+    // kernel computes them, whether or not the checkpoint saved them.
+    if (op.kind == OpKind::Embedding && op.positions == "sinusoidal_halves")
+      harmless.insert(
+          expand(names.positions, op.stack.empty() ? "decoder" : op.stack) +
+          ".weight");
+  }
+  std::vector<std::string> result;
+  for (const std::string &tensor : present) {
+    bool suffix = false;
+    for (std::string end : names.harmlessSuffixes)
+      suffix |= tensor.size() >= end.size() &&
+                tensor.compare(tensor.size() - end.size(), end.size(), end) == 0;
+    if (suffix || harmless.count(tensor))
+      result.push_back(tensor);
+  }
+  return result;
+}
+
+void OpTensorNames::add(
+    const std::string &role, const std::string &tensor,
+    std::vector<int64_t> shape,
+    std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives) {
+  Entry entry{role, tensor, std::move(shape)};
+  entry.alternatives = std::move(alternatives);
+  entries.push_back(std::move(entry));
+}
+
+void OpTensorNames::addConv1D(const std::string &role,
+                              const std::string &tensor,
+                              std::vector<int64_t> shape, int64_t columnBegin,
+                              int64_t columnCount) {
+  entries.push_back(
+      {role, tensor, std::move(shape), true, columnBegin, columnCount});
+}
+
+const OpTensorNames::Entry *OpTensorNames::find(const std::string &role) const {
+  for (const Entry &entry : entries)
+    if (entry.role == role)
+      return &entry;
+  return nullptr;
+}
+
+} // namespace attn::runtime

@@ -1,0 +1,76 @@
+//===- TensorNames.h - which checkpoint tensor feeds which op -----*- C++ -*-===//
+//
+// Private to the runtime. How each family of Hugging Face checkpoints names
+// its tensors is data: one FamilyNames table per family (TensorNames.cpp),
+// read by one walk over the plan's ops that lists each op's tensors by role.
+// The loader (WeightLayout.cpp) reads roles, never names; adding a family
+// with the same structure is a table (and its import in attnc).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_TENSORNAMES_H
+#define ATTN_RUNTIME_TENSORNAMES_H
+
+#include "attn/runtime/Model.h"
+
+#include <string>
+#include <vector>
+
+namespace attn::runtime {
+
+/// The checkpoint tensors of one op, by role ("q.weight", "table", ...).
+/// A role's data is the whole tensor in PyTorch's layout ([out][in] for
+/// linear weights), or, for GPT-2's Conv1D tensors ([in][out], Q|K|V fused),
+/// columns [columnBegin, columnBegin + columnCount) of it, transposed
+/// (biases: that slice).
+struct OpTensorNames {
+  struct Entry {
+    std::string role, tensor;
+    std::vector<int64_t> shape; // in the file
+    bool conv1d = false;
+    int64_t columnBegin = 0, columnCount = 0; // 0: every column
+    /// Where a checkpoint may hold the tensor instead (tied weights: BART's
+    /// model.shared for its embeddings and head), tried in order when the
+    /// file lacks `tensor`; with their shapes in the file.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
+    /// As checkTensors expects it: F32 (stored F32, F16 or BF16), or I32
+    /// (the packed words of a GPTQ or AWQ layer).
+    TensorType type = TensorType::F32;
+  };
+  std::vector<Entry> entries;
+  void add(const std::string &role, const std::string &tensor,
+           std::vector<int64_t> shape,
+           std::vector<std::pair<std::string, std::vector<int64_t>>>
+               alternatives = {});
+  void addConv1D(const std::string &role, const std::string &tensor,
+                 std::vector<int64_t> shape, int64_t columnBegin,
+                 int64_t columnCount);
+  const Entry *find(const std::string &role) const;
+};
+
+/// Every op's tensors under `naming`, parallel to plan.ops.
+std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
+                                       WeightNaming naming);
+
+/// The distinct tensors `names` refer to, in order (fused and tied tensors
+/// serve several roles).
+std::vector<ExpectedTensor>
+distinctTensors(const std::vector<OpTensorNames> &names);
+
+/// Fails where two of the plan's ops expect one tensor in different shapes
+/// (only a tampered or hand-written plan does: a fused or tied tensor
+/// serves its roles in one shape); the loader packs each op's weights by its
+/// own shape, so the file's single tensor would be read past its end.
+Status checkSharedShapes(const ModelPlan &plan,
+                         const std::vector<OpTensorNames> &names);
+
+/// Tensors a checkpoint under `naming` may hold beyond what `plan` reads
+/// and that change nothing (recomputed rotary frequencies, causal-mask
+/// buffers, tied copies, frozen sinusoids), among `present`.
+std::vector<std::string> harmlessTensors(const ModelPlan &plan,
+                                         WeightNaming naming,
+                                         const std::vector<std::string> &present);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_TENSORNAMES_H

@@ -1,0 +1,219 @@
+//===- WeightLayout.cpp - a checkpoint laid out for the kernels ----------===//
+//
+// Model::layOut: each op's tensors (TensorNames.h) checked against the
+// file, then read a panel at a time and packed for its kernels
+// (WeightMatrix.cpp: the layout Linear.cpp's kernels read); GPTQ and AWQ
+// layers repacked from their own packing (Int4Checkpoint.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Int4Checkpoint.h"
+#include "ModelWeights.h"
+#include "TensorNames.h"
+
+#include "attn/runtime/Checkpoint.h"
+
+#include <set>
+
+namespace attn::runtime {
+
+Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
+                     const std::string &weightsPath, const Checkpoint &file,
+                     std::vector<std::shared_ptr<const Weights>> &weights) {
+  std::vector<OpTensorNames> names = tensorNames(plan, naming);
+  // Every linear kernel of a GPTQ or AWQ model reads zero points: the
+  // checkpoint's, and 8 where loading quantizes (the output head).
+  const bool zeros = plan.weightFormat.has_value();
+  Status failure = Status::ok(); // of a quantized layer's tensors
+  // Where the file lacks a tensor but holds one of its alternatives (a tied
+  // copy), the alternative stands in; unused alternatives may stay in the
+  // file (a checkpoint that stores both copies).
+  std::set<std::string> tolerated;
+  for (OpTensorNames &op : names)
+    for (OpTensorNames::Entry &entry : op.entries) {
+      if (!file.find(entry.tensor))
+        for (const auto &[alternative, shape] : entry.alternatives)
+          if (file.find(alternative)) {
+            entry.tensor = alternative;
+            entry.shape = shape;
+            break;
+          }
+      for (const auto &alternative : entry.alternatives)
+        tolerated.insert(alternative.first);
+    }
+  if (Status status = checkSharedShapes(plan, names); !status)
+    return status;
+  std::vector<std::string> present;
+  for (const auto &[tensor, view] : file.tensors())
+    present.push_back(tensor);
+  for (const std::string &tensor : harmlessTensors(plan, naming, present))
+    tolerated.insert(tensor);
+  if (Status status = checkTensors(file, distinctTensors(names), tolerated);
+      !status)
+    return Status(status.code(), std::string(name(naming)) + " weights in '" +
+                                     weightsPath + "': " + status.message());
+
+  auto get = [&](const OpTensorNames &n, const char *role) {
+    const OpTensorNames::Entry *entry = n.find(role);
+    if (!entry)
+      return PooledVector<float>();
+    const TensorView &tensor = *file.find(entry->tensor);
+    PooledVector<float> values(tensor.bytes / byteSize(tensor.type));
+    readFloats(tensor, values.data());
+    file.release(tensor);
+    if (!entry->conv1d)
+      return values;
+    // [in][out] (or [out] for a bias), columns [begin, begin + count).
+    const int64_t out = entry->shape.back(), begin = entry->columnBegin,
+                  count = entry->columnCount ? entry->columnCount : out;
+    if (entry->shape.size() == 1)
+      return PooledVector<float>(values.begin() + begin,
+                                 values.begin() + begin + count);
+    const int64_t in = entry->shape[0];
+    PooledVector<float> transposed(size_t(count * in));
+    for (int64_t o = 0; o < count; o++)
+      for (int64_t k = 0; k < in; k++)
+        transposed[size_t(o * in + k)] = values[size_t(k * out + begin + o)];
+    return transposed;
+  };
+  // A linear weight's rows, read from the file a panel at a time (GPT-2's
+  // Conv1D slices, [in][out] in the file, are transposed whole first).
+  // `done` releases the tensors' pages once packed.
+  std::vector<const TensorView *> packed;
+  auto rows = [&](const OpTensorNames &n, const char *role) -> WeightRows {
+    const OpTensorNames::Entry *entry = n.find(role);
+    const std::string quantizedRole =
+        std::string(role).substr(0, std::string(role).find('.')) + ".qweight";
+    if (const OpTensorNames::Entry *q = n.find(quantizedRole);
+        !entry && q && plan.weightFormat) {
+      // [in/8][out] (GPTQ) or [in][out/8] (AWQ): the layer's shape.
+      const bool awq = *plan.weightFormat == Int4Format::Awq;
+      const int64_t out = awq ? q->shape[1] * 8 : q->shape[1],
+                    in = awq ? q->shape[0] : q->shape[0] * 8;
+      std::shared_ptr<const Int4Layer> layer;
+      const std::string base =
+          q->tensor.substr(0, q->tensor.size() - std::string(".qweight").size());
+      if (Status opened = Int4Layer::open(file, base, *plan.weightFormat, out,
+                                          in, plan.weightGroup, layer);
+          !opened) {
+        if (failure) // the first problem is the one reported
+          failure = opened;
+        return {};
+      }
+      WeightRows result;
+      result.count = out;
+      result.readInt4 = [layer](int64_t first, int64_t count, uint8_t *u,
+                                float *scales, uint8_t *zeros) {
+        layer->read(first, count, u, scales, zeros);
+      };
+      return result;
+    }
+    if (!entry)
+      return {};
+    if (entry->conv1d) {
+      auto values = std::make_shared<PooledVector<float>>(get(n, role));
+      const int64_t in = entry->shape[0];
+      return {int64_t(values->size()) / in,
+              [values, in](int64_t first, int64_t count, float *out) {
+                std::copy_n(values->data() + first * in, count * in, out);
+              }};
+    }
+    const TensorView *tensor = file.find(entry->tensor);
+    packed.push_back(tensor);
+    const int64_t in = tensor->shape[1];
+    const size_t rowBytes = size_t(in) * byteSize(tensor->type);
+    return {tensor->shape[0], [tensor, rowBytes](int64_t first, int64_t count,
+                                                 float *out) {
+              TensorView slice = *tensor;
+              slice.data = static_cast<const char *>(tensor->data) +
+                           size_t(first) * rowBytes;
+              slice.bytes = size_t(count) * rowBytes;
+              readFloats(slice, out);
+            }};
+  };
+  auto done = [&] {
+    for (const TensorView *tensor : packed)
+      file.release(*tensor);
+    packed.clear();
+  };
+  const int64_t d = plan.dModel;
+  for (size_t i = 0; i < plan.ops.size(); i++) {
+    const PlanOp &op = plan.ops[i];
+    const OpTensorNames &n = names[i];
+    auto w = std::make_shared<Weights>();
+    switch (op.kind) {
+    case OpKind::Embedding:
+      w->table = get(n, "table");
+      w->positionTable = get(n, "positions");
+      break;
+    case OpKind::Norm:
+      w->normWeight = get(n, "weight");
+      w->normBias = get(n, "bias");
+      break;
+    case OpKind::Attention: {
+      const int64_t q = int64_t(op.queryHeads) * op.headDim,
+                    kv = int64_t(op.kvHeads) * op.headDim;
+      const WeightRows wq = rows(n, "q.weight"), wk = rows(n, "k.weight"),
+                       wv = rows(n, "v.weight");
+      const PooledVector<float> bq = get(n, "q.bias"), bk = get(n, "k.bias"),
+                   bv = get(n, "v.bias");
+      // Fused: Q | K | V. Else Q, and K | V.
+      const int64_t panel = plan.weightPanel;
+      if (op.fusedProjections) {
+        w->query.pack({wq, wk, wv}, d, panel, plan.weightType,
+                      plan.weightGroup, zeros);
+      } else {
+        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup, zeros);
+        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup, zeros);
+      }
+      if (op.bias) {
+        w->queryBias = bq;
+        PooledVector<float> &kvBias =
+            (op.fusedProjections ? w->queryBias : w->keyValueBias).edit();
+        kvBias.insert(kvBias.end(), bk.begin(), bk.end());
+        kvBias.insert(kvBias.end(), bv.begin(), bv.end());
+      }
+      w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
+                     plan.weightGroup, zeros);
+      done();
+      w->outputBias = get(n, "out.bias");
+      break;
+    }
+    case OpKind::Ffn: {
+      // Gated: up is gate | up, the halves the down kernel pairs.
+      const int64_t f = op.intermediateSize;
+      const WeightRows gate = rows(n, "gate.weight"), up = rows(n, "up.weight"),
+                       down = rows(n, "down.weight");
+      if (op.gated) {
+        w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType,
+                   plan.weightGroup, zeros);
+        w->upBias = get(n, "gate.bias");
+      } else {
+        w->up.pack({up}, d, plan.weightPanel, plan.weightType,
+                   plan.weightGroup, zeros);
+      }
+      const PooledVector<float> upBias = get(n, "up.bias");
+      PooledVector<float> &bias = w->upBias.edit();
+      bias.insert(bias.end(), upBias.begin(), upBias.end());
+      w->down.pack({down}, f, plan.weightPanel, plan.weightType,
+                   plan.weightGroup, zeros);
+      done();
+      w->downBias = get(n, "down.bias");
+      break;
+    }
+    case OpKind::OutputHead: {
+      w->head.pack({rows(n, "weight")}, d, plan.weightPanel, plan.weightType,
+                   plan.weightGroup, zeros);
+      done();
+      w->headBias = get(n, "bias");
+      break;
+    }
+    }
+    if (!failure)
+      return failure;
+    weights.push_back(std::move(w));
+  }
+  return Status::ok();
+}
+
+} // namespace attn::runtime
