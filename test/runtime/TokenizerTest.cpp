@@ -422,6 +422,27 @@ TEST(ChatTemplate, ErrorsSayWhy) {
   EXPECT_FALSE(broken.hasChatTemplate());
   EXPECT_EQ(broken.applyChatTemplate("[]", true, prompt).message(),
             "tokenizer_config.json: chat_template: line 2: unexpected ''");
+  // A builtin the interpreter lacks is refused at load too, with its line,
+  // even in a branch no conversation reaches (here: messages is empty).
+  for (auto [snippet, why] : {
+           std::pair{"{{ x | frobnicate }}",
+                     "the filter 'frobnicate' is not supported"},
+           {"{{ x is frobnicated }}", "the test 'frobnicated' is not supported"},
+           {"{{ x.frob() }}", "no method 'frob' on strings or mappings"},
+           {"{{ frob(1) }}", "unknown function 'frob'"},
+           {"{% for m in messages if m | frob %}{% endfor %}",
+            "the filter 'frob' is not supported"},
+       }) {
+    Tokenizer unknown;
+    std::string config = "{\"chat_template\": \"x\\n{% if messages %}" +
+                         std::string(snippet) + "{% endif %}\"}";
+    ASSERT_TRUE(Tokenizer::parse(std::string("{") + kSmallModel + "}", config,
+                                 "", "t", unknown));
+    EXPECT_FALSE(unknown.hasChatTemplate()) << snippet;
+    EXPECT_EQ(unknown.applyChatTemplate("[]", true, prompt).message(),
+              "tokenizer_config.json: chat_template: line 2: " +
+                  std::string(why));
+  }
   // raise_exception's message reaches the caller.
   Tokenizer strict;
   ASSERT_TRUE(Tokenizer::parse(
