@@ -56,13 +56,12 @@ ServingMetrics::ServingMetrics(std::shared_ptr<Registry> registry)
       kvPagesUsed(gauge(*registry, "attn_kv_cache_pages_used",
                         "KV cache pages in use (running requests and the "
                         "prefix cache)")),
-      kvPagesFree(gauge(*registry, "attn_kv_cache_pages_free",
-                        "KV cache pages free")),
+      kvPagesFree(
+          gauge(*registry, "attn_kv_cache_pages_free", "KV cache pages free")),
       prefixHitTokens(counter(*registry, "attn_prefix_cache_hit_tokens_total",
                               "Prompt tokens whose K/V the prefix cache "
                               "gave")),
-      prefixMissTokens(counter(*registry,
-                               "attn_prefix_cache_miss_tokens_total",
+      prefixMissTokens(counter(*registry, "attn_prefix_cache_miss_tokens_total",
                                "Prompt tokens looked up in the prefix cache "
                                "and computed")),
       registry_(std::move(registry)),

@@ -1,4 +1,5 @@
-//===- ServingMetrics.h - what attn-serve tells Prometheus -------*- C++ -*-===//
+//===- ServingMetrics.h - what attn-serve tells Prometheus -------*- C++
+//-*-===//
 //
 // The serving engine's counters, gauges and latency histograms, kept with
 // prometheus-cpp (Debian prometheus-cpp-dev; thread-safe: the engine's

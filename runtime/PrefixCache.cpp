@@ -8,8 +8,7 @@
 
 namespace attn::runtime {
 
-uint64_t PrefixCache::chain(uint64_t parent, const int32_t *tokens,
-                            int count) {
+uint64_t PrefixCache::chain(uint64_t parent, const int32_t *tokens, int count) {
   return XXH3_64bits_withSeed(tokens, size_t(count) * sizeof(int32_t), parent);
 }
 

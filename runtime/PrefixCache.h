@@ -1,4 +1,5 @@
-//===- PrefixCache.h - K/V pages of prompt prefixes, reused ------*- C++ -*-===//
+//===- PrefixCache.h - K/V pages of prompt prefixes, reused ------*- C++
+//-*-===//
 //
 // Requests that begin alike (a system prompt, a chat's history) reuse the
 // K/V pages an earlier request computed. Only full pages are cached, each

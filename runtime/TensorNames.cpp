@@ -1,4 +1,5 @@
-//===- TensorNames.cpp - which checkpoint tensor feeds which op ------------===//
+//===- TensorNames.cpp - which checkpoint tensor feeds which op
+//------------===//
 
 #include "TensorNames.h"
 
@@ -44,32 +45,82 @@ struct FamilyNames {
 
 /// Llama, Mistral and Qwen2 (transformers' LlamaForCausalLM naming; older
 /// Llama uploads carry the recomputed rotary frequencies).
-const FamilyNames kLlama = {
-    WeightNaming::Llama, "llama", "model.layers.{n}.", "model.embed_tokens",
-    "", "", "model.norm", "input_layernorm", "", "post_attention_layernorm",
-    "self_attn.", "", "q_proj", "k_proj", "v_proj", "o_proj", "mlp.up_proj",
-    "mlp.gate_proj", "mlp.down_proj", "model.embed_tokens.weight", true,
-    {".self_attn.rotary_emb.inv_freq"}, {}};
+const FamilyNames kLlama = {WeightNaming::Llama,
+                            "llama",
+                            "model.layers.{n}.",
+                            "model.embed_tokens",
+                            "",
+                            "",
+                            "model.norm",
+                            "input_layernorm",
+                            "",
+                            "post_attention_layernorm",
+                            "self_attn.",
+                            "",
+                            "q_proj",
+                            "k_proj",
+                            "v_proj",
+                            "o_proj",
+                            "mlp.up_proj",
+                            "mlp.gate_proj",
+                            "mlp.down_proj",
+                            "model.embed_tokens.weight",
+                            true,
+                            {".self_attn.rotary_emb.inv_freq"},
+                            {}};
 
 /// BART, mBART and Marian encoder-decoders.
-const FamilyNames kBart = {
-    WeightNaming::Bart, "bart", "model.{stack}.layers.{n}.",
-    "model.{stack}.embed_tokens", "model.{stack}.embed_positions",
-    "model.{stack}.layernorm_embedding", "model.{stack}.layer_norm",
-    "self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm",
-    "self_attn.", "encoder_attn.", "q_proj", "k_proj", "v_proj", "out_proj",
-    "fc1", "fc1_gate", "fc2", "model.shared.weight", false, {}, {}};
+const FamilyNames kBart = {WeightNaming::Bart,
+                           "bart",
+                           "model.{stack}.layers.{n}.",
+                           "model.{stack}.embed_tokens",
+                           "model.{stack}.embed_positions",
+                           "model.{stack}.layernorm_embedding",
+                           "model.{stack}.layer_norm",
+                           "self_attn_layer_norm",
+                           "encoder_attn_layer_norm",
+                           "final_layer_norm",
+                           "self_attn.",
+                           "encoder_attn.",
+                           "q_proj",
+                           "k_proj",
+                           "v_proj",
+                           "out_proj",
+                           "fc1",
+                           "fc1_gate",
+                           "fc2",
+                           "model.shared.weight",
+                           false,
+                           {},
+                           {}};
 
 /// GPT-2: its structure differs (Conv1D [in][out] tensors, Q|K|V fused, the
 /// head tied to wte), so gpt2Names walks it; the table holds what is data.
 /// transformers ties lm_head.weight to wte (an upload that saved both has
 /// two equal copies) and keeps causal-mask buffers.
-const FamilyNames kGpt2 = {
-    WeightNaming::Gpt2, "gpt2", "transformer.h.{n}.", "transformer.wte",
-    "transformer.wpe", "", "transformer.ln_f", "ln_1", "", "ln_2", "attn.",
-    "", "", "", "", "c_proj", "mlp.c_fc", "", "mlp.c_proj",
-    "transformer.wte.weight", true, {".attn.bias", ".attn.masked_bias"},
-    {"lm_head.weight"}};
+const FamilyNames kGpt2 = {WeightNaming::Gpt2,
+                           "gpt2",
+                           "transformer.h.{n}.",
+                           "transformer.wte",
+                           "transformer.wpe",
+                           "",
+                           "transformer.ln_f",
+                           "ln_1",
+                           "",
+                           "ln_2",
+                           "attn.",
+                           "",
+                           "",
+                           "",
+                           "",
+                           "c_proj",
+                           "mlp.c_fc",
+                           "",
+                           "mlp.c_proj",
+                           "transformer.wte.weight",
+                           true,
+                           {".attn.bias", ".attn.masked_bias"},
+                           {"lm_head.weight"}};
 
 const FamilyNames &family(WeightNaming naming) {
   switch (naming) {
@@ -87,8 +138,9 @@ const FamilyNames &family(WeightNaming naming) {
 std::string expand(const std::string &pattern, const std::string &stack,
                    int block = 0) {
   std::string result = pattern;
-  for (auto [key, value] : {std::pair<std::string, std::string>{"{stack}", stack},
-                            {"{n}", std::to_string(block)}})
+  for (auto [key, value] :
+       {std::pair<std::string, std::string>{"{stack}", stack},
+        {"{n}", std::to_string(block)}})
     for (size_t at; (at = result.find(key)) != std::string::npos;)
       result.replace(at, key.size(), value);
   return result;
@@ -310,9 +362,9 @@ Status checkSharedShapes(const ModelPlan &plan,
   return Status::ok();
 }
 
-std::vector<std::string> harmlessTensors(const ModelPlan &plan,
-                                         WeightNaming naming,
-                                         const std::vector<std::string> &present) {
+std::vector<std::string>
+harmlessTensors(const ModelPlan &plan, WeightNaming naming,
+                const std::vector<std::string> &present) {
   const FamilyNames &names = family(naming);
   std::set<std::string> harmless(names.harmlessNames.begin(),
                                  names.harmlessNames.end());
@@ -330,8 +382,9 @@ std::vector<std::string> harmlessTensors(const ModelPlan &plan,
   for (const std::string &tensor : present) {
     bool suffix = false;
     for (std::string end : names.harmlessSuffixes)
-      suffix |= tensor.size() >= end.size() &&
-                tensor.compare(tensor.size() - end.size(), end.size(), end) == 0;
+      suffix |=
+          tensor.size() >= end.size() &&
+          tensor.compare(tensor.size() - end.size(), end.size(), end) == 0;
     if (suffix || harmless.count(tensor))
       result.push_back(tensor);
   }

@@ -1,4 +1,5 @@
-//===- TensorNames.h - which checkpoint tensor feeds which op -----*- C++ -*-===//
+//===- TensorNames.h - which checkpoint tensor feeds which op -----*- C++
+//-*-===//
 //
 // Private to the runtime. How each family of Hugging Face checkpoints names
 // its tensors is data: one FamilyNames table per family (TensorNames.cpp),
@@ -67,9 +68,9 @@ Status checkSharedShapes(const ModelPlan &plan,
 /// Tensors a checkpoint under `naming` may hold beyond what `plan` reads
 /// and that change nothing (recomputed rotary frequencies, causal-mask
 /// buffers, tied copies, frozen sinusoids), among `present`.
-std::vector<std::string> harmlessTensors(const ModelPlan &plan,
-                                         WeightNaming naming,
-                                         const std::vector<std::string> &present);
+std::vector<std::string>
+harmlessTensors(const ModelPlan &plan, WeightNaming naming,
+                const std::vector<std::string> &present);
 
 } // namespace attn::runtime
 

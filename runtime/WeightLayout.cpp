@@ -91,8 +91,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       const int64_t out = awq ? q->shape[1] * 8 : q->shape[1],
                     in = awq ? q->shape[0] : q->shape[0] * 8;
       std::shared_ptr<const Int4Layer> layer;
-      const std::string base =
-          q->tensor.substr(0, q->tensor.size() - std::string(".qweight").size());
+      const std::string base = q->tensor.substr(
+          0, q->tensor.size() - std::string(".qweight").size());
       if (Status opened = Int4Layer::open(file, base, *plan.weightFormat, out,
                                           in, plan.weightGroup, layer);
           !opened) {
@@ -122,8 +122,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     packed.push_back(tensor);
     const int64_t in = tensor->shape[1];
     const size_t rowBytes = size_t(in) * byteSize(tensor->type);
-    return {tensor->shape[0], [tensor, rowBytes](int64_t first, int64_t count,
-                                                 float *out) {
+    return {tensor->shape[0],
+            [tensor, rowBytes](int64_t first, int64_t count, float *out) {
               TensorView slice = *tensor;
               slice.data = static_cast<const char *>(tensor->data) +
                            size_t(first) * rowBytes;
@@ -156,15 +156,16 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       const WeightRows wq = rows(n, "q.weight"), wk = rows(n, "k.weight"),
                        wv = rows(n, "v.weight");
       const PooledVector<float> bq = get(n, "q.bias"), bk = get(n, "k.bias"),
-                   bv = get(n, "v.bias");
+                                bv = get(n, "v.bias");
       // Fused: Q | K | V. Else Q, and K | V.
       const int64_t panel = plan.weightPanel;
       if (op.fusedProjections) {
-        w->query.pack({wq, wk, wv}, d, panel, plan.weightType,
-                      plan.weightGroup, zeros);
+        w->query.pack({wq, wk, wv}, d, panel, plan.weightType, plan.weightGroup,
+                      zeros);
       } else {
         w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup, zeros);
-        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup, zeros);
+        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup,
+                         zeros);
       }
       if (op.bias) {
         w->queryBias = bq;
@@ -189,8 +190,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                    plan.weightGroup, zeros);
         w->upBias = get(n, "gate.bias");
       } else {
-        w->up.pack({up}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup, zeros);
+        w->up.pack({up}, d, plan.weightPanel, plan.weightType, plan.weightGroup,
+                   zeros);
       }
       const PooledVector<float> upBias = get(n, "up.bias");
       PooledVector<float> &bias = w->upBias.edit();

@@ -1,10 +1,10 @@
 //===- ServingTest.cpp - chunked prefill, prefix cache, logprobs ----------===//
 //
 // What a server needs of the runtime beyond one request at a time, on the
-// generated llama_tiny model (pages of 4 tokens) with seeded random weights: Model::append (a
-// prompt's chunk beside other sequences' decode steps) against recomputing
-// the whole prefix, the prefix cache's page holds and eviction, and the
-// Generator's chunked prefill, prefix reuse and log-probabilities against
+// generated llama_tiny model (pages of 4 tokens) with seeded random weights:
+// Model::append (a prompt's chunk beside other sequences' decode steps) against
+// recomputing the whole prefix, the prefix cache's page holds and eviction, and
+// the Generator's chunked prefill, prefix reuse and log-probabilities against
 // a Generator that does none of it (greedy tokens identical) and against
 // log_softmax of the recomputed logits.
 //
@@ -37,8 +37,9 @@ std::unique_ptr<Model> loadLlamaTiny(uint64_t seed) {
   Status s = Model::writeRandomWeights(plan, WeightNaming::Llama, seed, path);
   EXPECT_TRUE(s) << s.message();
   std::unique_ptr<Model> model;
-  s = Model::load(llama_tiny_pages4_plan_json, table, LLAMA_TINY_PAGES4_KERNEL_TABLE_SIZE,
-                  path, WeightNaming::Llama, model);
+  s = Model::load(llama_tiny_pages4_plan_json, table,
+                  LLAMA_TINY_PAGES4_KERNEL_TABLE_SIZE, path,
+                  WeightNaming::Llama, model);
   EXPECT_TRUE(s) << s.message();
   return model;
 }
@@ -89,8 +90,8 @@ std::vector<Finished> generate(const Model &model,
   for (int step = 0; submitted < prompts.size() || generator->running() > 0;
        step++) {
     for (size_t i = 0; i < prompts.size(); i++)
-      if (ids[i] < 0 && arriveAfter[i] <= step && generator->running() <
-                                                      generator->capacity()) {
+      if (ids[i] < 0 && arriveAfter[i] <= step &&
+          generator->running() < generator->capacity()) {
         GenerationRequest request;
         request.prompt = prompts[i];
         request.maxNewTokens = maxNew;
@@ -199,10 +200,10 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   int32_t descending[2] = {1, 0}, pastEnd = 2;
   EXPECT_FALSE(model->append(twice, outOfRange, 2, cache, nullptr, 0,
                              logits.data(), ws));
-  EXPECT_FALSE(model->append(twice, tokens, 2, cache, descending, 2,
-                             logits.data(), ws));
-  EXPECT_FALSE(model->append(twice, tokens, 2, cache, &pastEnd, 1,
-                             logits.data(), ws));
+  EXPECT_FALSE(
+      model->append(twice, tokens, 2, cache, descending, 2, logits.data(), ws));
+  EXPECT_FALSE(
+      model->append(twice, tokens, 2, cache, &pastEnd, 1, logits.data(), ws));
   SequenceId unknown[2] = {a, 7};
   EXPECT_FALSE(
       model->append(unknown, tokens, 2, cache, nullptr, 0, logits.data(), ws));
@@ -315,8 +316,8 @@ TEST(GeneratorServing, PrefixCacheKeepsGreedyTokensUnderEviction) {
     prompt.insert(prompt.end(), turn.begin(), turn.end());
     prompts.push_back(prompt);
   }
-  const int maxNew = std::min(6, config.maxSequenceLength -
-                                     int(prompts[0].size()) - 8);
+  const int maxNew =
+      std::min(6, config.maxSequenceLength - int(prompts[0].size()) - 8);
   ASSERT_GT(maxNew, 1);
   GeneratorOptions plain, cached;
   plain.maxSequences = cached.maxSequences = 2;
