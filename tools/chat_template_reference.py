@@ -2,7 +2,7 @@
 """Chat templates rendered by Jinja2, as transformers renders them.
 
 The independent reference of attnc's chat-template interpreter
-(runtime/tokenizer/ChatTemplate.cpp): Jinja2 itself (Debian python3-jinja2),
+(tokenizer/ChatTemplate.cpp): Jinja2 itself (Debian python3-jinja2),
 in the environment transformers' apply_chat_template sets up: a sandboxed
 environment with trim_blocks and lstrip_blocks, the loop-controls extension,
 a tojson filter that is Python's json.dumps without ASCII escaping, and the

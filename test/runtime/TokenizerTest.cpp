@@ -12,7 +12,7 @@
 
 #include "attn/runtime/Tokenizer.h"
 
-#include "ChatTemplate.h" // runtime/tokenizer: the Jinja subset itself
+#include "ChatTemplate.h" // tokenizer/: the Jinja subset itself
 
 #include "../TestDirectory.h"
 

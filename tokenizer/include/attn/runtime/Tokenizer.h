@@ -51,7 +51,7 @@ public:
   bool hasChatTemplate() const;
   /// The prompt text of a conversation, as transformers'
   /// apply_chat_template(tokenize=False) makes it: the model's Jinja chat
-  /// template (runtime/tokenizer/ChatTemplate.h says which Jinja) over
+  /// template (tokenizer/ChatTemplate.h says which Jinja) over
   /// `messagesJson`, a JSON array of {"role", "content", ...}, with
   /// add_generation_prompt, the config's bos/eos/unk/pad tokens and the
   /// variables of `extraJson` (a JSON object: "tools", "enable_thinking",
