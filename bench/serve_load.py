@@ -226,6 +226,18 @@ def long_prompt(host, port, positions):
             if window else 0, "failed": len(failures), "prompt": length, "errors": failures[:3]}
 
 
+def against_server(bin_dir, model, cache, parallel, flags, scenario, positions):
+    """`scenario`(host, port, positions) against a server started with
+    `flags`, stopped after."""
+    server, base = start_server(bin_dir, model, cache, "--parallel", str(parallel), *flags)
+    try:
+        host, port = base[len("http://"):].split(":")
+        return scenario(host, int(port), positions)
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def scenarios(bin_dir, model, cache, chunk=(), long_only=False):
     """The shared-prefix and long-prompt scenarios, each against two
     servers; returns the failed requests."""
@@ -236,13 +248,7 @@ def scenarios(bin_dir, model, cache, chunk=(), long_only=False):
     ttft = {}
     for label, flags in () if long_only else (("prefix cache", []),
                                               ("--no-prefix-cache", ["--no-prefix-cache"])):
-        server, base = start_server(bin_dir, model, cache, "--parallel", "4", *flags)
-        try:
-            host, port = base[len("http://"):].split(":")
-            r = shared_prefix(host, int(port), positions)
-        finally:
-            server.terminate()
-            server.wait()
+        r = against_server(bin_dir, model, cache, 4, flags, shared_prefix, positions)
         failed += r["failed"]
         ttft[label] = r["ttft_p50_ms"]
         print("  %-26s  %6d  %11.1f  %8.1f" % (label, r["prompt"], r["ttft_p50_ms"],
@@ -256,13 +262,7 @@ def scenarios(bin_dir, model, cache, chunk=(), long_only=False):
           "  prefill ms")
     for label, flags in (("--prefill-chunk " + (chunk[1] if chunk else "default"), list(chunk)),
                          ("--prefill-chunk 0", ["--prefill-chunk", "0"])):
-        server, base = start_server(bin_dir, model, cache, "--parallel", "8", *flags)
-        try:
-            host, port = base[len("http://"):].split(":")
-            r = long_prompt(host, int(port), positions)
-        finally:
-            server.terminate()
-            server.wait()
+        r = against_server(bin_dir, model, cache, 8, flags, long_prompt, positions)
         failed += r["failed"]
         print("  %-26s  %6d  %10.1f  %19.1f  %7.2f  %10.0f" % (
             label, r["prompt"], r["itl_p50_ms"], r["itl_p99_window_ms"], r["ratio"],

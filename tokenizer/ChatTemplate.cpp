@@ -394,6 +394,17 @@ Arguments arguments(Evaluator &evaluator, const Expr &e, size_t first) {
   return a;
 }
 
+/// The builtin `name` of `table`, or the template's error at `line`: a
+/// `kind` ("filter", "test", "function") the interpreter lacks.
+template <class Table>
+typename Table::mapped_type builtin(const Table &table, const std::string &name,
+                                    const char *kind, int line) {
+  auto found = table.find(name);
+  if (found == table.end())
+    fail(line, std::string("the ") + kind + " '" + name + "' is not supported");
+  return found->second;
+}
+
 Value Evaluator::call(const Expr &e) {
   const Expr &callee = *e.args[0];
   Arguments a = arguments(*this, e, 1);
@@ -401,10 +412,7 @@ Value Evaluator::call(const Expr &e) {
     return method(eval(*callee.args[0]), callee.name, a);
   if (callee.kind != Expr::Name)
     fail(e.line, "only functions and methods can be called");
-  auto function = functions().find(callee.name);
-  if (function == functions().end())
-    fail(e.line, "unknown function '" + callee.name + "'");
-  return function->second(a);
+  return builtin(functions(), callee.name, "function", e.line)(a);
 }
 
 Value Evaluator::method(const Value &object, const std::string &name,
@@ -421,19 +429,13 @@ Value Evaluator::method(const Value &object, const std::string &name,
 Value Evaluator::filter(const Expr &e) {
   Value v = eval(*e.args[0]);
   Arguments a = arguments(*this, e, 1);
-  auto found = filters().find(e.name);
-  if (found == filters().end()) // the constructor refused it already
-    fail(e.line, "the filter '" + e.name + "' is not supported");
-  return found->second(v, e.name, a);
+  return builtin(filters(), e.name, "filter", e.line)(v, e.name, a);
 }
 
 bool Evaluator::test(const Expr &e) {
   Value v = eval(*e.args[0]);
   Arguments a = arguments(*this, e, 1);
-  auto found = tests().find(e.name);
-  if (found == tests().end()) // the constructor refused it already
-    fail(e.line, "the test '" + e.name + "' is not supported");
-  return found->second(v, e.name, a) != e.negated;
+  return builtin(tests(), e.name, "test", e.line)(v, e.name, a) != e.negated;
 }
 
 Evaluator::Flow Evaluator::render(const Node &node, std::string &out) {
@@ -563,19 +565,15 @@ namespace {
 /// Refuses, with its line, a builtin the tables do not hold: at load, not
 /// at the first request whose messages reach it.
 void checkBuiltins(const Expr &e) {
-  auto known = [&](const auto &table, const std::string &name) {
-    return table.count(name) > 0;
-  };
-  if (e.kind == Expr::Filter && !known(filters(), e.name))
-    fail(e.line, "the filter '" + e.name + "' is not supported");
-  if (e.kind == Expr::Test && !known(tests(), e.name))
-    fail(e.line, "the test '" + e.name + "' is not supported");
-  if (e.kind == Expr::Call && e.args[0]->kind == Expr::Name &&
-      !known(functions(), e.args[0]->name))
-    fail(e.line, "unknown function '" + e.args[0]->name + "'");
+  if (e.kind == Expr::Filter)
+    (void)builtin(filters(), e.name, "filter", e.line);
+  if (e.kind == Expr::Test)
+    (void)builtin(tests(), e.name, "test", e.line);
+  if (e.kind == Expr::Call && e.args[0]->kind == Expr::Name)
+    (void)builtin(functions(), e.args[0]->name, "function", e.line);
   if (e.kind == Expr::Call && e.args[0]->kind == Expr::Attr &&
-      !known(stringMethods(), e.args[0]->name) &&
-      !known(mappingMethods(), e.args[0]->name))
+      !stringMethods().count(e.args[0]->name) &&
+      !mappingMethods().count(e.args[0]->name))
     fail(e.line, "no method '" + e.args[0]->name + "' on strings or mappings");
   for (const ExprPtr &arg : e.args)
     if (arg)

@@ -220,16 +220,21 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   EXPECT_EQ(cache.length(a), 2);
 }
 
-TEST(PrefixCache, SharesFullPagesAndEvictsLeastRecentlyUsed) {
+/// A one-layer cache of `pages` pages of 4 tokens.
+KvCacheConfig smallCache(int pages, int maxSequenceLength) {
   KvCacheConfig config;
   config.numLayers = 1;
   config.numKvHeads = 1;
   config.headDim = 4;
   config.pageSize = 4;
-  config.numPages = 6;
-  config.maxSequenceLength = 24;
+  config.numPages = pages;
+  config.maxSequenceLength = maxSequenceLength;
+  return config;
+}
+
+TEST(PrefixCache, SharesFullPagesAndEvictsLeastRecentlyUsed) {
   KvCache cache;
-  ASSERT_TRUE(KvCache::create(config, cache));
+  ASSERT_TRUE(KvCache::create(smallCache(6, 24), cache));
   PrefixCache prefixes(cache);
   std::vector<int32_t> first = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
   SequenceId a;
@@ -276,15 +281,8 @@ TEST(PrefixCache, SharesFullPagesAndEvictsLeastRecentlyUsed) {
 }
 
 TEST(PrefixCache, AdoptedPagesAreRefusedUnlessInUse) {
-  KvCacheConfig config;
-  config.numLayers = 1;
-  config.numKvHeads = 1;
-  config.headDim = 4;
-  config.pageSize = 4;
-  config.numPages = 4;
-  config.maxSequenceLength = 8;
   KvCache cache;
-  ASSERT_TRUE(KvCache::create(config, cache));
+  ASSERT_TRUE(KvCache::create(smallCache(4, 8), cache));
   SequenceId a, b;
   ASSERT_TRUE(cache.addSequence(a));
   ASSERT_TRUE(cache.addSequence(b));

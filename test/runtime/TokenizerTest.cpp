@@ -429,7 +429,7 @@ TEST(ChatTemplate, ErrorsSayWhy) {
                      "the filter 'frobnicate' is not supported"},
            {"{{ x is frobnicated }}", "the test 'frobnicated' is not supported"},
            {"{{ x.frob() }}", "no method 'frob' on strings or mappings"},
-           {"{{ frob(1) }}", "unknown function 'frob'"},
+           {"{{ frob(1) }}", "the function 'frob' is not supported"},
            {"{% for m in messages if m | frob %}{% endfor %}",
             "the filter 'frob' is not supported"},
        }) {
