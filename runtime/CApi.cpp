@@ -318,6 +318,25 @@ attn_status attn_generator_create(const attn_model *model,
   });
 }
 
+attn_status attn_generator_create_with_options(
+    const attn_model *model, const attn_generator_options *options,
+    attn_generator **generator) {
+  return guarded("attn_generator_create_with_options", [&]() -> attn_status {
+    if (!model || !options || !generator)
+      return invalid("attn_generator_create_with_options: null argument");
+    *generator = nullptr;
+    GeneratorOptions o;
+    o.maxSequences = options->max_sequences;
+    o.prefillChunk = options->prefill_chunk;
+    o.prefixCache = options->prefix_cache != 0;
+    auto result = std::make_unique<attn_generator>();
+    if (Status s = Generator::create(*model->model, o, result->generator); !s)
+      return report(s);
+    *generator = result.release();
+    return ATTN_OK;
+  });
+}
+
 void attn_generator_destroy(attn_generator *generator) {
   if (generator && generator->generator->inCallback())
     generator->destroyRequested = true;

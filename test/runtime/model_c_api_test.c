@@ -141,6 +141,33 @@ int main(int argc, char **argv) {
           id == -7 && strstr(attn_last_error(), "decoder-only"));
   }
   attn_generator_destroy(generator);
+
+  /* Serving options: chunked prefill and the prefix cache give the greedy
+     tokens the plain generator gave, for a prompt repeated after the first
+     finished (its pages reused). */
+  {
+    const attn_generator_options options = {2, 2, 1};
+    const attn_generator_options negative = {2, -1, 1};
+    attn_generator *serving = NULL;
+    int32_t ids[2] = {-1, -1};
+    CHECK(attn_generator_create_with_options(model, &negative, &serving) ==
+              ATTN_INVALID_ARGUMENT &&
+          serving == NULL && strstr(attn_last_error(), "prefill chunk"));
+    CHECK(attn_generator_create_with_options(model, NULL, &serving) ==
+          ATTN_INVALID_ARGUMENT);
+    CHECK(attn_generator_create_with_options(model, &options, &serving) ==
+              ATTN_OK &&
+          serving);
+    for (int i = 0; i < 2 && serving; i++) {
+      CHECK(attn_generator_submit(serving, prompt, 5, 8, NULL, 0, NULL, NULL,
+                                  NULL, &ids[i]) == ATTN_OK);
+      CHECK(attn_generator_run(serving) == ATTN_OK);
+      CHECK(attn_generator_result(serving, ids[i], tokens, 64, &count,
+                                  &reason) == ATTN_OK);
+      CHECK(count == 8 && memcmp(tokens, first, sizeof(int32_t) * 8) == 0);
+    }
+    attn_generator_destroy(serving);
+  }
   {
     struct reentry r = {NULL, ATTN_OK, 0};
     int32_t id = -1;

@@ -180,6 +180,20 @@ typedef enum {
 attn_status attn_generator_create(const attn_model *model,
                                   int32_t max_sequences,
                                   attn_generator **generator);
+/* As attn_generator_create, for serving (decoder-only models): with
+ * prefill_chunk > 0, submit() only queues a prompt and each step spends at
+ * most that many prompt tokens on it beside the running requests' decode
+ * rows (a prompt goes whole when nothing decodes; its first token arrives
+ * in a step); with prefix_cache nonzero, prompts reuse the K/V pages of
+ * prefixes earlier requests computed (Generator.h). */
+typedef struct {
+  int32_t max_sequences;
+  int32_t prefill_chunk; /* 0: submit() prefills a whole prompt */
+  int32_t prefix_cache;  /* nonzero: on */
+} attn_generator_options;
+attn_status attn_generator_create_with_options(
+    const attn_model *model, const attn_generator_options *options,
+    attn_generator **generator);
 void attn_generator_destroy(attn_generator *generator); /* NULL is fine */
 /* Prefills the prompt and samples its first token. sampling NULL: greedy;
  * callback may be NULL. */
