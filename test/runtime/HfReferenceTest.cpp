@@ -42,6 +42,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Int4Checkpoint.h"
 #include "attn/runtime/Checkpoint.h"
 #include "attn/schedules/AmxLinear.h"
 #include "attn/runtime/Model.h"
@@ -284,6 +285,23 @@ INSTANTIATE_TEST_SUITE_P(
                          TensorType::F16, DType::F32, nullptr,
                          &ref_qwen2_library}),
     [](const auto &info) { return std::string(info.param.name); });
+
+// Layers GPTQ and AWQ cannot pack (8 values to an int32 along their packed
+// dimension, whole groups of inputs) are refused before a tensor is read.
+TEST(Int4CheckpointTest, ShapesThatCannotBePackedAreRefused) {
+  Checkpoint none;
+  for (attn::Int4Format format :
+       {attn::Int4Format::Gptq, attn::Int4Format::Awq})
+    for (auto [out, in, group] : {std::tuple{64, 96, 64}, std::tuple{64, 36, 4},
+                                  std::tuple{60, 64, 32}}) {
+      std::shared_ptr<const Int4Layer> layer;
+      Status s = Int4Layer::open(none, "layer", format, out, in, group, layer);
+      EXPECT_EQ(s.code(), StatusCode::InvalidArgument) << s.message();
+      EXPECT_NE(s.message().find("cannot be stored so"), std::string::npos)
+          << s.message();
+      EXPECT_FALSE(layer);
+    }
+}
 
 // An act-order (desc_act) GPTQ checkpoint, whose g_idx permutes the
 // inputs' groups, is refused naming the tensor, not read as if in order.
