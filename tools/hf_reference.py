@@ -61,6 +61,30 @@ def read_safetensors(path):
     return tensors
 
 
+def write_safetensors(path, tensors, metadata=None):
+    """{name: numpy array of float32, float16 or int32} as a .safetensors file
+    (u64 header length, JSON header, raw little-endian data), in the given
+    order; `metadata`: the header's __metadata__."""
+    header, blobs, offset = {}, [], 0
+    kinds = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
+             np.dtype(np.int32): "I32"}
+    for name, array in tensors.items():
+        blob = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": kinds[array.dtype], "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    if metadata:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
 def read_checkpoint(folder):
     index = os.path.join(folder, "model.safetensors.index.json")
     if os.path.exists(index):

@@ -31,13 +31,12 @@ testing that a reader refuses or honours it).
 
 import json
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_reference import read_checkpoint  # noqa: E402
+from hf_reference import read_checkpoint, write_safetensors  # noqa: E402
 
 LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
@@ -65,24 +64,6 @@ def pack_rows(values, order=range(8)):
     for position, j in enumerate(order):
         words |= (v[..., j] & 15) << np.uint32(4 * position)
     return words
-
-
-def write_safetensors(path, tensors):
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        dtype = {np.dtype(np.float16): "F16", np.dtype(np.int32): "I32"}[array.dtype]
-        blob = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(array.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
 
 
 def main():

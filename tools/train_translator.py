@@ -21,7 +21,6 @@ import json
 import math
 import os
 import random
-import struct
 import sys
 import time
 
@@ -30,6 +29,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numerals  # noqa: E402
+from hf_reference import write_safetensors  # noqa: E402
 
 # The architecture; examples/translate/translator.json states the same.
 D_MODEL = 128
@@ -188,23 +188,11 @@ def accuracy(model, numbers):
     return right / len(numbers)
 
 
-def write_safetensors(path, tensors):
-    """The safetensors format: u64 header length, JSON header, raw data."""
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        data = tensors[name].detach().contiguous().to(torch.float32).numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {"format": "pt", "source": "tools/train_translator.py"}
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
+def write_checkpoint(path, tensors):
+    """The model's tensors as float32 safetensors, names in order."""
+    write_safetensors(path, {name: tensors[name].detach().contiguous().to(torch.float32).numpy()
+                             for name in sorted(tensors)},
+                      {"format": "pt", "source": "tools/train_translator.py"})
 
 
 def main():
@@ -278,7 +266,7 @@ def main():
     # Hugging Face BART's names: the runtime's "bart" weight naming.
     state = {(k if k.startswith("lm_head") else "model." + k): v
              for k, v in model.state_dict().items()}
-    write_safetensors(os.path.join(args.out, "translator.safetensors"), state)
+    write_checkpoint(os.path.join(args.out, "translator.safetensors"), state)
     with open(os.path.join(args.out, "vocab.json"), "w") as f:
         json.dump({"source": SOURCE_VOCAB, "target": TARGET_VOCAB,
                    "pad": PAD, "bos": BOS, "eos": EOS}, f, ensure_ascii=False, indent=1)
