@@ -71,11 +71,17 @@ CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens) {
 /// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
 /// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache)
 /// (+ best [tokens], each row's argmax, for a kernel with the argmax).
-Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
-              int64_t tokens, int64_t inF, const WeightMatrix &w,
-              const Floats &b, const int32_t *positions, const float *residual,
-              int64_t outF, float *out, bool gatedInput,
-              const CacheAppendArgs *append, int32_t *best) {
+Status linear(const DeviceApi *device, const LinearCall &call) {
+  const Kernel &kernel = call.kernel;
+  const WeightMatrix &w = call.weights;
+  const Floats &b = call.bias;
+  const float *in = call.input, *residual = call.residual;
+  float *out = call.output;
+  const int64_t tokens = call.tokens, inF = call.inputs, outF = call.outputs;
+  const int32_t *positions = call.positions;
+  const CacheAppendArgs *append = call.append;
+  const bool gatedInput = call.gatedInput;
+  int32_t *best = call.best;
   // A gated input holds [gate | up] halves of inF each.
   const int64_t width = gatedInput ? 2 * inF : inF;
   BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});

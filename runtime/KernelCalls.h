@@ -43,14 +43,25 @@ CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots);
 /// cache): `tokens` slots of -1 and a one-slot pool nothing is stored in.
 CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens);
 
-/// out [tokens][outF] = act(in [tokens][inF] · W + b) (+ residual)
-/// (+ RoPE by `positions` when the kernel has it) (+ K/V into the cache)
-/// (+ best [tokens], each row's argmax, for a kernel with the argmax).
-Status linear(const DeviceApi *device, const Kernel &kernel, const float *in,
-              int64_t tokens, int64_t inF, const WeightMatrix &w,
-              const Floats &b, const int32_t *positions, const float *residual,
-              int64_t outF, float *out, bool gatedInput = false,
-              const CacheAppendArgs *append = nullptr, int32_t *best = nullptr);
+/// One linear kernel's call: output [tokens][outputs] = act(input
+/// [tokens][inputs] · W + bias) (+ residual) (+ RoPE by `positions` when
+/// the kernel has it) (+ K/V into the cache) (+ best [tokens], each row's
+/// argmax, for a kernel with the argmax). The first eight are what every
+/// call names; the rest are the epilogues some kernels have.
+struct LinearCall {
+  const Kernel &kernel;
+  const WeightMatrix &weights;
+  const Floats &bias;
+  const float *input; ///< [tokens][inputs]; gated: [tokens][2·inputs]
+  int64_t tokens, inputs, outputs;
+  float *output; ///< [tokens][outputs]
+  const int32_t *positions = nullptr; ///< [tokens], for RoPE
+  const float *residual = nullptr;    ///< [tokens][outputs], added
+  bool gatedInput = false;            ///< gate | up halves, SiLU(gate)·up
+  const CacheAppendArgs *append = nullptr;
+  int32_t *best = nullptr; ///< [tokens]
+};
+Status linear(const DeviceApi *device, const LinearCall &call);
 
 /// out [tokens][d] = the embedding of `ids` at `positions` [tokens]:
 /// rows of `table` [vocab][d] plus, for learned positions, of

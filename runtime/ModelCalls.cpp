@@ -108,10 +108,12 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
       s = placeCache(place, crossCache, layer);
       append = appendTo(crossCache, layer, slots.data());
     }
-    if (s)
-      s = linear(device_, op.keyValue, memory, length, plan_.dModel, w.keyValue,
-                 w.keyValueBias, nullptr, nullptr, 2 * kv, rows, false,
-                 append ? &*append : nullptr);
+    if (s) {
+      LinearCall call{op.keyValue, w.keyValue, w.keyValueBias, memory,
+                      length,      plan_.dModel, 2 * kv,       rows};
+      call.append = append ? &*append : nullptr;
+      s = linear(device_, call);
+    }
     if (s && !op.fusedCacheAppend) {
       shadows::hostReads(rows);
       float *keys = grow(ws.crossRows, size_t(length) * 2 * kv);

@@ -39,25 +39,52 @@ struct KeyValueRows {
   int64_t stride;
 };
 
+/// One attention layer's call: where kernels run, the op and its weights,
+/// the forward pass's inputs and buffers, and the layer's index in its
+/// cache. What every helper below reads; each takes the rest by name.
+struct Layer {
+  Placement &place;
+  const PlanOp &op;
+  const Weights &w;
+  const Inputs &in;
+  Workspace &ws;
+  int index;
+  int64_t dModel;
+
+  int64_t queryWidth() const { return int64_t(op.queryHeads) * op.headDim; }
+  int64_t kvWidth() const { return int64_t(op.kvHeads) * op.headDim; }
+  /// The same layer over other inputs (the rows after a chunk).
+  Layer with(const Inputs &other) const {
+    return {place, op, w, other, ws, index, dModel};
+  }
+};
+
+/// Query rows: row r at data + r · stride (a projection's output, whose
+/// rows may hold K and V beside the query).
+struct QueryRows {
+  const float *data;
+  int64_t stride;
+};
+
 /// The slots and pools of a fused cache append: the new tokens' positions
 /// reserved in `cache` (prefill: positions [0, tokens) of the first
 /// sequence; step: each sequence's position), or, with no cache to fill,
 /// no slots and a one-slot pool nothing is stored in.
-Status cacheAppendArgs(const Placement &place, const PlanOp &op,
-                       const Inputs &in, Workspace &ws, KvCache *cache,
-                       int layer, std::optional<CacheAppendArgs> &append) {
+Status cacheAppendArgs(const Layer &l, KvCache *cache,
+                       std::optional<CacheAppendArgs> &append) {
+  const Inputs &in = l.in;
   const int64_t t = in.tokens;
   if (!cache) {
-    append = noCacheAppend(op, ws, t);
+    append = noCacheAppend(l.op, l.ws, t);
     return Status::ok();
   }
-  int32_t *slots = grow(ws.cacheSlots, t);
+  int32_t *slots = grow(l.ws.cacheSlots, t);
   const KvCacheConfig &c = cache->config();
-  if (layer >= c.numLayers || c.numKvHeads != op.kvHeads ||
-      c.headDim != op.headDim || c.dtype != op.cacheType)
-    return invalid("layer " + op.name +
+  if (l.index >= c.numLayers || c.numKvHeads != l.op.kvHeads ||
+      c.headDim != l.op.headDim || c.dtype != l.op.cacheType)
+    return invalid("layer " + l.op.name +
                    " does not match its KV cache's geometry");
-  if (Status s = placeCache(place, *cache, layer); !s)
+  if (Status s = placeCache(l.place, *cache, l.index); !s)
     return s;
   if (in.mode == Mode::Prefill) {
     if (Status s = cache->reserveSlots(in.selfSequences[0], 0, int(t), slots);
@@ -70,7 +97,7 @@ Status cacheAppendArgs(const Placement &place, const PlanOp &op,
           !s)
         return s;
   }
-  append = appendTo(*cache, layer, slots);
+  append = appendTo(*cache, l.index, slots);
   return Status::ok();
 }
 
@@ -98,68 +125,70 @@ Status writeToCache(const Inputs &in, KvCache &cache, int layer,
 /// beside it when fused, [t][q + 2kv]) into ws.projected and, for unfused
 /// self layers, K/V [t][2kv] into ws.key; RoPE applied by the kernels, and
 /// K/V appended to the cache by them when `append` says where.
-Status project(Placement &place, const PlanOp &op, const Weights &w,
-               const Inputs &in, Workspace &ws, const float *input,
-               int64_t dModel, const CacheAppendArgs *append, float *&projected,
+Status project(const Layer &l, const float *input,
+               const CacheAppendArgs *append, QueryRows &query,
                KeyValueRows &kv) {
-  const int64_t t = in.tokens, q = int64_t(op.queryHeads) * op.headDim,
-                kvWidth = int64_t(op.kvHeads) * op.headDim;
-  const int32_t *ropePositions = op.rope ? in.positions : nullptr;
+  const PlanOp &op = l.op;
+  const int64_t t = l.in.tokens, q = l.queryWidth(), kvWidth = l.kvWidth();
   const int64_t width = op.fusedProjections ? q + 2 * kvWidth : q;
-  projected = place.activation(ws.projected, t * width);
-  if (!place.status)
-    return place.status;
-  if (Status s = linear(place.device, op.query, input, t, dModel, w.query,
-                        w.queryBias, ropePositions, nullptr, width, projected,
-                        false, op.fusedProjections ? append : nullptr);
-      !s)
+  float *projected = l.place.activation(l.ws.projected, t * width);
+  if (!l.place.status)
+    return l.place.status;
+  LinearCall call{op.query, l.w.query, l.w.queryBias, input,
+                  t,        l.dModel,  width,         projected};
+  call.positions = op.rope ? l.in.positions : nullptr;
+  call.append = op.fusedProjections ? append : nullptr;
+  if (Status s = linear(l.place.device, call); !s)
     return s;
+  query = {projected, width};
   kv = {projected, projected + q, projected + q + kvWidth, width};
   if (op.fusedProjections || op.cross)
     return Status::ok(); // cross layers' K/V come from memory or the cache
-  float *rows = place.activation(ws.key, t * 2 * kvWidth);
-  if (!place.status)
-    return place.status;
+  float *rows = l.place.activation(l.ws.key, t * 2 * kvWidth);
+  if (!l.place.status)
+    return l.place.status;
   kv = {rows, rows, rows + kvWidth, 2 * kvWidth};
-  return linear(place.device, op.keyValue, input, t, dModel, w.keyValue,
-                w.keyValueBias, ropePositions, nullptr, 2 * kvWidth, rows,
-                false, append);
+  LinearCall keyValue{op.keyValue, l.w.keyValue, l.w.keyValueBias, input,
+                      t,           l.dModel,     2 * kvWidth,      rows};
+  keyValue.positions = call.positions;
+  keyValue.append = append;
+  return linear(l.place.device, keyValue);
 }
 
-/// Prefill attention: the query rows of `projected` (rows `queryStride`
-/// apart) over the sequence's own K/V `kv` (self layers) or the encoder
-/// output's (cross layers, projected here), into `attention` [t][Hq·D];
-/// the K/V go to `cacheTo` when the projection did not store them.
-Status attendPrefill(Placement &place, const PlanOp &op, const Weights &w,
-                     const Inputs &in, Workspace &ws, int64_t dModel,
-                     KvCache *cacheTo, int layer, const float *projected,
-                     int64_t queryStride, KeyValueRows kv, float *attention) {
-  const int64_t t = in.tokens, kvWidth = int64_t(op.kvHeads) * op.headDim;
+/// Prefill attention: the `query` rows over the sequence's own K/V `kv`
+/// (self layers) or the encoder output's (cross layers, projected here),
+/// into `attention` [t][Hq·D]; the K/V go to `cacheTo` when the projection
+/// did not store them.
+Status attendPrefill(const Layer &l, KvCache *cacheTo, QueryRows query,
+                     KeyValueRows kv, float *attention) {
+  const PlanOp &op = l.op;
+  const Inputs &in = l.in;
+  Placement &place = l.place;
+  const int64_t t = in.tokens, kvWidth = l.kvWidth();
   int64_t kvLen = t;
   if (op.cross) { // K/V of the encoder output
     if (!in.memory)
       return invalid("layer " + op.name + " needs the encoder output");
     kvLen = in.memoryLength;
-    float *rows = place.activation(ws.key, kvLen * 2 * kvWidth);
+    float *rows = place.activation(l.ws.key, kvLen * 2 * kvWidth);
     if (!place.status)
       return place.status;
     std::optional<CacheAppendArgs> noCache;
     if (op.fusedCacheAppend) // no cache here: nothing stored
-      noCache = noCacheAppend(op, ws, kvLen);
-    if (Status s =
-            linear(place.device, op.keyValue, in.memory, kvLen, dModel,
-                   w.keyValue, w.keyValueBias, nullptr, nullptr, 2 * kvWidth,
-                   rows, false, noCache ? &*noCache : nullptr);
-        !s)
+      noCache = noCacheAppend(op, l.ws, kvLen);
+    LinearCall call{op.keyValue, l.w.keyValue, l.w.keyValueBias, in.memory,
+                    kvLen,       l.dModel,     2 * kvWidth,      rows};
+    call.append = noCache ? &*noCache : nullptr;
+    if (Status s = linear(place.device, call); !s)
       return s;
     kv = {rows, rows, rows + kvWidth, 2 * kvWidth};
   }
   if (cacheTo && !op.fusedCacheAppend)
-    if (Status s = writeToCache(in, *cacheTo, layer, kv); !s)
+    if (Status s = writeToCache(in, *cacheTo, l.index, kv); !s)
       return s;
   if (place.device) { // dense copies: device kernels take whole allocations
-    float *keyRows = place.activation(ws.keyRows, kvLen * kvWidth);
-    float *valueRows = place.activation(ws.valueRows, kvLen * kvWidth);
+    float *keyRows = place.activation(l.ws.keyRows, kvLen * kvWidth);
+    float *valueRows = place.activation(l.ws.valueRows, kvLen * kvWidth);
     Status s = place.status;
     if (s)
       s = place.copyRows(kv.base, kv.keys - kv.base, kv.stride, keyRows,
@@ -171,28 +200,28 @@ Status attendPrefill(Placement &place, const PlanOp &op, const Weights &w,
       return s;
     kv = {keyRows, keyRows, valueRows, kvWidth};
   }
-  return prefillAttention(place.device, op, projected, queryStride, t, kv.keys,
-                          kv.values, kv.stride, kvLen, attention);
+  return prefillAttention(place.device, op, query.data, query.stride, t,
+                          kv.keys, kv.values, kv.stride, kvLen, attention);
 }
 
-/// A prompt's chunk in a step: the first `rows` query rows (of `projected`,
-/// rows `queryStride` apart), one sequence's tokens at its newest positions,
-/// over that sequence's K/V in the cache (its earlier tokens and the
-/// chunk's, already stored), by the prefill kernels, whose causal mask is
-/// aligned to the end of the keys; into `attention` [rows][Hq·D]. CPU only:
-/// the K/V are read from the cache on the host.
-Status attendChunk(const PlanOp &op, const Inputs &in, Workspace &ws,
-                   int layer, int64_t rows, const float *projected,
-                   int64_t queryStride, float *attention) {
-  const int64_t kvWidth = int64_t(op.kvHeads) * op.headDim;
+/// A prompt's chunk in a step: the first `rows` query rows, one sequence's
+/// tokens at its newest positions, over that sequence's K/V in the cache
+/// (its earlier tokens and the chunk's, already stored), by the prefill
+/// kernels, whose causal mask is aligned to the end of the keys; into
+/// `attention` [rows][Hq·D]. CPU only: the K/V are read from the cache on
+/// the host.
+Status attendChunk(const Layer &l, int64_t rows, QueryRows query,
+                   float *attention) {
+  const Inputs &in = l.in;
+  const int64_t kvWidth = l.kvWidth();
   const int kvLen = in.positions[rows - 1] + 1;
-  float *keys = grow(ws.keyRows, size_t(kvLen) * kvWidth);
-  float *values = grow(ws.valueRows, size_t(kvLen) * kvWidth);
-  if (Status s = in.selfCache->read(in.selfSequences[0], layer, 0, kvLen, keys,
-                                    values);
+  float *keys = grow(l.ws.keyRows, size_t(kvLen) * kvWidth);
+  float *values = grow(l.ws.valueRows, size_t(kvLen) * kvWidth);
+  if (Status s = in.selfCache->read(in.selfSequences[0], l.index, 0, kvLen,
+                                    keys, values);
       !s)
     return s;
-  return prefillAttention(nullptr, op, projected, queryStride, rows, keys,
+  return prefillAttention(nullptr, l.op, query.data, query.stride, rows, keys,
                           values, kvWidth, kvLen, attention);
 }
 
@@ -200,8 +229,9 @@ Status attendChunk(const PlanOp &op, const Inputs &in, Workspace &ws,
 /// run of two or more rows of the first sequence), which the prefill
 /// kernels attend; 0 where the decode kernels take every row (a device: the
 /// chunk's K/V would be read on the host).
-int64_t chunkRows(const Placement &place, const PlanOp &op, const Inputs &in) {
-  if (in.mode != Mode::Step || op.cross || place.device || !in.selfCache)
+int64_t chunkRows(const Layer &l) {
+  const Inputs &in = l.in;
+  if (in.mode != Mode::Step || l.op.cross || l.place.device || !in.selfCache)
     return 0;
   int64_t rows = 1;
   while (rows < in.tokens && in.selfSequences[rows] == in.selfSequences[0])
@@ -209,26 +239,25 @@ int64_t chunkRows(const Placement &place, const PlanOp &op, const Inputs &in) {
   return rows > 1 ? rows : 0;
 }
 
-/// A decode step's attention: each sequence's new query row (of
-/// `projected`, rows `queryStride` apart) over everything its cache holds
-/// for the layer, the new tokens' K/V included (appended by the projection,
-/// or here from `kv`), into `attention` [batch][Hq·D].
-Status attendStep(Placement &place, const PlanOp &op, const Inputs &in,
-                  Workspace &ws, KvCache *cacheTo, int layer,
-                  const float *projected, int64_t queryStride,
+/// A decode step's attention: each sequence's new `query` row over
+/// everything its cache holds for the layer, the new tokens' K/V included
+/// (appended by the projection, or here from `kv`), into `attention`
+/// [batch][Hq·D].
+Status attendStep(const Layer &l, KvCache *cacheTo, QueryRows query,
                   const KeyValueRows &kv, float *attention) {
-  const int64_t t = in.tokens, q = int64_t(op.queryHeads) * op.headDim;
+  const PlanOp &op = l.op;
+  const Inputs &in = l.in;
+  Placement &place = l.place;
+  const int64_t t = in.tokens, q = l.queryWidth();
   const KvCache *cache = op.cross ? in.crossCache : in.selfCache;
   const SequenceId *sequences = op.cross ? in.crossSequences : in.selfSequences;
   if (cacheTo && !op.fusedCacheAppend)
-    if (Status s = writeToCache(in, *cacheTo, layer, kv); !s)
+    if (Status s = writeToCache(in, *cacheTo, l.index, kv); !s)
       return s;
   // A prompt's chunk first (its K/V are in the cache now), by the prefill
   // kernels; the decode kernels take the rows after it.
-  if (const int64_t rows = chunkRows(place, op, in)) {
-    if (Status s = attendChunk(op, in, ws, layer, rows, projected, queryStride,
-                               attention);
-        !s)
+  if (const int64_t rows = chunkRows(l)) {
+    if (Status s = attendChunk(l, rows, query, attention); !s)
       return s;
     if (rows == t)
       return Status::ok();
@@ -237,19 +266,19 @@ Status attendStep(Placement &place, const PlanOp &op, const Inputs &in,
     rest.ids += rows;
     rest.positions += rows;
     rest.selfSequences += rows;
-    return attendStep(place, op, rest, ws, nullptr, layer,
-                      projected + rows * queryStride, queryStride, kv,
+    return attendStep(l.with(rest), nullptr,
+                      {query.data + rows * query.stride, query.stride}, kv,
                       attention + rows * q);
   }
   // The decode kernel reads a dense query.
-  float *query = place.activation(ws.query, t * q);
+  float *dense = place.activation(l.ws.query, t * q);
   if (!place.status)
     return place.status;
-  if (Status s = place.copyRows(projected, 0, queryStride, query, q, t); !s)
+  if (Status s = place.copyRows(query.data, 0, query.stride, dense, q, t); !s)
     return s;
-  if (op.cross && in.trace && layer == in.lastCrossLayer) {
-    shadows::hostReads(query); // the trace is computed on the host
-    if (Status s = traceCrossAttention(op, *cache, sequences, query, t, layer,
+  if (op.cross && in.trace && l.index == in.lastCrossLayer) {
+    shadows::hostReads(dense); // the trace is computed on the host
+    if (Status s = traceCrossAttention(op, *cache, sequences, dense, t, l.index,
                                        *in.trace);
         !s)
       return s;
@@ -259,8 +288,8 @@ Status attendStep(Placement &place, const PlanOp &op, const Inputs &in,
   size_t maxPages = 1;
   for (int64_t b = 0; b < t; b++)
     maxPages = std::max(maxPages, cache->blockTable(sequences[b])->size());
-  int32_t *table = grow(ws.blockTable, t * maxPages);
-  int32_t *lengths = grow(ws.lengths, t);
+  int32_t *table = grow(l.ws.blockTable, t * maxPages);
+  int32_t *lengths = grow(l.ws.lengths, t);
   for (int64_t b = 0; b < t; b++) {
     const std::vector<int32_t> &pages = *cache->blockTable(sequences[b]);
     std::fill(table + b * maxPages, table + (b + 1) * maxPages, 0);
@@ -269,22 +298,22 @@ Status attendStep(Placement &place, const PlanOp &op, const Inputs &in,
     // chunk of one sequence); a cross row sees the whole encoder output.
     lengths[b] = op.cross ? cache->length(sequences[b]) : in.positions[b] + 1;
   }
-  if (Status s = placeCache(place, *cache, layer); !s)
+  if (Status s = placeCache(place, *cache, l.index); !s)
     return s;
-  return decodeAttention(place.device, op, *cache, layer, query, table,
+  return decodeAttention(place.device, op, *cache, l.index, dense, table,
                          int64_t(maxPages), lengths, t, attention);
 }
 
 /// Attention of one layer reading `input` (the norm before it, or the
 /// residual stream in post-norm blocks); writes ws.attention
-/// [tokens][Hq·D]. `layer` indexes the layer in its cache.
-Status attention(Placement &place, const PlanOp &op, const Weights &w,
-                 const Inputs &in, Workspace &ws, const float *input,
-                 int64_t dModel, int layer) {
-  const int64_t t = in.tokens, q = int64_t(op.queryHeads) * op.headDim;
-  float *attention = place.activation(ws.attention, t * q);
-  if (!place.status)
-    return place.status;
+/// [tokens][Hq·D].
+Status attention(const Layer &l, const float *input) {
+  const PlanOp &op = l.op;
+  const Inputs &in = l.in;
+  float *attention =
+      l.place.activation(l.ws.attention, in.tokens * l.queryWidth());
+  if (!l.place.status)
+    return l.place.status;
   if (in.mode == Mode::Step &&
       (!op.cached || !(op.cross ? in.crossCache : in.selfCache)))
     return invalid("layer " + op.name + " has no KV cache to decode with");
@@ -295,22 +324,15 @@ Status attention(Placement &place, const PlanOp &op, const Weights &w,
           : nullptr;
   std::optional<CacheAppendArgs> append;
   if (op.fusedCacheAppend)
-    if (Status s = cacheAppendArgs(place, op, in, ws, cacheTo, layer, append);
-        !s)
+    if (Status s = cacheAppendArgs(l, cacheTo, append); !s)
       return s;
-  float *projected = nullptr;
+  QueryRows query{};
   KeyValueRows kv{};
-  if (Status s = project(place, op, w, in, ws, input, dModel,
-                         append ? &*append : nullptr, projected, kv);
-      !s)
+  if (Status s = project(l, input, append ? &*append : nullptr, query, kv); !s)
     return s;
-  const int64_t queryStride =
-      op.fusedProjections ? q + 2 * int64_t(op.kvHeads) * op.headDim : q;
   if (in.mode == Mode::Prefill)
-    return attendPrefill(place, op, w, in, ws, dModel, cacheTo, layer,
-                         projected, queryStride, kv, attention);
-  return attendStep(place, op, in, ws, cacheTo, layer, projected, queryStride,
-                    kv, attention);
+    return attendPrefill(l, cacheTo, query, kv, attention);
+  return attendStep(l, cacheTo, query, kv, attention);
 }
 } // namespace
 
@@ -348,16 +370,25 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
         std::swap(x, normed);
       break;
     case OpKind::Attention:
-      status = attention(place, op, w, in, ws, current, d,
-                         op.cross ? crossLayer : selfLayer);
+      status = attention(
+          Layer{place, op, w, in, ws, op.cross ? crossLayer : selfLayer, d},
+          current);
       if (op.cross)
         crossLayer++;
       else if (op.cached)
         selfLayer++;
-      if (status) // x += attention · Wo (+ bias), ping-pong buffers
-        status = linear(device, op.output, ws.attention.data(), t,
-                        int64_t(op.queryHeads) * op.headDim, w.output,
-                        w.outputBias, nullptr, x, d, residual);
+      if (status) { // x += attention · Wo (+ bias), ping-pong buffers
+        LinearCall call{op.output,
+                        w.output,
+                        w.outputBias,
+                        ws.attention.data(),
+                        t,
+                        int64_t(op.queryHeads) * op.headDim,
+                        d,
+                        residual};
+        call.residual = x;
+        status = linear(device, call);
+      }
       if (status)
         std::swap(x, residual);
       break;
@@ -366,11 +397,15 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       float *hidden = place.activation(ws.hidden, t * width);
       status = place.status;
       if (status)
-        status = linear(device, op.up, current, t, d, w.up, w.upBias, nullptr,
-                        nullptr, width, hidden);
+        status = linear(device,
+                        {op.up, w.up, w.upBias, current, t, d, width, hidden});
+      LinearCall down{op.down, w.down,  w.downBias,
+                      hidden,  t,       op.intermediateSize,
+                      d,       residual};
+      down.residual = x;
+      down.gatedInput = op.gated;
       if (status)
-        status = linear(device, op.down, hidden, t, op.intermediateSize, w.down,
-                        w.downBias, nullptr, x, d, residual, op.gated);
+        status = linear(device, down);
       if (status)
         std::swap(x, residual);
       break;
@@ -404,9 +439,10 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       int32_t *best = !op.argmax  ? nullptr
                       : in.greedy ? in.greedy
                                   : grow(ws.greedy, size_t(rows));
-      status =
-          linear(device, op.kernel, input, rows, d, w.head, w.headBias, nullptr,
-                 nullptr, op.vocabSize, logits, false, nullptr, best);
+      LinearCall head{op.kernel, w.head, w.headBias,   input,
+                      rows,      d,      op.vocabSize, logits};
+      head.best = best;
+      status = linear(device, head);
       if (status && in.greedy && !op.argmax) // a plan without it
         for (int64_t r = 0; r < rows; r++)
           in.greedy[r] = firstLargest(logits + r * op.vocabSize, op.vocabSize);
