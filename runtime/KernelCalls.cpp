@@ -198,13 +198,13 @@ Status norm(const DeviceApi *device, const PlanOp &op, const Floats &scale,
 }
 
 Status prefillAttention(const DeviceApi *device, const PlanOp &op,
-                        const float *query, int64_t queryStride, int64_t t,
-                        const float *keys, const float *values,
-                        int64_t kvStride, int64_t kvLen, float *out) {
-  const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim;
-  BufferView qv = headsView(query, t, hq, hd, queryStride);
-  BufferView kview = headsView(keys, kvLen, hkv, hd, kvStride);
-  BufferView vview = headsView(values, kvLen, hkv, hd, kvStride);
+                        RowsView query, RowsView keys, RowsView values,
+                        float *out) {
+  const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim,
+                t = query.count, kvLen = keys.count;
+  BufferView qv = headsView(query.data, t, hq, hd, query.stride);
+  BufferView kview = headsView(keys.data, kvLen, hkv, hd, keys.stride);
+  BufferView vview = headsView(values.data, kvLen, hkv, hd, values.stride);
   BufferView output = headsView(out, t, hq, hd, hq * hd);
   std::vector<KernelArg> args = {
       {"query", &qv}, {"key", &kview}, {"value", &vview}, {"output", &output}};
@@ -217,11 +217,13 @@ Status prefillAttention(const DeviceApi *device, const PlanOp &op,
 }
 
 Status decodeAttention(const DeviceApi *device, const PlanOp &op,
-                       const KvCache &cache, int layer, const float *query,
-                       const int32_t *table, int64_t maxPages,
-                       const int32_t *lengths, int64_t t, float *out) {
+                       const KvCache &cache, int layer,
+                       const DecodeBatch &batch, float *out) {
   const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim,
-                q = hq * hd, kv = hkv * hd;
+                q = hq * hd, kv = hkv * hd, t = batch.batch,
+                maxPages = batch.maxPages;
+  const float *query = batch.query;
+  const int32_t *table = batch.blockTable, *lengths = batch.lengths;
   const KvCacheConfig &c = cache.config();
   halide_type_t element = halideType(c.dtype);
   BufferView qv(query, float32Type(), {{hd, 1}, {hq, hd}, {1, q}, {t, q}});

@@ -76,22 +76,36 @@ Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
             const Floats &bias, const float *input, int64_t tokens, int64_t d,
             float *out);
 
-/// Prefill attention of one sequence: `query` [t][Hq·D] (rows `queryStride`
-/// floats apart) over `keys`, `values` [kvLen][Hkv·D] (rows `kvStride`
-/// apart), into `out` [t][Hq·D].
-Status prefillAttention(const DeviceApi *device, const PlanOp &op,
-                        const float *query, int64_t queryStride, int64_t t,
-                        const float *keys, const float *values,
-                        int64_t kvStride, int64_t kvLen, float *out);
+/// `count` rows of floats, row r at data + r · stride (a view into a
+/// projection's output, whose rows may hold K and V beside the query).
+struct RowsView {
+  const float *data;
+  int64_t stride, count;
+};
 
-/// Decode attention of `batch` sequences, one new token each: `query`
-/// [batch][Hq·D] over `layer` of `cache`, whose pages `blockTable`
-/// [batch][maxPages] lists and `lengths` [batch] counts, into `out`
+/// Prefill attention of one sequence: `query` [t][Hq·D] over `keys`,
+/// `values` [kvLen][Hkv·D], into `out` [t][Hq·D]; causal masks are aligned
+/// to the end of the keys (query i sees keys up to i + kvLen - t).
+Status prefillAttention(const DeviceApi *device, const PlanOp &op,
+                        RowsView query, RowsView keys, RowsView values,
+                        float *out);
+
+/// A decode batch: each sequence's new query row, `query` [batch][Hq·D],
+/// the pages it reads, `blockTable` [batch][maxPages], and how many of
+/// their tokens it sees, `lengths` [batch].
+struct DecodeBatch {
+  const float *query;
+  const int32_t *blockTable;
+  int64_t maxPages;
+  const int32_t *lengths;
+  int64_t batch;
+};
+
+/// Decode attention of a batch over `layer` of `cache`, into `out`
 /// [batch][Hq·D].
 Status decodeAttention(const DeviceApi *device, const PlanOp &op,
-                       const KvCache &cache, int layer, const float *query,
-                       const int32_t *blockTable, int64_t maxPages,
-                       const int32_t *lengths, int64_t batch, float *out);
+                       const KvCache &cache, int layer,
+                       const DecodeBatch &batch, float *out);
 
 /// The lowest index of the largest of `logits` [vocabulary], -1 if one is
 /// NaN: what a head kernel's fused argmax computes.

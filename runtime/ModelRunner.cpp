@@ -59,13 +59,6 @@ struct Layer {
   }
 };
 
-/// Query rows: row r at data + r · stride (a projection's output, whose
-/// rows may hold K and V beside the query).
-struct QueryRows {
-  const float *data;
-  int64_t stride;
-};
-
 /// The slots and pools of a fused cache append: the new tokens' positions
 /// reserved in `cache` (prefill: positions [0, tokens) of the first
 /// sequence; step: each sequence's position), or, with no cache to fill,
@@ -126,7 +119,7 @@ Status writeToCache(const Inputs &in, KvCache &cache, int layer,
 /// self layers, K/V [t][2kv] into ws.key; RoPE applied by the kernels, and
 /// K/V appended to the cache by them when `append` says where.
 Status project(const Layer &l, const float *input,
-               const CacheAppendArgs *append, QueryRows &query,
+               const CacheAppendArgs *append, RowsView &query,
                KeyValueRows &kv) {
   const PlanOp &op = l.op;
   const int64_t t = l.in.tokens, q = l.queryWidth(), kvWidth = l.kvWidth();
@@ -140,7 +133,7 @@ Status project(const Layer &l, const float *input,
   call.append = op.fusedProjections ? append : nullptr;
   if (Status s = linear(l.place.device, call); !s)
     return s;
-  query = {projected, width};
+  query = {projected, width, t};
   kv = {projected, projected + q, projected + q + kvWidth, width};
   if (op.fusedProjections || op.cross)
     return Status::ok(); // cross layers' K/V come from memory or the cache
@@ -159,7 +152,7 @@ Status project(const Layer &l, const float *input,
 /// (self layers) or the encoder output's (cross layers, projected here),
 /// into `attention` [t][Hq·D]; the K/V go to `cacheTo` when the projection
 /// did not store them.
-Status attendPrefill(const Layer &l, KvCache *cacheTo, QueryRows query,
+Status attendPrefill(const Layer &l, KvCache *cacheTo, RowsView query,
                      KeyValueRows kv, float *attention) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
@@ -200,29 +193,28 @@ Status attendPrefill(const Layer &l, KvCache *cacheTo, QueryRows query,
       return s;
     kv = {keyRows, keyRows, valueRows, kvWidth};
   }
-  return prefillAttention(place.device, op, query.data, query.stride, t,
-                          kv.keys, kv.values, kv.stride, kvLen, attention);
+  return prefillAttention(place.device, op, query, {kv.keys, kv.stride, kvLen},
+                          {kv.values, kv.stride, kvLen}, attention);
 }
 
-/// A prompt's chunk in a step: the first `rows` query rows, one sequence's
-/// tokens at its newest positions, over that sequence's K/V in the cache
+/// A prompt's chunk in a step: the `query` rows, one sequence's tokens at
+/// its newest positions, over that sequence's K/V in the cache
 /// (its earlier tokens and the chunk's, already stored), by the prefill
 /// kernels, whose causal mask is aligned to the end of the keys; into
 /// `attention` [rows][Hq·D]. CPU only: the K/V are read from the cache on
 /// the host.
-Status attendChunk(const Layer &l, int64_t rows, QueryRows query,
-                   float *attention) {
+Status attendChunk(const Layer &l, RowsView query, float *attention) {
   const Inputs &in = l.in;
   const int64_t kvWidth = l.kvWidth();
-  const int kvLen = in.positions[rows - 1] + 1;
+  const int kvLen = in.positions[query.count - 1] + 1;
   float *keys = grow(l.ws.keyRows, size_t(kvLen) * kvWidth);
   float *values = grow(l.ws.valueRows, size_t(kvLen) * kvWidth);
   if (Status s = in.selfCache->read(in.selfSequences[0], l.index, 0, kvLen,
                                     keys, values);
       !s)
     return s;
-  return prefillAttention(nullptr, l.op, query.data, query.stride, rows, keys,
-                          values, kvWidth, kvLen, attention);
+  return prefillAttention(nullptr, l.op, query, {keys, kvWidth, kvLen},
+                          {values, kvWidth, kvLen}, attention);
 }
 
 /// The rows at the start of a step that are one sequence's prompt chunk (a
@@ -243,7 +235,7 @@ int64_t chunkRows(const Layer &l) {
 /// everything its cache holds for the layer, the new tokens' K/V included
 /// (appended by the projection, or here from `kv`), into `attention`
 /// [batch][Hq·D].
-Status attendStep(const Layer &l, KvCache *cacheTo, QueryRows query,
+Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
                   const KeyValueRows &kv, float *attention) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
@@ -257,7 +249,8 @@ Status attendStep(const Layer &l, KvCache *cacheTo, QueryRows query,
   // A prompt's chunk first (its K/V are in the cache now), by the prefill
   // kernels; the decode kernels take the rows after it.
   if (const int64_t rows = chunkRows(l)) {
-    if (Status s = attendChunk(l, rows, query, attention); !s)
+    if (Status s = attendChunk(l, {query.data, query.stride, rows}, attention);
+        !s)
       return s;
     if (rows == t)
       return Status::ok();
@@ -266,9 +259,10 @@ Status attendStep(const Layer &l, KvCache *cacheTo, QueryRows query,
     rest.ids += rows;
     rest.positions += rows;
     rest.selfSequences += rows;
-    return attendStep(l.with(rest), nullptr,
-                      {query.data + rows * query.stride, query.stride}, kv,
-                      attention + rows * q);
+    return attendStep(
+        l.with(rest), nullptr,
+        {query.data + rows * query.stride, query.stride, t - rows}, kv,
+        attention + rows * q);
   }
   // The decode kernel reads a dense query.
   float *dense = place.activation(l.ws.query, t * q);
@@ -300,8 +294,9 @@ Status attendStep(const Layer &l, KvCache *cacheTo, QueryRows query,
   }
   if (Status s = placeCache(place, *cache, l.index); !s)
     return s;
-  return decodeAttention(place.device, op, *cache, l.index, dense, table,
-                         int64_t(maxPages), lengths, t, attention);
+  return decodeAttention(place.device, op, *cache, l.index,
+                         {dense, table, int64_t(maxPages), lengths, t},
+                         attention);
 }
 
 /// Attention of one layer reading `input` (the norm before it, or the
@@ -326,7 +321,7 @@ Status attention(const Layer &l, const float *input) {
   if (op.fusedCacheAppend)
     if (Status s = cacheAppendArgs(l, cacheTo, append); !s)
       return s;
-  QueryRows query{};
+  RowsView query{};
   KeyValueRows kv{};
   if (Status s = project(l, input, append ? &*append : nullptr, query, kv); !s)
     return s;
