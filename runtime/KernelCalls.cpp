@@ -166,10 +166,10 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
 }
 
 Status embed(const DeviceApi *device, const PlanOp &op, const Floats &rows,
-             const Floats &positionRows, const int32_t *ids,
-             const int32_t *positions, int64_t t, int64_t d, float *out) {
-  BufferView idView(ids, int32Type(), {{t, 1}});
-  BufferView positionView(positions, int32Type(), {{t, 1}});
+             const Floats &positionRows, TokenRows tokens, float *out) {
+  const int64_t t = tokens.count, d = int64_t(rows.size()) / op.vocabSize;
+  BufferView idView(tokens.ids, int32Type(), {{t, 1}});
+  BufferView positionView(tokens.positions, int32Type(), {{t, 1}});
   BufferView table(rows.data(), float32Type(), {{d, 1}, {op.vocabSize, d}});
   BufferView positionTable(positionRows.data(), float32Type(),
                            {{d, 1}, {op.maxPositions + op.positionOffset, d}});
@@ -184,9 +184,13 @@ Status embed(const DeviceApi *device, const PlanOp &op, const Floats &rows,
 }
 
 Status norm(const DeviceApi *device, const PlanOp &op, const Floats &scale,
-            const Floats &shift, const float *in, int64_t t, int64_t d,
-            float *out) {
-  BufferView input(in, float32Type(), {{d, 1}, {t, d}});
+            const Floats &shift, RowsView in, float *out) {
+  const int64_t d = int64_t(scale.size()), t = in.count;
+  if (in.stride != d)
+    return Status(StatusCode::InvalidArgument,
+                  "norm " + op.name + ": rows of " + std::to_string(in.stride) +
+                      " floats for a weight of " + std::to_string(d));
+  BufferView input(in.data, float32Type(), {{d, 1}, {t, d}});
   BufferView weight(scale.data(), float32Type(), {{d, 1}});
   BufferView bias(shift.data(), float32Type(), {{d, 1}});
   BufferView output(out, float32Type(), {{d, 1}, {t, d}});

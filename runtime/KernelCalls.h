@@ -63,18 +63,17 @@ struct LinearCall {
 };
 Status linear(const DeviceApi *device, const LinearCall &call);
 
-/// out [tokens][d] = the embedding of `ids` at `positions` [tokens]:
-/// rows of `table` [vocab][d] plus, for learned positions, of
-/// `positionTable` [maxPositions + offset][d] (else empty).
-Status embed(const DeviceApi *device, const PlanOp &op, const Floats &table,
-             const Floats &positionTable, const int32_t *ids,
-             const int32_t *positions, int64_t tokens, int64_t d, float *out);
+/// A forward pass's tokens: `ids` and `positions` [count].
+struct TokenRows {
+  const int32_t *ids, *positions;
+  int64_t count;
+};
 
-/// out [tokens][d] = the layer or RMS norm of `input` [tokens][d] with
-/// `weight` [d] and, for a layer norm, `bias` [d].
-Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
-            const Floats &bias, const float *input, int64_t tokens, int64_t d,
-            float *out);
+/// out [tokens][d] = the embedding of the tokens: rows of `table`
+/// [vocab][d] plus, for learned positions, of `positionTable`
+/// [maxPositions + offset][d] (else empty).
+Status embed(const DeviceApi *device, const PlanOp &op, const Floats &table,
+             const Floats &positionTable, TokenRows tokens, float *out);
 
 /// `count` rows of floats, row r at data + r · stride (a view into a
 /// projection's output, whose rows may hold K and V beside the query).
@@ -82,6 +81,12 @@ struct RowsView {
   const float *data;
   int64_t stride, count;
 };
+
+/// out [tokens][d] = the layer or RMS norm of `input` (rows of d =
+/// weight.size() floats) with `weight` [d] and, for a layer norm, `bias`
+/// [d].
+Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
+            const Floats &bias, RowsView input, float *out);
 
 /// Prefill attention of one sequence: `query` [t][Hq·D] over `keys`,
 /// `values` [kvLen][Hkv·D], into `out` [t][Hq·D]; causal masks are aligned

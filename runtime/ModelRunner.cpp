@@ -356,11 +356,11 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
     Status status;
     switch (op.kind) {
     case OpKind::Embedding:
-      status = embed(device, op, w.table, w.positionTable, in.ids, in.positions,
-                     t, d, x);
+      status = embed(device, op, w.table, w.positionTable,
+                     {in.ids, in.positions, t}, x);
       break;
     case OpKind::Norm:
-      status = norm(device, op, w.normWeight, w.normBias, x, t, d, normed);
+      status = norm(device, op, w.normWeight, w.normBias, {x, d, t}, normed);
       if (status && op.post) // x = norm(x)
         std::swap(x, normed);
       break;
