@@ -289,15 +289,22 @@ void ServingEngine::loop() {
       (void)generator_->clear(); // ids start again; bookkeeping stays small
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto &r : running_) {
-    r->job->error = "the server is shutting down";
-    r->job->serverFault = true;
-    r->job->publish("", true);
-  }
-  for (const auto &job : queue_) {
+  std::vector<std::shared_ptr<CompletionJob>> cut(queue_.begin(), queue_.end());
+  for (const auto &r : running_)
+    cut.push_back(r->job);
+  for (const auto &job : cut) {
     job->error = "the server is shutting down";
     job->serverFault = true;
     job->publish("", true);
+    if (options_.metrics)
+      options_.metrics->finished("error");
+  }
+  queue_.clear();
+  running_.clear();
+  running_count_ = 0;
+  if (options_.metrics) { // record() would take mutex_ again
+    options_.metrics->running.Set(0);
+    options_.metrics->queued.Set(0);
   }
 }
 
