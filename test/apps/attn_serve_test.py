@@ -371,6 +371,14 @@ def main():
         check(curl.returncode == 0 and "".join(pieces) == text and "data: [DONE]" in curl.stdout,
               "curl's stream: %r" % curl.stdout[:300])
 
+        # Serving options out of range: refused at start, naming the flag.
+        for flag, value in (("--prefill-chunk", "-1"), ("--drain-seconds", "-2")):
+            refused = subprocess.run([os.path.join(bin_dir, "attn-serve"), model, "--port", "0",
+                                      "--cache-dir", cache, flag, value],
+                                     capture_output=True, text=True, timeout=60)
+            check(refused.returncode == 1 and flag in refused.stderr,
+                  "attn-serve %s %s: %d %r" % (flag, value, refused.returncode, refused.stderr))
+
         check_logprobs(base, model)
         check_metrics(base)
 

@@ -111,16 +111,22 @@ std::vector<Finished> generate(const Model &model,
   return result;
 }
 
+/// The model's self-attention cache, with room for `sequences`.
+KvCache selfCache(const Model &model, int sequences) {
+  KvCacheConfig config;
+  EXPECT_TRUE(model.selfCacheConfig(sequences, config));
+  KvCache cache;
+  EXPECT_TRUE(KvCache::create(config, cache));
+  return cache;
+}
+
 } // namespace
 
 TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
   auto model = loadLlamaTiny(21);
   ASSERT_TRUE(model);
   const int vocabulary = model->targetVocabulary();
-  KvCacheConfig config;
-  ASSERT_TRUE(model->selfCacheConfig(2, config));
-  KvCache cache;
-  ASSERT_TRUE(KvCache::create(config, cache));
+  KvCache cache = selfCache(*model, 2);
   SequenceId a, b;
   ASSERT_TRUE(cache.addSequence(a));
   ASSERT_TRUE(cache.addSequence(b));
@@ -187,10 +193,7 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   auto model = loadLlamaTiny(22);
   ASSERT_TRUE(model);
   const int vocabulary = model->targetVocabulary();
-  KvCacheConfig config;
-  ASSERT_TRUE(model->selfCacheConfig(1, config));
-  KvCache cache;
-  ASSERT_TRUE(KvCache::create(config, cache));
+  KvCache cache = selfCache(*model, 1);
   SequenceId a;
   ASSERT_TRUE(cache.addSequence(a));
   Workspace ws;
@@ -208,7 +211,7 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   EXPECT_FALSE(
       model->append(unknown, tokens, 2, cache, nullptr, 0, logits.data(), ws));
   // Past the sequence's maximum length.
-  std::vector<SequenceId> many(config.maxSequenceLength + 1, a);
+  std::vector<SequenceId> many(cache.config().maxSequenceLength + 1, a);
   std::vector<int32_t> manyTokens(many.size(), 1);
   Status s = model->append(many.data(), manyTokens.data(), int(many.size()),
                            cache, nullptr, 0, nullptr, ws);
