@@ -155,7 +155,7 @@ int run(const std::string &weights, const std::string &dtype,
     return fail(s.message());
   if (Status s = cache.addSequence(sequence); !s)
     return fail(s.message());
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<int32_t> prompt(promptLength);
   for (int i = 0; i < promptLength; i++)
     prompt[i] = (i * 7919 + 1) % model->targetVocabulary();
@@ -163,7 +163,7 @@ int run(const std::string &weights, const std::string &dtype,
   int32_t token = 0;
   start = now();
   if (Status s = model->prefill(prompt.data(), promptLength, cache, sequence,
-                                logits.data(), ws, &token);
+                                logits.data(), context, &token);
       !s)
     return fail(s.message());
   const double promptSeconds = now() - start;
@@ -175,7 +175,7 @@ int run(const std::string &weights, const std::string &dtype,
       decodeStart = now();
     int32_t next = 0;
     if (Status s = model->decodeStep(&sequence, nullptr, &token, 1, cache,
-                                     nullptr, logits.data(), ws, nullptr,
+                                     nullptr, logits.data(), context, nullptr,
                                      &next);
         !s)
       return fail(s.message());

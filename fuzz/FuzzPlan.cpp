@@ -75,15 +75,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *bytes, size_t size) {
   if (!model->selfCacheConfig(1, config) || config.numPages > 4096 ||
       !KvCache::create(config, cache) || !cache.addSequence(sequence))
     return 0;
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<float> logits(size_t(std::max(0, model->targetVocabulary())));
   const std::vector<int32_t> prompt = {1, 2, 3};
   int32_t next = -1;
   if (!model->prefill(prompt.data(), int(prompt.size()), cache, sequence,
-                      logits.data(), ws, &next))
+                      logits.data(), context, &next))
     return 0;
   int32_t token = next < 0 ? 0 : next;
   (void)model->decodeStep(&sequence, nullptr, &token, 1, cache, nullptr,
-                          logits.data(), ws, nullptr, &next);
+                          logits.data(), context, nullptr, &next);
   return 0;
 }

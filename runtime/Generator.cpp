@@ -43,7 +43,8 @@ Status Generator::create(const Model &model, const GeneratorOptions &options,
 }
 
 Generator::Generator(const Model &model, const GeneratorOptions &options)
-    : model_(model), capacity_(options.maxSequences), options_(options) {}
+    : model_(model), capacity_(options.maxSequences), options_(options),
+      context_(model) {}
 
 Generator::~Generator() = default;
 
@@ -152,12 +153,12 @@ Status Generator::submit(GenerationRequest request, int &id) {
     if (Status s = crossCache_.addSequence(r.crossSequence); !s)
       return fail(s);
     if (Status s =
-            model_.encode(source.data(), int(source.size()), memory_, ws_);
+            model_.encode(source.data(), int(source.size()), memory_, context_);
         !s)
       return fail(s);
     if (Status s =
             model_.storeCrossKeyValues(memory_.data(), int(source.size()),
-                                       crossCache_, r.crossSequence, ws_);
+                                       crossCache_, r.crossSequence, context_);
         !s)
       return fail(s);
     requests_.push_back(std::move(r));
@@ -201,7 +202,7 @@ Status Generator::prefillWhole(Request &r) {
   logits_.resize(vocabulary);
   int32_t token = 0, greedy = -1;
   if (Status s = model_.prefill(prompt.data(), int(prompt.size()), cache_,
-                                r.sequence, logits_.data(), ws_, &greedy);
+                                r.sequence, logits_.data(), context_, &greedy);
       !s)
     return s;
   if (Status s = choose(r, logits_.data(), greedy, token); !s)
@@ -288,7 +289,7 @@ Status Generator::runRows(const std::vector<Row> &rows) {
   greedy_.resize(heads.size());
   if (Status s = model_.append(sequences.data(), tokens.data(),
                                int(rows.size()), cache_, heads.data(),
-                               int(heads.size()), logits_.data(), ws_,
+                               int(heads.size()), logits_.data(), context_,
                                greedy_.data());
       !s)
     return s;
@@ -359,7 +360,7 @@ Status Generator::stepWithCrossAttention() {
   CrossAttentionTrace trace;
   if (Status s = model_.decodeStep(sequences.data(), crossSequences.data(),
                                    tokens.data(), int(batch.size()), cache_,
-                                   &crossCache_, logits_.data(), ws_,
+                                   &crossCache_, logits_.data(), context_,
                                    traced ? &trace : nullptr, greedy_.data());
       !s)
     return s;

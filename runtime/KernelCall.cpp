@@ -2,7 +2,7 @@
 
 #include "attn/runtime/KernelCall.h"
 
-#include "DeviceShadows.h"
+#include "DeviceCopy.h"
 #include "attn/runtime/KernelTemporaries.h"
 
 #include <climits>
@@ -22,12 +22,23 @@
 
 namespace attn::runtime {
 
-BufferView::BufferView(const void *data, halide_type_t type,
-                       std::initializer_list<Dim> dims) {
-  int d = 0;
+BufferShape::BufferShape(std::initializer_list<Dim> dims) {
   for (const Dim &dim : dims) {
-    if (d == 4 || dim.extent < 1 || dim.extent > INT32_MAX ||
-        dim.stride > INT32_MAX || dim.stride < 0) {
+    if (rank_ == 4) {
+      valid_ = false;
+      break;
+    }
+    dims_[rank_++] = dim;
+  }
+}
+
+BufferView::BufferView(Placed<const void> data, halide_type_t type,
+                       const BufferShape &shape)
+    : copy_(data.copy), valid_(shape.valid()) {
+  int d = 0;
+  for (const BufferShape::Dim &dim : shape) {
+    if (dim.extent < 1 || dim.extent > INT32_MAX || dim.stride > INT32_MAX ||
+        dim.stride < 0) {
       valid_ = false;
       break;
     }
@@ -37,7 +48,7 @@ BufferView::BufferView(const void *data, halide_type_t type,
     dims_[d].flags = 0;
     d++;
   }
-  buffer_.host = static_cast<uint8_t *>(const_cast<void *>(data));
+  buffer_.host = static_cast<uint8_t *>(const_cast<void *>(data.data));
   buffer_.type = type;
   buffer_.dimensions = d;
   buffer_.dim = dims_;
@@ -60,8 +71,8 @@ std::string declaredName(const char *name) {
   return s.substr(0, s.find('$'));
 }
 
-/// `args` in the order `kernel` was generated to take them (its metadata),
-/// each checked to be of the element type and dimensions it expects. A
+/// The `views` of `args` in the order `kernel` was generated to take them
+/// (its metadata), each checked to be of the element type and dimensions it expects. A
 /// kernel called through a type-erased pointer with other arguments would
 /// read garbage; a plan edited by hand, or a header and a library from
 /// different attnc runs, is an error here instead. A bf16 pool given to a
@@ -70,6 +81,7 @@ std::string declaredName(const char *name) {
 Status orderArguments(const Kernel &kernel,
                       const halide_filter_metadata_t *metadata,
                       const std::vector<KernelArg> &args,
+                      std::optional<BufferView> *views,
                       std::vector<BufferView *> &ordered) {
   const std::string disagree = " (plan and kernels disagree)";
   std::vector<bool> used(args.size(), false);
@@ -85,7 +97,7 @@ Status orderArguments(const Kernel &kernel,
                         describe(expected.type, expected.dimensions) +
                         " buffer; the plan gives it none" + disagree);
     used[a] = true;
-    halide_buffer_t &given = *args[a].buffer->get();
+    halide_buffer_t &given = *views[a]->get();
     if (given.type.code == halide_type_bfloat && given.type.bits == 16 &&
         expected.type.code == halide_type_uint && expected.type.bits == 16)
       given.type.code = halide_type_uint;
@@ -99,7 +111,7 @@ Status orderArguments(const Kernel &kernel,
                         " buffer; the plan gives it a " +
                         describe(given.type, given.dimensions) + " one" +
                         disagree);
-    ordered.push_back(args[a].buffer);
+    ordered.push_back(&*views[a]);
   }
   for (size_t a = 0; a < args.size(); a++)
     if (!used[a])
@@ -115,7 +127,7 @@ Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
   static std::once_flag handlerInstalled;
   std::call_once(handlerInstalled, [] {
     if (&halide_set_error_handler != nullptr)
-      halide_set_error_handler(shadows::recordHalideError);
+      halide_set_error_handler(recordHalideError);
     if (&halide_set_custom_malloc != nullptr &&
         &halide_set_custom_free != nullptr) {
       halide_set_custom_malloc(allocateKernelTemporary);
@@ -127,37 +139,47 @@ Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
   if (!metadata)
     return Status(StatusCode::InvalidArgument,
                   "kernel " + kernel.name + " has no metadata");
+  if (args.size() > kMaxKernelArgs)
+    return Status(StatusCode::InvalidArgument,
+                  "kernel " + kernel.name + " called with " +
+                      std::to_string(args.size()) + " buffers");
+  std::optional<BufferView> views[kMaxKernelArgs];
+  for (size_t a = 0; a < args.size(); a++)
+    views[a].emplace(args[a].data, args[a].type, args[a].shape);
   std::vector<BufferView *> ordered;
-  if (Status s = orderArguments(kernel, metadata, args, ordered); !s)
+  if (Status s = orderArguments(kernel, metadata, args, views, ordered); !s)
     return s;
   auto isOutput = [&](size_t i) {
     return metadata->arguments[i].kind == halide_argument_kind_output_buffer;
   };
   std::vector<halide_buffer_t *> b;
+  std::vector<DeviceCopy *> copies;
   for (BufferView *arg : ordered) {
+    copies.push_back(arg->copy());
     if (!arg->valid())
       return Status(StatusCode::InvalidArgument,
                     "a buffer of kernel " + kernel.name +
                         " exceeds 32-bit indexing");
     b.push_back(arg->get());
   }
-  std::optional<shadows::KernelCallOnDevice> onDevice;
+  std::optional<KernelCallOnDevice> onDevice;
   if (device) {
     onDevice.emplace(*device);
     for (size_t i = 0; i < b.size(); i++)
-      if (Status s = onDevice->attach(*b[i], isOutput(i)); !s)
+      if (Status s = onDevice->attach(*b[i], copies[i], isOutput(i)); !s)
         return Status(s.code(), "kernel " + kernel.name + ": " + s.message());
   } else {
     // A CPU kernel over memory a GPU model also used (a cache it filled):
     // the device's newer side comes back first, and what the kernel writes
-    // goes up before the next device kernel. No-ops in CPU-only runs.
+    // goes up before the next device kernel.
     for (size_t i = 0; i < b.size(); i++)
-      (isOutput(i) ? shadows::hostWrites : shadows::hostReads)(b[i]->host);
+      if (copies[i])
+        isOutput(i) ? copies[i]->hostWrites() : copies[i]->hostReads();
   }
   using B = halide_buffer_t *;
   void (*f)(void) = kernel.function;
   int result;
-  (void)shadows::takeLastDeviceError(); // nothing stale in this call's report
+  (void)takeLastDeviceError(); // nothing stale in this call's report
   // Every kernel takes only buffers; cast back to the arity it was built with.
   switch (b.size()) {
   case 3:
@@ -200,7 +222,7 @@ Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
                       std::to_string(b.size()) + " buffers");
   }
   if (result != 0) {
-    std::string detail = shadows::takeLastDeviceError();
+    std::string detail = takeLastDeviceError();
     return Status(StatusCode::KernelFailed,
                   "kernel " + kernel.name + " failed with Halide error " +
                       std::to_string(result) +

@@ -2,7 +2,7 @@
 
 #include "KernelCalls.h"
 
-#include "DevicePlacement.h"
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>
@@ -28,43 +28,47 @@ halide_type_t halideType(DType type) {
 }
 
 namespace {
-/// A [tokens][heads][D] view with rows `rowStride` floats apart.
-BufferView headsView(const float *data, int64_t tokens, int64_t heads,
-                     int64_t headDim, int64_t rowStride) {
-  return BufferView(data, float32Type(),
-                    {{headDim, 1},
-                     {heads, headDim},
-                     {tokens, rowStride},
-                     {1, tokens * rowStride}});
+/// The argument `name`, a [tokens][heads][D] view of `rows` (rows `stride`
+/// floats apart).
+KernelArg heads(const char *name, RowsView rows, int64_t heads,
+                int64_t headDim) {
+  return {name,
+          rows.data,
+          float32Type(),
+          {{headDim, 1},
+           {heads, headDim},
+           {rows.count, rows.stride},
+           {1, rows.count * rows.stride}}};
 }
-
 } // namespace
 
 /// A fused append into `layer` of `cache` at `slots`.
 CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots) {
   const KvCacheConfig &c = cache.config();
+  const halide_type_t element = halideType(c.dtype);
+  const KvCache::LayerPools pools = cache.pools(layer);
   CacheAppendArgs append{slots,
-                         cache.writableKeyPages(layer),
-                         cache.writableValuePages(layer),
-                         halideType(c.dtype),
+                         pools.keys,
+                         pools.values,
+                         element,
                          int64_t(c.numPages) * c.pageSize,
                          c.numKvHeads,
                          c.headDim};
-  append.keyScales = cache.writableKeyScales(layer);
-  append.valueScales = cache.writableValueScales(layer);
+  append.keyScales = pools.keyScales;
+  append.valueScales = pools.valueScales;
   return append;
 }
 
 /// A fused-append kernel run with no cache to fill (prefill without a
 /// cache): `tokens` slots of -1 and a one-slot pool nothing is stored in.
-CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens) {
-  int32_t *slots = grow(ws.cacheSlots, tokens);
-  std::fill(slots, slots + tokens, -1);
-  float *pool = grow(ws.noCache, size_t(op.kvHeads) * op.headDim);
-  CacheAppendArgs append{slots, pool,       pool,      halideType(op.cacheType),
-                         1,     op.kvHeads, op.headDim};
+CacheAppendArgs noCacheAppend(const PlanOp &op, int64_t tokens,
+                              IndexRows &slots, Activations &pool) {
+  std::fill(slots.data(), slots.data() + tokens, -1);
+  CacheAppendArgs append{slots.data(), pool.placed(), pool.placed(),
+                         halideType(op.cacheType),
+                         1,            op.kvHeads,    op.headDim};
   if (op.cacheType == DType::I8) // [1][kvHeads] scales fit in it too
-    append.keyScales = append.valueScales = pool;
+    append.keyScales = append.valueScales = pool.placed();
   return append;
 }
 
@@ -74,89 +78,70 @@ CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens) {
 Status linear(const DeviceApi *device, const LinearCall &call) {
   const Kernel &kernel = call.kernel;
   const WeightMatrix &w = call.weights;
-  const Floats &b = call.bias;
-  const float *in = call.input, *residual = call.residual;
-  float *out = call.output;
   const int64_t tokens = call.tokens, inF = call.inputs, outF = call.outputs;
-  const int32_t *positions = call.positions;
-  const CacheAppendArgs *append = call.append;
-  const bool gatedInput = call.gatedInput;
-  int32_t *best = call.best;
-  // A gated input holds [gate | up] halves of inF each.
-  const int64_t width = gatedInput ? 2 * inF : inF;
-  BufferView input(in, float32Type(), {{width, 1}, {tokens, width}});
   if (w.in != inF || w.out != outF)
     return Status(StatusCode::InvalidArgument,
                   "kernel " + kernel.name + ": weights of " +
                       std::to_string(w.in) + " x " + std::to_string(w.out) +
                       " for a " + std::to_string(inF) + " -> " +
                       std::to_string(outF) + " projection");
-  // [panels][rows][words] (Model::Weights; bf16 pairs as uint32 words,
+  // A gated input holds [gate | up] halves of inF each.
+  const int64_t width = call.gatedInput ? 2 * inF : inF;
+  // W: [panels][rows][words] (Model::Weights; bf16 pairs as uint32 words,
   // int8 with inputs in pairs).
   const halide_type_t weightType =
       w.pairs() ? halide_type_t{halide_type_uint, 32, 1} : halideType(w.type);
-  BufferView weight(w.data(), weightType,
-                    {{w.words(), 1},
-                     {w.rows(), w.words()},
-                     {w.panels(), w.rows() * w.words()}});
-  // int8: [out]; int4: [panels][groups][16], as are its zero points.
-  const int64_t groups = w.type == DType::I4 ? w.int4Layout().groups() : 0;
-  BufferView scales =
-      w.type == DType::I4
-          ? BufferView(w.scales.data(), float32Type(),
-                       {{kInt4Panel, 1},
-                        {groups, kInt4Panel},
-                        {w.panels(), groups * kInt4Panel}})
-          : BufferView(w.scales.data(), float32Type(), {{outF, 1}});
-  BufferView zeros(w.zeros.data(), halide_type_t{halide_type_uint, 8, 1},
-                   {{kInt4Panel, 1},
-                    {groups, kInt4Panel},
-                    {w.panels(), groups * kInt4Panel}});
-  BufferView bias(b.data(), float32Type(), {{outF, 1}});
-  BufferView position(positions, int32Type(), {{tokens, 1}});
-  BufferView res(residual, float32Type(), {{outF, 1}, {tokens, outF}});
-  BufferView output(out, float32Type(), {{outF, 1}, {tokens, outF}});
   std::vector<KernelArg> args = {
-      {"input", &input}, {"weight", &weight}, {"output", &output}};
-  if (w.type == DType::I8 || w.type == DType::I4)
-    args.push_back({"weight_scales", &scales});
+      {"input", call.input, float32Type(), {{width, 1}, {tokens, width}}},
+      {"weight",
+       w.placed(),
+       weightType,
+       {{w.words(), 1},
+        {w.rows(), w.words()},
+        {w.panels(), w.rows() * w.words()}}},
+      {"output", call.output, float32Type(), {{outF, 1}, {tokens, outF}}}};
+  // int8: a scale per output feature; int4: [panels][groups][16], as are
+  // its zero points.
+  const int64_t groups = w.type == DType::I4 ? w.int4Layout().groups() : 0;
+  const BufferShape groupShape = {{kInt4Panel, 1},
+                                  {groups, kInt4Panel},
+                                  {w.panels(), groups * kInt4Panel}};
+  if (w.type == DType::I8)
+    args.push_back(
+        {"weight_scales", w.scales.placed(), float32Type(), {{outF, 1}}});
+  if (w.type == DType::I4)
+    args.push_back(
+        {"weight_scales", w.scales.placed(), float32Type(), groupShape});
   if (!w.zeros.empty())
-    args.push_back({"weight_zeros", &zeros});
-  if (!b.empty())
-    args.push_back({"bias", &bias});
-  if (positions)
-    args.push_back({"positions", &position});
-  if (residual)
-    args.push_back({"residual", &res});
-  std::optional<BufferView> slots, keyPool, valuePool, keyScales, valueScales;
-  if (append) {
+    args.push_back({"weight_zeros", w.zeros.placed(),
+                    halide_type_t{halide_type_uint, 8, 1}, groupShape});
+  if (!call.bias.empty())
+    args.push_back({"bias", call.bias.placed(), float32Type(), {{outF, 1}}});
+  if (call.positions)
+    args.push_back({"positions", call.positions, int32Type(), {{tokens, 1}}});
+  if (call.residual.data)
+    args.push_back({"residual", call.residual, float32Type(),
+                    {{outF, 1}, {tokens, outF}}});
+  if (const CacheAppendArgs *append = call.append) {
+    // Pools [poolSlots][kvHeads][headDim], int8 row scales
+    // [poolSlots][kvHeads].
     const int64_t kv = append->kvHeads * append->headDim;
-    slots.emplace(append->slots, int32Type(),
-                  std::initializer_list<BufferView::Dim>{{tokens, 1}});
-    for (auto [view, pool] : {std::pair{&keyPool, append->keyPool},
-                              std::pair{&valuePool, append->valuePool}})
-      view->emplace(pool, append->element,
-                    std::initializer_list<BufferView::Dim>{
-                        {append->headDim, 1},
-                        {append->kvHeads, append->headDim},
-                        {append->poolSlots, kv}});
-    args.push_back({"cache_slots", &*slots});
-    args.push_back({"key_cache", &*keyPool});
-    args.push_back({"value_cache", &*valuePool});
+    const BufferShape pool = {{append->headDim, 1},
+                              {append->kvHeads, append->headDim},
+                              {append->poolSlots, kv}},
+                      scales = {{append->kvHeads, 1},
+                                {append->poolSlots, append->kvHeads}};
+    args.push_back({"cache_slots", append->slots, int32Type(), {{tokens, 1}}});
+    args.push_back({"key_cache", append->keyPool, append->element, pool});
+    args.push_back({"value_cache", append->valuePool, append->element, pool});
+    if (append->keyScales.data) {
+      args.push_back({"key_scales", append->keyScales, float32Type(), scales});
+      args.push_back(
+          {"value_scales", append->valueScales, float32Type(), scales});
+    }
   }
-  if (append && append->keyScales) {
-    for (auto [view, pool] : {std::pair{&keyScales, append->keyScales},
-                              std::pair{&valueScales, append->valueScales}})
-      view->emplace(
-          pool, float32Type(),
-          std::initializer_list<BufferView::Dim>{
-              {append->kvHeads, 1}, {append->poolSlots, append->kvHeads}});
-    args.push_back({"key_scales", &*keyScales});
-    args.push_back({"value_scales", &*valueScales});
-  }
-  BufferView bestView(best, int32Type(), {{tokens, 1}});
-  if (best)
-    args.push_back({"best_token", &bestView});
+  if (call.best)
+    args.push_back({"best_token", call.best, int32Type(), {{tokens, 1}}});
   if (tokens <= 2 && kernel.fewTokens) {
     Kernel gemv{kernel.name + "_gemv", kernel.fewTokens,
                 kernel.fewTokensMetadata};
@@ -166,98 +151,113 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
 }
 
 Status embed(const DeviceApi *device, const PlanOp &op, const Floats &rows,
-             const Floats &positionRows, TokenRows tokens, float *out) {
+             const Floats &positionRows, TokenRows tokens, Placed<float> out) {
   const int64_t t = tokens.count, d = int64_t(rows.size()) / op.vocabSize;
-  BufferView idView(tokens.ids, int32Type(), {{t, 1}});
-  BufferView positionView(tokens.positions, int32Type(), {{t, 1}});
-  BufferView table(rows.data(), float32Type(), {{d, 1}, {op.vocabSize, d}});
-  BufferView positionTable(positionRows.data(), float32Type(),
-                           {{d, 1}, {op.maxPositions + op.positionOffset, d}});
-  BufferView output(out, float32Type(), {{d, 1}, {t, d}});
-  std::vector<KernelArg> args = {{"tokens", &idView},
-                                 {"positions", &positionView},
-                                 {"table", &table},
-                                 {"output", &output}};
+  std::vector<KernelArg> args = {
+      {"tokens", tokens.ids, int32Type(), {{t, 1}}},
+      {"positions", tokens.positions, int32Type(), {{t, 1}}},
+      {"table", rows.placed(), float32Type(), {{d, 1}, {op.vocabSize, d}}},
+      {"output", out, float32Type(), {{d, 1}, {t, d}}}};
   if (!positionRows.empty())
-    args.push_back({"position_table", &positionTable});
+    args.push_back({"position_table",
+                    positionRows.placed(),
+                    float32Type(),
+                    {{d, 1}, {op.maxPositions + op.positionOffset, d}}});
   return callKernel(op.kernel, args, device);
 }
 
 Status norm(const DeviceApi *device, const PlanOp &op, const Floats &scale,
-            const Floats &shift, RowsView in, float *out) {
+            const Floats &shift, RowsView in, Placed<float> out) {
   const int64_t d = int64_t(scale.size()), t = in.count;
   if (in.stride != d)
     return Status(StatusCode::InvalidArgument,
                   "norm " + op.name + ": rows of " + std::to_string(in.stride) +
                       " floats for a weight of " + std::to_string(d));
-  BufferView input(in.data, float32Type(), {{d, 1}, {t, d}});
-  BufferView weight(scale.data(), float32Type(), {{d, 1}});
-  BufferView bias(shift.data(), float32Type(), {{d, 1}});
-  BufferView output(out, float32Type(), {{d, 1}, {t, d}});
   std::vector<KernelArg> args = {
-      {"input", &input}, {"weight", &weight}, {"output", &output}};
+      {"input", in.data, float32Type(), {{d, 1}, {t, d}}},
+      {"weight", scale.placed(), float32Type(), {{d, 1}}},
+      {"output", out, float32Type(), {{d, 1}, {t, d}}}};
   if (op.layerNorm)
-    args.push_back({"bias", &bias});
+    args.push_back({"bias", shift.placed(), float32Type(), {{d, 1}}});
   return callKernel(op.kernel, args, device);
 }
 
 Status prefillAttention(const DeviceApi *device, const PlanOp &op,
                         RowsView query, RowsView keys, RowsView values,
-                        float *out) {
-  const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim,
-                t = query.count, kvLen = keys.count;
-  BufferView qv = headsView(query.data, t, hq, hd, query.stride);
-  BufferView kview = headsView(keys.data, kvLen, hkv, hd, keys.stride);
-  BufferView vview = headsView(values.data, kvLen, hkv, hd, values.stride);
-  BufferView output = headsView(out, t, hq, hd, hq * hd);
-  std::vector<KernelArg> args = {
-      {"query", &qv}, {"key", &kview}, {"value", &vview}, {"output", &output}};
+                        Placed<float> out) {
+  const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim;
   // One unpadded sequence: all its keys are real.
-  const int32_t keyLength = int32_t(kvLen);
-  BufferView lengths(&keyLength, int32Type(), {{1, 1}});
+  const int32_t keyLength = int32_t(keys.count);
+  std::vector<KernelArg> args = {
+      heads("query", query, hq, hd), heads("key", keys, hkv, hd),
+      heads("value", values, hkv, hd),
+      heads("output", {out, hq * hd, query.count}, hq, hd)};
   if (op.keyPadding)
-    args.push_back({"key_lengths", &lengths});
+    args.push_back({"key_lengths", &keyLength, int32Type(), {{1, 1}}});
   return callKernel(op.prefill, args, device);
 }
 
 Status decodeAttention(const DeviceApi *device, const PlanOp &op,
                        const KvCache &cache, int layer,
-                       const DecodeBatch &batch, float *out) {
+                       const DecodeBatch &batch, Placed<float> out) {
   const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim,
                 q = hq * hd, kv = hkv * hd, t = batch.batch,
                 maxPages = batch.maxPages;
-  const float *query = batch.query;
-  const int32_t *table = batch.blockTable, *lengths = batch.lengths;
   const KvCacheConfig &c = cache.config();
-  halide_type_t element = halideType(c.dtype);
-  BufferView qv(query, float32Type(), {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
-  BufferView keyPages(
-      cache.keyPages(layer), element,
-      {{hd, 1}, {hkv, hd}, {c.pageSize, kv}, {c.numPages, c.pageSize * kv}});
-  BufferView valuePages(
-      cache.valuePages(layer), element,
-      {{hd, 1}, {hkv, hd}, {c.pageSize, kv}, {c.numPages, c.pageSize * kv}});
-  BufferView blockTable(table, int32Type(), {{maxPages, 1}, {t, maxPages}});
-  BufferView seqLens(lengths, int32Type(), {{t, 1}});
-  BufferView output(out, float32Type(), {{hd, 1}, {hq, hd}, {1, q}, {t, q}});
-  std::vector<KernelArg> args = {{"query", &qv},
-                                 {"key_pages", &keyPages},
-                                 {"value_pages", &valuePages},
-                                 {"block_table", &blockTable},
-                                 {"seq_lens", &seqLens},
-                                 {"output", &output}};
-  // I8: and the scale of every row.
-  BufferView keyScales(
-      cache.keyScales(layer), float32Type(),
-      {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
-  BufferView valueScales(
-      cache.valueScales(layer), float32Type(),
-      {{hkv, 1}, {c.pageSize, hkv}, {c.numPages, c.pageSize * hkv}});
+  const halide_type_t element = halideType(c.dtype);
+  const KvCache::LayerPools pools = cache.pools(layer);
+  // Pages [numPages][pageSize][Hkv][D]; int8 row scales
+  // [numPages][pageSize][Hkv].
+  const BufferShape rows = {{hd, 1}, {hq, hd}, {1, q}, {t, q}},
+                    pages = {{hd, 1},
+                             {hkv, hd},
+                             {c.pageSize, kv},
+                             {c.numPages, c.pageSize * kv}},
+                    scales = {{hkv, 1},
+                              {c.pageSize, hkv},
+                              {c.numPages, c.pageSize * hkv}};
+  std::vector<KernelArg> args = {
+      {"query", batch.query, float32Type(), rows},
+      {"key_pages", pools.keys, element, pages},
+      {"value_pages", pools.values, element, pages},
+      {"block_table", batch.blockTable, int32Type(),
+       {{maxPages, 1}, {t, maxPages}}},
+      {"seq_lens", batch.lengths, int32Type(), {{t, 1}}},
+      {"output", out, float32Type(), rows}};
   if (c.dtype == DType::I8) {
-    args.push_back({"key_scales", &keyScales});
-    args.push_back({"value_scales", &valueScales});
+    args.push_back({"key_scales", pools.keyScales, float32Type(), scales});
+    args.push_back({"value_scales", pools.valueScales, float32Type(), scales});
   }
   return callKernel(op.decode, args, device);
+}
+
+Status copyRows(const DeviceApi *device, RowsView from, int64_t offset,
+                int64_t width, Placed<float> to) {
+  const int64_t rows = from.count;
+  if (!device) {
+    for (int64_t r = 0; r < rows; r++)
+      std::memcpy(to.data + r * width, from.data.data + offset + r * from.stride,
+                  width * sizeof(float));
+    return Status::ok();
+  }
+  if (!from.data.copy || !to.copy)
+    return Status(StatusCode::InvalidArgument,
+                  "a device copy between buffers without device copies");
+  // `to` holds columns [offset, offset + width) of `from`'s coordinates:
+  // Halide copies the region of `to` found in `from`.
+  halide_dimension_t fromDims[2] = {{0, int32_t(offset + width), 1, 0},
+                                    {0, int32_t(rows), int32_t(from.stride), 0}};
+  halide_dimension_t toDims[2] = {{int32_t(offset), int32_t(width), 1, 0},
+                                  {0, int32_t(rows), int32_t(width), 0}};
+  halide_buffer_t source{}, target{};
+  source.host =
+      reinterpret_cast<uint8_t *>(const_cast<float *>(from.data.data));
+  target.host = reinterpret_cast<uint8_t *>(to.data);
+  source.type = target.type = float32Type();
+  source.dimensions = target.dimensions = 2;
+  source.dim = fromDims;
+  target.dim = toDims;
+  return copyOnDevice(*device, *from.data.copy, source, *to.copy, target);
 }
 
 /// The lowest index of the largest of `logits` [vocabulary], -1 if one is

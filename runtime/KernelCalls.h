@@ -11,6 +11,7 @@
 #ifndef ATTN_RUNTIME_KERNELCALLS_H
 #define ATTN_RUNTIME_KERNELCALLS_H
 
+#include "ContextBuffers.h"
 #include "ModelWeights.h"
 
 #include "attn/runtime/KernelCall.h"
@@ -29,19 +30,21 @@ halide_type_t halideType(DType type);
 /// the slot of each token, slots [tokens] (-1: not stored).
 struct CacheAppendArgs {
   const int32_t *slots;
-  void *keyPool, *valuePool;
+  Placed<void> keyPool, valuePool;
   halide_type_t element;
   int64_t poolSlots, kvHeads, headDim;
   /// int8 pools: each row's scale, [poolSlots][kvHeads] float; else null.
-  float *keyScales = nullptr, *valueScales = nullptr;
+  Placed<float> keyScales, valueScales;
 };
 
 /// A fused append into `layer` of `cache` at `slots`.
 CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots);
 
 /// A fused-append kernel run with no cache to fill (prefill without a
-/// cache): `tokens` slots of -1 and a one-slot pool nothing is stored in.
-CacheAppendArgs noCacheAppend(const PlanOp &op, Workspace &ws, int64_t tokens);
+/// cache): `tokens` of `slots` set to -1 and `pool` [1][Hkv·D], a one-slot
+/// pool nothing is stored in.
+CacheAppendArgs noCacheAppend(const PlanOp &op, int64_t tokens,
+                              IndexRows &slots, Activations &pool);
 
 /// One linear kernel's call: output [tokens][outputs] = act(input
 /// [tokens][inputs] · W + bias) (+ residual) (+ RoPE by `positions` when
@@ -52,11 +55,11 @@ struct LinearCall {
   const Kernel &kernel;
   const WeightMatrix &weights;
   const Floats &bias;
-  const float *input; ///< [tokens][inputs]; gated: [tokens][2·inputs]
+  Placed<const float> input; ///< [tokens][inputs]; gated: [tokens][2·inputs]
   int64_t tokens, inputs, outputs;
-  float *output; ///< [tokens][outputs]
+  Placed<float> output; ///< [tokens][outputs]
   const int32_t *positions = nullptr; ///< [tokens], for RoPE
-  const float *residual = nullptr;    ///< [tokens][outputs], added
+  Placed<const float> residual;       ///< [tokens][outputs], added
   bool gatedInput = false;            ///< gate | up halves, SiLU(gate)·up
   const CacheAppendArgs *append = nullptr;
   int32_t *best = nullptr; ///< [tokens]
@@ -73,12 +76,12 @@ struct TokenRows {
 /// [vocab][d] plus, for learned positions, of `positionTable`
 /// [maxPositions + offset][d] (else empty).
 Status embed(const DeviceApi *device, const PlanOp &op, const Floats &table,
-             const Floats &positionTable, TokenRows tokens, float *out);
+             const Floats &positionTable, TokenRows tokens, Placed<float> out);
 
 /// `count` rows of floats, row r at data + r · stride (a view into a
 /// projection's output, whose rows may hold K and V beside the query).
 struct RowsView {
-  const float *data;
+  Placed<const float> data;
   int64_t stride, count;
 };
 
@@ -86,20 +89,20 @@ struct RowsView {
 /// weight.size() floats) with `weight` [d] and, for a layer norm, `bias`
 /// [d].
 Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
-            const Floats &bias, RowsView input, float *out);
+            const Floats &bias, RowsView input, Placed<float> out);
 
 /// Prefill attention of one sequence: `query` [t][Hq·D] over `keys`,
 /// `values` [kvLen][Hkv·D], into `out` [t][Hq·D]; causal masks are aligned
 /// to the end of the keys (query i sees keys up to i + kvLen - t).
 Status prefillAttention(const DeviceApi *device, const PlanOp &op,
                         RowsView query, RowsView keys, RowsView values,
-                        float *out);
+                        Placed<float> out);
 
 /// A decode batch: each sequence's new query row, `query` [batch][Hq·D],
 /// the pages it reads, `blockTable` [batch][maxPages], and how many of
 /// their tokens it sees, `lengths` [batch].
 struct DecodeBatch {
-  const float *query;
+  Placed<const float> query;
   const int32_t *blockTable;
   int64_t maxPages;
   const int32_t *lengths;
@@ -110,7 +113,14 @@ struct DecodeBatch {
 /// [batch][Hq·D].
 Status decodeAttention(const DeviceApi *device, const PlanOp &op,
                        const KvCache &cache, int layer,
-                       const DecodeBatch &batch, float *out);
+                       const DecodeBatch &batch, Placed<float> out);
+
+/// Columns [offset, offset + width) of the rows of `from` into dense `to`
+/// [from.count][width]: std::memcpy on the CPU, a copy on the device (where
+/// kernels take no views into the middle of an allocation; `from` starts
+/// at its allocation there).
+Status copyRows(const DeviceApi *device, RowsView from, int64_t offset,
+                int64_t width, Placed<float> to);
 
 /// The lowest index of the largest of `logits` [vocabulary], -1 if one is
 /// NaN: what a head kernel's fused argmax computes.

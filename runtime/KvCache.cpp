@@ -2,7 +2,7 @@
 
 #include "attn/runtime/KvCache.h"
 
-#include "DeviceShadows.h"
+#include "DeviceCopy.h"
 
 #include <algorithm>
 #include <new>
@@ -100,11 +100,14 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
   return Status::ok();
 }
 
-KvCache::~KvCache() { forgetDeviceCopies(); }
+KvCache::KvCache() = default;
+KvCache::KvCache(KvCache &&) = default;
+KvCache::~KvCache() = default;
 
 KvCache &KvCache::operator=(KvCache &&other) {
   if (this != &other) {
-    forgetDeviceCopies();
+    // The device copies first: they describe the pools about to be freed.
+    deviceCopies_ = std::move(other.deviceCopies_);
     config_ = other.config_;
     keys_ = std::move(other.keys_);
     values_ = std::move(other.values_);
@@ -118,24 +121,55 @@ KvCache &KvCache::operator=(KvCache &&other) {
   return *this;
 }
 
-void KvCache::forgetDeviceCopies() {
-  for (const auto *pools : {&keys_, &values_})
-    for (const Pool &pool : *pools)
-      shadows::forget(pool.data());
-  for (const auto *scales : {&keyScales_, &valueScales_})
-    for (const std::vector<float> &layer : *scales)
-      shadows::forget(layer.data());
+Status KvCache::placeOn(const DeviceApi &api, int layer) const {
+  if (layer < 0 || layer >= config_.numLayers)
+    return Status(StatusCode::InvalidArgument,
+                  "placeOn: no layer " + std::to_string(layer));
+  if (deviceCopies_.empty())
+    for (int i = 0; i < 4 * config_.numLayers; i++)
+      deviceCopies_.push_back(std::make_unique<DeviceCopy>());
+  const size_t rows = size_t(config_.numPages) * config_.pageSize *
+                      config_.numKvHeads;
+  const void *pools[4] = {keys_[layer].data(), values_[layer].data(),
+                          keyScales(layer), valueScales(layer)};
+  const size_t bytes[4] = {keys_[layer].size(), values_[layer].size(),
+                           rows * sizeof(float), rows * sizeof(float)};
+  for (int kind = 0; kind < 4; kind++)
+    if (pools[kind])
+      if (Status s = deviceCopies_[4 * layer + kind]->allocate(
+              api, pools[kind], bytes[kind], /*hostHasData=*/true);
+          !s)
+        return s;
+  return Status::ok();
+}
+
+KvCache::LayerPools KvCache::pools(int layer) const {
+  auto *self = const_cast<KvCache *>(this); // see the declaration
+  auto *keyScales = self->keyScales_.empty() ? nullptr
+                                             : self->keyScales_[layer].data();
+  auto *valueScales = self->valueScales_.empty()
+                          ? nullptr
+                          : self->valueScales_[layer].data();
+  return {{self->keys_[layer].data(), deviceCopy(layer, PoolKind::Keys)},
+          {self->values_[layer].data(), deviceCopy(layer, PoolKind::Values)},
+          {keyScales, deviceCopy(layer, PoolKind::KeyScales)},
+          {valueScales, deviceCopy(layer, PoolKind::ValueScales)}};
+}
+
+DeviceCopy *KvCache::deviceCopy(int layer, PoolKind pool) const {
+  return deviceCopies_.empty()
+             ? nullptr
+             : deviceCopies_[4 * layer + int(pool)].get();
 }
 
 /// The host touches `layer`'s pools: with a GPU model, their device copies
 /// come back first (and go out again before the next kernel).
 void KvCache::hostAccess(int layer, bool write) const {
-  auto touch = write ? shadows::hostWrites : shadows::hostReads;
-  touch(keys_[layer].data());
-  touch(values_[layer].data());
-  if (!keyScales_.empty()) {
-    touch(keyScales_[layer].data());
-    touch(valueScales_[layer].data());
+  if (deviceCopies_.empty())
+    return;
+  for (int kind = 0; kind < 4; kind++) {
+    DeviceCopy &copy = *deviceCopies_[4 * layer + kind];
+    write ? copy.hostWrites() : copy.hostReads();
   }
 }
 
@@ -193,24 +227,28 @@ void KvCache::releasePage(int32_t page) {
 Status KvCache::copyPage(int32_t from, int32_t to) {
   // Each pool's page: on the device when the pool lives there (a GPU
   // model's cache), else in host memory.
-  auto copy = [&](uint8_t *pool, size_t bytes) {
-    bool onDevice = false;
-    if (Status s = shadows::copyBytes(pool + from * bytes, pool + to * bytes,
-                                      bytes, onDevice);
-        !s || onDevice)
-      return s;
-    shadows::hostWrites(pool);
+  auto copy = [&](int layer, PoolKind kind, uint8_t *pool, size_t bytes) {
+    if (DeviceCopy *device = deviceCopy(layer, kind)) {
+      bool onDevice = false;
+      if (Status s = device->copyWithin(from * bytes, to * bytes, bytes,
+                                        onDevice);
+          !s || onDevice)
+        return s;
+      device->hostWrites();
+    }
     std::memcpy(pool + to * bytes, pool + from * bytes, bytes);
     return Status::ok();
   };
   const size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
   for (int layer = 0; layer < config_.numLayers; layer++) {
-    Status s = copy(keys_[layer].data(), pageBytes());
+    Status s = copy(layer, PoolKind::Keys, keys_[layer].data(), pageBytes());
     if (s)
-      s = copy(values_[layer].data(), pageBytes());
-    for (auto *scales : {&keyScales_, &valueScales_})
+      s = copy(layer, PoolKind::Values, values_[layer].data(), pageBytes());
+    for (auto [kind, scales] : {std::pair{PoolKind::KeyScales, &keyScales_},
+                                std::pair{PoolKind::ValueScales, &valueScales_}})
       if (s && !scales->empty())
-        s = copy(reinterpret_cast<uint8_t *>((*scales)[layer].data()),
+        s = copy(layer, kind,
+                 reinterpret_cast<uint8_t *>((*scales)[layer].data()),
                  rows * sizeof(float));
     if (!s)
       return s;

@@ -8,7 +8,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DeviceShadows.h"
 #include "ModelWeights.h"
 #include "PackedWeights.h"
 #include "TensorNames.h"
@@ -146,12 +145,7 @@ Status Model::load(std::shared_ptr<const ModelLibrary> library,
   return Status::ok();
 }
 
-Model::~Model() {
-  if (device_)
-    for (const auto &weights : weights_)
-      for (const auto &[data, bytes] : weights->tensors())
-        shadows::forget(data);
-}
+Model::~Model() = default;
 
 Status Model::load(const std::string &planJson, const KernelEntry *table,
                    size_t tableSize, const std::string &weightsPath,
@@ -168,7 +162,7 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
     if (device->load_driver() != 0)
       return Status(StatusCode::NotFound,
                     "cannot load the " + std::string(device->name) + " driver");
-    shadows::installErrorHandler(*device);
+    installErrorHandler(*device);
   }
   if (Status status = parsePlan(planJson, table, tableSize, result->plan_,
                                 device ? device->name : "cpu");
@@ -210,16 +204,12 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
           ")";
     }
   }
-  // On a device the weights are copied there once, here; forgotten by
-  // ~Model.
+  // On a device the weights are copied there once, here.
   result->device_ = device;
   if (device)
     for (const auto &weights : result->weights_)
-      for (const auto &[data, bytes] : weights->tensors())
-        if (Status s = shadows::track(*device, data, bytes,
-                                      /*hostHasData=*/true);
-            !s)
-          return s;
+      if (Status s = weights->placeOn(*device); !s)
+        return s;
   model = std::move(result);
   return Status::ok();
 }

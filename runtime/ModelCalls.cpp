@@ -7,8 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DevicePlacement.h"
-#include "DeviceShadows.h"
+#include "ContextBuffers.h"
 #include "KernelCalls.h"
 #include "ModelRunner.h"
 
@@ -45,17 +44,8 @@ int embeddingPositions(const ModelPlan &plan, bool decoder) {
 }
 } // namespace
 
-Workspace::~Workspace() {
-  for (const std::vector<float> *v :
-       {&x, &residual, &normed, &attention, &hidden, &query, &keyRows,
-        &valueRows, &lastRow, &crossRows})
-    shadows::forget(v->data());
-  shadows::forget(projected.data());
-  shadows::forget(key.data());
-}
-
 Status Model::encode(const int32_t *tokens, int length,
-                     std::vector<float> &memory, Workspace &ws) const {
+                     std::vector<float> &memory, ExecutionContext &context) const {
   if (Status s = checkTokens(tokens, length, sourceVocabulary(), "encode"); !s)
     return s;
   if (int max = embeddingPositions(plan_, false); max && length > max)
@@ -65,19 +55,27 @@ Status Model::encode(const int32_t *tokens, int length,
   for (int i = 0; i < length; i++)
     positions[i] = i;
   ModelRunner::Inputs in{Mode::Prefill, length, tokens, positions.data()};
-  const float *output = nullptr;
-  if (Status s = ModelRunner::run(*this, false, in, ws, nullptr, &output); !s)
+  Placed<const float> output;
+  if (Status s = ModelRunner::run(*this, false, in, context, nullptr, &output);
+      !s)
     return s;
-  shadows::hostReads(output);
-  memory.assign(output, output + size_t(length) * plan_.dModel);
+  if (output.copy)
+    output.copy->hostReads();
+  memory.assign(output.data, output.data + size_t(length) * plan_.dModel);
   return Status::ok();
 }
 
 Status Model::storeCrossKeyValues(const float *memory, int length,
                                   KvCache &crossCache, SequenceId sequence,
-                                  Workspace &ws) const {
+                                  ExecutionContext &context) const {
   if (!memory || length < 1)
     return invalid("storeCrossKeyValues: empty encoder output");
+  if (&context.model_ != this)
+    return invalid("storeCrossKeyValues: an execution context made for "
+                   "another model");
+  ExecutionContext::Buffers &buffers = *context.buffers_;
+  if (Status s = buffers.reserve({0, length, 0, 0}); !s)
+    return s;
   if (crossCache.length(sequence) != 0)
     return invalid("storeCrossKeyValues: sequence " + std::to_string(sequence) +
                    " must exist and be empty");
@@ -86,7 +84,6 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
   // A cross layer whose K/V projection has the cache append fused in (what
   // attnc builds) stores its rows into the cache itself, on the device when
   // the model runs there; otherwise the host converts and writes them.
-  Placement place{device_};
   std::vector<int32_t> slots(length);
   if (Status s = crossCache.reserveSlots(sequence, 0, length, slots.data());
       !s) {
@@ -101,26 +98,28 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
     const Weights &w = *weights_[i];
     const int64_t kv = int64_t(op.kvHeads) * op.headDim;
     // rows [length][2·kv]: each token's K | V.
-    float *rows = place.activation(ws.key, size_t(length) * 2 * kv);
-    Status s = place.status;
+    ProjectionRows &rows = buffers.attention.keyValue;
+    Status s;
     std::optional<CacheAppendArgs> append;
-    if (s && op.fusedCacheAppend) {
-      s = placeCache(place, crossCache, layer);
+    if (op.fusedCacheAppend) {
+      if (device_)
+        s = crossCache.placeOn(*device_, layer);
       append = appendTo(crossCache, layer, slots.data());
     }
     if (s) {
       LinearCall call{op.keyValue, w.keyValue, w.keyValueBias, memory,
-                      length,      plan_.dModel, 2 * kv,       rows};
+                      length,      plan_.dModel, 2 * kv,       rows.placed()};
       call.append = append ? &*append : nullptr;
       s = linear(device_, call);
     }
     if (s && !op.fusedCacheAppend) {
-      shadows::hostReads(rows);
-      float *keys = grow(ws.crossRows, size_t(length) * 2 * kv);
+      rows.hostReads();
+      float *keys = buffers.crossRows.data();
       float *values = keys + size_t(length) * kv;
+      const float *kvRows = rows.data();
       for (int64_t token = 0; token < length; token++) {
-        std::memcpy(keys + token * kv, rows + token * 2 * kv, kv * 4);
-        std::memcpy(values + token * kv, rows + token * 2 * kv + kv, kv * 4);
+        std::memcpy(keys + token * kv, kvRows + token * 2 * kv, kv * 4);
+        std::memcpy(values + token * kv, kvRows + token * 2 * kv + kv, kv * 4);
       }
       s = crossCache.write(sequence, layer, 0, length, keys, values);
     }
@@ -137,7 +136,7 @@ Status Model::decodeStep(const SequenceId *selfSequences,
                          const SequenceId *crossSequences,
                          const int32_t *tokens, int batch, KvCache &selfCache,
                          const KvCache *crossCache, float *logits,
-                         Workspace &ws, CrossAttentionTrace *trace,
+                         ExecutionContext &context, CrossAttentionTrace *trace,
                          int32_t *greedyTokens) const {
   if (batch < 1 || !selfSequences || !logits)
     return invalid("decodeStep: empty batch");
@@ -191,14 +190,14 @@ Status Model::decodeStep(const SequenceId *selfSequences,
   in.trace = trace;
   in.greedy = greedyTokens;
   in.lastCrossLayer = crossConfig.numLayers - 1;
-  Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
+  Status s = ModelRunner::run(*this, true, in, context, logits, nullptr);
   if (!s)
     rollBack(batch);
   return s;
 }
 
 Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
-                      SequenceId sequence, float *logits, Workspace &ws,
+                      SequenceId sequence, float *logits, ExecutionContext &context,
                       int32_t *greedyToken) const {
   if (!logits)
     return invalid("prefill: no logits buffer");
@@ -228,7 +227,7 @@ Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
   in.headRows = &last;
   in.headRowCount = 1;
   in.greedy = greedyToken;
-  Status s = ModelRunner::run(*this, true, in, ws, logits, nullptr);
+  Status s = ModelRunner::run(*this, true, in, context, logits, nullptr);
   if (!s)
     (void)selfCache.truncate(sequence, 0);
   return s;
@@ -236,7 +235,7 @@ Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
 
 Status Model::append(const SequenceId *sequences, const int32_t *tokens,
                      int rows, KvCache &selfCache, const int32_t *headRows,
-                     int headRowCount, float *logits, Workspace &ws,
+                     int headRowCount, float *logits, ExecutionContext &context,
                      int32_t *greedyTokens) const {
   if (rows < 1 || !sequences)
     return invalid("append: no rows");
@@ -296,7 +295,7 @@ Status Model::append(const SequenceId *sequences, const int32_t *tokens,
   in.headRows = headRows;
   in.headRowCount = headRowCount;
   in.greedy = headRowCount > 0 ? greedyTokens : nullptr;
-  Status s = ModelRunner::run(*this, true, in, ws,
+  Status s = ModelRunner::run(*this, true, in, context,
                               headRowCount > 0 ? logits : nullptr, nullptr);
   if (!s)
     rollBack(grown.size());
@@ -305,7 +304,7 @@ Status Model::append(const SequenceId *sequences, const int32_t *tokens,
 
 Status Model::decodeWithoutCache(const int32_t *tokens, int length,
                                  const float *memory, int memoryLength,
-                                 float *logits, Workspace &ws) const {
+                                 float *logits, ExecutionContext &context) const {
   if (!logits)
     return invalid("decodeWithoutCache: no logits buffer");
   if (Status s =
@@ -318,7 +317,7 @@ Status Model::decodeWithoutCache(const int32_t *tokens, int length,
   ModelRunner::Inputs in{Mode::Prefill, length, tokens, positions.data()};
   in.memory = memory;
   in.memoryLength = memoryLength;
-  return ModelRunner::run(*this, true, in, ws, logits, nullptr);
+  return ModelRunner::run(*this, true, in, context, logits, nullptr);
 }
 
 } // namespace attn::runtime

@@ -2,7 +2,7 @@
 
 #include "attn/runtime/ModelLibrary.h"
 
-#include "DeviceShadows.h"
+#include "DeviceCopy.h"
 #include "HostTarget.h"
 #include "attn/runtime/KernelTemporaries.h"
 #include "attn/runtime/Version.h"
@@ -46,7 +46,7 @@ Status check(const attnc_model_library &library, const std::string &where) {
 /// Points the library's own Halide runtime at this runtime's error record
 /// and temporary-buffer cache.
 void hookRuntime(const attnc_model_library &library) {
-  library.set_error_handler(shadows::recordHalideError);
+  library.set_error_handler(recordHalideError);
   library.set_custom_malloc(allocateKernelTemporary);
   library.set_custom_free(freeKernelTemporary);
 }

@@ -1,21 +1,21 @@
 //===- ModelRunner.cpp - one forward pass over a model's ops --------------===//
 //
 // Walks the plan's ops of one stack, calling each op's generated kernels
-// (KernelCalls.h) on the thread's Workspace: the residual stream `x`
-// [tokens][d], the norm output `normed` [tokens][d], projections, attention
-// outputs and FFN hiddens. Attention is the one op whose work depends on
-// the mode: its projections are shared, then prefill attends over the
-// sequence's own K/V (attendPrefill) and a step over the KV cache
-// (attendStep). Where kernels run is the Placement's business
-// (DevicePlacement.h): on a GPU it keeps the activations on the device.
+// (KernelCalls.h) on the buffers of the thread's ExecutionContext
+// (ContextBuffers.h), grown to the pass's rows before it starts: the
+// residual stream `x` [tokens][d], the norm output `normed` [tokens][d],
+// FFN hiddens; attention's projections and outputs. Attention is the one op
+// whose work depends on the mode: its projections are shared, then prefill
+// attends over the sequence's own K/V (attendPrefill) and a step over the
+// KV cache (attendStep). On a GPU model every buffer here has its device
+// copy, so the activations stay on the device between kernels.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ModelRunner.h"
 
+#include "ContextBuffers.h"
 #include "CrossAttentionTrace.h"
-#include "DevicePlacement.h"
-#include "DeviceShadows.h"
 #include "KernelCalls.h"
 
 #include <algorithm>
@@ -35,19 +35,20 @@ Status invalid(const std::string &message) {
 /// [tokens][Hkv·D] each with rows `stride` floats apart, both columns of
 /// the allocation `base` (a projection's output).
 struct KeyValueRows {
-  const float *base, *keys, *values;
+  Placed<const float> base, keys, values;
   int64_t stride;
 };
 
 /// One attention layer's call: where kernels run, the op and its weights,
-/// the forward pass's inputs and buffers, and the layer's index in its
-/// cache. What every helper below reads; each takes the rest by name.
+/// the forward pass's inputs, the attention buffers, and the layer's index
+/// in its cache. What every helper below reads; each takes the rest by
+/// name.
 struct Layer {
-  Placement &place;
+  const DeviceApi *device; // null: the CPU
   const PlanOp &op;
   const Weights &w;
   const Inputs &in;
-  Workspace &ws;
+  AttentionBuffers &buffers;
   int index;
   int64_t dModel;
 
@@ -55,9 +56,22 @@ struct Layer {
   int64_t kvWidth() const { return int64_t(op.kvHeads) * op.headDim; }
   /// The same layer over other inputs (the rows after a chunk).
   Layer with(const Inputs &other) const {
-    return {place, op, w, other, ws, index, dModel};
+    return {device, op, w, other, buffers, index, dModel};
   }
 };
+
+/// The rows at the start of a step that are one sequence's prompt chunk (a
+/// run of two or more rows of the first sequence), which the prefill
+/// kernels attend; 0 where the decode kernels take every row (a device: the
+/// chunk's K/V would be read on the host).
+int64_t promptChunkRows(const Inputs &in, const DeviceApi *device) {
+  if (in.mode != Mode::Step || device || !in.selfCache)
+    return 0;
+  int64_t rows = 1;
+  while (rows < in.tokens && in.selfSequences[rows] == in.selfSequences[0])
+    rows++;
+  return rows > 1 ? rows : 0;
+}
 
 /// The slots and pools of a fused cache append: the new tokens' positions
 /// reserved in `cache` (prefill: positions [0, tokens) of the first
@@ -68,17 +82,18 @@ Status cacheAppendArgs(const Layer &l, KvCache *cache,
   const Inputs &in = l.in;
   const int64_t t = in.tokens;
   if (!cache) {
-    append = noCacheAppend(l.op, l.ws, t);
+    append = noCacheAppend(l.op, t, l.buffers.slots, l.buffers.noCachePool);
     return Status::ok();
   }
-  int32_t *slots = grow(l.ws.cacheSlots, t);
+  int32_t *slots = l.buffers.slots.data();
   const KvCacheConfig &c = cache->config();
   if (l.index >= c.numLayers || c.numKvHeads != l.op.kvHeads ||
       c.headDim != l.op.headDim || c.dtype != l.op.cacheType)
     return invalid("layer " + l.op.name +
                    " does not match its KV cache's geometry");
-  if (Status s = placeCache(l.place, *cache, l.index); !s)
-    return s;
+  if (l.device)
+    if (Status s = cache->placeOn(*l.device, l.index); !s)
+      return s;
   if (in.mode == Mode::Prefill) {
     if (Status s = cache->reserveSlots(in.selfSequences[0], 0, int(t), slots);
         !s)
@@ -100,14 +115,16 @@ Status cacheAppendArgs(const Layer &l, KvCache *cache,
 /// newest position.
 Status writeToCache(const Inputs &in, KvCache &cache, int layer,
                     const KeyValueRows &kv) {
-  shadows::hostReads(kv.base); // the cache is written from the host
+  if (kv.base.copy) // the cache is written from the host
+    kv.base.copy->hostReads();
   for (int64_t b = 0; b < in.tokens; b++) {
     const bool prefill = in.mode == Mode::Prefill;
     SequenceId sequence = in.selfSequences[prefill ? 0 : b];
     int position = prefill ? int(b) : in.positions[b];
     if (Status s =
-            cache.write(sequence, layer, position, 1, kv.keys + b * kv.stride,
-                        kv.values + b * kv.stride);
+            cache.write(sequence, layer, position, 1,
+                        kv.keys.data + b * kv.stride,
+                        kv.values.data + b * kv.stride);
         !s)
       return s;
   }
@@ -115,37 +132,35 @@ Status writeToCache(const Inputs &in, KvCache &cache, int layer,
 }
 
 /// The layer's projections of `input` [t][dModel]: the query (with K and V
-/// beside it when fused, [t][q + 2kv]) into ws.projected and, for unfused
-/// self layers, K/V [t][2kv] into ws.key; RoPE applied by the kernels, and
+/// beside it when fused, [t][q + 2kv]) into buffers.projected and, for
+/// unfused self layers, K/V [t][2kv] into buffers.keyValue; RoPE applied by
+/// the kernels, and
 /// K/V appended to the cache by them when `append` says where.
-Status project(const Layer &l, const float *input,
+Status project(const Layer &l, Placed<const float> input,
                const CacheAppendArgs *append, RowsView &query,
                KeyValueRows &kv) {
   const PlanOp &op = l.op;
   const int64_t t = l.in.tokens, q = l.queryWidth(), kvWidth = l.kvWidth();
   const int64_t width = op.fusedProjections ? q + 2 * kvWidth : q;
-  float *projected = l.place.activation(l.ws.projected, t * width);
-  if (!l.place.status)
-    return l.place.status;
+  // Rows `width` apart: the buffer's width is the widest layer's.
+  const Placed<float> projected = l.buffers.projected.placed();
   LinearCall call{op.query, l.w.query, l.w.queryBias, input,
                   t,        l.dModel,  width,         projected};
   call.positions = op.rope ? l.in.positions : nullptr;
   call.append = op.fusedProjections ? append : nullptr;
-  if (Status s = linear(l.place.device, call); !s)
+  if (Status s = linear(l.device, call); !s)
     return s;
   query = {projected, width, t};
   kv = {projected, projected + q, projected + q + kvWidth, width};
   if (op.fusedProjections || op.cross)
     return Status::ok(); // cross layers' K/V come from memory or the cache
-  float *rows = l.place.activation(l.ws.key, t * 2 * kvWidth);
-  if (!l.place.status)
-    return l.place.status;
+  const Placed<float> rows = l.buffers.keyValue.placed();
   kv = {rows, rows, rows + kvWidth, 2 * kvWidth};
   LinearCall keyValue{op.keyValue, l.w.keyValue, l.w.keyValueBias, input,
                       t,           l.dModel,     2 * kvWidth,      rows};
   keyValue.positions = call.positions;
   keyValue.append = append;
-  return linear(l.place.device, keyValue);
+  return linear(l.device, keyValue);
 }
 
 /// Prefill attention: the `query` rows over the sequence's own K/V `kv`
@@ -153,47 +168,44 @@ Status project(const Layer &l, const float *input,
 /// into `attention` [t][Hq·D]; the K/V go to `cacheTo` when the projection
 /// did not store them.
 Status attendPrefill(const Layer &l, KvCache *cacheTo, RowsView query,
-                     KeyValueRows kv, float *attention) {
+                     KeyValueRows kv, Placed<float> attention) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
-  Placement &place = l.place;
+  AttentionBuffers &buffers = l.buffers;
   const int64_t t = in.tokens, kvWidth = l.kvWidth();
   int64_t kvLen = t;
   if (op.cross) { // K/V of the encoder output
     if (!in.memory)
       return invalid("layer " + op.name + " needs the encoder output");
     kvLen = in.memoryLength;
-    float *rows = place.activation(l.ws.key, kvLen * 2 * kvWidth);
-    if (!place.status)
-      return place.status;
+    const Placed<float> rows = buffers.keyValue.placed();
     std::optional<CacheAppendArgs> noCache;
     if (op.fusedCacheAppend) // no cache here: nothing stored
-      noCache = noCacheAppend(op, l.ws, kvLen);
+      noCache = noCacheAppend(op, kvLen, buffers.slots, buffers.noCachePool);
     LinearCall call{op.keyValue, l.w.keyValue, l.w.keyValueBias, in.memory,
                     kvLen,       l.dModel,     2 * kvWidth,      rows};
     call.append = noCache ? &*noCache : nullptr;
-    if (Status s = linear(place.device, call); !s)
+    if (Status s = linear(l.device, call); !s)
       return s;
     kv = {rows, rows, rows + kvWidth, 2 * kvWidth};
   }
   if (cacheTo && !op.fusedCacheAppend)
     if (Status s = writeToCache(in, *cacheTo, l.index, kv); !s)
       return s;
-  if (place.device) { // dense copies: device kernels take whole allocations
-    float *keyRows = place.activation(l.ws.keyRows, kvLen * kvWidth);
-    float *valueRows = place.activation(l.ws.valueRows, kvLen * kvWidth);
-    Status s = place.status;
+  if (l.device) { // dense copies: device kernels take whole allocations
+    const RowsView rows{kv.base, kv.stride, kvLen};
+    const Placed<float> keys = buffers.keys.placed(),
+                        values = buffers.values.placed();
+    Status s = copyRows(l.device, rows, kv.keys.data - kv.base.data, kvWidth,
+                        keys);
     if (s)
-      s = place.copyRows(kv.base, kv.keys - kv.base, kv.stride, keyRows,
-                         kvWidth, kvLen);
-    if (s)
-      s = place.copyRows(kv.base, kv.values - kv.base, kv.stride, valueRows,
-                         kvWidth, kvLen);
+      s = copyRows(l.device, rows, kv.values.data - kv.base.data, kvWidth,
+                   values);
     if (!s)
       return s;
-    kv = {keyRows, keyRows, valueRows, kvWidth};
+    kv = {keys, keys, values, kvWidth};
   }
-  return prefillAttention(place.device, op, query, {kv.keys, kv.stride, kvLen},
+  return prefillAttention(l.device, op, query, {kv.keys, kv.stride, kvLen},
                           {kv.values, kv.stride, kvLen}, attention);
 }
 
@@ -203,32 +215,27 @@ Status attendPrefill(const Layer &l, KvCache *cacheTo, RowsView query,
 /// kernels, whose causal mask is aligned to the end of the keys; into
 /// `attention` [rows][Hq·D]. CPU only: the K/V are read from the cache on
 /// the host.
-Status attendChunk(const Layer &l, RowsView query, float *attention) {
+Status attendChunk(const Layer &l, RowsView query, Placed<float> attention) {
   const Inputs &in = l.in;
   const int64_t kvWidth = l.kvWidth();
   const int kvLen = in.positions[query.count - 1] + 1;
-  float *keys = grow(l.ws.keyRows, size_t(kvLen) * kvWidth);
-  float *values = grow(l.ws.valueRows, size_t(kvLen) * kvWidth);
-  if (Status s = in.selfCache->read(in.selfSequences[0], l.index, 0, kvLen,
-                                    keys, values);
-      !s)
+  // Grown here, on the host: a pass may hold several chunks.
+  Status s = l.buffers.keys.reserve(kvLen);
+  if (s)
+    s = l.buffers.values.reserve(kvLen);
+  float *keys = l.buffers.keys.data(), *values = l.buffers.values.data();
+  if (s)
+    s = in.selfCache->read(in.selfSequences[0], l.index, 0, kvLen, keys,
+                           values);
+  if (!s)
     return s;
   return prefillAttention(nullptr, l.op, query, {keys, kvWidth, kvLen},
                           {values, kvWidth, kvLen}, attention);
 }
 
-/// The rows at the start of a step that are one sequence's prompt chunk (a
-/// run of two or more rows of the first sequence), which the prefill
-/// kernels attend; 0 where the decode kernels take every row (a device: the
-/// chunk's K/V would be read on the host).
+/// A self layer's prompt chunk (promptChunkRows).
 int64_t chunkRows(const Layer &l) {
-  const Inputs &in = l.in;
-  if (in.mode != Mode::Step || l.op.cross || l.place.device || !in.selfCache)
-    return 0;
-  int64_t rows = 1;
-  while (rows < in.tokens && in.selfSequences[rows] == in.selfSequences[0])
-    rows++;
-  return rows > 1 ? rows : 0;
+  return l.op.cross ? 0 : promptChunkRows(l.in, l.device);
 }
 
 /// A decode step's attention: each sequence's new `query` row over
@@ -236,10 +243,10 @@ int64_t chunkRows(const Layer &l) {
 /// (appended by the projection, or here from `kv`), into `attention`
 /// [batch][Hq·D].
 Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
-                  const KeyValueRows &kv, float *attention) {
+                  const KeyValueRows &kv, Placed<float> attention) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
-  Placement &place = l.place;
+  AttentionBuffers &buffers = l.buffers;
   const int64_t t = in.tokens, q = l.queryWidth();
   const KvCache *cache = op.cross ? in.crossCache : in.selfCache;
   const SequenceId *sequences = op.cross ? in.crossSequences : in.selfSequences;
@@ -265,15 +272,13 @@ Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
         attention + rows * q);
   }
   // The decode kernel reads a dense query.
-  float *dense = place.activation(l.ws.query, t * q);
-  if (!place.status)
-    return place.status;
-  if (Status s = place.copyRows(query.data, 0, query.stride, dense, q, t); !s)
+  const Placed<float> dense = buffers.query.placed();
+  if (Status s = copyRows(l.device, query, 0, q, dense); !s)
     return s;
   if (op.cross && in.trace && l.index == in.lastCrossLayer) {
-    shadows::hostReads(dense); // the trace is computed on the host
-    if (Status s = traceCrossAttention(op, *cache, sequences, dense, t, l.index,
-                                       *in.trace);
+    buffers.query.hostReads(); // the trace is computed on the host
+    if (Status s = traceCrossAttention(op, *cache, sequences, dense.data, t,
+                                       l.index, *in.trace);
         !s)
       return s;
   }
@@ -282,8 +287,9 @@ Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
   size_t maxPages = 1;
   for (int64_t b = 0; b < t; b++)
     maxPages = std::max(maxPages, cache->blockTable(sequences[b])->size());
-  int32_t *table = grow(l.ws.blockTable, t * maxPages);
-  int32_t *lengths = grow(l.ws.lengths, t);
+  (void)buffers.blockTable.reserve(t * int64_t(maxPages)); // host memory
+  int32_t *table = buffers.blockTable.data();
+  int32_t *lengths = buffers.lengths.data();
   for (int64_t b = 0; b < t; b++) {
     const std::vector<int32_t> &pages = *cache->blockTable(sequences[b]);
     std::fill(table + b * maxPages, table + (b + 1) * maxPages, 0);
@@ -292,23 +298,21 @@ Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
     // chunk of one sequence); a cross row sees the whole encoder output.
     lengths[b] = op.cross ? cache->length(sequences[b]) : in.positions[b] + 1;
   }
-  if (Status s = placeCache(place, *cache, l.index); !s)
-    return s;
-  return decodeAttention(place.device, op, *cache, l.index,
+  if (l.device)
+    if (Status s = cache->placeOn(*l.device, l.index); !s)
+      return s;
+  return decodeAttention(l.device, op, *cache, l.index,
                          {dense, table, int64_t(maxPages), lengths, t},
                          attention);
 }
 
 /// Attention of one layer reading `input` (the norm before it, or the
-/// residual stream in post-norm blocks); writes ws.attention
+/// residual stream in post-norm blocks); writes buffers.output
 /// [tokens][Hq·D].
-Status attention(const Layer &l, const float *input) {
+Status attention(const Layer &l, Placed<const float> input) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
-  float *attention =
-      l.place.activation(l.ws.attention, in.tokens * l.queryWidth());
-  if (!l.place.status)
-    return l.place.status;
+  const Placed<float> attention = l.buffers.output.placed();
   if (in.mode == Mode::Step &&
       (!op.cached || !(op.cross ? in.crossCache : in.selfCache)))
     return invalid("layer " + op.name + " has no KV cache to decode with");
@@ -329,19 +333,63 @@ Status attention(const Layer &l, const float *input) {
     return attendPrefill(l, cacheTo, query, kv, attention);
   return attendStep(l, cacheTo, query, kv, attention);
 }
+
+/// The rows `in` asks of the context's buffers (ContextBuffers.h): dense
+/// K/V copies for a device's prefill, a prompt chunk's keys read back from
+/// the cache.
+PassRows passRows(const Inputs &in, const DeviceApi *device, bool head) {
+  const int64_t t = in.tokens, memory = in.memory ? in.memoryLength : 0;
+  int64_t keys = 0;
+  if (device && in.mode == Mode::Prefill)
+    keys = std::max(t, memory);
+  else if (const int64_t chunk = promptChunkRows(in, device))
+    keys = in.positions[chunk - 1] + 1;
+  const int64_t headRows = !head ? 0 : in.headRows ? in.headRowCount : t;
+  return {t, memory, keys, headRows};
+}
+
+/// The head's input: the rows of `input` [tokens][d] whose logits are
+/// wanted (in.headRows), gathered into `rows`; `input` itself when every
+/// row is.
+Status headInput(const DeviceApi *device, const Inputs &in, RowsView input,
+                 Activations &rows, Placed<const float> &gathered) {
+  gathered = input.data;
+  if (!in.headRows)
+    return Status::ok();
+  const int64_t count = in.headRowCount, d = input.stride;
+  if (device && count > 1 && in.headRows[count - 1] - in.headRows[0] != count - 1)
+    return invalid("on a device the head's rows must be consecutive");
+  for (int64_t r = 0; r < count;) {
+    int64_t run = 1; // consecutive rows copy as one block
+    while (r + run < count && in.headRows[r + run] == in.headRows[r] + run)
+      run++;
+    if (Status s = copyRows(device, {input.data, d, run},
+                            int64_t(in.headRows[r]) * d, d,
+                            rows.placed() + r * d);
+        !s)
+      return s;
+    r += run;
+  }
+  gathered = rows.placed();
+  return Status::ok();
+}
 } // namespace
 
 Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
-                        Workspace &ws, float *logits, const float **output) {
+                        ExecutionContext &context, float *logits,
+                        Placed<const float> *output) {
+  if (&context.model_ != &model)
+    return invalid("an execution context made for another model");
   const ModelPlan &plan = model.plan_;
-  const int64_t d = plan.dModel, t = in.tokens;
-  Placement place{model.device_};
-  float *x = place.activation(ws.x, t * d);
-  float *residual = place.activation(ws.residual, t * d);
-  float *normed = place.activation(ws.normed, t * d);
-  if (!place.status)
-    return place.status;
   const DeviceApi *device = model.device_;
+  ExecutionContext::Buffers &buffers = *context.buffers_;
+  if (Status s = buffers.reserve(passRows(in, device, logits != nullptr)); !s)
+    return s;
+  const int64_t d = plan.dModel, t = in.tokens;
+  Placed<float> x = buffers.stream.x.placed(),
+                residual = buffers.stream.residual.placed(),
+                normed = buffers.stream.normed.placed();
+  const Placed<float> hidden = buffers.stream.hidden.placed();
   int selfLayer = 0, crossLayer = 0;
   // After a pre norm the next sublayer (or the head) reads `normed`;
   // otherwise it reads the residual stream `x` (post-norm blocks).
@@ -352,7 +400,7 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
     if (!inStack)
       continue;
     const Weights &w = *model.weights_[i];
-    const float *current = normedIsCurrent ? normed : x;
+    const Placed<const float> current = normedIsCurrent ? normed : x;
     Status status;
     switch (op.kind) {
     case OpKind::Embedding:
@@ -364,10 +412,11 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       if (status && op.post) // x = norm(x)
         std::swap(x, normed);
       break;
-    case OpKind::Attention:
-      status = attention(
-          Layer{place, op, w, in, ws, op.cross ? crossLayer : selfLayer, d},
-          current);
+    case OpKind::Attention: {
+      AttentionBuffers &attentionBuffers = buffers.attention;
+      status = attention(Layer{device, op, w, in, attentionBuffers,
+                               op.cross ? crossLayer : selfLayer, d},
+                         current);
       if (op.cross)
         crossLayer++;
       else if (op.cached)
@@ -376,7 +425,7 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
         LinearCall call{op.output,
                         w.output,
                         w.outputBias,
-                        ws.attention.data(),
+                        attentionBuffers.output.placed(),
                         t,
                         int64_t(op.queryHeads) * op.headDim,
                         d,
@@ -387,13 +436,11 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       if (status)
         std::swap(x, residual);
       break;
+    }
     case OpKind::Ffn: {
       const int64_t width = (op.gated ? 2 : 1) * op.intermediateSize;
-      float *hidden = place.activation(ws.hidden, t * width);
-      status = place.status;
-      if (status)
-        status = linear(device,
-                        {op.up, w.up, w.upBias, current, t, d, width, hidden});
+      status =
+          linear(device, {op.up, w.up, w.upBias, current, t, d, width, hidden});
       LinearCall down{op.down, w.down,  w.downBias,
                       hidden,  t,       op.intermediateSize,
                       d,       residual};
@@ -408,32 +455,15 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
     case OpKind::OutputHead: {
       if (!logits)
         break;
-      const float *input = current;
       const int64_t rows = in.headRows ? in.headRowCount : t;
-      if (in.headRows && device && rows > 1 &&
-          in.headRows[rows - 1] - in.headRows[0] != rows - 1) {
-        status = invalid("on a device the head's rows must be consecutive");
+      Placed<const float> input;
+      status = headInput(device, in, {current, d, t}, buffers.head.rows, input);
+      if (!status)
         break;
-      }
-      if (in.headRows) { // the rows whose logits are wanted, gathered
-        float *gathered = place.activation(ws.lastRow, size_t(rows * d));
-        status = place.status;
-        for (int64_t r = 0; status && r < rows;) {
-          int64_t run = 1; // consecutive rows copy as one block
-          while (r + run < rows && in.headRows[r + run] == in.headRows[r] + run)
-            run++;
-          status = place.copyRows(input, int64_t(in.headRows[r]) * d, d,
-                                  gathered + r * d, d, run);
-          r += run;
-        }
-        if (!status)
-          break;
-        input = gathered;
-      }
       // A kernel with the argmax writes it whether or not it is wanted.
       int32_t *best = !op.argmax  ? nullptr
                       : in.greedy ? in.greedy
-                                  : grow(ws.greedy, size_t(rows));
+                                  : buffers.head.greedy.data();
       LinearCall head{op.kernel, w.head, w.headBias,   input,
                       rows,      d,      op.vocabSize, logits};
       head.best = best;

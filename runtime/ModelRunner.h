@@ -8,6 +8,7 @@
 #ifndef ATTN_RUNTIME_MODELRUNNER_H
 #define ATTN_RUNTIME_MODELRUNNER_H
 
+#include "attn/runtime/KernelCall.h"
 #include "attn/runtime/Model.h"
 
 namespace attn::runtime {
@@ -45,11 +46,14 @@ public:
     int32_t *greedy = nullptr;
   };
 
-  /// Runs the ops of `stack` (and the output head for the decoder). On
-  /// return `*output` (when given) is the stack's output [tokens][d]; with
-  /// a head, `logits` [head rows][vocab] (in.headRows, or every token).
+  /// Runs the ops of `stack` (and the output head for the decoder) on
+  /// `context`'s buffers, which must be `model`'s. On return `*output`
+  /// (when given) is the stack's output [tokens][d], one of the context's
+  /// buffers; with a head, `logits` [head rows][vocab] (in.headRows, or
+  /// every token).
   static Status run(const Model &model, bool decoderStack, const Inputs &in,
-                    Workspace &ws, float *logits, const float **output);
+                    ExecutionContext &context, float *logits,
+                    Placed<const float> *output);
 };
 
 } // namespace attn::runtime

@@ -8,8 +8,11 @@
 #ifndef ATTN_RUNTIME_MODELWEIGHTS_H
 #define ATTN_RUNTIME_MODELWEIGHTS_H
 
+#include "DeviceCopy.h"
+
 #include "attn/runtime/DType.h"
 #include "attn/runtime/Int4Weights.h"
+#include "attn/runtime/KernelCall.h"
 #include "attn/runtime/Model.h"
 #include "attn/runtime/PoolAllocator.h"
 
@@ -43,7 +46,8 @@ template <class T> using PooledVector = std::vector<T, PoolAllocator<T>>;
 
 /// An array of weights as the kernels read it: either owned (laid out at
 /// load) or a view into a packed-weights file mapped read-only
-/// (PackedWeights.h), which the view keeps mapped.
+/// (PackedWeights.h), which the view keeps mapped; with its device copy
+/// when the model runs on a GPU.
 template <class T> class WeightArray {
 public:
   WeightArray() = default;
@@ -68,14 +72,26 @@ public:
   /// empty owned one).
   PooledVector<T> &edit() {
     mapping_.reset();
+    copy_.reset();
     return owned_;
   }
+  /// Copies the values to `api`'s device, once (a model loaded for a GPU).
+  /// Const: the copy mirrors the values.
+  Status placeOn(const DeviceApi &api) const {
+    if (!copy_)
+      copy_ = std::make_unique<DeviceCopy>();
+    return copy_->allocate(api, data(), size() * sizeof(T),
+                           /*hostHasData=*/true);
+  }
+  /// The values as a kernel argument: on the device, where placed there.
+  Placed<const T> placed() const { return {data(), copy_.get()}; }
 
 private:
   PooledVector<T> owned_;
   std::shared_ptr<const void> mapping_; // set: a view
   const T *view_ = nullptr;
   size_t viewSize_ = 0;
+  mutable std::unique_ptr<DeviceCopy> copy_; // null on the CPU
 };
 
 using Floats = WeightArray<float>;
@@ -130,11 +146,12 @@ struct WeightMatrix {
            : type == DType::I4 ? int4Layout().rows()
                                : in;
   }
-  const void *data() const {
-    return type == DType::F32  ? static_cast<const void *>(f32.data())
-           : type == DType::I8 ? static_cast<const void *>(int8.data())
-           : type == DType::I4 ? static_cast<const void *>(int4.data())
-                               : narrow.data();
+  /// The array the kernel reads as W.
+  Placed<const void> placed() const {
+    return type == DType::F32  ? Placed<const void>(f32.placed())
+           : type == DType::I8 ? Placed<const void>(int8.placed())
+           : type == DType::I4 ? Placed<const void>(int4.placed())
+                               : Placed<const void>(narrow.placed());
   }
   size_t bytes() const {
     return f32.size() * sizeof(float) + narrow.size() * sizeof(uint16_t) +
@@ -181,14 +198,15 @@ struct Model::Weights {
     }
   }
 
-  /// Every array, as (data, bytes) (for copying them to a device).
-  std::vector<std::pair<const void *, size_t>> tensors() const {
-    std::vector<std::pair<const void *, size_t>> all;
+  /// Copies every array to `api`'s device (a model loaded for a GPU).
+  Status placeOn(const DeviceApi &api) const {
+    Status status;
     walk(*this, [](const WeightMatrix &) {},
          [&](const auto &array) {
-           all.push_back({array.data(), array.size() * sizeof(array[0])});
+           if (status)
+             status = array.placeOn(api);
          });
-    return all;
+    return status;
   }
 };
 

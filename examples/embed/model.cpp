@@ -46,11 +46,11 @@ int main() {
       !(s = KvCache::create(config, cache)) ||
       !(s = cache.addSequence(sequence)))
     return fail(s);
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<float> logits(model->targetVocabulary());
   const int32_t prompt[] = {1, 2, 3};
   int32_t token = -1;
-  if (!(s = model->prefill(prompt, 3, cache, sequence, logits.data(), ws,
+  if (!(s = model->prefill(prompt, 3, cache, sequence, logits.data(), context,
                            &token)))
     return fail(s);
   std::printf("embed-model: prompt 1 2 3 ->");
@@ -58,7 +58,7 @@ int main() {
     std::printf(" %d", token);
     int32_t next = -1;
     if (!(s = model->decodeStep(&sequence, nullptr, &token, 1, cache, nullptr,
-                                logits.data(), ws, nullptr, &next)))
+                                logits.data(), context, nullptr, &next)))
       return fail(s);
     token = next;
   }

@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
               model->dModel(), options.weights.empty() ? "random" : "given",
               vocabulary, model->device().c_str());
 
-  Workspace ws;
+  ExecutionContext execution(*model);
   KvCacheConfig config;
   if (Status s = model->selfCacheConfig(options.batch + 1, config); !s)
     return fail(s);
@@ -164,7 +164,7 @@ int main(int argc, char **argv) {
       t = int32_t(promptRng() % unsigned(vocabulary));
     std::vector<float> logits(vocabulary), reference;
     if (Status s = model->prefill(tokens.data(), int(tokens.size()), cache, id,
-                                  logits.data(), ws);
+                                  logits.data(), execution);
         !s)
       return fail(s);
     double worst = 0;
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
       reference.resize(tokens.size() * vocabulary);
       if (Status s =
               model->decodeWithoutCache(tokens.data(), int(tokens.size()),
-                                        nullptr, 0, reference.data(), ws);
+                                        nullptr, 0, reference.data(), execution);
           !s)
         return fail(s);
       const float *last = &reference[(tokens.size() - 1) * vocabulary];
@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
       }
       tokens.push_back(next);
       if (Status s = model->decodeStep(&id, nullptr, &next, 1, cache, nullptr,
-                                       logits.data(), ws);
+                                       logits.data(), execution);
           !s)
         return fail(s);
     }
@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
     std::vector<float> logits(size_t(options.batch) * vocabulary);
     auto start = std::chrono::steady_clock::now();
     if (Status s = model->prefill(tokens.data(), context, cache, prompt,
-                                  logits.data(), ws);
+                                  logits.data(), execution);
         !s)
       return fail(s);
     double prefillTime = seconds(start);
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
     for (int step = 1; step < options.newTokens; step++) {
       if (Status s = model->decodeStep(sequences.data(), nullptr, next.data(),
                                        options.batch, cache, nullptr,
-                                       logits.data(), ws);
+                                       logits.data(), execution);
           !s)
         return fail(s);
       for (int b = 0; b < options.batch; b++)

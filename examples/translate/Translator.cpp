@@ -55,6 +55,7 @@ Status Translator::load(const std::string &dir, const std::string &planJson,
                    std::to_string(result->model_->sourceVocabulary()) +
                    " and " +
                    std::to_string(result->model_->targetVocabulary()));
+  result->context_ = std::make_unique<ExecutionContext>(*result->model_);
   KvCacheConfig config;
   if (Status s = result->model_->selfCacheConfig(1, config); !s)
     return s;
@@ -144,7 +145,8 @@ Translator::translate(const std::vector<std::vector<int32_t>> &sources,
 Status Translator::translateWithoutCache(const std::vector<int32_t> &source,
                                          std::vector<int32_t> &output) {
   std::vector<float> memory;
-  if (Status s = model_->encode(source.data(), int(source.size()), memory, ws_);
+  if (Status s = model_->encode(source.data(), int(source.size()), memory,
+                                *context_);
       !s)
     return s;
   const int vocabulary = model_->targetVocabulary();
@@ -155,7 +157,7 @@ Status Translator::translateWithoutCache(const std::vector<int32_t> &source,
     logits.resize(prefix.size() * size_t(vocabulary));
     if (Status s = model_->decodeWithoutCache(prefix.data(), int(prefix.size()),
                                               memory.data(), int(source.size()),
-                                              logits.data(), ws_);
+                                              logits.data(), *context_);
         !s)
       return s;
     int32_t next =

@@ -61,7 +61,8 @@ private:
   std::vector<std::string> source_, target_;
   int32_t bos_ = 1, eos_ = 2;
   int maxTarget_ = 24;
-  attn::runtime::Workspace ws_;
+  /// The buffers of translateWithoutCache's passes (made with the model).
+  std::unique_ptr<attn::runtime::ExecutionContext> context_;
   /// Kept between calls (its caches and scratch buffers with it); replaced
   /// by a larger one when a batch does not fit.
   std::unique_ptr<attn::runtime::Generator> generator_;

@@ -349,16 +349,17 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
       : c.dtype == attn::DType::I8   ? Halide::Int(8)
                                               : Halide::Float(32);
   const int poolSlots = config.numPages * config.pageSize;
-  Halide::Buffer<> keyPool(element, viaKernel.writableKeyPages(layer),
+  const attn::runtime::KvCache::LayerPools pools = viaKernel.pools(layer);
+  Halide::Buffer<> keyPool(element, pools.keys.data,
                            c.headDim, c.kvHeads, poolSlots);
-  Halide::Buffer<> valuePool(element, viaKernel.writableValuePages(layer),
+  Halide::Buffer<> valuePool(element, pools.values.data,
                              c.headDim, c.kvHeads, poolSlots);
   // int8: each row's scale too, [slots][kvHeads].
   std::vector<float> noScales(c.kvHeads);
-  Halide::Buffer<float> keyScales(int8 ? viaKernel.writableKeyScales(layer)
+  Halide::Buffer<float> keyScales(int8 ? pools.keyScales.data
                                        : noScales.data(),
                                   c.kvHeads, int8 ? poolSlots : 1);
-  Halide::Buffer<float> valueScales(int8 ? viaKernel.writableValueScales(layer)
+  Halide::Buffer<float> valueScales(int8 ? pools.valueScales.data
                                          : noScales.data(),
                                     c.kvHeads, int8 ? poolSlots : 1);
   auto outputs = [&](Halide::Buffer<float> projection) {

@@ -166,10 +166,11 @@ protected:
   }
 };
 
-/// One model's caches and workspace on one side.
+/// One model's caches and execution context on one side.
 struct Side {
+  explicit Side(const Model &model) : context(model) {}
   KvCache self, cross;
-  Workspace ws;
+  ExecutionContext context;
 };
 
 void makeCaches(const Model &model, int sequences, Side &side) {
@@ -187,7 +188,7 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
   ASSERT_TRUE(m.cpu && m.gpu);
   EXPECT_EQ(m.gpu->device(), kApi);
   const int vocabulary = m.cpu->targetVocabulary();
-  Side cpu, gpu;
+  Side cpu(*m.cpu), gpu(*m.gpu);
   makeCaches(*m.cpu, 2, cpu);
   makeCaches(*m.gpu, 2, gpu);
   // 13 tokens: most of the first page (16 tokens), which the fork shares.
@@ -198,10 +199,10 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
   ASSERT_TRUE(gpu.self.addSequence(gpuA));
   int32_t cpuGreedy = -1, gpuGreedy = -1;
   Status s = m.cpu->prefill(prompt.data(), int(prompt.size()), cpu.self, cpuA,
-                            cpuLogits.data(), cpu.ws, &cpuGreedy);
+                            cpuLogits.data(), cpu.context, &cpuGreedy);
   ASSERT_TRUE(s) << s.message();
   s = m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, gpuA,
-                     gpuLogits.data(), gpu.ws, &gpuGreedy);
+                     gpuLogits.data(), gpu.context, &gpuGreedy);
   ASSERT_TRUE(s) << s.message();
   EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
   EXPECT_EQ(cpuGreedy, gpuGreedy);
@@ -216,11 +217,11 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
     std::vector<int32_t> cpuBest(2), gpuBest(2);
     SequenceId cpuBatch[] = {cpuA, cpuB}, gpuBatch[] = {gpuA, gpuB};
     s = m.cpu->decodeStep(cpuBatch, nullptr, tokens.data(), 2, cpu.self,
-                          nullptr, cpuStep.data(), cpu.ws, nullptr,
+                          nullptr, cpuStep.data(), cpu.context, nullptr,
                           cpuBest.data());
     ASSERT_TRUE(s) << s.message();
     s = m.gpu->decodeStep(gpuBatch, nullptr, tokens.data(), 2, gpu.self,
-                          nullptr, gpuStep.data(), gpu.ws, nullptr,
+                          nullptr, gpuStep.data(), gpu.context, nullptr,
                           gpuBest.data());
     ASSERT_TRUE(s) << s.message();
     EXPECT_LE(maxDifference(cpuStep, gpuStep), kTolerance);
@@ -234,9 +235,9 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
   prefix.push_back(7);
   std::vector<float> cpuAll(prefix.size() * vocabulary), gpuAll(cpuAll.size());
   ASSERT_TRUE(m.cpu->decodeWithoutCache(prefix.data(), int(prefix.size()),
-                                        nullptr, 0, cpuAll.data(), cpu.ws));
+                                        nullptr, 0, cpuAll.data(), cpu.context));
   s = m.gpu->decodeWithoutCache(prefix.data(), int(prefix.size()), nullptr, 0,
-                                gpuAll.data(), gpu.ws);
+                                gpuAll.data(), gpu.context);
   ASSERT_TRUE(s) << s.message();
   EXPECT_LE(maxDifference(cpuAll, gpuAll), kTolerance);
 }
@@ -248,7 +249,7 @@ TEST_F(DeviceModelTest, Bf16CacheMatchesTheCpu) {
   Pair m = loadBoth(kLlamaBf16);
   ASSERT_TRUE(m.cpu && m.gpu);
   const int vocabulary = m.cpu->targetVocabulary();
-  Side cpu, gpu;
+  Side cpu(*m.cpu), gpu(*m.gpu);
   makeCaches(*m.cpu, 1, cpu);
   makeCaches(*m.gpu, 1, gpu);
   EXPECT_EQ(gpu.self.config().dtype, DType::BF16);
@@ -258,18 +259,18 @@ TEST_F(DeviceModelTest, Bf16CacheMatchesTheCpu) {
   const std::vector<int32_t> prompt = {1, 5, 9, 14, 2, 6, 5, 3, 16, 8, 2};
   std::vector<float> cpuLogits(vocabulary), gpuLogits(vocabulary);
   ASSERT_TRUE(m.cpu->prefill(prompt.data(), int(prompt.size()), cpu.self, a,
-                             cpuLogits.data(), cpu.ws));
+                             cpuLogits.data(), cpu.context));
   Status s = m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, b,
-                            gpuLogits.data(), gpu.ws);
+                            gpuLogits.data(), gpu.context);
   ASSERT_TRUE(s) << s.message();
   EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
   for (int step = 0; step < 8; step++) {
     SCOPED_TRACE(testing::Message() << "step " << step);
     int32_t token = (step * 7 + 3) % vocabulary;
     ASSERT_TRUE(m.cpu->decodeStep(&a, nullptr, &token, 1, cpu.self, nullptr,
-                                  cpuLogits.data(), cpu.ws));
+                                  cpuLogits.data(), cpu.context));
     s = m.gpu->decodeStep(&b, nullptr, &token, 1, gpu.self, nullptr,
-                          gpuLogits.data(), gpu.ws);
+                          gpuLogits.data(), gpu.context);
     ASSERT_TRUE(s) << s.message();
     EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
   }
@@ -278,7 +279,7 @@ TEST_F(DeviceModelTest, Bf16CacheMatchesTheCpu) {
 TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
   Pair m = loadBoth(kLlama);
   ASSERT_TRUE(m.gpu);
-  Side gpu;
+  Side gpu(*m.gpu);
   makeCaches(*m.gpu, 3, gpu);
   SequenceId a, b, c;
   ASSERT_TRUE(gpu.self.addSequence(a));
@@ -287,13 +288,13 @@ TEST_F(DeviceModelTest, DecodeStepsKeepCachesAndActivationsOnTheDevice) {
   std::vector<float> logits(2 * m.gpu->targetVocabulary());
   for (SequenceId s : {a, b})
     ASSERT_TRUE(m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, s,
-                               logits.data(), gpu.ws));
+                               logits.data(), gpu.context));
   SequenceId batch[] = {a, b};
   std::vector<int32_t> tokens = {1, 2}, best(2);
   auto step = [&] {
     Status s =
         m.gpu->decodeStep(batch, nullptr, tokens.data(), 2, gpu.self, nullptr,
-                          logits.data(), gpu.ws, nullptr, best.data());
+                          logits.data(), gpu.context, nullptr, best.data());
     ASSERT_TRUE(s) << s.message();
     tokens = best;
   };
@@ -317,7 +318,7 @@ TEST_F(DeviceModelTest, ACacheFilledOnTheDeviceDecodesOnTheCpu) {
   Pair m = loadBoth(kLlama);
   ASSERT_TRUE(m.cpu && m.gpu);
   const int vocabulary = m.cpu->targetVocabulary();
-  Side shared, reference;
+  Side shared(*m.gpu), reference(*m.cpu);
   makeCaches(*m.cpu, 1, shared);
   makeCaches(*m.cpu, 1, reference);
   SequenceId a, r;
@@ -326,20 +327,20 @@ TEST_F(DeviceModelTest, ACacheFilledOnTheDeviceDecodesOnTheCpu) {
   const std::vector<int32_t> prompt = {4, 1, 16, 2, 9};
   std::vector<float> logits(vocabulary), expected(vocabulary);
   ASSERT_TRUE(m.gpu->prefill(prompt.data(), int(prompt.size()), shared.self, a,
-                             logits.data(), shared.ws));
+                             logits.data(), shared.context));
   ASSERT_TRUE(m.cpu->prefill(prompt.data(), int(prompt.size()), reference.self,
-                             r, expected.data(), reference.ws));
-  Workspace cpuWs;
+                             r, expected.data(), reference.context));
+  ExecutionContext cpuContext(*m.cpu);
   for (int step = 0; step < 4; step++) {
     SCOPED_TRACE(testing::Message() << "step " << step);
     const Model &model = step % 2 == 0 ? *m.cpu : *m.gpu;
-    Workspace &ws = step % 2 == 0 ? cpuWs : shared.ws;
+    ExecutionContext &context = step % 2 == 0 ? cpuContext : shared.context;
     int32_t token = 3 + step;
     Status s = model.decodeStep(&a, nullptr, &token, 1, shared.self, nullptr,
-                                logits.data(), ws);
+                                logits.data(), context);
     ASSERT_TRUE(s) << s.message();
     ASSERT_TRUE(m.cpu->decodeStep(&r, nullptr, &token, 1, reference.self,
-                                  nullptr, expected.data(), reference.ws));
+                                  nullptr, expected.data(), reference.context));
     EXPECT_LE(maxDifference(logits, expected), kTolerance);
   }
 }
@@ -348,7 +349,7 @@ void checkEncoderDecoder(const Library &library) {
   Pair m = loadBoth(library);
   ASSERT_TRUE(m.cpu && m.gpu);
   const int vocabulary = m.cpu->targetVocabulary();
-  Side cpu, gpu;
+  Side cpu(*m.cpu), gpu(*m.gpu);
   makeCaches(*m.cpu, 2, cpu);
   makeCaches(*m.gpu, 2, gpu);
   const std::vector<std::vector<int32_t>> sources = {{4, 8, 1, 10, 3, 4},
@@ -358,9 +359,9 @@ void checkEncoderDecoder(const Library &library) {
     std::vector<float> cpuMemory, gpuMemory;
     const std::vector<int32_t> &source = sources[b];
     Status s =
-        m.cpu->encode(source.data(), int(source.size()), cpuMemory, cpu.ws);
+        m.cpu->encode(source.data(), int(source.size()), cpuMemory, cpu.context);
     ASSERT_TRUE(s) << s.message();
-    s = m.gpu->encode(source.data(), int(source.size()), gpuMemory, gpu.ws);
+    s = m.gpu->encode(source.data(), int(source.size()), gpuMemory, gpu.context);
     ASSERT_TRUE(s) << s.message();
     EXPECT_LE(maxDifference(cpuMemory, gpuMemory), kTolerance);
     for (Side *side : {&cpu, &gpu}) {
@@ -370,9 +371,9 @@ void checkEncoderDecoder(const Library &library) {
       ASSERT_TRUE(side->cross.addSequence(cross));
     }
     ASSERT_TRUE(m.cpu->storeCrossKeyValues(cpuMemory.data(), int(source.size()),
-                                           cpu.cross, cpuCross[b], cpu.ws));
+                                           cpu.cross, cpuCross[b], cpu.context));
     s = m.gpu->storeCrossKeyValues(gpuMemory.data(), int(source.size()),
-                                   gpu.cross, gpuCross[b], gpu.ws);
+                                   gpu.cross, gpuCross[b], gpu.context);
     ASSERT_TRUE(s) << s.message();
   }
   std::vector<int32_t> tokens = {0, 0};
@@ -382,10 +383,10 @@ void checkEncoderDecoder(const Library &library) {
     CrossAttentionTrace cpuTrace, gpuTrace;
     Status s =
         m.cpu->decodeStep(cpuSelf, cpuCross, tokens.data(), 2, cpu.self,
-                          &cpu.cross, cpuLogits.data(), cpu.ws, &cpuTrace);
+                          &cpu.cross, cpuLogits.data(), cpu.context, &cpuTrace);
     ASSERT_TRUE(s) << s.message();
     s = m.gpu->decodeStep(gpuSelf, gpuCross, tokens.data(), 2, gpu.self,
-                          &gpu.cross, gpuLogits.data(), gpu.ws, &gpuTrace);
+                          &gpu.cross, gpuLogits.data(), gpu.context, &gpuTrace);
     ASSERT_TRUE(s) << s.message();
     EXPECT_LE(maxDifference(cpuLogits, gpuLogits), kTolerance);
     ASSERT_EQ(cpuTrace.weights.size(), 2u);
@@ -407,7 +408,7 @@ void checkEncoderDecoder(const Library &library) {
 void checkCrossAttentionStaysOnTheDevice(const Library &library) {
   Pair m = loadBoth(library);
   ASSERT_TRUE(m.gpu);
-  Side gpu;
+  Side gpu(*m.gpu);
   makeCaches(*m.gpu, 2, gpu);
   const std::vector<std::vector<int32_t>> sources = {{4, 8, 1, 10, 3},
                                                      {2, 7, 1, 9, 9, 9, 5}};
@@ -419,17 +420,17 @@ void checkCrossAttentionStaysOnTheDevice(const Library &library) {
     ASSERT_TRUE(gpu.self.addSequence(self[b]));
     ASSERT_TRUE(gpu.cross.addSequence(cross[b]));
     Status s = m.gpu->storeCrossKeyValues(
-        memory[b].data(), int(sources[b].size()), gpu.cross, cross[b], gpu.ws);
+        memory[b].data(), int(sources[b].size()), gpu.cross, cross[b], gpu.context);
     ASSERT_TRUE(s) << s.message();
   };
   auto step = [&](int batch) {
     Status s = m.gpu->decodeStep(self, cross, tokens.data(), batch, gpu.self,
-                                 &gpu.cross, logits.data(), gpu.ws);
+                                 &gpu.cross, logits.data(), gpu.context);
     ASSERT_TRUE(s) << s.message();
   };
   for (int b = 0; b < 2; b++)
     ASSERT_TRUE(m.gpu->encode(sources[b].data(), int(sources[b].size()),
-                              memory[b], gpu.ws));
+                              memory[b], gpu.context));
   store(0);
   step(1); // the caches get their device copies
   DeviceResidentCopies before = deviceResidentCopies();
@@ -487,7 +488,7 @@ TEST_F(DeviceModelTest, GreedyGenerationMatchesTheCpu) {
 TEST_F(DeviceModelTest, DeviceWorkRunsInTheApplicationsContext) {
   Pair m = loadBoth(kLlama);
   ASSERT_TRUE(m.gpu);
-  Side gpu;
+  Side gpu(*m.gpu);
   makeCaches(*m.gpu, 1, gpu);
   SequenceId a;
   ASSERT_TRUE(gpu.self.addSequence(a));
@@ -495,7 +496,7 @@ TEST_F(DeviceModelTest, DeviceWorkRunsInTheApplicationsContext) {
   const std::vector<int32_t> prompt = {3, 1, 4};
   std::vector<float> logits(m.gpu->targetVocabulary());
   Status s = m.gpu->prefill(prompt.data(), int(prompt.size()), gpu.self, a,
-                            logits.data(), gpu.ws);
+                            logits.data(), gpu.context);
   ASSERT_TRUE(s) << s.message();
   EXPECT_GT(applicationContextUses.load(), before);
 }

@@ -208,11 +208,11 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   ASSERT_TRUE(KvCache::create(config, cache));
   SequenceId sequence;
   ASSERT_TRUE(cache.addSequence(sequence));
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<float> logits(vocabulary);
   int32_t token = -1;
   s = model->prefill(prompt.data(), int(prompt.size()), cache, sequence,
-                     logits.data(), ws, &token);
+                     logits.data(), context, &token);
   ASSERT_TRUE(s) << s.message();
   double worst = 0;
   int agreed = 0;
@@ -229,7 +229,7 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
     if (step + 1 < steps) {
       int32_t next = -1;
       s = model->decodeStep(&sequence, nullptr, &token, 1, cache, nullptr,
-                            logits.data(), ws, nullptr, &next);
+                            logits.data(), context, nullptr, &next);
       ASSERT_TRUE(s) << s.message();
       token = next;
     }

@@ -147,7 +147,7 @@ struct EncodedSource {
 
 testing::AssertionResult encodeSource(const Model &model,
                                       const std::vector<int32_t> &source,
-                                      Workspace &ws, EncodedSource &out) {
+                                      ExecutionContext &context, EncodedSource &out) {
   KvCacheConfig selfConfig, crossConfig;
   std::vector<float> memory;
   const int length = int(source.size());
@@ -163,10 +163,10 @@ testing::AssertionResult encodeSource(const Model &model,
   if (s)
     s = out.cross.addSequence(out.crossId);
   if (s)
-    s = model.encode(source.data(), length, memory, ws);
+    s = model.encode(source.data(), length, memory, context);
   if (s)
     s = model.storeCrossKeyValues(memory.data(), length, out.cross, out.crossId,
-                                  ws);
+                                  context);
   if (s)
     return testing::AssertionSuccess();
   return testing::AssertionFailure() << s.message();
@@ -197,7 +197,7 @@ std::vector<float> decodeAndCompare(const Model &model,
                                     int steps, bool encoderDecoder) {
   const int batch = int(sourceLengths.size());
   const int vocabulary = model.targetVocabulary();
-  Workspace ws;
+  ExecutionContext context(model);
   KvCacheConfig selfConfig, crossConfig;
   EXPECT_TRUE(model.selfCacheConfig(batch, selfConfig));
   EXPECT_TRUE(model.crossCacheConfig(batch, crossConfig));
@@ -214,11 +214,11 @@ std::vector<float> decodeAndCompare(const Model &model,
       for (int i = 0; i < sourceLengths[b]; i++)
         source[i] = (i * 7 + b * 3 + 1) % model.sourceVocabulary();
       Status s =
-          model.encode(source.data(), int(source.size()), memories[b], ws);
+          model.encode(source.data(), int(source.size()), memories[b], context);
       EXPECT_TRUE(s) << s.message();
       EXPECT_TRUE(crossCache.addSequence(crossIds[b]));
       s = model.storeCrossKeyValues(memories[b].data(), sourceLengths[b],
-                                    crossCache, crossIds[b], ws);
+                                    crossCache, crossIds[b], context);
       EXPECT_TRUE(s) << s.message();
     }
     EXPECT_TRUE(selfCache.addSequence(selfIds[b]));
@@ -236,7 +236,7 @@ std::vector<float> decodeAndCompare(const Model &model,
     Status s =
         model.decodeStep(selfIds.data(), crossIds.data(), tokens.data(), batch,
                          selfCache, encoderDecoder ? &crossCache : nullptr,
-                         logits.data(), ws, nullptr, greedy.data());
+                         logits.data(), context, nullptr, greedy.data());
     EXPECT_TRUE(s) << s.message();
     // The head kernel's argmax is the argmax of the logits it wrote.
     for (int b = 0; b < batch; b++)
@@ -249,7 +249,7 @@ std::vector<float> decodeAndCompare(const Model &model,
       s = model.decodeWithoutCache(prefixes[b].data(), int(prefixes[b].size()),
                                    encoderDecoder ? memories[b].data()
                                                   : nullptr,
-                                   sourceLengths[b], reference.data(), ws);
+                                   sourceLengths[b], reference.data(), context);
       EXPECT_TRUE(s) << s.message();
       worst = std::max(
           worst,
@@ -370,13 +370,13 @@ TEST(ModelTest, PostNormEncoderMatchesDoubleReference) {
   ASSERT_TRUE(Model::load(kPost.plan, entries(kPost.table), kPost.size,
                           writeSafetensors("post", tensors), WeightNaming::Bart,
                           model));
-  Workspace ws;
+  ExecutionContext context(*model);
   for (int length : {1, 7, 13}) {
     std::vector<int32_t> source(length);
     for (int i = 0; i < length; i++)
       source[i] = (i * 5 + 3) % 11;
     std::vector<float> memory;
-    ASSERT_TRUE(model->encode(source.data(), length, memory, ws));
+    ASSERT_TRUE(model->encode(source.data(), length, memory, context));
     std::vector<double> expected = postNormEncoderReference(byName, source);
     ASSERT_EQ(memory.size(), expected.size());
     double worst = 0;
@@ -432,18 +432,18 @@ TEST(ModelTest, Int8CacheStaysCloseToTheF32Cache) {
     ASSERT_TRUE(model->selfCacheConfig(1, config));
     EXPECT_EQ(config.dtype, model == int8.get() ? DType::I8 : DType::F32);
   }
-  Workspace ws;
   std::vector<float> logits[2];
   for (int m = 0; m < 2; m++) {
     Model &model = m == 0 ? *int8 : *f32;
+    ExecutionContext context(model);
     EncodedSource encoded;
-    ASSERT_TRUE(encodeSource(model, {1, 4, 2, 8, 5, 7}, ws, encoded));
+    ASSERT_TRUE(encodeSource(model, {1, 4, 2, 8, 5, 7}, context, encoded));
     std::vector<float> step(model.plan().ops.back().vocabSize);
     for (int t = 0; t < 9; t++) {
       int32_t token = (t * 5 + 1) % 13;
       Status s =
           model.decodeStep(&encoded.selfId, &encoded.crossId, &token, 1,
-                           encoded.self, &encoded.cross, step.data(), ws);
+                           encoded.self, &encoded.cross, step.data(), context);
       ASSERT_TRUE(s) << s.message();
       logits[m].insert(logits[m].end(), step.begin(), step.end());
     }
@@ -565,12 +565,12 @@ TEST(ModelTest, MarianPositionsAreComputedWithOrWithoutTheirTable) {
     Status s = Model::load(kMarian.plan, entries(kMarian.table), kMarian.size,
                            path, WeightNaming::Bart, model);
     ASSERT_TRUE(s) << s.message();
-    Workspace ws;
+    ExecutionContext context(*model);
     std::vector<float> memory, logits(prefix.size() * vocab);
-    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, ws));
+    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, context));
     ASSERT_TRUE(model->decodeWithoutCache(prefix.data(), int(prefix.size()),
                                           memory.data(), int(source.size()),
-                                          logits.data(), ws));
+                                          logits.data(), context));
     if (reference.empty())
       reference = logits;
     else
@@ -623,12 +623,12 @@ TEST(ModelTest, TiedEmbeddingCheckpointsLoadLikeUntiedOnes) {
     Status s = Model::load(kBart.plan, entries(kBart.table), kBart.size, path,
                            WeightNaming::Bart, model);
     ASSERT_TRUE(s) << s.message();
-    Workspace ws;
+    ExecutionContext context(*model);
     std::vector<float> memory, logits(prefix.size() * vocab);
-    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, ws));
+    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, context));
     ASSERT_TRUE(model->decodeWithoutCache(prefix.data(), int(prefix.size()),
                                           memory.data(), int(source.size()),
-                                          logits.data(), ws));
+                                          logits.data(), context));
     if (reference.empty())
       reference = logits;
     else
@@ -825,7 +825,7 @@ TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
   auto model = loadRandom(kLlama, "llama_prefill", 8, WeightNaming::Llama);
   ASSERT_TRUE(model);
   const int vocabulary = model->targetVocabulary();
-  Workspace ws;
+  ExecutionContext context(*model);
   KvCacheConfig config;
   ASSERT_TRUE(model->selfCacheConfig(1, config));
   KvCache cache;
@@ -836,16 +836,16 @@ TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
   std::vector<float> logits(vocabulary), reference;
   int32_t greedy = -2;
   Status s = model->prefill(tokens.data(), int(tokens.size()), cache, sequence,
-                            logits.data(), ws, &greedy);
+                            logits.data(), context, &greedy);
   ASSERT_TRUE(s) << s.message();
   EXPECT_EQ(greedy, firstLargest(logits.data(), vocabulary));
   EXPECT_EQ(cache.length(sequence), 11);
   EXPECT_FALSE(model->prefill(tokens.data(), 3, cache, sequence, logits.data(),
-                              ws)); // not empty any more
+                              context)); // not empty any more
   for (int step = 0; step < 8; step++) {
     reference.resize(tokens.size() * vocabulary);
     ASSERT_TRUE(model->decodeWithoutCache(tokens.data(), int(tokens.size()),
-                                          nullptr, 0, reference.data(), ws));
+                                          nullptr, 0, reference.data(), context));
     EXPECT_LE(maxAbsDifference(logits.data(),
                                &reference[(tokens.size() - 1) * vocabulary],
                                vocabulary),
@@ -855,7 +855,7 @@ TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
                            logits.begin());
     tokens.push_back(next);
     ASSERT_TRUE(model->decodeStep(&sequence, nullptr, &next, 1, cache, nullptr,
-                                  logits.data(), ws));
+                                  logits.data(), context));
   }
 }
 
@@ -866,17 +866,17 @@ std::vector<int32_t> greedyReference(const Model &model,
                                      std::vector<int32_t> tokens, int count,
                                      const std::vector<int32_t> &source = {}) {
   const int vocabulary = model.targetVocabulary();
-  Workspace ws;
+  ExecutionContext context(model);
   std::vector<float> memory, logits;
   if (!source.empty())
-    EXPECT_TRUE(model.encode(source.data(), int(source.size()), memory, ws));
+    EXPECT_TRUE(model.encode(source.data(), int(source.size()), memory, context));
   std::vector<int32_t> generated;
   for (int i = 0; i < count; i++) {
     logits.resize(tokens.size() * vocabulary);
     EXPECT_TRUE(
         model.decodeWithoutCache(tokens.data(), int(tokens.size()),
                                  source.empty() ? nullptr : memory.data(),
-                                 int(source.size()), logits.data(), ws));
+                                 int(source.size()), logits.data(), context));
     const float *last = &logits[(tokens.size() - 1) * vocabulary];
     int32_t next = int32_t(std::max_element(last, last + vocabulary) - last);
     generated.push_back(next);
@@ -1112,10 +1112,10 @@ TEST(GeneratorTest, EncoderDecoderBatchesMatchRecomputation) {
 TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {
   auto model = loadRandom(kPaged, "errors");
   ASSERT_TRUE(model);
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<float> memory, logits(64 * 13);
   int32_t bad = 11; // source vocabulary is 11
-  Status s = model->encode(&bad, 1, memory, ws);
+  Status s = model->encode(&bad, 1, memory, context);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_NE(s.message().find("token id 11 at index 0 is outside the "
                              "vocabulary [0, 11)"),
@@ -1132,38 +1132,38 @@ TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {
   ASSERT_TRUE(selfCache.addSequence(self));
   ASSERT_TRUE(crossCache.addSequence(cross));
   int32_t source[3] = {1, 2, 3};
-  ASSERT_TRUE(model->encode(source, 3, memory, ws));
+  ASSERT_TRUE(model->encode(source, 3, memory, context));
 
   int32_t token = 1;
   // No encoder output stored yet.
   s = model->decodeStep(&self, &cross, &token, 1, selfCache, &crossCache,
-                        logits.data(), ws);
+                        logits.data(), context);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_EQ(selfCache.length(self), 0);
   ASSERT_TRUE(
-      model->storeCrossKeyValues(memory.data(), 3, crossCache, cross, ws));
+      model->storeCrossKeyValues(memory.data(), 3, crossCache, cross, context));
   // No cross cache at all.
   s = model->decodeStep(&self, &cross, &token, 1, selfCache, nullptr,
-                        logits.data(), ws);
+                        logits.data(), context);
   EXPECT_NE(s.message().find("cross cache"), std::string::npos) << s.message();
   // A target token outside the vocabulary.
   int32_t badToken = -1;
   s = model->decodeStep(&self, &cross, &badToken, 1, selfCache, &crossCache,
-                        logits.data(), ws);
+                        logits.data(), context);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   // The same sequence twice in one batch.
   SequenceId twice[2] = {self, self}, crossTwice[2] = {cross, cross};
   int32_t tokens[2] = {1, 2};
   s = model->decodeStep(twice, crossTwice, tokens, 2, selfCache, &crossCache,
-                        logits.data(), ws);
+                        logits.data(), context);
   EXPECT_NE(s.message().find("twice"), std::string::npos) << s.message();
   EXPECT_EQ(selfCache.length(self), 0);
   // Decoding to capacity (24 tokens), then one more: an error, nothing grows.
   for (int step = 0; step < 24; step++)
     ASSERT_TRUE(model->decodeStep(&self, &cross, &token, 1, selfCache,
-                                  &crossCache, logits.data(), ws));
+                                  &crossCache, logits.data(), context));
   s = model->decodeStep(&self, &cross, &token, 1, selfCache, &crossCache,
-                        logits.data(), ws);
+                        logits.data(), context);
   EXPECT_FALSE(s);
   EXPECT_EQ(selfCache.length(self), 24);
   EXPECT_TRUE(selfCache.checkInvariants());
@@ -1236,11 +1236,11 @@ TEST(ModelTest, APlanThatDisagreesWithItsKernelsFailsTheCall) {
   ASSERT_TRUE(KvCache::create(config, cache));
   SequenceId sequence;
   ASSERT_TRUE(cache.addSequence(sequence));
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<float> logits(model->targetVocabulary());
   const std::vector<int32_t> prompt = {1, 2, 3};
   s = model->prefill(prompt.data(), int(prompt.size()), cache, sequence,
-                     logits.data(), ws);
+                     logits.data(), context);
   ASSERT_FALSE(s);
   EXPECT_EQ(s.code(), StatusCode::KernelFailed);
   EXPECT_NE(s.message().find("is beyond the max"), std::string::npos)
@@ -1401,10 +1401,10 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
     ASSERT_TRUE(Model::load(bf16, entries(kPaged.table), kPaged.size,
                             writeSafetensors("bf16_plan", randomWeights(plan, 3)),
                             WeightNaming::Bart, model));
-    Workspace ws;
+    ExecutionContext context(*model);
     std::vector<float> memory;
     const int32_t source[] = {1, 2, 3};
-    s = model->encode(source, 3, memory, ws);
+    s = model->encode(source, 3, memory, context);
     ASSERT_FALSE(s);
     EXPECT_NE(s.message().find("argument 'weight' is a"), std::string::npos)
         << s.message();
@@ -1431,13 +1431,13 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::load(noArgmax, entries(kPaged.table), kPaged.size, path,
                           WeightNaming::Bart, model));
-  Workspace ws;
+  ExecutionContext context(*model);
   EncodedSource encoded;
-  ASSERT_TRUE(encodeSource(*model, {1, 2, 3}, ws, encoded));
+  ASSERT_TRUE(encodeSource(*model, {1, 2, 3}, context, encoded));
   std::vector<float> logits(model->targetVocabulary());
   int32_t token = 1;
   s = model->decodeStep(&encoded.selfId, &encoded.crossId, &token, 1,
-                        encoded.self, &encoded.cross, logits.data(), ws);
+                        encoded.self, &encoded.cross, logits.data(), context);
   ASSERT_FALSE(s);
   EXPECT_NE(
       s.message().find("_argmax_gemv takes 'best_token', a 1-D int32 "
@@ -1459,36 +1459,32 @@ TEST(KernelCallTest, CallsAreCheckedAgainstTheKernelsMetadata) {
   std::vector<float> x(4 * 32, 0.5f), weight(32, 1.0f), bias(32, 0.0f),
       out(4 * 32);
   std::vector<uint16_t> halves(4 * 32);
-  BufferView input(x.data(), float32Type(), {{32, 1}, {4, 32}});
-  BufferView halfInput(halves.data(), {halide_type_float, 16, 1},
-                       {{32, 1}, {4, 32}});
-  BufferView flatInput(x.data(), float32Type(), {{128, 1}});
-  BufferView w(weight.data(), float32Type(), {{32, 1}});
-  BufferView b(bias.data(), float32Type(), {{32, 1}});
-  BufferView o(out.data(), float32Type(), {{32, 1}, {4, 32}});
+  const KernelArg input{"input", x.data(), float32Type(), {{32, 1}, {4, 32}}};
+  const KernelArg halfInput{
+      "input", halves.data(), {halide_type_float, 16, 1}, {{32, 1}, {4, 32}}};
+  const KernelArg flatInput{"input", x.data(), float32Type(), {{128, 1}}};
+  const KernelArg w{"weight", weight.data(), float32Type(), {{32, 1}}};
+  const KernelArg b{"bias", bias.data(), float32Type(), {{32, 1}}};
+  const KernelArg o{"output", out.data(), float32Type(), {{32, 1}, {4, 32}}};
+  KernelArg residual = input;
+  residual.name = "residual";
   // By name, in any order.
-  EXPECT_TRUE(callKernel(norm->kernel, {{"output", &o},
-                                        {"input", &input},
-                                        {"bias", &b},
-                                        {"weight", &w}}));
+  EXPECT_TRUE(callKernel(norm->kernel, {o, input, b, w}));
   auto refused = [&](std::vector<KernelArg> args, const std::string &why) {
     Status s = callKernel(norm->kernel, args);
     EXPECT_FALSE(s);
     EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
   };
-  refused({{"input", &input}, {"weight", &w}, {"output", &o}},
+  refused({input, w, o},
           "takes 'bias', a 1-D float32 buffer; the plan gives it none");
-  refused({{"input", &input},
-           {"weight", &w},
-           {"bias", &b},
-           {"residual", &input},
-           {"output", &o}},
+  refused({input, w, b, residual, o},
           "takes no 'residual'; the plan gives it one");
-  refused({{"input", &halfInput}, {"weight", &w}, {"bias", &b}, {"output", &o}},
+  refused({halfInput, w, b, o},
           "argument 'input' is a 2-D float32 buffer; the plan gives it a 2-D "
           "float16");
-  refused({{"input", &flatInput}, {"weight", &w}, {"bias", &b}, {"output", &o}},
-          "the plan gives it a 1-D float32 one");
+  refused({flatInput, w, b, o}, "the plan gives it a 1-D float32 one");
+  refused({input, w, b, o, o, o, o, o, o, o, o, o},
+          "called with 12 buffers");
 }
 
 } // namespace

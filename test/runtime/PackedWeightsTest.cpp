@@ -81,9 +81,9 @@ std::unique_ptr<Model> load(const attnc_model_library &d,
 std::vector<float> logits(const Model &model) {
   const std::vector<int32_t> tokens = {1, 7, 3, 11, 2, 5};
   std::vector<float> out(tokens.size() * size_t(model.targetVocabulary()));
-  Workspace ws;
+  ExecutionContext context(model);
   Status s = model.decodeWithoutCache(tokens.data(), int(tokens.size()),
-                                      nullptr, 0, out.data(), ws);
+                                      nullptr, 0, out.data(), context);
   EXPECT_TRUE(s) << s.message();
   return out;
 }

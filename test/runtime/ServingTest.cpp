@@ -47,10 +47,10 @@ std::unique_ptr<Model> loadLlamaTiny(uint64_t seed) {
 /// Logits [length][vocabulary] of the decoder over `tokens` with no cache.
 std::vector<float> recompute(const Model &model,
                              const std::vector<int32_t> &tokens) {
-  Workspace ws;
+  ExecutionContext context(model);
   std::vector<float> logits(tokens.size() * model.targetVocabulary());
   Status s = model.decodeWithoutCache(tokens.data(), int(tokens.size()),
-                                      nullptr, 0, logits.data(), ws);
+                                      nullptr, 0, logits.data(), context);
   EXPECT_TRUE(s) << s.message();
   return logits;
 }
@@ -130,12 +130,12 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
   SequenceId a, b;
   ASSERT_TRUE(cache.addSequence(a));
   ASSERT_TRUE(cache.addSequence(b));
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<int32_t> promptA = tokensFrom(1, 13, vocabulary);
   std::vector<int32_t> promptB = tokensFrom(2, 9, vocabulary);
   std::vector<float> logits(vocabulary);
   ASSERT_TRUE(model->prefill(promptB.data(), int(promptB.size()), cache, b,
-                             logits.data(), ws));
+                             logits.data(), context));
   // A's prompt in chunks of 5, 5 and 3, each beside one decode row of b;
   // the head on every row. Leading, a's chunk is attended by the prefill
   // kernels; after b's row (the second chunk), by the decode kernels.
@@ -156,7 +156,7 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
     std::vector<float> out(heads.size() * vocabulary);
     std::vector<int32_t> greedy(heads.size(), -2);
     Status s = model->append(sequences.data(), tokens.data(), n + 1, cache,
-                             heads.data(), int(heads.size()), out.data(), ws,
+                             heads.data(), int(heads.size()), out.data(), context,
                              greedy.data());
     ASSERT_TRUE(s) << s.message();
     fedA.insert(fedA.end(), promptA.begin() + start,
@@ -179,7 +179,7 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
   EXPECT_EQ(cache.length(b), int(promptB.size()) + 3);
   // Only the last row's logits: what a chunk that ends a prompt needs.
   int32_t last = 0, token = 4;
-  ASSERT_TRUE(model->append(&a, &token, 1, cache, &last, 1, logits.data(), ws));
+  ASSERT_TRUE(model->append(&a, &token, 1, cache, &last, 1, logits.data(), context));
   fedA.push_back(token);
   std::vector<float> reference = recompute(*model, fedA);
   EXPECT_LE(maxAbsDifference(logits.data(),
@@ -196,30 +196,30 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   KvCache cache = selfCache(*model, 1);
   SequenceId a;
   ASSERT_TRUE(cache.addSequence(a));
-  Workspace ws;
+  ExecutionContext context(*model);
   std::vector<float> logits(2 * vocabulary);
   SequenceId twice[2] = {a, a};
   int32_t tokens[2] = {1, 2}, outOfRange[2] = {1, vocabulary};
   int32_t descending[2] = {1, 0}, pastEnd = 2;
   EXPECT_FALSE(model->append(twice, outOfRange, 2, cache, nullptr, 0,
-                             logits.data(), ws));
+                             logits.data(), context));
   EXPECT_FALSE(
-      model->append(twice, tokens, 2, cache, descending, 2, logits.data(), ws));
+      model->append(twice, tokens, 2, cache, descending, 2, logits.data(), context));
   EXPECT_FALSE(
-      model->append(twice, tokens, 2, cache, &pastEnd, 1, logits.data(), ws));
+      model->append(twice, tokens, 2, cache, &pastEnd, 1, logits.data(), context));
   SequenceId unknown[2] = {a, 7};
   EXPECT_FALSE(
-      model->append(unknown, tokens, 2, cache, nullptr, 0, logits.data(), ws));
+      model->append(unknown, tokens, 2, cache, nullptr, 0, logits.data(), context));
   // Past the sequence's maximum length.
   std::vector<SequenceId> many(cache.config().maxSequenceLength + 1, a);
   std::vector<int32_t> manyTokens(many.size(), 1);
   Status s = model->append(many.data(), manyTokens.data(), int(many.size()),
-                           cache, nullptr, 0, nullptr, ws);
+                           cache, nullptr, 0, nullptr, context);
   EXPECT_EQ(s.code(), StatusCode::CapacityExceeded) << s.message();
   EXPECT_EQ(cache.length(a), 0);
   EXPECT_EQ(cache.usedPages(), 0);
   // No head: nothing but the cache is written.
-  ASSERT_TRUE(model->append(twice, tokens, 2, cache, nullptr, 0, nullptr, ws));
+  ASSERT_TRUE(model->append(twice, tokens, 2, cache, nullptr, 0, nullptr, context));
   EXPECT_EQ(cache.length(a), 2);
 }
 

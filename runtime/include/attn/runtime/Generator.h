@@ -207,7 +207,7 @@ private:
   KvCache cache_;      ///< the decoder's self-attention K/V
   std::unique_ptr<PrefixCache> prefixCache_; ///< of cache_; or null
   KvCache crossCache_; ///< cross-attention K/V of each source; or empty
-  Workspace ws_;
+  ExecutionContext context_; ///< the buffers of the model's forward passes
   std::vector<Request> requests_;
   std::vector<float> logits_;
   std::vector<int32_t> greedy_; ///< [head rows]: each row's argmax

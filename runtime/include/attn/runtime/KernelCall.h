@@ -12,6 +12,7 @@
 #define ATTN_RUNTIME_KERNELCALL_H
 
 #include "attn/runtime/DeviceApi.h"
+#include "attn/runtime/Placed.h"
 #include "attn/runtime/Status.h"
 
 #include "HalideRuntime.h"
@@ -44,23 +45,42 @@ struct Kernel {
   explicit operator bool() const { return function != nullptr; }
 };
 
-/// A halide_buffer_t over caller-owned memory, up to 4 dimensions.
-class BufferView {
+/// How a kernel indexes an argument: up to 4 dimensions, innermost first,
+/// strides in elements.
+class BufferShape {
 public:
   struct Dim {
     int64_t extent, stride;
   };
-  /// Dimensions innermost first; strides in elements.
-  BufferView(const void *data, halide_type_t type, std::initializer_list<Dim>);
+  BufferShape(std::initializer_list<Dim> dims);
+  const Dim *begin() const { return dims_; }
+  const Dim *end() const { return dims_ + rank_; }
+  /// False past 4 dimensions.
+  bool valid() const { return valid_; }
+
+private:
+  Dim dims_[4]{};
+  int rank_ = 0;
+  bool valid_ = true;
+};
+
+/// A halide_buffer_t over caller-owned memory.
+class BufferView {
+public:
+  BufferView(Placed<const void> data, halide_type_t type,
+             const BufferShape &shape);
   BufferView(const BufferView &) = delete;
   BufferView &operator=(const BufferView &) = delete;
   halide_buffer_t *get() { return &buffer_; }
+  /// The device copy of the memory it views (null: none).
+  DeviceCopy *copy() const { return copy_; }
   /// False when an extent or stride does not fit Halide's int32 indexing.
   bool valid() const { return valid_; }
 
 private:
   halide_buffer_t buffer_{};
   halide_dimension_t dims_[4]{};
+  DeviceCopy *copy_ = nullptr;
   bool valid_ = true;
 };
 
@@ -69,20 +89,27 @@ inline halide_type_t float16Type() { return {halide_type_float, 16, 1}; }
 inline halide_type_t bfloat16Type() { return {halide_type_bfloat, 16, 1}; }
 inline halide_type_t int32Type() { return {halide_type_int, 32, 1}; }
 
-/// A buffer for the kernel argument `name`: the names schedules/KernelAbi.cpp
-/// declares (and the kernel's Halide metadata carries).
+/// The kernel argument `name` (the names schedules/KernelAbi.cpp declares,
+/// and the kernel's Halide metadata carries): its memory, element type and
+/// shape.
 struct KernelArg {
   const char *name;
-  BufferView *buffer;
+  Placed<const void> data;
+  halide_type_t type;
+  BufferShape shape;
 };
 
-/// Calls `kernel` with `args` (3 to 11 buffers, by name, in any order: the
-/// kernel's metadata orders them, and refuses a missing, extra or
+/// The most buffers a generated kernel takes.
+constexpr size_t kMaxKernelArgs = 11;
+
+/// Calls `kernel` with `args` (3 to kMaxKernelArgs buffers, by name, in any
+/// order: the kernel's metadata orders them, and refuses a missing, extra or
 /// differently typed one).
 /// A non-zero Halide status becomes KernelFailed naming the kernel. With
-/// `device`, `kernel` is a GPU kernel: arguments over shadowed allocations
-/// are passed as their device memory, others copied in and out for the
-/// call (DeviceShadows.h).
+/// `device`, `kernel` is a GPU kernel: arguments whose memory has a device
+/// copy are passed as it, others copied in and out for the call
+/// (DeviceCopy.h); without, arguments with device copies are brought back
+/// to the host first.
 Status callKernel(const Kernel &kernel, const std::vector<KernelArg> &args,
                   const DeviceApi *device = nullptr);
 

@@ -16,10 +16,13 @@
 #define ATTN_RUNTIME_KVCACHE_H
 
 #include "attn/runtime/DType.h"
+#include "attn/runtime/DeviceApi.h"
+#include "attn/runtime/Placed.h"
 #include "attn/runtime/PoolAllocator.h"
 #include "attn/runtime/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace attn::runtime {
@@ -49,8 +52,8 @@ public:
   /// Validates `config` and allocates the pools (all pages free).
   static Status create(const KvCacheConfig &config, KvCache &cache);
 
-  KvCache() = default;
-  KvCache(KvCache &&) = default;
+  KvCache();
+  KvCache(KvCache &&);
   /// Both free the device copies a GPU model gave this cache's pools.
   KvCache &operator=(KvCache &&other);
   ~KvCache();
@@ -108,15 +111,24 @@ public:
   const float *valueScales(int layer) const {
     return valueScales_.empty() ? nullptr : valueScales_[layer].data();
   }
-  /// The same pools for a kernel to write the slots reserveSlots returned.
-  void *writableKeyPages(int layer) { return keys_[layer].data(); }
-  void *writableValuePages(int layer) { return values_[layer].data(); }
-  float *writableKeyScales(int layer) {
-    return keyScales_.empty() ? nullptr : keyScales_[layer].data();
-  }
-  float *writableValueScales(int layer) {
-    return valueScales_.empty() ? nullptr : valueScales_[layer].data();
-  }
+  // Kernels' view -------------------------------------------------------------
+  /// One layer's pools as kernel arguments: the K and V page pools
+  /// [numPages·pageSize][numKvHeads][headDim] dtype and, for I8 caches,
+  /// their row scales [numPages·pageSize][numKvHeads] (else null), each
+  /// with its device copy once a GPU model placed the layer there.
+  struct LayerPools {
+    Placed<void> keys, values;
+    Placed<float> keyScales, valueScales;
+  };
+  /// For kernels that read the pools or write the slots reserveSlots
+  /// returned (const as the kernels' calls are: what a kernel may write,
+  /// reserveSlots made writable).
+  LayerPools pools(int layer) const;
+  /// A GPU model's kernels are about to use `layer`'s pools on `api`'s
+  /// device: gives them device copies, once (what the host wrote goes up
+  /// before the first kernel reads it). Host accesses (write, read, copies
+  /// on write) keep both sides coherent from then on.
+  Status placeOn(const DeviceApi &api, int layer) const;
 
   // Pages held apart from sequences (a prefix cache's) ----------------------
   /// One more reference to `page`, which must be in use (a sequence's): the
@@ -156,7 +168,9 @@ private:
   void releasePage(int32_t page);
   Status copyPage(int32_t from, int32_t to);
   void hostAccess(int layer, bool write) const;
-  void forgetDeviceCopies();
+  enum class PoolKind { Keys, Values, KeyScales, ValueScales };
+  /// The device copy of one of `layer`'s pools; null on the CPU.
+  DeviceCopy *deviceCopy(int layer, PoolKind pool) const;
   /// One token's K and V rows [numKvHeads][headDim] float into / out of
   /// `slot` of `layer`, converted (I8: quantized per head, with scales).
   void store(int layer, int32_t slot, const float *key, const float *value);
@@ -170,6 +184,8 @@ private:
   std::vector<int32_t> holds_; // per page: references apart from sequences
   std::vector<int32_t> freeList_;   // a stack of page ids
   std::vector<Sequence> sequences_; // indexed by SequenceId
+  /// [layer · 4 + PoolKind]: the pools' device copies; empty on the CPU.
+  mutable std::vector<std::unique_ptr<DeviceCopy>> deviceCopies_;
 };
 
 } // namespace attn::runtime

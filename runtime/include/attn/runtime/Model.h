@@ -11,7 +11,7 @@
 //
 // Buffers are C arrays of float unless stated; shapes in comments. A Model
 // is immutable after load and may be shared by threads; each thread uses
-// its own caches and Workspace.
+// its own caches and ExecutionContext.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,49 +60,29 @@ struct CrossAttentionTrace {
   std::vector<std::vector<float>> weights; // [batch][encoder tokens]
 };
 
-/// An allocator at the alignment a projection with the cache append fused in
-/// requires of its output (attnc_library.h).
-template <class T> struct KernelAlignedAllocator {
-  using value_type = T;
-  static constexpr std::align_val_t alignment{ATTNC_APPEND_OUTPUT_ALIGNMENT};
-  KernelAlignedAllocator() = default;
-  template <class U>
-  KernelAlignedAllocator(const KernelAlignedAllocator<U> &) noexcept {}
-  T *allocate(size_t n) {
-    return static_cast<T *>(::operator new(n * sizeof(T), alignment));
-  }
-  void deallocate(T *p, size_t) noexcept { ::operator delete(p, alignment); }
-  template <class U> bool operator==(const KernelAlignedAllocator<U> &) const {
-    return true;
-  }
-  template <class U> bool operator!=(const KernelAlignedAllocator<U> &) const {
-    return false;
-  }
-};
+class Model;
 
-/// Scratch activations of one thread, grown on demand. With a model loaded
-/// for a GPU they live on the device (each with a device copy the runtime
-/// keeps; the destructor frees those).
-struct Workspace {
-  Workspace() = default;
-  Workspace(const Workspace &) = delete;
-  Workspace &operator=(const Workspace &) = delete;
-  ~Workspace();
+/// What one thread of work needs to run a model's forward passes: the
+/// activation buffers, each sized from the model's plan (its widest op) and
+/// grown to the tokens of a pass, and, for a model on a GPU, their device
+/// copies, which stay there between passes. Made for one model and used
+/// with it only (a call with another is refused), by one thread at a time;
+/// what a Generator holds for its requests. Opaque: the runtime's forward
+/// pass names the buffers it uses (ContextBuffers.h).
+class ExecutionContext {
+public:
+  explicit ExecutionContext(const Model &model);
+  ExecutionContext(const ExecutionContext &) = delete;
+  ExecutionContext &operator=(const ExecutionContext &) = delete;
+  ~ExecutionContext();
 
-  std::vector<float> x, residual, normed, attention, hidden, query;
-  /// Outputs of Q/K/V projections (which may append to the cache).
-  std::vector<float, KernelAlignedAllocator<float>> projected, key;
-  /// Dense K and V rows [tokens][Hkv·D] for prefill attention: GPU runs
-  /// (device kernels take whole allocations, not views into projections)
-  /// and a prompt's chunk over its cached tokens; the head's rows
-  /// [rows][dModel].
-  std::vector<float> keyRows, valueRows, lastRow;
-  std::vector<float> crossRows; ///< [tokens][2·Hkv·D]: K | V for the cache
-  std::vector<int32_t> tokens, positions, blockTable, lengths;
-  std::vector<int32_t> cacheSlots; ///< [tokens] of a fused cache append
-  std::vector<int32_t> greedy;     ///< [tokens]: the head's argmax output
-  std::vector<float> noCache; ///< [kvHeads][headDim]: a pool of one slot for
-                              ///< fused-append kernels that store nothing
+  struct Buffers; // runtime-private
+
+private:
+  friend class Model;
+  friend class ModelRunner;
+  const Model &model_;
+  std::unique_ptr<Buffers> buffers_;
 };
 
 /// How Model::load(library, ...) runs a model and keeps its weights.
@@ -139,7 +119,7 @@ public:
   /// As load, for the library's GPU kernels: `device` is the generated
   /// `<model>_device_api` of a library attnc built with a GPU target
   /// (--target=...,cuda or ...,opencl). The weights are copied to the device
-  /// once; KV caches and Workspace activations get device copies when a
+  /// once; KV caches and execution contexts get device copies when a
   /// call first uses them and stay there, so a call copies only token ids,
   /// positions, cache slots and block tables in, and logits (or greedy
   /// tokens) out; K/V appends (self and cross, every dtype) and
@@ -200,14 +180,14 @@ public:
   /// Runs the encoder over `tokens` [length]:
   ///   memory [length][dModel], the final norm's output.
   Status encode(const int32_t *tokens, int length, std::vector<float> &memory,
-                Workspace &ws) const;
+                ExecutionContext &context) const;
 
   /// Computes every cross-attention layer's K and V of `memory`
   /// [length][dModel] and stores them as the `length` tokens of `sequence`
   /// (which must be empty) in `crossCache`.
   Status storeCrossKeyValues(const float *memory, int length,
                              KvCache &crossCache, SequenceId sequence,
-                             Workspace &ws) const;
+                             ExecutionContext &context) const;
 
   /// One decoder step for `batch` sequences: token `tokens[b]` is appended
   /// at the end of `selfSequences[b]` in `selfCache` (its position is the
@@ -223,7 +203,7 @@ public:
   Status decodeStep(const SequenceId *selfSequences,
                     const SequenceId *crossSequences, const int32_t *tokens,
                     int batch, KvCache &selfCache, const KvCache *crossCache,
-                    float *logits, Workspace &ws,
+                    float *logits, ExecutionContext &context,
                     CrossAttentionTrace *trace = nullptr,
                     int32_t *greedyTokens = nullptr) const;
 
@@ -234,7 +214,7 @@ public:
   ///   greedyToken (optional): its greedy choice, as decodeStep's
   /// On failure the sequence stays empty.
   Status prefill(const int32_t *tokens, int length, KvCache &selfCache,
-                 SequenceId sequence, float *logits, Workspace &ws,
+                 SequenceId sequence, float *logits, ExecutionContext &context,
                  int32_t *greedyToken = nullptr) const;
 
   /// Decoder-only models: appends `tokens` [rows] to the ends of their
@@ -250,7 +230,7 @@ public:
   /// On failure no sequence has grown.
   Status append(const SequenceId *sequences, const int32_t *tokens, int rows,
                 KvCache &selfCache, const int32_t *headRows, int headRowCount,
-                float *logits, Workspace &ws,
+                float *logits, ExecutionContext &context,
                 int32_t *greedyTokens = nullptr) const;
 
   /// The decoder over a whole prefix `tokens` [length] with no cache
@@ -259,12 +239,13 @@ public:
   ///   logits [length][targetVocabulary]
   Status decodeWithoutCache(const int32_t *tokens, int length,
                             const float *memory, int memoryLength,
-                            float *logits, Workspace &ws) const;
+                            float *logits, ExecutionContext &context) const;
 
 private:
   struct Weights; // per op, laid out for its kernels
   friend class ModelRunner;
   friend class PackedWeights;
+  friend struct ExecutionContext::Buffers; // sized from the plan
   Model() = default;
 
   /// Every load(): `device` null for the CPU; `packedPath` empty for none.

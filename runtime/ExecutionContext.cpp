@@ -1,0 +1,89 @@
+//===- ExecutionContext.cpp - one thread of work's buffers ----------------===//
+//
+// Each buffer's width is the widest op of the plan that uses it; a pass
+// grows the rows (ContextBuffers.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ContextBuffers.h"
+
+#include <algorithm>
+
+namespace attn::runtime {
+
+namespace {
+/// The widths the plan's ops ask of the buffers (elements a row).
+struct Widths {
+  int64_t projected = 0, keyValue = 0, query = 0, kv = 0, hidden = 0,
+          crossKeyValue = 0;
+  explicit Widths(const ModelPlan &plan) {
+    for (const PlanOp &op : plan.ops) {
+      const int64_t q = int64_t(op.queryHeads) * op.headDim,
+                    k = int64_t(op.kvHeads) * op.headDim;
+      if (op.kind == OpKind::Attention) {
+        projected = std::max(projected, op.fusedProjections ? q + 2 * k : q);
+        keyValue = std::max(keyValue, 2 * k);
+        query = std::max(query, q);
+        kv = std::max(kv, k);
+        if (op.cross)
+          crossKeyValue = std::max(crossKeyValue, 2 * k);
+      } else if (op.kind == OpKind::Ffn) {
+        hidden = std::max(hidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
+      }
+    }
+  }
+};
+} // namespace
+
+ExecutionContext::Buffers::Buffers(const Model &model)
+    : Buffers(model.plan_, model.device_) {}
+
+ExecutionContext::Buffers::Buffers(const ModelPlan &plan,
+                                   const DeviceApi *device)
+    : device(device),
+      stream{{plan.dModel, device},
+             {plan.dModel, device},
+             {plan.dModel, device},
+             {Widths(plan).hidden, device}},
+      attention{{Widths(plan).projected, device},
+                {Widths(plan).keyValue, device},
+                {Widths(plan).query, device},
+                {Widths(plan).query, device},
+                {Widths(plan).kv, device},
+                {Widths(plan).kv, device},
+                {1, nullptr},
+                {1, nullptr},
+                {1, nullptr},
+                {Widths(plan).kv, nullptr}},
+      head{{plan.dModel, device}, {1, nullptr}},
+      crossRows(Widths(plan).crossKeyValue, nullptr) {}
+
+Status ExecutionContext::Buffers::reserve(const PassRows &rows) {
+  const int64_t t = rows.tokens, projectedRows = std::max(t, rows.memoryTokens);
+  Status s;
+  auto grow = [&](auto &buffer, int64_t count) {
+    if (s)
+      s = buffer.reserve(count);
+  };
+  for (Activations *b : {&stream.x, &stream.residual, &stream.normed,
+                         &stream.hidden, &attention.query, &attention.output})
+    grow(*b, t);
+  grow(attention.projected, t);
+  grow(attention.keyValue, projectedRows);
+  grow(attention.keys, rows.denseKeys);
+  grow(attention.values, rows.denseKeys);
+  grow(attention.lengths, t);
+  grow(attention.slots, projectedRows);
+  grow(attention.noCachePool, 1);
+  grow(head.rows, rows.headRows);
+  grow(head.greedy, rows.headRows);
+  grow(crossRows, rows.memoryTokens);
+  return s;
+}
+
+ExecutionContext::ExecutionContext(const Model &model)
+    : model_(model), buffers_(std::make_unique<Buffers>(model)) {}
+
+ExecutionContext::~ExecutionContext() = default;
+
+} // namespace attn::runtime
