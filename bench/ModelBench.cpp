@@ -174,9 +174,9 @@ int run(const std::string &weights, const std::string &dtype,
     if (step == warmup)
       decodeStart = now();
     int32_t next = 0;
-    if (Status s = model->decodeStep(&sequence, nullptr, &token, 1, cache,
-                                     nullptr, logits.data(), context, nullptr,
-                                     &next);
+    if (Status s =
+            model->decodeStep(&sequence, nullptr, &token, 1, cache, nullptr,
+                              logits.data(), context, nullptr, &next);
         !s)
       return fail(s.message());
     token = next;

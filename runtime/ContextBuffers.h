@@ -114,8 +114,8 @@ struct AttentionBuffers {
 
 /// The output head's input rows and their greedy tokens.
 struct HeadBuffers {
-  Activations rows;  ///< [head rows][dModel]: the rows whose logits are asked
-  IndexRows greedy;  ///< [head rows]: each row's argmax
+  Activations rows; ///< [head rows][dModel]: the rows whose logits are asked
+  IndexRows greedy; ///< [head rows]: each row's argmax
 };
 
 /// The rows of one pass, which its buffers are grown to before it starts.

@@ -48,8 +48,7 @@ DeviceResidentCopies deviceResidentCopies() {
 Status DeviceCopy::allocate(const DeviceApi &api, const void *host,
                             size_t bytes, bool hostHasData) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (buffer_.device && buffer_.host == host && bytes_ == bytes &&
-      api_ == &api)
+  if (buffer_.device && buffer_.host == host && bytes_ == bytes && api_ == &api)
     return Status::ok();
   if (buffer_.device)
     api_->device_free(nullptr, &buffer_);
@@ -139,8 +138,8 @@ Status DeviceCopy::describe(halide_buffer_t &buffer) {
   return Status::ok();
 }
 
-Status DeviceCopy::copyWithin(size_t fromOffset, size_t toOffset,
-                              size_t bytes, bool &done) {
+Status DeviceCopy::copyWithin(size_t fromOffset, size_t toOffset, size_t bytes,
+                              bool &done) {
   done = false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (!buffer_.device || bytes == 0)

@@ -28,7 +28,8 @@ struct Widths {
         if (op.cross)
           crossKeyValue = std::max(crossKeyValue, 2 * k);
       } else if (op.kind == OpKind::Ffn) {
-        hidden = std::max(hidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
+        hidden =
+            std::max(hidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
       }
     }
   }
@@ -40,11 +41,10 @@ ExecutionContext::Buffers::Buffers(const Model &model)
 
 ExecutionContext::Buffers::Buffers(const ModelPlan &plan,
                                    const DeviceApi *device)
-    : device(device),
-      stream{{plan.dModel, device},
-             {plan.dModel, device},
-             {plan.dModel, device},
-             {Widths(plan).hidden, device}},
+    : device(device), stream{{plan.dModel, device},
+                             {plan.dModel, device},
+                             {plan.dModel, device},
+                             {Widths(plan).hidden, device}},
       attention{{Widths(plan).projected, device},
                 {Widths(plan).keyValue, device},
                 {Widths(plan).query, device},

@@ -287,10 +287,10 @@ Status Generator::runRows(const std::vector<Row> &rows) {
   const int vocabulary = model_.targetVocabulary();
   logits_.resize(heads.size() * size_t(vocabulary));
   greedy_.resize(heads.size());
-  if (Status s = model_.append(sequences.data(), tokens.data(),
-                               int(rows.size()), cache_, heads.data(),
-                               int(heads.size()), logits_.data(), context_,
-                               greedy_.data());
+  if (Status s =
+          model_.append(sequences.data(), tokens.data(), int(rows.size()),
+                        cache_, heads.data(), int(heads.size()), logits_.data(),
+                        context_, greedy_.data());
       !s)
     return s;
   for (const Row &row : rows) {

@@ -72,9 +72,9 @@ std::string declaredName(const char *name) {
 }
 
 /// The `views` of `args` in the order `kernel` was generated to take them
-/// (its metadata), each checked to be of the element type and dimensions it expects. A
-/// kernel called through a type-erased pointer with other arguments would
-/// read garbage; a plan edited by hand, or a header and a library from
+/// (its metadata), each checked to be of the element type and dimensions it
+/// expects. A kernel called through a type-erased pointer with other arguments
+/// would read garbage; a plan edited by hand, or a header and a library from
 /// different attnc runs, is an error here instead. A bf16 pool given to a
 /// kernel that takes uint16 (GPU kernels keep bf16 as its bits: Halide 14
 /// has no bfloat loads on NVPTX or OpenCL) is retyped, the same bytes.

@@ -64,9 +64,9 @@ CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots) {
 CacheAppendArgs noCacheAppend(const PlanOp &op, int64_t tokens,
                               IndexRows &slots, Activations &pool) {
   std::fill(slots.data(), slots.data() + tokens, -1);
-  CacheAppendArgs append{slots.data(), pool.placed(), pool.placed(),
-                         halideType(op.cacheType),
-                         1,            op.kvHeads,    op.headDim};
+  CacheAppendArgs append{
+      slots.data(), pool.placed(), pool.placed(), halideType(op.cacheType), 1,
+      op.kvHeads,   op.headDim};
   if (op.cacheType == DType::I8) // [1][kvHeads] scales fit in it too
     append.keyScales = append.valueScales = pool.placed();
   return append;
@@ -103,9 +103,8 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   // int8: a scale per output feature; int4: [panels][groups][16], as are
   // its zero points.
   const int64_t groups = w.type == DType::I4 ? w.int4Layout().groups() : 0;
-  const BufferShape groupShape = {{kInt4Panel, 1},
-                                  {groups, kInt4Panel},
-                                  {w.panels(), groups * kInt4Panel}};
+  const BufferShape groupShape = {
+      {kInt4Panel, 1}, {groups, kInt4Panel}, {w.panels(), groups * kInt4Panel}};
   if (w.type == DType::I8)
     args.push_back(
         {"weight_scales", w.scales.placed(), float32Type(), {{outF, 1}}});
@@ -120,7 +119,9 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   if (call.positions)
     args.push_back({"positions", call.positions, int32Type(), {{tokens, 1}}});
   if (call.residual.data)
-    args.push_back({"residual", call.residual, float32Type(),
+    args.push_back({"residual",
+                    call.residual,
+                    float32Type(),
                     {{outF, 1}, {tokens, outF}}});
   if (const CacheAppendArgs *append = call.append) {
     // Pools [poolSlots][kvHeads][headDim], int8 row scales
@@ -220,7 +221,9 @@ Status decodeAttention(const DeviceApi *device, const PlanOp &op,
       {"query", batch.query, float32Type(), rows},
       {"key_pages", pools.keys, element, pages},
       {"value_pages", pools.values, element, pages},
-      {"block_table", batch.blockTable, int32Type(),
+      {"block_table",
+       batch.blockTable,
+       int32Type(),
        {{maxPages, 1}, {t, maxPages}}},
       {"seq_lens", batch.lengths, int32Type(), {{t, 1}}},
       {"output", out, float32Type(), rows}};
@@ -236,7 +239,8 @@ Status copyRows(const DeviceApi *device, RowsView from, int64_t offset,
   const int64_t rows = from.count;
   if (!device) {
     for (int64_t r = 0; r < rows; r++)
-      std::memcpy(to.data + r * width, from.data.data + offset + r * from.stride,
+      std::memcpy(to.data + r * width,
+                  from.data.data + offset + r * from.stride,
                   width * sizeof(float));
     return Status::ok();
   }
@@ -245,8 +249,9 @@ Status copyRows(const DeviceApi *device, RowsView from, int64_t offset,
                   "a device copy between buffers without device copies");
   // `to` holds columns [offset, offset + width) of `from`'s coordinates:
   // Halide copies the region of `to` found in `from`.
-  halide_dimension_t fromDims[2] = {{0, int32_t(offset + width), 1, 0},
-                                    {0, int32_t(rows), int32_t(from.stride), 0}};
+  halide_dimension_t fromDims[2] = {
+      {0, int32_t(offset + width), 1, 0},
+      {0, int32_t(rows), int32_t(from.stride), 0}};
   halide_dimension_t toDims[2] = {{int32_t(offset), int32_t(width), 1, 0},
                                   {0, int32_t(rows), int32_t(width), 0}};
   halide_buffer_t source{}, target{};

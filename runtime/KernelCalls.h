@@ -57,7 +57,7 @@ struct LinearCall {
   const Floats &bias;
   Placed<const float> input; ///< [tokens][inputs]; gated: [tokens][2·inputs]
   int64_t tokens, inputs, outputs;
-  Placed<float> output; ///< [tokens][outputs]
+  Placed<float> output;               ///< [tokens][outputs]
   const int32_t *positions = nullptr; ///< [tokens], for RoPE
   Placed<const float> residual;       ///< [tokens][outputs], added
   bool gatedInput = false;            ///< gate | up halves, SiLU(gate)·up

@@ -128,8 +128,8 @@ Status KvCache::placeOn(const DeviceApi &api, int layer) const {
   if (deviceCopies_.empty())
     for (int i = 0; i < 4 * config_.numLayers; i++)
       deviceCopies_.push_back(std::make_unique<DeviceCopy>());
-  const size_t rows = size_t(config_.numPages) * config_.pageSize *
-                      config_.numKvHeads;
+  const size_t rows =
+      size_t(config_.numPages) * config_.pageSize * config_.numKvHeads;
   const void *pools[4] = {keys_[layer].data(), values_[layer].data(),
                           keyScales(layer), valueScales(layer)};
   const size_t bytes[4] = {keys_[layer].size(), values_[layer].size(),
@@ -145,11 +145,10 @@ Status KvCache::placeOn(const DeviceApi &api, int layer) const {
 
 KvCache::LayerPools KvCache::pools(int layer) const {
   auto *self = const_cast<KvCache *>(this); // see the declaration
-  auto *keyScales = self->keyScales_.empty() ? nullptr
-                                             : self->keyScales_[layer].data();
-  auto *valueScales = self->valueScales_.empty()
-                          ? nullptr
-                          : self->valueScales_[layer].data();
+  auto *keyScales =
+      self->keyScales_.empty() ? nullptr : self->keyScales_[layer].data();
+  auto *valueScales =
+      self->valueScales_.empty() ? nullptr : self->valueScales_[layer].data();
   return {{self->keys_[layer].data(), deviceCopy(layer, PoolKind::Keys)},
           {self->values_[layer].data(), deviceCopy(layer, PoolKind::Values)},
           {keyScales, deviceCopy(layer, PoolKind::KeyScales)},
@@ -157,9 +156,8 @@ KvCache::LayerPools KvCache::pools(int layer) const {
 }
 
 DeviceCopy *KvCache::deviceCopy(int layer, PoolKind pool) const {
-  return deviceCopies_.empty()
-             ? nullptr
-             : deviceCopies_[4 * layer + int(pool)].get();
+  return deviceCopies_.empty() ? nullptr
+                               : deviceCopies_[4 * layer + int(pool)].get();
 }
 
 /// The host touches `layer`'s pools: with a GPU model, their device copies
@@ -230,8 +228,8 @@ Status KvCache::copyPage(int32_t from, int32_t to) {
   auto copy = [&](int layer, PoolKind kind, uint8_t *pool, size_t bytes) {
     if (DeviceCopy *device = deviceCopy(layer, kind)) {
       bool onDevice = false;
-      if (Status s = device->copyWithin(from * bytes, to * bytes, bytes,
-                                        onDevice);
+      if (Status s =
+              device->copyWithin(from * bytes, to * bytes, bytes, onDevice);
           !s || onDevice)
         return s;
       device->hostWrites();
@@ -244,8 +242,9 @@ Status KvCache::copyPage(int32_t from, int32_t to) {
     Status s = copy(layer, PoolKind::Keys, keys_[layer].data(), pageBytes());
     if (s)
       s = copy(layer, PoolKind::Values, values_[layer].data(), pageBytes());
-    for (auto [kind, scales] : {std::pair{PoolKind::KeyScales, &keyScales_},
-                                std::pair{PoolKind::ValueScales, &valueScales_}})
+    for (auto [kind, scales] :
+         {std::pair{PoolKind::KeyScales, &keyScales_},
+          std::pair{PoolKind::ValueScales, &valueScales_}})
       if (s && !scales->empty())
         s = copy(layer, kind,
                  reinterpret_cast<uint8_t *>((*scales)[layer].data()),

@@ -45,7 +45,8 @@ int embeddingPositions(const ModelPlan &plan, bool decoder) {
 } // namespace
 
 Status Model::encode(const int32_t *tokens, int length,
-                     std::vector<float> &memory, ExecutionContext &context) const {
+                     std::vector<float> &memory,
+                     ExecutionContext &context) const {
   if (Status s = checkTokens(tokens, length, sourceVocabulary(), "encode"); !s)
     return s;
   if (int max = embeddingPositions(plan_, false); max && length > max)
@@ -107,8 +108,8 @@ Status Model::storeCrossKeyValues(const float *memory, int length,
       append = appendTo(crossCache, layer, slots.data());
     }
     if (s) {
-      LinearCall call{op.keyValue, w.keyValue, w.keyValueBias, memory,
-                      length,      plan_.dModel, 2 * kv,       rows.placed()};
+      LinearCall call{op.keyValue, w.keyValue,   w.keyValueBias, memory,
+                      length,      plan_.dModel, 2 * kv,         rows.placed()};
       call.append = append ? &*append : nullptr;
       s = linear(device_, call);
     }
@@ -197,8 +198,8 @@ Status Model::decodeStep(const SequenceId *selfSequences,
 }
 
 Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
-                      SequenceId sequence, float *logits, ExecutionContext &context,
-                      int32_t *greedyToken) const {
+                      SequenceId sequence, float *logits,
+                      ExecutionContext &context, int32_t *greedyToken) const {
   if (!logits)
     return invalid("prefill: no logits buffer");
   if (Status s = checkTokens(tokens, length, targetVocabulary(), "prefill"); !s)
@@ -304,7 +305,8 @@ Status Model::append(const SequenceId *sequences, const int32_t *tokens,
 
 Status Model::decodeWithoutCache(const int32_t *tokens, int length,
                                  const float *memory, int memoryLength,
-                                 float *logits, ExecutionContext &context) const {
+                                 float *logits,
+                                 ExecutionContext &context) const {
   if (!logits)
     return invalid("decodeWithoutCache: no logits buffer");
   if (Status s =

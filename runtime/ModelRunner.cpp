@@ -40,15 +40,14 @@ struct KeyValueRows {
 };
 
 /// One attention layer's call: where kernels run, the op and its weights,
-/// the forward pass's inputs, the attention buffers, and the layer's index
-/// in its cache. What every helper below reads; each takes the rest by
-/// name.
+/// the forward pass's inputs, and the layer's index in its cache. What
+/// every helper below reads; each takes the buffers (the context's
+/// AttentionBuffers) and the rest by name.
 struct Layer {
   const DeviceApi *device; // null: the CPU
   const PlanOp &op;
   const Weights &w;
   const Inputs &in;
-  AttentionBuffers &buffers;
   int index;
   int64_t dModel;
 
@@ -56,7 +55,7 @@ struct Layer {
   int64_t kvWidth() const { return int64_t(op.kvHeads) * op.headDim; }
   /// The same layer over other inputs (the rows after a chunk).
   Layer with(const Inputs &other) const {
-    return {device, op, w, other, buffers, index, dModel};
+    return {device, op, w, other, index, dModel};
   }
 };
 
@@ -77,15 +76,15 @@ int64_t promptChunkRows(const Inputs &in, const DeviceApi *device) {
 /// reserved in `cache` (prefill: positions [0, tokens) of the first
 /// sequence; step: each sequence's position), or, with no cache to fill,
 /// no slots and a one-slot pool nothing is stored in.
-Status cacheAppendArgs(const Layer &l, KvCache *cache,
-                       std::optional<CacheAppendArgs> &append) {
+Status cacheAppendArgs(const Layer &l, AttentionBuffers &buffers,
+                       KvCache *cache, std::optional<CacheAppendArgs> &append) {
   const Inputs &in = l.in;
   const int64_t t = in.tokens;
   if (!cache) {
-    append = noCacheAppend(l.op, t, l.buffers.slots, l.buffers.noCachePool);
+    append = noCacheAppend(l.op, t, buffers.slots, buffers.noCachePool);
     return Status::ok();
   }
-  int32_t *slots = l.buffers.slots.data();
+  int32_t *slots = buffers.slots.data();
   const KvCacheConfig &c = cache->config();
   if (l.index >= c.numLayers || c.numKvHeads != l.op.kvHeads ||
       c.headDim != l.op.headDim || c.dtype != l.op.cacheType)
@@ -121,10 +120,9 @@ Status writeToCache(const Inputs &in, KvCache &cache, int layer,
     const bool prefill = in.mode == Mode::Prefill;
     SequenceId sequence = in.selfSequences[prefill ? 0 : b];
     int position = prefill ? int(b) : in.positions[b];
-    if (Status s =
-            cache.write(sequence, layer, position, 1,
-                        kv.keys.data + b * kv.stride,
-                        kv.values.data + b * kv.stride);
+    if (Status s = cache.write(sequence, layer, position, 1,
+                               kv.keys.data + b * kv.stride,
+                               kv.values.data + b * kv.stride);
         !s)
       return s;
   }
@@ -136,14 +134,14 @@ Status writeToCache(const Inputs &in, KvCache &cache, int layer,
 /// unfused self layers, K/V [t][2kv] into buffers.keyValue; RoPE applied by
 /// the kernels, and
 /// K/V appended to the cache by them when `append` says where.
-Status project(const Layer &l, Placed<const float> input,
-               const CacheAppendArgs *append, RowsView &query,
-               KeyValueRows &kv) {
+Status project(const Layer &l, AttentionBuffers &buffers,
+               Placed<const float> input, const CacheAppendArgs *append,
+               RowsView &query, KeyValueRows &kv) {
   const PlanOp &op = l.op;
   const int64_t t = l.in.tokens, q = l.queryWidth(), kvWidth = l.kvWidth();
   const int64_t width = op.fusedProjections ? q + 2 * kvWidth : q;
   // Rows `width` apart: the buffer's width is the widest layer's.
-  const Placed<float> projected = l.buffers.projected.placed();
+  const Placed<float> projected = buffers.projected.placed();
   LinearCall call{op.query, l.w.query, l.w.queryBias, input,
                   t,        l.dModel,  width,         projected};
   call.positions = op.rope ? l.in.positions : nullptr;
@@ -154,7 +152,7 @@ Status project(const Layer &l, Placed<const float> input,
   kv = {projected, projected + q, projected + q + kvWidth, width};
   if (op.fusedProjections || op.cross)
     return Status::ok(); // cross layers' K/V come from memory or the cache
-  const Placed<float> rows = l.buffers.keyValue.placed();
+  const Placed<float> rows = buffers.keyValue.placed();
   kv = {rows, rows, rows + kvWidth, 2 * kvWidth};
   LinearCall keyValue{op.keyValue, l.w.keyValue, l.w.keyValueBias, input,
                       t,           l.dModel,     2 * kvWidth,      rows};
@@ -167,11 +165,11 @@ Status project(const Layer &l, Placed<const float> input,
 /// (self layers) or the encoder output's (cross layers, projected here),
 /// into `attention` [t][Hq·D]; the K/V go to `cacheTo` when the projection
 /// did not store them.
-Status attendPrefill(const Layer &l, KvCache *cacheTo, RowsView query,
-                     KeyValueRows kv, Placed<float> attention) {
+Status attendPrefill(const Layer &l, AttentionBuffers &buffers,
+                     KvCache *cacheTo, RowsView query, KeyValueRows kv,
+                     Placed<float> attention) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
-  AttentionBuffers &buffers = l.buffers;
   const int64_t t = in.tokens, kvWidth = l.kvWidth();
   int64_t kvLen = t;
   if (op.cross) { // K/V of the encoder output
@@ -196,8 +194,8 @@ Status attendPrefill(const Layer &l, KvCache *cacheTo, RowsView query,
     const RowsView rows{kv.base, kv.stride, kvLen};
     const Placed<float> keys = buffers.keys.placed(),
                         values = buffers.values.placed();
-    Status s = copyRows(l.device, rows, kv.keys.data - kv.base.data, kvWidth,
-                        keys);
+    Status s =
+        copyRows(l.device, rows, kv.keys.data - kv.base.data, kvWidth, keys);
     if (s)
       s = copyRows(l.device, rows, kv.values.data - kv.base.data, kvWidth,
                    values);
@@ -215,15 +213,16 @@ Status attendPrefill(const Layer &l, KvCache *cacheTo, RowsView query,
 /// kernels, whose causal mask is aligned to the end of the keys; into
 /// `attention` [rows][Hq·D]. CPU only: the K/V are read from the cache on
 /// the host.
-Status attendChunk(const Layer &l, RowsView query, Placed<float> attention) {
+Status attendChunk(const Layer &l, AttentionBuffers &buffers, RowsView query,
+                   Placed<float> attention) {
   const Inputs &in = l.in;
   const int64_t kvWidth = l.kvWidth();
   const int kvLen = in.positions[query.count - 1] + 1;
   // Grown here, on the host: a pass may hold several chunks.
-  Status s = l.buffers.keys.reserve(kvLen);
+  Status s = buffers.keys.reserve(kvLen);
   if (s)
-    s = l.buffers.values.reserve(kvLen);
-  float *keys = l.buffers.keys.data(), *values = l.buffers.values.data();
+    s = buffers.values.reserve(kvLen);
+  float *keys = buffers.keys.data(), *values = buffers.values.data();
   if (s)
     s = in.selfCache->read(in.selfSequences[0], l.index, 0, kvLen, keys,
                            values);
@@ -242,11 +241,11 @@ int64_t chunkRows(const Layer &l) {
 /// everything its cache holds for the layer, the new tokens' K/V included
 /// (appended by the projection, or here from `kv`), into `attention`
 /// [batch][Hq·D].
-Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
-                  const KeyValueRows &kv, Placed<float> attention) {
+Status attendStep(const Layer &l, AttentionBuffers &buffers, KvCache *cacheTo,
+                  RowsView query, const KeyValueRows &kv,
+                  Placed<float> attention) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
-  AttentionBuffers &buffers = l.buffers;
   const int64_t t = in.tokens, q = l.queryWidth();
   const KvCache *cache = op.cross ? in.crossCache : in.selfCache;
   const SequenceId *sequences = op.cross ? in.crossSequences : in.selfSequences;
@@ -256,7 +255,8 @@ Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
   // A prompt's chunk first (its K/V are in the cache now), by the prefill
   // kernels; the decode kernels take the rows after it.
   if (const int64_t rows = chunkRows(l)) {
-    if (Status s = attendChunk(l, {query.data, query.stride, rows}, attention);
+    if (Status s = attendChunk(l, buffers, {query.data, query.stride, rows},
+                               attention);
         !s)
       return s;
     if (rows == t)
@@ -267,7 +267,7 @@ Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
     rest.positions += rows;
     rest.selfSequences += rows;
     return attendStep(
-        l.with(rest), nullptr,
+        l.with(rest), buffers, nullptr,
         {query.data + rows * query.stride, query.stride, t - rows}, kv,
         attention + rows * q);
   }
@@ -309,10 +309,11 @@ Status attendStep(const Layer &l, KvCache *cacheTo, RowsView query,
 /// Attention of one layer reading `input` (the norm before it, or the
 /// residual stream in post-norm blocks); writes buffers.output
 /// [tokens][Hq·D].
-Status attention(const Layer &l, Placed<const float> input) {
+Status attention(const Layer &l, AttentionBuffers &buffers,
+                 Placed<const float> input) {
   const PlanOp &op = l.op;
   const Inputs &in = l.in;
-  const Placed<float> attention = l.buffers.output.placed();
+  const Placed<float> attention = buffers.output.placed();
   if (in.mode == Mode::Step &&
       (!op.cached || !(op.cross ? in.crossCache : in.selfCache)))
     return invalid("layer " + op.name + " has no KV cache to decode with");
@@ -323,15 +324,17 @@ Status attention(const Layer &l, Placed<const float> input) {
           : nullptr;
   std::optional<CacheAppendArgs> append;
   if (op.fusedCacheAppend)
-    if (Status s = cacheAppendArgs(l, cacheTo, append); !s)
+    if (Status s = cacheAppendArgs(l, buffers, cacheTo, append); !s)
       return s;
   RowsView query{};
   KeyValueRows kv{};
-  if (Status s = project(l, input, append ? &*append : nullptr, query, kv); !s)
+  if (Status s =
+          project(l, buffers, input, append ? &*append : nullptr, query, kv);
+      !s)
     return s;
   if (in.mode == Mode::Prefill)
-    return attendPrefill(l, cacheTo, query, kv, attention);
-  return attendStep(l, cacheTo, query, kv, attention);
+    return attendPrefill(l, buffers, cacheTo, query, kv, attention);
+  return attendStep(l, buffers, cacheTo, query, kv, attention);
 }
 
 /// The rows `in` asks of the context's buffers (ContextBuffers.h): dense
@@ -357,15 +360,16 @@ Status headInput(const DeviceApi *device, const Inputs &in, RowsView input,
   if (!in.headRows)
     return Status::ok();
   const int64_t count = in.headRowCount, d = input.stride;
-  if (device && count > 1 && in.headRows[count - 1] - in.headRows[0] != count - 1)
+  if (device && count > 1 &&
+      in.headRows[count - 1] - in.headRows[0] != count - 1)
     return invalid("on a device the head's rows must be consecutive");
   for (int64_t r = 0; r < count;) {
     int64_t run = 1; // consecutive rows copy as one block
     while (r + run < count && in.headRows[r + run] == in.headRows[r] + run)
       run++;
-    if (Status s = copyRows(device, {input.data, d, run},
-                            int64_t(in.headRows[r]) * d, d,
-                            rows.placed() + r * d);
+    if (Status s =
+            copyRows(device, {input.data, d, run}, int64_t(in.headRows[r]) * d,
+                     d, rows.placed() + r * d);
         !s)
       return s;
     r += run;
@@ -414,9 +418,9 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       break;
     case OpKind::Attention: {
       AttentionBuffers &attentionBuffers = buffers.attention;
-      status = attention(Layer{device, op, w, in, attentionBuffers,
-                               op.cross ? crossLayer : selfLayer, d},
-                         current);
+      status = attention(
+          Layer{device, op, w, in, op.cross ? crossLayer : selfLayer, d},
+          attentionBuffers, current);
       if (op.cross)
         crossLayer++;
       else if (op.cached)

@@ -201,11 +201,12 @@ struct Model::Weights {
   /// Copies every array to `api`'s device (a model loaded for a GPU).
   Status placeOn(const DeviceApi &api) const {
     Status status;
-    walk(*this, [](const WeightMatrix &) {},
-         [&](const auto &array) {
-           if (status)
-             status = array.placeOn(api);
-         });
+    walk(
+        *this, [](const WeightMatrix &) {},
+        [&](const auto &array) {
+          if (status)
+            status = array.placeOn(api);
+        });
     return status;
   }
 };

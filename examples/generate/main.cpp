@@ -170,9 +170,9 @@ int main(int argc, char **argv) {
     double worst = 0;
     for (int step = 0; step < 12; step++) {
       reference.resize(tokens.size() * vocabulary);
-      if (Status s =
-              model->decodeWithoutCache(tokens.data(), int(tokens.size()),
-                                        nullptr, 0, reference.data(), execution);
+      if (Status s = model->decodeWithoutCache(tokens.data(),
+                                               int(tokens.size()), nullptr, 0,
+                                               reference.data(), execution);
           !s)
         return fail(s);
       const float *last = &reference[(tokens.size() - 1) * vocabulary];

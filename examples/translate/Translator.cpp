@@ -145,8 +145,8 @@ Translator::translate(const std::vector<std::vector<int32_t>> &sources,
 Status Translator::translateWithoutCache(const std::vector<int32_t> &source,
                                          std::vector<int32_t> &output) {
   std::vector<float> memory;
-  if (Status s = model_->encode(source.data(), int(source.size()), memory,
-                                *context_);
+  if (Status s =
+          model_->encode(source.data(), int(source.size()), memory, *context_);
       !s)
     return s;
   const int vocabulary = model_->targetVocabulary();

@@ -350,14 +350,13 @@ TEST_P(CacheAppendTest, WritesWhatKvCacheWriteStores) {
                                               : Halide::Float(32);
   const int poolSlots = config.numPages * config.pageSize;
   const attn::runtime::KvCache::LayerPools pools = viaKernel.pools(layer);
-  Halide::Buffer<> keyPool(element, pools.keys.data,
-                           c.headDim, c.kvHeads, poolSlots);
-  Halide::Buffer<> valuePool(element, pools.values.data,
-                             c.headDim, c.kvHeads, poolSlots);
+  Halide::Buffer<> keyPool(element, pools.keys.data, c.headDim, c.kvHeads,
+                           poolSlots);
+  Halide::Buffer<> valuePool(element, pools.values.data, c.headDim, c.kvHeads,
+                             poolSlots);
   // int8: each row's scale too, [slots][kvHeads].
   std::vector<float> noScales(c.kvHeads);
-  Halide::Buffer<float> keyScales(int8 ? pools.keyScales.data
-                                       : noScales.data(),
+  Halide::Buffer<float> keyScales(int8 ? pools.keyScales.data : noScales.data(),
                                   c.kvHeads, int8 ? poolSlots : 1);
   Halide::Buffer<float> valueScales(int8 ? pools.valueScales.data
                                          : noScales.data(),

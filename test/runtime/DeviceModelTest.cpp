@@ -235,7 +235,8 @@ TEST_F(DeviceModelTest, DecoderPrefillForkAndStepsMatchTheCpu) {
   prefix.push_back(7);
   std::vector<float> cpuAll(prefix.size() * vocabulary), gpuAll(cpuAll.size());
   ASSERT_TRUE(m.cpu->decodeWithoutCache(prefix.data(), int(prefix.size()),
-                                        nullptr, 0, cpuAll.data(), cpu.context));
+                                        nullptr, 0, cpuAll.data(),
+                                        cpu.context));
   s = m.gpu->decodeWithoutCache(prefix.data(), int(prefix.size()), nullptr, 0,
                                 gpuAll.data(), gpu.context);
   ASSERT_TRUE(s) << s.message();
@@ -358,10 +359,11 @@ void checkEncoderDecoder(const Library &library) {
   for (int b = 0; b < 2; b++) {
     std::vector<float> cpuMemory, gpuMemory;
     const std::vector<int32_t> &source = sources[b];
-    Status s =
-        m.cpu->encode(source.data(), int(source.size()), cpuMemory, cpu.context);
+    Status s = m.cpu->encode(source.data(), int(source.size()), cpuMemory,
+                             cpu.context);
     ASSERT_TRUE(s) << s.message();
-    s = m.gpu->encode(source.data(), int(source.size()), gpuMemory, gpu.context);
+    s = m.gpu->encode(source.data(), int(source.size()), gpuMemory,
+                      gpu.context);
     ASSERT_TRUE(s) << s.message();
     EXPECT_LE(maxDifference(cpuMemory, gpuMemory), kTolerance);
     for (Side *side : {&cpu, &gpu}) {
@@ -371,7 +373,8 @@ void checkEncoderDecoder(const Library &library) {
       ASSERT_TRUE(side->cross.addSequence(cross));
     }
     ASSERT_TRUE(m.cpu->storeCrossKeyValues(cpuMemory.data(), int(source.size()),
-                                           cpu.cross, cpuCross[b], cpu.context));
+                                           cpu.cross, cpuCross[b],
+                                           cpu.context));
     s = m.gpu->storeCrossKeyValues(gpuMemory.data(), int(source.size()),
                                    gpu.cross, gpuCross[b], gpu.context);
     ASSERT_TRUE(s) << s.message();
@@ -419,8 +422,9 @@ void checkCrossAttentionStaysOnTheDevice(const Library &library) {
   auto store = [&](int b) {
     ASSERT_TRUE(gpu.self.addSequence(self[b]));
     ASSERT_TRUE(gpu.cross.addSequence(cross[b]));
-    Status s = m.gpu->storeCrossKeyValues(
-        memory[b].data(), int(sources[b].size()), gpu.cross, cross[b], gpu.context);
+    Status s =
+        m.gpu->storeCrossKeyValues(memory[b].data(), int(sources[b].size()),
+                                   gpu.cross, cross[b], gpu.context);
     ASSERT_TRUE(s) << s.message();
   };
   auto step = [&](int batch) {

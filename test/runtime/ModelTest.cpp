@@ -147,7 +147,8 @@ struct EncodedSource {
 
 testing::AssertionResult encodeSource(const Model &model,
                                       const std::vector<int32_t> &source,
-                                      ExecutionContext &context, EncodedSource &out) {
+                                      ExecutionContext &context,
+                                      EncodedSource &out) {
   KvCacheConfig selfConfig, crossConfig;
   std::vector<float> memory;
   const int length = int(source.size());
@@ -567,7 +568,8 @@ TEST(ModelTest, MarianPositionsAreComputedWithOrWithoutTheirTable) {
     ASSERT_TRUE(s) << s.message();
     ExecutionContext context(*model);
     std::vector<float> memory, logits(prefix.size() * vocab);
-    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, context));
+    ASSERT_TRUE(
+        model->encode(source.data(), int(source.size()), memory, context));
     ASSERT_TRUE(model->decodeWithoutCache(prefix.data(), int(prefix.size()),
                                           memory.data(), int(source.size()),
                                           logits.data(), context));
@@ -625,7 +627,8 @@ TEST(ModelTest, TiedEmbeddingCheckpointsLoadLikeUntiedOnes) {
     ASSERT_TRUE(s) << s.message();
     ExecutionContext context(*model);
     std::vector<float> memory, logits(prefix.size() * vocab);
-    ASSERT_TRUE(model->encode(source.data(), int(source.size()), memory, context));
+    ASSERT_TRUE(
+        model->encode(source.data(), int(source.size()), memory, context));
     ASSERT_TRUE(model->decodeWithoutCache(prefix.data(), int(prefix.size()),
                                           memory.data(), int(source.size()),
                                           logits.data(), context));
@@ -845,7 +848,8 @@ TEST(ModelTest, PromptPrefillThenDecodeMatchesRecomputation) {
   for (int step = 0; step < 8; step++) {
     reference.resize(tokens.size() * vocabulary);
     ASSERT_TRUE(model->decodeWithoutCache(tokens.data(), int(tokens.size()),
-                                          nullptr, 0, reference.data(), context));
+                                          nullptr, 0, reference.data(),
+                                          context));
     EXPECT_LE(maxAbsDifference(logits.data(),
                                &reference[(tokens.size() - 1) * vocabulary],
                                vocabulary),
@@ -869,7 +873,8 @@ std::vector<int32_t> greedyReference(const Model &model,
   ExecutionContext context(model);
   std::vector<float> memory, logits;
   if (!source.empty())
-    EXPECT_TRUE(model.encode(source.data(), int(source.size()), memory, context));
+    EXPECT_TRUE(
+        model.encode(source.data(), int(source.size()), memory, context));
   std::vector<int32_t> generated;
   for (int i = 0; i < count; i++) {
     logits.resize(tokens.size() * vocabulary);
@@ -1133,6 +1138,22 @@ TEST(ModelTest, BadInputIsAnErrorAndChangesNothing) {
   ASSERT_TRUE(crossCache.addSequence(cross));
   int32_t source[3] = {1, 2, 3};
   ASSERT_TRUE(model->encode(source, 3, memory, context));
+
+  // An execution context made for another model (buffers sized from its
+  // plan) is refused by every call that takes one, and nothing is stored.
+  auto other = loadRandom(kPaged, "errors-other");
+  ASSERT_TRUE(other);
+  ExecutionContext othersContext(*other);
+  for (Status refused :
+       {model->encode(source, 3, memory, othersContext),
+        model->storeCrossKeyValues(memory.data(), 3, crossCache, cross,
+                                   othersContext)}) {
+    EXPECT_EQ(refused.code(), StatusCode::InvalidArgument);
+    EXPECT_NE(refused.message().find("made for another model"),
+              std::string::npos)
+        << refused.message();
+  }
+  EXPECT_EQ(crossCache.length(cross), 0);
 
   int32_t token = 1;
   // No encoder output stored yet.
@@ -1483,8 +1504,7 @@ TEST(KernelCallTest, CallsAreCheckedAgainstTheKernelsMetadata) {
           "argument 'input' is a 2-D float32 buffer; the plan gives it a 2-D "
           "float16");
   refused({flatInput, w, b, o}, "the plan gives it a 1-D float32 one");
-  refused({input, w, b, o, o, o, o, o, o, o, o, o},
-          "called with 12 buffers");
+  refused({input, w, b, o, o, o, o, o, o, o, o, o}, "called with 12 buffers");
 }
 
 } // namespace

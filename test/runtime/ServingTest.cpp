@@ -156,8 +156,8 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
     std::vector<float> out(heads.size() * vocabulary);
     std::vector<int32_t> greedy(heads.size(), -2);
     Status s = model->append(sequences.data(), tokens.data(), n + 1, cache,
-                             heads.data(), int(heads.size()), out.data(), context,
-                             greedy.data());
+                             heads.data(), int(heads.size()), out.data(),
+                             context, greedy.data());
     ASSERT_TRUE(s) << s.message();
     fedA.insert(fedA.end(), promptA.begin() + start,
                 promptA.begin() + start + n);
@@ -179,7 +179,8 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
   EXPECT_EQ(cache.length(b), int(promptB.size()) + 3);
   // Only the last row's logits: what a chunk that ends a prompt needs.
   int32_t last = 0, token = 4;
-  ASSERT_TRUE(model->append(&a, &token, 1, cache, &last, 1, logits.data(), context));
+  ASSERT_TRUE(
+      model->append(&a, &token, 1, cache, &last, 1, logits.data(), context));
   fedA.push_back(token);
   std::vector<float> reference = recompute(*model, fedA);
   EXPECT_LE(maxAbsDifference(logits.data(),
@@ -203,13 +204,13 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   int32_t descending[2] = {1, 0}, pastEnd = 2;
   EXPECT_FALSE(model->append(twice, outOfRange, 2, cache, nullptr, 0,
                              logits.data(), context));
-  EXPECT_FALSE(
-      model->append(twice, tokens, 2, cache, descending, 2, logits.data(), context));
-  EXPECT_FALSE(
-      model->append(twice, tokens, 2, cache, &pastEnd, 1, logits.data(), context));
+  EXPECT_FALSE(model->append(twice, tokens, 2, cache, descending, 2,
+                             logits.data(), context));
+  EXPECT_FALSE(model->append(twice, tokens, 2, cache, &pastEnd, 1,
+                             logits.data(), context));
   SequenceId unknown[2] = {a, 7};
-  EXPECT_FALSE(
-      model->append(unknown, tokens, 2, cache, nullptr, 0, logits.data(), context));
+  EXPECT_FALSE(model->append(unknown, tokens, 2, cache, nullptr, 0,
+                             logits.data(), context));
   // Past the sequence's maximum length.
   std::vector<SequenceId> many(cache.config().maxSequenceLength + 1, a);
   std::vector<int32_t> manyTokens(many.size(), 1);
@@ -218,8 +219,28 @@ TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
   EXPECT_EQ(s.code(), StatusCode::CapacityExceeded) << s.message();
   EXPECT_EQ(cache.length(a), 0);
   EXPECT_EQ(cache.usedPages(), 0);
+  // An execution context made for another model.
+  auto other = loadLlamaTiny(23);
+  ASSERT_TRUE(other);
+  ExecutionContext othersContext(*other);
+  int32_t greedy = -1;
+  for (Status refused :
+       {model->append(twice, tokens, 2, cache, nullptr, 0, nullptr,
+                      othersContext),
+        model->prefill(tokens, 2, cache, a, logits.data(), othersContext,
+                       &greedy),
+        model->decodeStep(&a, nullptr, tokens, 1, cache, nullptr, logits.data(),
+                          othersContext)}) {
+    EXPECT_EQ(refused.code(), StatusCode::InvalidArgument);
+    EXPECT_NE(refused.message().find("made for another model"),
+              std::string::npos)
+        << refused.message();
+  }
+  EXPECT_EQ(cache.length(a), 0);
+  EXPECT_EQ(cache.usedPages(), 0);
   // No head: nothing but the cache is written.
-  ASSERT_TRUE(model->append(twice, tokens, 2, cache, nullptr, 0, nullptr, context));
+  ASSERT_TRUE(
+      model->append(twice, tokens, 2, cache, nullptr, 0, nullptr, context));
   EXPECT_EQ(cache.length(a), 2);
 }
 

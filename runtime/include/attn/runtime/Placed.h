@@ -25,8 +25,7 @@ template <class T> struct Placed {
   DeviceCopy *copy = nullptr;
   Placed() = default;
   Placed(T *data, DeviceCopy *copy = nullptr) : data(data), copy(copy) {}
-  template <class U,
-            class = std::enable_if_t<std::is_convertible_v<U *, T *>>>
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U *, T *>>>
   Placed(const Placed<U> &other) : data(other.data), copy(other.copy) {}
   /// `offset` elements further into the same allocation.
   Placed operator+(int64_t offset) const { return {data + offset, copy}; }
