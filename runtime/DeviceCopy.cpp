@@ -89,10 +89,6 @@ void DeviceCopy::release() {
   bytes_ = 0;
 }
 
-bool DeviceCopy::covers(const void *host) const {
-  return buffer_.device && buffer_.host == host;
-}
-
 Status DeviceCopy::upload() {
   if (!flag(buffer_, halide_buffer_flag_host_dirty))
     return Status::ok();

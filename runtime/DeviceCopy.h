@@ -52,8 +52,6 @@ public:
                   bool hostHasData);
   /// Frees the device memory (the owner's memory is going away).
   void release();
-  /// Whether it holds device memory for exactly `host`.
-  bool covers(const void *host) const;
 
   /// Host code is about to read (write) the allocation: a newer device side
   /// is copied back first (and after a write, the host side is the newer).

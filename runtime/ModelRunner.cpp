@@ -59,19 +59,6 @@ struct Layer {
   }
 };
 
-/// The rows at the start of a step that are one sequence's prompt chunk (a
-/// run of two or more rows of the first sequence), which the prefill
-/// kernels attend; 0 where the decode kernels take every row (a device: the
-/// chunk's K/V would be read on the host).
-int64_t promptChunkRows(const Inputs &in, const DeviceApi *device) {
-  if (in.mode != Mode::Step || device || !in.selfCache)
-    return 0;
-  int64_t rows = 1;
-  while (rows < in.tokens && in.selfSequences[rows] == in.selfSequences[0])
-    rows++;
-  return rows > 1 ? rows : 0;
-}
-
 /// The slots and pools of a fused cache append: the new tokens' positions
 /// reserved in `cache` (prefill: positions [0, tokens) of the first
 /// sequence; step: each sequence's position), or, with no cache to fill,
@@ -218,7 +205,7 @@ Status attendChunk(const Layer &l, AttentionBuffers &buffers, RowsView query,
   const Inputs &in = l.in;
   const int64_t kvWidth = l.kvWidth();
   const int kvLen = in.positions[query.count - 1] + 1;
-  // Grown here, on the host: a pass may hold several chunks.
+  // Grown here, on the host (passRows leaves them to the chunk).
   Status s = buffers.keys.reserve(kvLen);
   if (s)
     s = buffers.values.reserve(kvLen);
@@ -232,9 +219,18 @@ Status attendChunk(const Layer &l, AttentionBuffers &buffers, RowsView query,
                           {values, kvWidth, kvLen}, attention);
 }
 
-/// A self layer's prompt chunk (promptChunkRows).
+/// The rows at the start of a step that are one sequence's prompt chunk (a
+/// run of two or more rows of the first sequence), which the prefill
+/// kernels attend; 0 where the decode kernels take every row (a device: the
+/// chunk's K/V would be read on the host).
 int64_t chunkRows(const Layer &l) {
-  return l.op.cross ? 0 : promptChunkRows(l.in, l.device);
+  const Inputs &in = l.in;
+  if (in.mode != Mode::Step || l.op.cross || l.device || !in.selfCache)
+    return 0;
+  int64_t rows = 1;
+  while (rows < in.tokens && in.selfSequences[rows] == in.selfSequences[0])
+    rows++;
+  return rows > 1 ? rows : 0;
 }
 
 /// A decode step's attention: each sequence's new `query` row over
@@ -337,16 +333,13 @@ Status attention(const Layer &l, AttentionBuffers &buffers,
   return attendStep(l, buffers, cacheTo, query, kv, attention);
 }
 
-/// The rows `in` asks of the context's buffers (ContextBuffers.h): dense
-/// K/V copies for a device's prefill, a prompt chunk's keys read back from
-/// the cache.
+/// The rows `in` asks of the context's buffers (ContextBuffers.h). Dense
+/// K/V copies are a device's prefill's; a prompt chunk's keys, read back
+/// from the cache on the host, are grown by attendChunk.
 PassRows passRows(const Inputs &in, const DeviceApi *device, bool head) {
   const int64_t t = in.tokens, memory = in.memory ? in.memoryLength : 0;
-  int64_t keys = 0;
-  if (device && in.mode == Mode::Prefill)
-    keys = std::max(t, memory);
-  else if (const int64_t chunk = promptChunkRows(in, device))
-    keys = in.positions[chunk - 1] + 1;
+  const int64_t keys =
+      device && in.mode == Mode::Prefill ? std::max(t, memory) : 0;
   const int64_t headRows = !head ? 0 : in.headRows ? in.headRowCount : t;
   return {t, memory, keys, headRows};
 }
