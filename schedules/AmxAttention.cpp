@@ -21,6 +21,7 @@
 #include "attn/schedules/AmxLinear.h"
 
 #include "AmxTiles.h"
+#include "ExternBuffers.h"
 #include "HalideRuntime.h"
 
 #include <cmath>
@@ -30,6 +31,8 @@ namespace attn::amx {
 
 #ifdef ATTN_AMX
 namespace {
+using externs::covers;
+using externs::element;
 
 /// Which keys the rows of a head see: row i sees [lo(i), hi(i)).
 struct KeyRange {
@@ -263,24 +266,6 @@ ATTN_AMX_CODE void attendBlock(const HeadOperands &h, const KeyRange &keys,
   }
 }
 
-/// The address of `buffer`'s element at `coords` (one per dimension).
-template <typename T>
-T *element(const halide_buffer_t *buffer, std::initializer_list<int> coords) {
-  int64_t offset = 0;
-  int k = 0;
-  for (int c : coords) {
-    offset += int64_t(c - buffer->dim[k].min) * buffer->dim[k].stride;
-    k++;
-  }
-  return reinterpret_cast<T *>(buffer->host) + offset;
-}
-
-/// Whether `buffer` holds [min, min + extent) of dimension k.
-bool covers(const halide_buffer_t *buffer, int k, int min, int extent) {
-  return buffer->dim[k].min <= min &&
-         min + extent <= buffer->dim[k].min + buffer->dim[k].extent;
-}
-
 /// K (fp32 (d, hk, j, b)) rounded to bf16 in the tiles' layout for the
 /// region of `tiles` (lane, jj, pair, jb, hk, b): block jb of 16 keys,
 /// pair of channels, key jb·16 + jj (the last key repeated past kv_len),
@@ -425,10 +410,7 @@ attn_amx_attention_bf16(halide_buffer_t *query, halide_buffer_t *key,
     const int kv0 = h0 / queryHeadsPerKvHead,
               kvN = (h0 + hN - 1) / queryHeadsPerKvHead - kv0 + 1;
     const int keys = paddedKeys(kvLen);
-    auto set = [](halide_buffer_t *buffer, int k, int min, int extent) {
-      buffer->dim[k].min = min;
-      buffer->dim[k].extent = extent;
-    };
+    auto set = attn::externs::ask;
     set(query, 0, 0, headDim);
     set(query, 1, i0, paddedRows(iN));
     set(query, 2, h0, hN);
@@ -458,25 +440,6 @@ attn_amx_attention_bf16(halide_buffer_t *query, halide_buffer_t *key,
 #endif
 }
 
-namespace {
-/// Answers a packing stage's bounds query on its fp32 input (d, hk, j, b):
-/// every channel, the region's KV heads and batch entries, and the keys
-/// [first, end) that exist (the last key stands in for those past kv_len).
-void askForKeys(halide_buffer_t *input, int headDim, int first, int end,
-                int kvLen, const halide_dimension_t &heads,
-                const halide_dimension_t &batch) {
-  first = std::max(0, std::min(first, kvLen - 1));
-  end = std::min(kvLen, end);
-  input->dim[0].min = 0;
-  input->dim[0].extent = headDim;
-  input->dim[1].min = heads.min;
-  input->dim[1].extent = heads.extent;
-  input->dim[2].min = first;
-  input->dim[2].extent = std::max(0, end - first);
-  input->dim[3].min = batch.min;
-  input->dim[3].extent = batch.extent;
-}
-} // namespace
 
 extern "C" __attribute__((weak)) int
 attn_amx_pack_keys(halide_buffer_t *key, int32_t kvLen,
@@ -489,7 +452,7 @@ attn_amx_pack_keys(halide_buffer_t *key, int32_t kvLen,
   if (key->is_bounds_query() || tiles->is_bounds_query()) {
     if (!key->is_bounds_query())
       return 0;
-    askForKeys(key, headDim, jb0 * 16, (jb0 + jbN) * 16, kvLen,
+    attn::externs::askForKeys(key, headDim, jb0 * 16, (jb0 + jbN) * 16, kvLen,
                tiles->dim[4], tiles->dim[5]);
     return 0;
   }
@@ -515,7 +478,7 @@ attn_amx_pack_values(halide_buffer_t *value, int32_t kvLen,
   if (value->is_bounds_query() || pairs->is_bounds_query()) {
     if (!value->is_bounds_query()) // see attn_amx_pack_keys
       return 0;
-    askForKeys(value, headDim, 2 * pairs->dim[2].min,
+    attn::externs::askForKeys(value, headDim, 2 * pairs->dim[2].min,
                2 * (pairs->dim[2].min + pairs->dim[2].extent), kvLen,
                pairs->dim[3], pairs->dim[4]);
     return 0;

@@ -12,9 +12,11 @@
 #include "attn/schedules/Pipelines.h"
 
 #include "AttentionParts.h"
+#include "attn/schedules/Avx512Attention.h"
 #include "attn/schedules/CpuVendor.h"
 
 #include <algorithm>
+#include <map>
 
 #include <cmath>
 
@@ -163,13 +165,36 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   chunkOut(d, i, h, b, c) +=
       prob(i, chunkKey, h, b) * valueC(d, h, chunkKey, b);
 
+  // On an Intel CPU with AVX-512 (checked when the kernel runs), full
+  // attention of a task's rows is the AVX-512 micro-kernels'
+  // (Avx512Attention.h) as an extern stage, from Q as given, K in panels of
+  // 32 keys and the packed V.
+  const bool avx512 = sdpaUsesAvx512Kernel(spec, target);
+  Expr avx512Ready;
+  Func keyEnd("key_end"), keyPanels("key_panels"),
+      avx512Output("avx512_attention");
+  if (avx512) {
+    avx512Ready =
+        Internal::Call::make(Int(32), "attn_avx512_attention_ready", {},
+                             Internal::Call::PureExtern) != 0;
+    keyEnd(b) = mask.keyEnd;
+    Var lane("lane"), jb("jb");
+    keyPanels.define_extern("attn_avx512_pack_key_panels", {key, kvLen},
+                            Float(32), {lane, d, jb, hk, b});
+    avx512Output.define_extern("attn_avx512_attention_f32",
+                               {query, keyPanels, valueH, keyEnd, group, kvLen,
+                                spec.scale, sched.kvChunk},
+                               Float(32), {d, h, i, b});
+  }
+
   // Online softmax over the chunks each query block sees: (m, l, o) ⊕
   // (m', l', o') rescales both sides to max(m, m'), associative, so a Tuple
   // update over the chunk RDom; then O / l.
   const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
                                         : target.natural_vector_size<float>();
-  PrefillOutput result = buildPrefillOutput(
-      spec, mask, chunkMax, chunkSum, chunkOut, numChunks, kvChunk, vec, gpu);
+  PrefillOutput result =
+      buildPrefillOutput(spec, mask, chunkMax, chunkSum, chunkOut, numChunks,
+                         kvChunk, vec, gpu, avx512Ready, avx512Output);
   Func state = result.state, output = result.output;
   RDom rc = result.chunks;
   Var task = result.task;
@@ -206,6 +231,14 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
         .fuse(hk, b, kvTask)
         .parallel(kvTask)
         .vectorize(d, vec, TailStrategy::GuardWithIf);
+  if (avx512) {
+    // Where the CPU qualifies the extern stage computes each task's block
+    // of rows; elsewhere the select takes the products scheduled below.
+    output.specialize(avx512Ready);
+    avx512Output.compute_at(output, task);
+    keyEnd.compute_root();
+    keyPanels.compute_root().fuse(hk, b, kvTask).parallel(kvTask);
+  }
 
   // Q·Kᵀ: register tile of 2·vec rows x qkTileKeys keys, accumulated over d
   // (Intel cores: the schedule's intelQkTile, where the library carries the
@@ -255,10 +288,30 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
       .unroll(ri);
 
   KernelPipeline kernel = inputs.finish(output);
-  if (perVendor) // JIT users (tests, attn-bench) ask this process's probe
-    kernel.pipeline.set_jit_externs(
-        {{"attn_cpu_is_intel", JITExtern(attn_cpu_is_intel)}});
+  // JIT users (tests, attn-bench) ask this process's probe and call the
+  // AVX-512 kernels in-process.
+  std::map<std::string, JITExtern> externs;
+  if (perVendor)
+    externs.emplace("attn_cpu_is_intel", JITExtern(attn_cpu_is_intel));
+  if (avx512) {
+    externs.emplace("attn_avx512_attention_ready",
+                    JITExtern(attn_avx512_attention_ready));
+    externs.emplace("attn_avx512_pack_key_panels",
+                    JITExtern(attn_avx512_pack_key_panels));
+    externs.emplace("attn_avx512_attention_f32",
+                    JITExtern(attn_avx512_attention_f32));
+  }
+  if (!externs.empty())
+    kernel.pipeline.set_jit_externs(externs);
   return kernel;
+}
+
+bool sdpaUsesAvx512Kernel(const SdpaSpec &spec, const Target &target) {
+  return spec.x86Object && spec.compute == SdpaCompute::F32 && !spec.causal &&
+         spec.window == 0 && spec.softcap == 0.0f && !spec.alibi &&
+         spec.headDim % 64 == 0 && spec.headDim <= 256 &&
+         target.arch == Target::X86 && target.bits == 64 &&
+         !target.has_gpu_feature() && target.has_feature(Target::AVX512);
 }
 
 } // namespace attn

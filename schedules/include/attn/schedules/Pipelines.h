@@ -43,6 +43,14 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
 /// products are the pipeline's own.
 bool sdpaUsesAmx(const SdpaSpec &spec, const Halide::Target &target);
 
+/// Whether buildSdpaPipeline(spec, target) runs the AVX-512 micro-kernels
+/// (Avx512Attention.h) where the CPU running it is an Intel one with
+/// AVX-512F: fp32 products, full attention (no causal mask, window,
+/// softcap or ALiBi), head_dim a multiple of 64 up to 256,
+/// spec.x86Object, an x86-64 target with AVX-512; elsewhere, and on other
+/// CPUs, the products are the pipeline's own.
+bool sdpaUsesAvx512Kernel(const SdpaSpec &spec, const Halide::Target &target);
+
 /// Builds the split-KV decode pipeline for `spec`.
 KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
                                    const Halide::Target &target);
