@@ -1,6 +1,6 @@
 //===- Avx512Attention.cpp - fp32 prefill attention micro-kernels ---------===//
 //
-// Per block of up to 132 query rows of one head, over chunks of keys:
+// Per block of up to 128 query rows of one head, over chunks of keys:
 //   S  = Q·Kᵀ                (12 rows x 32 keys per register tile, D deep)
 //   m' = max(m, rowmax S), P = 2^(S - m') (0 past the keys the row sees),
 //   l  = l·2^(m - m') + rowsum P, O = O·2^(m - m')
@@ -48,8 +48,14 @@ using externs::covers;
 using externs::element;
 
 /// Rows of a Q·Kᵀ register tile and of a P·V one, and the channels of a
-/// P·V tile.
+/// P·V tile. A block's last tiles take fewer rows (multiples of 4 and 2),
+/// so a 128-row block computes no row twice.
 constexpr int kScoreRows = 12, kOutputRows = 6, kOutputChannels = 64;
+
+/// `rows` rounded up to a multiple of `step`.
+constexpr int roundUp(int rows, int step) {
+  return (rows + step - 1) / step * step;
+}
 
 /// Whether the CPU and the OS run AVX-512F code (cpuid leaf 7, and XCR0's
 /// opmask and ZMM state).
@@ -117,43 +123,45 @@ inline __mmask16 lanesBelow(int j, int e) {
   return __mmask16((1u << n) - 1);
 }
 
-/// S[rt + r][kb, kb + 32) = Q(rt + r)·K(c0 + kb + ·), r < 12: one register
+/// S[rt + r][kb, kb + 32) = Q(rt + r)·K(c0 + kb + ·), r < R: one register
 /// tile.
+template <int R>
 ATTN_AVX512_CODE void scoreTile(const HeadOperands &h, const BlockScratch &s,
                                 int rt, int c0, int kb) {
   const int headDim = h.headDim;
   const float *panel =
       h.panels + size_t((c0 + kb) / kPanelKeys) * h.panelStride;
   const float *q = s.query + size_t(rt) * headDim;
-  __m512 acc[kScoreRows][2];
-  for (int r = 0; r < kScoreRows; r++)
+  __m512 acc[R][2];
+  for (int r = 0; r < R; r++)
     acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int d = 0; d < headDim; d++) {
     const __m512 k0 = _mm512_loadu_ps(panel + 32 * d),
                  k1 = _mm512_loadu_ps(panel + 32 * d + 16);
 #pragma GCC unroll 12
-    for (int r = 0; r < kScoreRows; r++) {
+    for (int r = 0; r < R; r++) {
       const __m512 x = _mm512_set1_ps(q[size_t(r) * headDim + d]);
       acc[r][0] = _mm512_fmadd_ps(x, k0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(x, k1, acc[r][1]);
     }
   }
   float *row = s.scores + size_t(rt) * s.scoreStride + kb;
-  for (int r = 0; r < kScoreRows; r++) {
+  for (int r = 0; r < R; r++) {
     _mm512_storeu_ps(row + size_t(r) * s.scoreStride, acc[r][0]);
     _mm512_storeu_ps(row + size_t(r) * s.scoreStride + 16, acc[r][1]);
   }
 }
 
-/// O[rt + r][d0, d0 + 64) += P[rt + r][0, nk)·V(c0 + ·), r < 6: one
+/// O[rt + r][d0, d0 + 64) += P[rt + r][0, nk)·V(c0 + ·), r < R: one
 /// register tile over the chunk.
+template <int R>
 ATTN_AVX512_CODE void outputTile(const HeadOperands &h, const BlockScratch &s,
                                  int rt, int d0, int c0, int nk) {
   const int headDim = h.headDim;
   float *o = s.acc + size_t(rt) * headDim + d0;
   const float *p = s.scores + size_t(rt) * s.scoreStride;
-  __m512 acc[kOutputRows][4];
-  for (int r = 0; r < kOutputRows; r++)
+  __m512 acc[R][4];
+  for (int r = 0; r < R; r++)
     for (int v = 0; v < 4; v++)
       acc[r][v] = _mm512_loadu_ps(o + size_t(r) * headDim + 16 * v);
   const float *values = h.value + size_t(c0) * h.valueStride + d0;
@@ -162,7 +170,7 @@ ATTN_AVX512_CODE void outputTile(const HeadOperands &h, const BlockScratch &s,
     const __m512 v0 = _mm512_loadu_ps(row), v1 = _mm512_loadu_ps(row + 16),
                  v2 = _mm512_loadu_ps(row + 32), v3 = _mm512_loadu_ps(row + 48);
 #pragma GCC unroll 6
-    for (int r = 0; r < kOutputRows; r++) {
+    for (int r = 0; r < R; r++) {
       const __m512 x = _mm512_set1_ps(p[size_t(r) * s.scoreStride + k]);
       acc[r][0] = _mm512_fmadd_ps(x, v0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(x, v1, acc[r][1]);
@@ -170,7 +178,7 @@ ATTN_AVX512_CODE void outputTile(const HeadOperands &h, const BlockScratch &s,
       acc[r][3] = _mm512_fmadd_ps(x, v3, acc[r][3]);
     }
   }
-  for (int r = 0; r < kOutputRows; r++)
+  for (int r = 0; r < R; r++)
     for (int v = 0; v < 4; v++)
       _mm512_storeu_ps(o + size_t(r) * headDim + 16 * v, acc[r][v]);
 }
@@ -216,27 +224,34 @@ ATTN_AVX512_CODE void attendBlock(const HeadOperands &h, int keyEnd, int rows,
                                   int keyChunk, const BlockScratch &s,
                                   float *out, size_t outStride) {
   const int headDim = h.headDim;
-  const int scoreRows = (rows + kScoreRows - 1) / kScoreRows * kScoreRows;
-  const int outputRows = (rows + kOutputRows - 1) / kOutputRows * kOutputRows;
+  const int scoreRows = roundUp(rows, 4), outputRows = roundUp(rows, 2);
   float m[kBlockRows], l[kBlockRows];
   for (int r = 0; r < rows; r++) {
     m[r] = -INFINITY;
     l[r] = 0.0f;
   }
   std::memset(s.acc, 0, sizeof(float) * size_t(outputRows) * headDim);
-  // Rows past `rows` have zero queries: their scores, used as weights, are
-  // 0 and add nothing.
+  // Rows past `rows` (to whole tiles of 4 and 2) have zero queries: their
+  // scores, used as weights, are 0 and add nothing.
   for (int c0 = 0; c0 < keyEnd; c0 += keyChunk) {
     const int nk = std::min(keyChunk, paddedKeys(keyEnd) - c0);
     const int e = std::min(keyEnd - c0, nk);
-    for (int rt = 0; rt < scoreRows; rt += kScoreRows)
+    for (int rt = 0; rt < scoreRows; rt += kScoreRows) {
+      const int tile = std::min(kScoreRows, scoreRows - rt);
       for (int kb = 0; kb < nk; kb += kPanelKeys)
-        scoreTile(h, s, rt, c0, kb);
+        tile == 12  ? scoreTile<12>(h, s, rt, c0, kb)
+        : tile == 8 ? scoreTile<8>(h, s, rt, c0, kb)
+                    : scoreTile<4>(h, s, rt, c0, kb);
+    }
     for (int r = 0; r < rows; r++)
       softmaxRow(s, r, nk, e, headDim, m[r], l[r]);
-    for (int rt = 0; rt < outputRows; rt += kOutputRows)
+    for (int rt = 0; rt < outputRows; rt += kOutputRows) {
+      const int tile = std::min(kOutputRows, outputRows - rt);
       for (int d0 = 0; d0 < headDim; d0 += kOutputChannels)
-        outputTile(h, s, rt, d0, c0, nk);
+        tile == 6   ? outputTile<6>(h, s, rt, d0, c0, nk)
+        : tile == 4 ? outputTile<4>(h, s, rt, d0, c0, nk)
+                    : outputTile<2>(h, s, rt, d0, c0, nk);
+    }
   }
   for (int r = 0; r < rows; r++) {
     const float *acc = s.acc + size_t(r) * headDim;
@@ -253,7 +268,7 @@ ATTN_AVX512_CODE void loadQueries(const halide_buffer_t *query, int h, int i,
                                   int b, int rows, float scale,
                                   const BlockScratch &s, int headDim) {
   const __m512 factor = _mm512_set1_ps(scale);
-  const int scoreRows = (rows + kScoreRows - 1) / kScoreRows * kScoreRows;
+  const int scoreRows = roundUp(rows, 4);
   for (int r = 0; r < scoreRows; r++) {
     float *to = s.query + size_t(r) * headDim;
     if (r >= rows) {

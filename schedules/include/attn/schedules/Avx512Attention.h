@@ -32,9 +32,8 @@ namespace attn::avx512 {
 
 /// Keys per K panel: two vectors of a Q·Kᵀ register tile.
 constexpr int kPanelKeys = 32;
-/// Query rows per block (whole Q·Kᵀ tiles of 12 rows and P·V tiles of 6):
-/// a 128-row task in one block.
-constexpr int kBlockRows = 132;
+/// Query rows per block: a 128-row task (the default query block) in one.
+constexpr int kBlockRows = 128;
 
 /// Keys padded to whole panels: the rows of K and V the kernel reads.
 inline int paddedKeys(int keys) {
