@@ -185,20 +185,23 @@ ATTN_AVX512_CODE void outputTile(const HeadOperands &h, const BlockScratch &s,
 
 /// The online-softmax step of row r over the chunk's nk scores, of which
 /// it sees [0, e): its weights in place of its scores (0 past e), and the
-/// running max, sum and accumulator rescaled to the new max.
+/// running max, sum and accumulator rescaled to the new max. `whole`: it
+/// sees the whole chunk (e = nk), so no lane is masked.
+template <bool whole>
 ATTN_AVX512_CODE void softmaxRow(const BlockScratch &s, int r, int nk, int e,
                                  int headDim, float &m, float &l) {
   float *scores = s.scores + size_t(r) * s.scoreStride;
+  auto live = [&](int j) { return whole ? __mmask16(0xffff) : lanesBelow(j, e); };
   __m512 rowMax = _mm512_set1_ps(-INFINITY);
   for (int j = 0; j < e; j += 16)
-    rowMax = _mm512_mask_max_ps(rowMax, lanesBelow(j, e), rowMax,
+    rowMax = _mm512_mask_max_ps(rowMax, live(j), rowMax,
                                 _mm512_loadu_ps(scores + j));
   const float newMax = std::max(m, _mm512_reduce_max_ps(rowMax));
   const __m512 shift = _mm512_set1_ps(newMax);
   __m512 sum = _mm512_setzero_ps();
   for (int j = 0; j < nk; j += 16) {
-    const __m512 p = exp2Floor(
-        _mm512_sub_ps(_mm512_loadu_ps(scores + j), shift), lanesBelow(j, e));
+    const __m512 p =
+        exp2Floor(_mm512_sub_ps(_mm512_loadu_ps(scores + j), shift), live(j));
     sum = _mm512_add_ps(sum, p);
     _mm512_storeu_ps(scores + j, p);
   }
@@ -244,7 +247,8 @@ ATTN_AVX512_CODE void attendBlock(const HeadOperands &h, int keyEnd, int rows,
                     : scoreTile<4>(h, s, rt, c0, kb);
     }
     for (int r = 0; r < rows; r++)
-      softmaxRow(s, r, nk, e, headDim, m[r], l[r]);
+      e == nk ? softmaxRow<true>(s, r, nk, e, headDim, m[r], l[r])
+              : softmaxRow<false>(s, r, nk, e, headDim, m[r], l[r]);
     for (int rt = 0; rt < outputRows; rt += kOutputRows) {
       const int tile = std::min(kOutputRows, outputRows - rt);
       for (int d0 = 0; d0 < headDim; d0 += kOutputChannels)
