@@ -15,7 +15,10 @@
 // broadcasts (12 rows' Q element; 6 rows' weight), 2 to 4 loads and 6 to
 // 12 broadcasts per 24 FMAs. Measured alone on one Sapphire Rapids core
 // (H32 D128 S2048, one head): Q·Kᵀ 88% and P·V 92% of the FMA peak,
-// softmax 9% of the block's time.
+// softmax 9% of the block's time. The whole kernel on 2 Sapphire Rapids
+// vCPUs: D128 S2048 full 68-69% of the FMA peak (Halide's schedule: 59%),
+// D64 S512 57-58% (51%); 1.01x ONNX Runtime's MLAS on both
+// (bench/README.md).
 //
 // Built like AmxLinear.cpp: baseline x86-64, AVX-512 only inside functions
 // with a target attribute that run after attn_avx512_attention_ready(), C

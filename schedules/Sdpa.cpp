@@ -215,6 +215,9 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   // S=2048: MHA 72%, GQA 32/8 77%), 37-62% causal (S=512 to 2048). On 2
   // Sapphire Rapids vCPUs: D128 S2048 full MHA 59% (ONNX Runtime's MLAS
   // kernels: 70%), causal 50-53%; D64 S512 full 51% (Intel's 4 x 4 tiles).
+  // Full attention on Intel cores is the AVX-512 extern stage's instead:
+  // D128 S2048 68-69%, D64 S512 57-58%, 1.01x ONNX Runtime on both
+  // (bench/README.md, session 24).
   Var si("si"), sj("sj"), so("so"), sjo("sjo");
   Var di("di"), dO("dO"), ri("ri"), ro("ro"), kvTask("kvTask");
   queryT.compute_at(output, task).vectorize(i, vec, TailStrategy::GuardWithIf);

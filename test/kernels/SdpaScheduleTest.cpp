@@ -25,6 +25,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 using namespace attn::test;
 
 namespace {
@@ -111,6 +113,10 @@ std::string describe(const attn::SdpaSpec &spec) {
 /// What the kernels' CPU-vendor probe answers in this test.
 int gIntel = 0;
 int pretendVendor() { return gIntel; }
+/// The AVX-512 micro-kernels' probe, answered "no": this test checks the
+/// pipeline's own products on every CPU (PrefillExternTest checks the
+/// micro-kernels).
+int noMicroKernels() { return 0; }
 
 class SdpaScheduleTest : public testing::TestWithParam<Variant> {};
 
@@ -121,9 +127,15 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
   attn::KernelPipeline kernel = attn::buildSdpaPipeline(variant.spec, target);
   const bool perVendor = variant.spec.schedule.intelQkTile.keys > 0 &&
                          target.arch == Halide::Target::X86;
+  std::map<std::string, Halide::JITExtern> externs =
+      kernel.pipeline.get_jit_externs();
   if (perVendor)
-    kernel.pipeline.set_jit_externs(
-        {{"attn_cpu_is_intel", Halide::JITExtern(pretendVendor)}});
+    externs.insert_or_assign("attn_cpu_is_intel",
+                             Halide::JITExtern(pretendVendor));
+  if (externs.count("attn_avx512_attention_ready"))
+    externs.insert_or_assign("attn_avx512_attention_ready",
+                             Halide::JITExtern(noMicroKernels));
+  kernel.pipeline.set_jit_externs(externs);
   kernel.pipeline.compile_jit(target);
   std::mt19937 rng(7);
   for (int run = 0; run < 2 * int(variant.shapes.size()); run++) {
