@@ -22,6 +22,7 @@
 
 #include "AmxTiles.h"
 #include "ExternBuffers.h"
+#include "OnlineSoftmax.h"
 #include "HalideRuntime.h"
 
 #include <cmath>
@@ -93,30 +94,10 @@ BlockScratch carveScratch(uint32_t *words, int keyChunk, int headDim) {
   return s;
 }
 
-/// 2^x with exp2Nonpositive's floor: exactly 0 where x < -64, and where
-/// `live` is clear; else 2^round(x) (vscalefps) times a degree-4
-/// polynomial of 2^f, |f| <= 0.5, relative error below 5.6e-5: 3% of the
+/// The exponentials: degree 4, a relative error below 5.6e-5, 3% of the
 /// bf16 rounding (2^-9) P gets next (the fp32 kernels keep degree 6).
-ATTN_AMX_CODE inline __m512 exp2Floor(__m512 x, __mmask16 live) {
-  live &= _mm512_cmp_ps_mask(x, _mm512_set1_ps(-64.0f), _CMP_GE_OQ);
-  const __m512 whole =
-      _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(x, whole);
-  // Taylor coefficients of 2^f = e^(f·ln2): ln2^k / k!.
-  __m512 p = _mm512_set1_ps(float(M_LN2 * M_LN2 * M_LN2 * M_LN2 / 24));
-  for (float c : {float(M_LN2 * M_LN2 * M_LN2 / 6), float(M_LN2 * M_LN2 / 2),
-                  float(M_LN2), 1.0f})
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c));
-  return _mm512_maskz_scalef_ps(live, p, whole);
-}
-
-/// Lanes [a, e) of the 16 starting at j.
-inline __mmask16 lanes(int j, int a, int e) {
-  const int from = std::max(a - j, 0), to = std::min(e - j, 16);
-  if (to <= from)
-    return 0;
-  return __mmask16(((1u << (to - from)) - 1) << from);
-}
+constexpr int kExp2Degree = 4;
+using softmax::lanes;
 
 /// S[r][kb, kb + 32) = Q(r)·K(c0 + kb + ·) for the block's 32 rows: one
 /// step of keys.
@@ -189,7 +170,9 @@ ATTN_AMX_CODE void softmaxRow(const BlockScratch &s, int r, int nk, int a,
                               int e, int headDim, float &m, float &l) {
   const float *scores = s.scores + size_t(r) * s.scoreStride;
   uint16_t *probs = s.probs + size_t(r) * s.probStride;
-  auto live = [&](int j) { return whole ? __mmask16(0xffff) : lanes(j, a, e); };
+  auto live = [&](int j) {
+    return whole ? __mmask16(0xffff) : lanes(j, a, e);
+  };
   __m512 rowMax = _mm512_set1_ps(-INFINITY);
   for (int j = a / 16 * 16; j < e; j += 16)
     rowMax = _mm512_mask_max_ps(rowMax, live(j), rowMax,
@@ -199,25 +182,15 @@ ATTN_AMX_CODE void softmaxRow(const BlockScratch &s, int r, int nk, int a,
   __m512 sum = _mm512_setzero_ps();
   for (int j = 0; j < nk; j += 32) {
     __m512 p0 =
-        exp2Floor(_mm512_sub_ps(_mm512_loadu_ps(scores + j), shift), live(j));
-    __m512 p1 = exp2Floor(
+        softmax::exp2Floor<kExp2Degree>(
+            _mm512_sub_ps(_mm512_loadu_ps(scores + j), shift), live(j));
+    __m512 p1 = softmax::exp2Floor<kExp2Degree>(
         _mm512_sub_ps(_mm512_loadu_ps(scores + j + 16), shift), live(j + 16));
     sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
     _mm512_storeu_si512(probs + j, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
   }
-  // The old state's weight: 0 for the first keys the row sees (m = -inf).
-  const float alpha =
-      m == -INFINITY
-          ? 0.0f
-          : _mm512_cvtss_f32(exp2Floor(_mm512_set1_ps(m - newMax), 1));
-  l = l * alpha + _mm512_reduce_add_ps(sum);
-  m = newMax;
-  if (alpha == 1.0f)
-    return;
-  float *acc = s.acc + size_t(r) * headDim;
-  const __m512 scale = _mm512_set1_ps(alpha);
-  for (int d = 0; d < headDim; d += 16)
-    _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), scale));
+  softmax::updateRow(newMax, _mm512_reduce_add_ps(sum), m, l,
+                     s.acc + size_t(r) * headDim, headDim);
 }
 
 /// Rows [firstRow, firstRow + rows) of one head, rows <= 32; writes
@@ -257,13 +230,9 @@ ATTN_AMX_CODE void attendBlock(const HeadOperands &h, const KeyRange &keys,
     }
     accumulateChunk(h, c0, nk, s);
   }
-  for (int r = 0; r < rows; r++) {
-    const float *acc = s.acc + size_t(r) * h.headDim;
-    float *row = out + size_t(r) * outStride;
-    const __m512 scale = _mm512_set1_ps(l[r] > 0.0f ? 1.0f / l[r] : 0.0f);
-    for (int d = 0; d < h.headDim; d += 16)
-      _mm512_storeu_ps(row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), scale));
-  }
+  for (int r = 0; r < rows; r++)
+    softmax::writeRow(s.acc + size_t(r) * h.headDim, l[r],
+                      out + size_t(r) * outStride, h.headDim);
 }
 
 /// K (fp32 (d, hk, j, b)) rounded to bf16 in the tiles' layout for the

@@ -31,6 +31,7 @@
 
 #include "AmxTiles.h"
 #include "ExternBuffers.h"
+#include "OnlineSoftmax.h"
 #include "HalideRuntime.h"
 
 #include <cmath>
@@ -105,27 +106,6 @@ BlockScratch carveScratch(float *floats, int keyChunk, int headDim) {
   return s;
 }
 
-/// 2^x with exp2Nonpositive's floor: exactly 0 where x < -64 and where
-/// `live` is clear (NaN stays NaN); else 2^round(x) (vscalefps) times the
-/// same degree-6 polynomial of e^(f·ln2), |f| <= 0.5.
-ATTN_AVX512_CODE inline __m512 exp2Floor(__m512 x, __mmask16 live) {
-  live &= _mm512_cmp_ps_mask(x, _mm512_set1_ps(-64.0f), _CMP_NLT_UQ);
-  const __m512 whole =
-      _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f =
-      _mm512_mul_ps(_mm512_sub_ps(x, whole), _mm512_set1_ps(float(M_LN2)));
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c));
-  return _mm512_maskz_scalef_ps(live, p, whole);
-}
-
-/// Lanes [0, e) of the 16 starting at j.
-inline __mmask16 lanesBelow(int j, int e) {
-  const int n = std::min(std::max(e - j, 0), 16);
-  return __mmask16((1u << n) - 1);
-}
-
 /// S[rt + r][kb, kb + 32) = Q(rt + r)·K(c0 + kb + ·), r < R: one register
 /// tile.
 template <int R>
@@ -194,7 +174,9 @@ template <bool whole>
 ATTN_AVX512_CODE void softmaxRow(const BlockScratch &s, int r, int nk, int e,
                                  int headDim, float &m, float &l) {
   float *scores = s.scores + size_t(r) * s.scoreStride;
-  auto live = [&](int j) { return whole ? __mmask16(0xffff) : lanesBelow(j, e); };
+  auto live = [&](int j) {
+    return whole ? __mmask16(0xffff) : softmax::lanes(j, 0, e);
+  };
   __m512 rowMax = _mm512_set1_ps(-INFINITY);
   for (int j = 0; j < e; j += 16)
     rowMax = _mm512_mask_max_ps(rowMax, live(j), rowMax,
@@ -203,24 +185,13 @@ ATTN_AVX512_CODE void softmaxRow(const BlockScratch &s, int r, int nk, int e,
   const __m512 shift = _mm512_set1_ps(newMax);
   __m512 sum = _mm512_setzero_ps();
   for (int j = 0; j < nk; j += 16) {
-    const __m512 p =
-        exp2Floor(_mm512_sub_ps(_mm512_loadu_ps(scores + j), shift), live(j));
+    const __m512 p = softmax::exp2Floor<6>(
+        _mm512_sub_ps(_mm512_loadu_ps(scores + j), shift), live(j));
     sum = _mm512_add_ps(sum, p);
     _mm512_storeu_ps(scores + j, p);
   }
-  // The old state's weight: 0 for the first keys the row sees (m = -inf).
-  const float alpha =
-      m == -INFINITY
-          ? 0.0f
-          : _mm512_cvtss_f32(exp2Floor(_mm512_set1_ps(m - newMax), 1));
-  l = l * alpha + _mm512_reduce_add_ps(sum);
-  m = newMax;
-  if (alpha == 1.0f)
-    return;
-  float *acc = s.acc + size_t(r) * headDim;
-  const __m512 scale = _mm512_set1_ps(alpha);
-  for (int d = 0; d < headDim; d += 16)
-    _mm512_storeu_ps(acc + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), scale));
+  softmax::updateRow(newMax, _mm512_reduce_add_ps(sum), m, l,
+                     s.acc + size_t(r) * headDim, headDim);
 }
 
 /// `rows` (<= kBlockRows) query rows of one head, already in s.query
@@ -260,13 +231,9 @@ ATTN_AVX512_CODE void attendBlock(const HeadOperands &h, int keyEnd, int rows,
                     : outputTile<2>(h, s, rt, d0, c0, nk);
     }
   }
-  for (int r = 0; r < rows; r++) {
-    const float *acc = s.acc + size_t(r) * headDim;
-    float *row = out + size_t(r) * outStride;
-    const __m512 scale = _mm512_set1_ps(l[r] > 0.0f ? 1.0f / l[r] : 0.0f);
-    for (int d = 0; d < headDim; d += 16)
-      _mm512_storeu_ps(row + d, _mm512_mul_ps(_mm512_loadu_ps(acc + d), scale));
-  }
+  for (int r = 0; r < rows; r++)
+    softmax::writeRow(s.acc + size_t(r) * headDim, l[r],
+                      out + size_t(r) * outStride, headDim);
 }
 
 /// Rows [i, i + rows) of query head h, entry b, times `scale`, into the
