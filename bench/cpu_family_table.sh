@@ -30,13 +30,16 @@ echo; echo "### Kernels beside ONNX Runtime"
 /usr/bin/python3 bench/peer.py "$BUILD/bin/attn-bench" "$PEERS/ort/run-peer.sh" --rounds 3
 
 echo; echo "### TinyLlama-shaped bf16 checkpoint beside llama.cpp (512-token prompt, 64 steps)"
-echo "| round | attnc prompt tok/s | attnc decode tok/s | llama.cpp (JSON) |"
-echo "|---|---:|---:|---|"
+echo "| round | attnc prompt tok/s | llama.cpp prompt | attnc decode tok/s | llama.cpp decode |"
+echo "|---|---:|---:|---:|---:|"
 for round in 1 2; do
-  peer=$("$PEERS/llamacpp/run-peer.sh" "$MODEL" bf16 512 64 | tail -1)
+  peer=$("$PEERS/llamacpp/run-peer.sh" "$MODEL" bf16 512 64 | tail -1 |
+    /usr/bin/python3 -c 'import json, sys; r = json.load(sys.stdin)
+print("%.1f %.2f" % (r["prefill_tok_s"], r["decode_tok_s"]))')
   ours=$("$BUILD/bin/attn-model-bench" --weights "$MODEL" --weight-dtype bf16 \
            --packed-weights "$MODEL.bf16.packed" --prompt 512 --steps 64 2>&1)
   prompt=$(echo "$ours" | sed -n 's/^prompt: .*= \([0-9.]*\) tokens\/s.*/\1/p')
   decode=$(echo "$ours" | sed -n 's/^decode: .*: \([0-9.]*\) tokens\/s.*/\1/p')
-  echo "| $round | $prompt | $decode | $peer |"
+  read -r peerPrompt peerDecode <<<"$peer"
+  echo "| $round | $prompt | $peerPrompt | $decode | $peerDecode |"
 done
