@@ -63,7 +63,6 @@ public:
     return copy_->allocate(*device_, host_.data(), host_.size() * sizeof(T),
                            /*hostHasData=*/false);
   }
-  int64_t width() const { return width_; }
   T *data() { return host_.data(); }
   /// The rows as a kernel argument (on the device where they live there).
   Placed<T> placed() { return {host_.data(), copy_.get()}; }
@@ -126,11 +125,14 @@ struct PassRows {
   int64_t headRows;     ///< rows the output head takes
 };
 
+/// Each buffer's row width: the widest op of the plan that uses it
+/// (ExecutionContext.cpp).
+struct BufferWidths;
+
 struct ExecutionContext::Buffers {
   explicit Buffers(const Model &model);
   Status reserve(const PassRows &rows);
 
-  const DeviceApi *device; ///< the model's GPU; null: the CPU
   StreamBuffers stream;
   AttentionBuffers attention;
   HeadBuffers head;
@@ -139,7 +141,9 @@ struct ExecutionContext::Buffers {
   RowBuffer<float> crossRows;
 
 private:
-  Buffers(const ModelPlan &plan, const DeviceApi *device);
+  /// `device`: the model's GPU, where the activations get device copies;
+  /// null: the CPU.
+  Buffers(const BufferWidths &widths, const DeviceApi *device);
 };
 
 } // namespace attn::runtime

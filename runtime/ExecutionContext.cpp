@@ -11,12 +11,11 @@
 
 namespace attn::runtime {
 
-namespace {
 /// The widths the plan's ops ask of the buffers (elements a row).
-struct Widths {
-  int64_t projected = 0, keyValue = 0, query = 0, kv = 0, hidden = 0,
+struct BufferWidths {
+  int64_t dModel, projected = 0, keyValue = 0, query = 0, kv = 0, hidden = 0,
           crossKeyValue = 0;
-  explicit Widths(const ModelPlan &plan) {
+  explicit BufferWidths(const ModelPlan &plan) : dModel(plan.dModel) {
     for (const PlanOp &op : plan.ops) {
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     k = int64_t(op.kvHeads) * op.headDim;
@@ -34,29 +33,30 @@ struct Widths {
     }
   }
 };
-} // namespace
 
 ExecutionContext::Buffers::Buffers(const Model &model)
-    : Buffers(model.plan_, model.device_) {}
+    : Buffers(BufferWidths(model.plan_), model.device_) {}
 
-ExecutionContext::Buffers::Buffers(const ModelPlan &plan,
+// Index rows, the no-cache pool and the cross rows stay on the host (copied
+// for a device call, or written by the host).
+ExecutionContext::Buffers::Buffers(const BufferWidths &w,
                                    const DeviceApi *device)
-    : device(device), stream{{plan.dModel, device},
-                             {plan.dModel, device},
-                             {plan.dModel, device},
-                             {Widths(plan).hidden, device}},
-      attention{{Widths(plan).projected, device},
-                {Widths(plan).keyValue, device},
-                {Widths(plan).query, device},
-                {Widths(plan).query, device},
-                {Widths(plan).kv, device},
-                {Widths(plan).kv, device},
+    : stream{{w.dModel, device},
+             {w.dModel, device},
+             {w.dModel, device},
+             {w.hidden, device}},
+      attention{{w.projected, device},
+                {w.keyValue, device},
+                {w.query, device},
+                {w.query, device},
+                {w.kv, device},
+                {w.kv, device},
                 {1, nullptr},
                 {1, nullptr},
                 {1, nullptr},
-                {Widths(plan).kv, nullptr}},
-      head{{plan.dModel, device}, {1, nullptr}},
-      crossRows(Widths(plan).crossKeyValue, nullptr) {}
+                {w.kv, nullptr}},
+      head{{w.dModel, device}, {1, nullptr}},
+      crossRows(w.crossKeyValue, nullptr) {}
 
 Status ExecutionContext::Buffers::reserve(const PassRows &rows) {
   const int64_t t = rows.tokens, projectedRows = std::max(t, rows.memoryTokens);

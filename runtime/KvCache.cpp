@@ -128,19 +128,19 @@ Status KvCache::placeOn(const DeviceApi &api, int layer) const {
   if (deviceCopies_.empty())
     for (int i = 0; i < 4 * config_.numLayers; i++)
       deviceCopies_.push_back(std::make_unique<DeviceCopy>());
-  const size_t rows =
-      size_t(config_.numPages) * config_.pageSize * config_.numKvHeads;
-  const void *pools[4] = {keys_[layer].data(), values_[layer].data(),
-                          keyScales(layer), valueScales(layer)};
-  const size_t bytes[4] = {keys_[layer].size(), values_[layer].size(),
-                           rows * sizeof(float), rows * sizeof(float)};
-  for (int kind = 0; kind < 4; kind++)
-    if (pools[kind])
-      if (Status s = deviceCopies_[4 * layer + kind]->allocate(
-              api, pools[kind], bytes[kind], /*hostHasData=*/true);
-          !s)
-        return s;
-  return Status::ok();
+  auto place = [&](PoolKind kind, const void *pool, size_t bytes) {
+    return deviceCopies_[4 * layer + int(kind)]->allocate(api, pool, bytes,
+                                                          /*hostHasData=*/true);
+  };
+  Status s = place(PoolKind::Keys, keys_[layer].data(), keys_[layer].size());
+  if (s)
+    s = place(PoolKind::Values, values_[layer].data(), values_[layer].size());
+  for (auto [kind, scales] : {std::pair{PoolKind::KeyScales, &keyScales_},
+                              std::pair{PoolKind::ValueScales, &valueScales_}})
+    if (s && !scales->empty())
+      s = place(kind, (*scales)[layer].data(),
+                (*scales)[layer].size() * sizeof(float));
+  return s;
 }
 
 KvCache::LayerPools KvCache::pools(int layer) const {

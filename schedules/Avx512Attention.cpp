@@ -51,10 +51,10 @@ namespace {
 using externs::covers;
 using externs::element;
 
-/// Rows of a Q·Kᵀ register tile and of a P·V one, and the channels of a
-/// P·V tile. A block's last tiles take fewer rows (multiples of 4 and 2),
-/// so a 128-row block computes no row twice.
-constexpr int kScoreRows = 12, kOutputRows = 6, kOutputChannels = 64;
+/// Rows of a Q·Kᵀ register tile and of a P·V one. A block's last tiles take
+/// fewer rows (multiples of 4 and 2), so a 128-row block computes no row
+/// twice.
+constexpr int kScoreRows = 12, kOutputRows = 6;
 
 /// `rows` rounded up to a multiple of `step`.
 constexpr int roundUp(int rows, int step) {
@@ -298,7 +298,7 @@ ATTN_AVX512_CODE int attend(const halide_buffer_t *query,
   const int i0 = out->dim[2].min, iN = out->dim[2].extent;
   const int b0 = out->dim[3].min, bN = out->dim[3].extent;
   const int keys = paddedKeys(kvLen);
-  if (headDim % kOutputChannels != 0 || headDim > 256 ||
+  if (headDim % kOutputChannels != 0 || headDim > kMaxHeadDim ||
       out->dim[0].min != 0 || out->dim[0].stride != 1 ||
       query->dim[0].stride != 1 || panels->dim[0].stride != 1 ||
       panels->dim[1].stride != kPanelKeys || value->dim[0].stride != 1 ||

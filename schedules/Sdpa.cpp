@@ -312,7 +312,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
 bool sdpaUsesAvx512Kernel(const SdpaSpec &spec, const Target &target) {
   return spec.x86Object && spec.compute == SdpaCompute::F32 && !spec.causal &&
          spec.window == 0 && spec.softcap == 0.0f && !spec.alibi &&
-         spec.headDim % 64 == 0 && spec.headDim <= 256 &&
+         spec.headDim % avx512::kOutputChannels == 0 &&
+         spec.headDim <= avx512::kMaxHeadDim &&
          target.arch == Target::X86 && target.bits == 64 &&
          !target.has_gpu_feature() && target.has_feature(Target::AVX512);
 }

@@ -32,6 +32,9 @@ namespace attn::avx512 {
 
 /// Keys per K panel: two vectors of a Q·Kᵀ register tile.
 constexpr int kPanelKeys = 32;
+/// Channels of a P·V register tile: head_dim is a multiple of it, up to
+/// kMaxHeadDim.
+constexpr int kOutputChannels = 64, kMaxHeadDim = 256;
 /// Query rows per block: a 128-row task (the default query block) in one.
 constexpr int kBlockRows = 128;
 
