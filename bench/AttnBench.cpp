@@ -328,8 +328,10 @@ void registerDecode() {
 
 struct LinearShape {
   int tokens, in, out;
-  /// bias, gelu, swiglu_down, qkv_rope; head_argmax: an output head with
-  /// its greedy token (against `bias` of the same shape: the argmax's cost)
+  /// bias, gelu, swiglu_down, qkv_rope; qkv_rope_qknorm: the same with
+  /// QK-norm of the rotated heads (against qkv_rope: the norm's cost);
+  /// head_argmax: an output head with its greedy token (against `bias` of
+  /// the same shape: the argmax's cost)
   const char *variant = "bias";
   /// W's element type (F32, F16, BF16, I8): a decode step streams W.
   DType weights = DType::F32;
@@ -352,10 +354,12 @@ void linear(benchmark::State &state, LinearShape s) {
     spec.inputGate = attn::Activation::Silu;
     spec.residual = true;
   }
-  if (variant == "qkv_rope") { // Llama-style: Q and K heads of 128 rotate
+  if (variant.rfind("qkv_rope", 0) == 0) { // Q and K heads of 128 rotate
     spec.ropeTheta = 10000.0f;
     spec.ropeHeadDim = 128;
     spec.ropeHeads = (s.out - s.out / 6) / 128; // Q (4/6) and K (1/6)
+    if (variant == "qkv_rope_qknorm")
+      spec.qkNormEps = 1e-6f;
   }
   spec.argmax = variant == "head_argmax";
   spec.weightElement = s.weights;
@@ -371,6 +375,8 @@ void linear(benchmark::State &state, LinearShape s) {
   Buffer<float> input(inColumns, s.tokens), weight(s.out, s.in), bias(s.out),
       residual(s.out, s.tokens), output(s.out, s.tokens);
   Buffer<int32_t> positions(s.tokens), best(s.tokens);
+  Buffer<float> qkNormWeight(std::max(spec.ropeHeads * spec.ropeHeadDim, 1));
+  qkNormWeight.fill(1.0f);
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (Buffer<float> *buffer : {&input, &weight, &bias, &residual})
@@ -395,6 +401,8 @@ void linear(benchmark::State &state, LinearShape s) {
     params.set(kernel.inputs[next++], bias);
   if (spec.ropeTheta > 0)
     params.set(kernel.inputs[next++], positions);
+  if (spec.qkNormEps > 0)
+    params.set(kernel.inputs[next++], qkNormWeight);
   if (spec.residual)
     params.set(kernel.inputs[next++], residual);
   Realization outputs =
@@ -504,7 +512,15 @@ void registerLinear() {
                                 {1, 2048, 11264},
                                 {1, 2048, 11264, "bias", DType::BF16},
                                 {1, 5632, 2048, "swiglu_down"},
-                                {1, 5632, 2048, "swiglu_down", DType::BF16}};
+                                {1, 5632, 2048, "swiglu_down", DType::BF16},
+                                // Qwen3-0.6B's QKV (16 + 8 + 8 heads of
+                                // 128 over 1024), with and without QK-norm.
+                                {512, 1024, 4096, "qkv_rope", DType::BF16},
+                                {512, 1024, 4096, "qkv_rope_qknorm",
+                                 DType::BF16},
+                                {1, 1024, 4096, "qkv_rope", DType::BF16},
+                                {1, 1024, 4096, "qkv_rope_qknorm",
+                                 DType::BF16}};
   for (const LinearShape &s : shapes) {
     char name[128];
     const char *weights = s.weights == DType::BF16  ? "_wbf16"

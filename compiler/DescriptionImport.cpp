@@ -95,6 +95,16 @@ bool readLayer(const json::Object &object, const JsonPath &path,
     if (!layer.ropeScaling)
       return false;
   }
+  JsonPath qkNormPath;
+  if (const json::Object *qkNorm =
+          reader.getObject("qk_norm", false, qkNormPath)) {
+    JsonObjectReader norm(*qkNorm, qkNormPath, locator);
+    norm.optionalEnum("scope", {"head"}, "head");
+    double eps = norm.optionalPositiveNumber("eps").value_or(1e-6);
+    if (!norm.finish())
+      return false;
+    layer.qkNorm = makeHeadQkNorm(context, float(eps));
+  }
   std::optional<llvm::StringRef> stack = reader.optionalString("stack");
   if (stack)
     layer.stack = stack->str();

@@ -152,6 +152,35 @@ bool bf16ComputeFor(ConfigReader &config, MLIRContext &context,
          headDim % 2 == 0;
 }
 
+/// transformers' layer_types (one entry per layer, "full_attention" or
+/// "sliding_attention"): which layers slide, into `sliding`. False after an
+/// error at the key.
+bool readLayerTypes(ConfigReader &config, int64_t layers,
+                    std::vector<bool> &sliding) {
+  JsonPath path;
+  const json::Array *types = config.getArray("layer_types", false, path);
+  if (!types)
+    return config.ok();
+  if (int64_t(types->size()) != layers) {
+    config.error("layer_types", "layer_types lists " +
+                                    llvm::Twine(types->size()) +
+                                    " layers, num_hidden_layers is " +
+                                    llvm::Twine(layers));
+    return false;
+  }
+  for (const json::Value &type : *types) {
+    std::optional<llvm::StringRef> name = type.getAsString();
+    if (name != "full_attention" && name != "sliding_attention") {
+      config.error("layer_types",
+                   "layer_types entries must be \"full_attention\" or "
+                   "\"sliding_attention\"");
+      return false;
+    }
+    sliding.push_back(*name == "sliding_attention");
+  }
+  return true;
+}
+
 OwningOpRef<ModuleOp>
 importDecoderOnly(ConfigReader &config, const json::Object &root,
                   llvm::StringRef type, const JsonLocator &locator,
@@ -159,6 +188,8 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                   llvm::StringRef name,
                   const std::optional<QuantizedWeights> &quantized) {
   bool gpt2 = type == "gpt2";
+  // Qwen3 is Qwen2's structure with QK-norm and no forced biases.
+  bool qwen = type == "qwen2" || type == "qwen3";
   std::optional<int64_t> hidden =
       config.getInt(gpt2 ? "n_embd" : "hidden_size", true, 1, kMaxInt);
   std::optional<int64_t> heads =
@@ -172,6 +203,8 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
 
   LayerConfig layer;
   int64_t firstWindowedLayer = 0; // Qwen2: earlier layers attend fully
+  // From layer_types, when the config lists them: which layers slide.
+  std::vector<bool> slidingLayers;
   layer.queryHeads = *heads;
   layer.kvHeads = *heads;
   layer.headDim = *hidden / *heads;
@@ -216,26 +249,33 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
       }
     // Qwen2 always has Q/K/V biases and none on o_proj; Llama and Mistral
     // say so explicitly, for all four.
+    // Qwen3: attention_bias for all four, as Llama.
     layer.projectionBias =
         type == "qwen2" ||
         config.optionalBool("attention_bias").value_or(false);
     if (type == "qwen2")
       layer.outputBias = false;
-    // Mistral: sliding_window (int or null); Qwen2: only with
-    // use_sliding_window, and then only from layer max_window_layers on.
-    // transformers' Llama has no window: the key is ignored there, as it is.
+    // Mistral: sliding_window (int or null); Qwen2 and Qwen3: only with
+    // use_sliding_window, and then only from layer max_window_layers on,
+    // or on the layers layer_types calls sliding_attention where the config
+    // lists them (transformers >= 4.53, which takes the list over the
+    // older keys). transformers' Llama has no window: the key is ignored
+    // there, as it is.
     bool windowed = !config.isNull("sliding_window", root) &&
                     type != "llama" &&
-                    (type != "qwen2" ||
+                    (!qwen ||
                      config.optionalBool("use_sliding_window").value_or(false));
     if (windowed) {
       layer.window = config.getInt("sliding_window", false, 1, kMaxInt);
       if (layer.window)
         layer.mask = MaskKind::SlidingWindow;
-      if (type == "qwen2")
+      if (qwen)
         firstWindowedLayer =
             config.getInt("max_window_layers", false, 0, 4096, 28).value_or(0);
     }
+    if (qwen && !config.isNull("layer_types", root) &&
+        !readLayerTypes(config, *layers, slidingLayers))
+      return nullptr;
     // Only rotation of every channel is implemented (Phi-style partial
     // rotary embeddings would rotate a prefix of each head).
     if (std::optional<double> partial =
@@ -275,6 +315,9 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     mlpBias = config.optionalBool("mlp_bias").value_or(false);
     activation = readActivation(config, "hidden_act", "silu");
     tied = config.optionalBool("tie_word_embeddings").value_or(false);
+    // Qwen3's q_norm and k_norm: RMS norms of each head, rms_norm_eps.
+    if (type == "qwen3")
+      layer.qkNorm = makeHeadQkNorm(context, rmsEps);
   }
   if (!config.ok() || !activation)
     return nullptr;
@@ -313,7 +356,8 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     builder.addNorm("layer" + std::to_string(i) + "_norm", norm, rmsEps, "",
                     at);
     LayerConfig thisLayer = layer;
-    if (i < firstWindowedLayer) {
+    if (slidingLayers.empty() ? i < firstWindowedLayer
+                              : !slidingLayers[size_t(i)]) {
       thisLayer.window.reset();
       thisLayer.mask = MaskKind::Causal;
     }
@@ -484,21 +528,23 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   std::optional<QuantizedWeights> quantized;
   if (!readQuantization(config, locator, quantized))
     return nullptr;
-  if (quantized && *type != "llama" && *type != "mistral" && *type != "qwen2") {
+  if (quantized && *type != "llama" && *type != "mistral" &&
+      *type != "qwen2") {
     config.error("quantization_config",
                  "GPTQ and AWQ checkpoints are read for llama, mistral and "
                  "qwen2, not " + type->str());
     return nullptr;
   }
   if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-      *type == "gpt2")
+      *type == "qwen3" || *type == "gpt2")
     return importDecoderOnly(config, root, *type, locator, context, options,
                              name, quantized);
   if (*type == "marian" || *type == "bart")
     return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
-      << "' (attnc imports llama, mistral, qwen2, gpt2, marian and bart)";
+      << "' (attnc imports llama, mistral, qwen2, qwen3, gpt2, marian and "
+         "bart)";
   return nullptr;
 }
 

@@ -159,6 +159,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       }
       if (DictionaryAttr scaling = kernel.getRopeScalingAttr())
         spec.ropeScaling = ropeScaling(scaling);
+      if (mlir::attn::QkNormAttr norm = kernel.getQkNormAttr())
+        spec.qkNormEps = norm.getEpsValue();
       if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {
         spec.cacheAppend.kvHeads = int(*kvHeads);
         spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());

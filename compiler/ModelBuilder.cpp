@@ -102,6 +102,11 @@ void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,
       tied ? builder.getUnitAttr() : UnitAttr());
 }
 
+mlir::attn::QkNormAttr makeHeadQkNorm(MLIRContext &context, float eps) {
+  return mlir::attn::QkNormAttr::get(&context, mlir::attn::QkNormScope::Head,
+                                     Builder(&context).getF32FloatAttr(eps));
+}
+
 int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
   auto optionalF32 = [&](std::optional<float> value) {
     return value ? builder.getF32FloatAttr(*value) : FloatAttr();
@@ -119,7 +124,7 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.alibi ? builder.getUnitAttr() : UnitAttr(),
       c.keyPadding ? builder.getUnitAttr() : UnitAttr(),
       c.bf16Compute ? TypeAttr::get(builder.getBF16Type()) : TypeAttr(),
-      optionalF32(c.ropeTheta), c.ropeScaling,
+      optionalF32(c.ropeTheta), c.ropeScaling, c.qkNorm,
       c.projectionBias ? builder.getUnitAttr() : UnitAttr(),
       c.outputBias ? builder.getBoolAttr(*c.outputBias) : BoolAttr(), c.cache,
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),

@@ -27,6 +27,7 @@ struct LayerConfig {
   bool projectionBias = false;
   std::optional<bool> outputBias; ///< absent: as projectionBias
   mlir::DictionaryAttr ropeScaling; ///< null: none
+  mlir::attn::QkNormAttr qkNorm;    ///< null: none
   mlir::attn::KvCacheAttr cache;    ///< null: the layer never decodes
   std::string stack;                ///< "encoder", "decoder" or empty
 };
@@ -79,6 +80,10 @@ mlir::attn::KvCacheAttr makeKvCache(mlir::MLIRContext &context,
                                     int64_t pageSize, llvm::StringRef dtype,
                                     int64_t maxLength,
                                     const ImportOptions &options);
+
+/// QK-norm over each head (Qwen3, Gemma 3) with `eps`, as the dialect's
+/// attribute.
+mlir::attn::QkNormAttr makeHeadQkNorm(mlir::MLIRContext &context, float eps);
 
 /// A flat JSON object of numbers, strings and booleans (a RoPE scaling rule)
 /// as a DictionaryAttr; reports anything else at its location and returns

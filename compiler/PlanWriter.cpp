@@ -48,6 +48,9 @@ std::string renderPlanJson(ModuleOp module,
     }
     if (layer.getRopeTheta())
       entry[plan::kRopeTheta] = layer.getRopeTheta()->convertToFloat();
+    if (mlir::attn::QkNormAttr norm = layer.getQkNormAttr())
+      entry[plan::kQkNorm] =
+          mlir::attn::stringifyQkNormScope(norm.getScope()).str();
     if (layer.getKeyPadding())
       entry[plan::kKeyPadding] = true;
     if (KvCacheAttr cache = layer.getCacheAttr()) {

@@ -118,6 +118,11 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
     args.push_back({"bias", call.bias.placed(), float32Type(), {{outF, 1}}});
   if (call.positions)
     args.push_back({"positions", call.positions, int32Type(), {{tokens, 1}}});
+  if (call.qkNorm)
+    args.push_back({"qk_norm_weight",
+                    call.qkNorm->placed(),
+                    float32Type(),
+                    {{int64_t(call.qkNorm->size()), 1}}});
   if (call.residual.data)
     args.push_back({"residual",
                     call.residual,

@@ -59,6 +59,9 @@ struct LinearCall {
   int64_t tokens, inputs, outputs;
   Placed<float> output;               ///< [tokens][outputs]
   const int32_t *positions = nullptr; ///< [tokens], for RoPE
+  /// QK-norm's weight per feature of the rotated heads, when the kernel
+  /// normalizes them; else null.
+  const Floats *qkNorm = nullptr;
   Placed<const float> residual;       ///< [tokens][outputs], added
   bool gatedInput = false;            ///< gate | up halves, SiLU(gate)·up
   const CacheAppendArgs *append = nullptr;

@@ -41,10 +41,12 @@ Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
   std::set<std::string> normWeights, normBiases;
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
   for (size_t i = 0; i < plan.ops.size(); i++)
-    if (plan.ops[i].kind == OpKind::Norm)
-      for (const OpTensorNames::Entry &entry : names[i].entries)
+    for (const OpTensorNames::Entry &entry : names[i].entries)
+      if (plan.ops[i].kind == OpKind::Norm)
         (entry.role == "weight" ? normWeights : normBiases)
             .insert(entry.tensor);
+      else if (entry.role == "q_norm.weight" || entry.role == "k_norm.weight")
+        normWeights.insert(entry.tensor); // QK-norm's
   std::vector<ExpectedTensor> tensors = requiredTensors(plan, naming);
   for (ExpectedTensor &tensor : tensors)
     tensor.type = stored;

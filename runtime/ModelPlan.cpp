@@ -229,6 +229,12 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.fusedProjections = l.boolean(plan::kFusedProjections);
       op.fusedCacheAppend = l.boolean(plan::kFusedCacheAppend);
       op.rope = layer.contains(plan::kRopeTheta);
+      if (layer.contains(plan::kQkNorm)) {
+        if (l.string(plan::kQkNorm) != plan::kQkNormHead)
+          return planError("layer '" + op.name + "': qk_norm must be \"" +
+                           plan::kQkNormHead + "\"");
+        op.qkNorm = true;
+      }
       op.keyPadding = l.boolean(plan::kKeyPadding);
       resolve(l, plan::kPrefillKernel, op.prefill);
       resolve(l, plan::kQueryKernel, op.query);

@@ -171,6 +171,10 @@ struct Model::Weights {
   // keyValue [d][2·Hkv·D] (K | V) when not fused; output [Hq·D][d].
   WeightMatrix query, keyValue, output;
   Floats queryBias, keyValueBias, outputBias;
+  // QK-norm's weight per feature of the heads a projection normalizes:
+  // query [(Hq + Hkv)·D] when fused (Q | K), else [Hq·D]; keyValue [Hkv·D].
+  // Empty without QK-norm.
+  Floats queryNorm, keyValueNorm;
   WeightMatrix up, down;       // FFN [d][ffn], [ffn][d]
   Floats upBias, downBias;     // [ffn], [d]
   WeightMatrix head;           // output head [d][vocab]
@@ -184,7 +188,7 @@ struct Model::Weights {
     for (auto *v : {&self.table, &self.positionTable, &self.normWeight,
                     &self.normBias, &self.queryBias, &self.keyValueBias,
                     &self.outputBias, &self.upBias, &self.downBias,
-                    &self.headBias})
+                    &self.headBias, &self.queryNorm, &self.keyValueNorm})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
                     &self.down, &self.head}) {

@@ -24,6 +24,8 @@ struct FamilyNames {
   const char *selfNorm, *crossNorm, *ffnNorm;
   const char *selfAttention, *crossAttention;
   const char *query, *key, *value, *output;
+  /// QK-norm's weights (Qwen3: self_attn.q_norm, self_attn.k_norm).
+  const char *queryNorm, *keyNorm;
   const char *up, *gate, *down;
   /// Where a checkpoint with tied embeddings stores the table [vocab][d].
   const char *sharedEmbedding;
@@ -61,6 +63,8 @@ const FamilyNames kLlama = {WeightNaming::Llama,
                             "k_proj",
                             "v_proj",
                             "o_proj",
+                            "q_norm",
+                            "k_norm",
                             "mlp.up_proj",
                             "mlp.gate_proj",
                             "mlp.down_proj",
@@ -86,6 +90,8 @@ const FamilyNames kBart = {WeightNaming::Bart,
                            "k_proj",
                            "v_proj",
                            "out_proj",
+                           "",
+                           "",
                            "fc1",
                            "fc1_gate",
                            "fc2",
@@ -114,6 +120,8 @@ const FamilyNames kGpt2 = {WeightNaming::Gpt2,
                            "",
                            "",
                            "c_proj",
+                           "",
+                           "",
                            "mlp.c_fc",
                            "",
                            "mlp.c_proj",
@@ -288,6 +296,13 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
         addLinear(n, role, base + proj, rows, cols);
         if (std::string(role) == "out" ? op.outputBias : op.bias)
           n.add(std::string(role) + ".bias", base + proj + ".bias", {rows});
+      }
+      if (op.qkNorm) { // one [head_dim] weight for every query head, one
+                       // for every key head
+        n.add("q_norm.weight", base + naming.queryNorm + ".weight",
+              {op.headDim});
+        n.add("k_norm.weight", base + naming.keyNorm + ".weight",
+              {op.headDim});
       }
       break;
     }

@@ -174,6 +174,21 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
+      if (op.qkNorm) {
+        // The kernels' per-feature weights: the query norm's repeated over
+        // the query heads, the key norm's over the key heads.
+        const PooledVector<float> qNorm = get(n, "q_norm.weight"),
+                                  kNorm = get(n, "k_norm.weight");
+        auto repeat = [](PooledVector<float> &to, const PooledVector<float> &w,
+                         int heads) {
+          for (int h = 0; h < heads; h++)
+            to.insert(to.end(), w.begin(), w.end());
+        };
+        PooledVector<float> &queryNorm = w->queryNorm.edit();
+        repeat(queryNorm, qNorm, op.queryHeads);
+        repeat(op.fusedProjections ? queryNorm : w->keyValueNorm.edit(), kNorm,
+               op.kvHeads);
+      }
       w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
                      plan.weightGroup, zeros);
       done();

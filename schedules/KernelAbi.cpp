@@ -116,6 +116,8 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     buffers.push_back({"bias", E::F32, "[out_features]"});
   if (spec.ropeTheta > 0)
     buffers.push_back({"positions", E::I32, "[tokens]"});
+  if (spec.qkNormEps > 0)
+    buffers.push_back({"qk_norm_weight", E::F32, "[rope_heads * head_dim]"});
   if (spec.residual)
     buffers.push_back({"residual", E::F32, "[tokens][out_features]"});
   const bool append = spec.cacheAppend.kvHeads > 0;

@@ -404,6 +404,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int vec = s.vectorWidth > 0 ? s.vectorWidth : vecGuess;
   const bool rope = spec.ropeTheta > 0.0f;
   const int headDim = spec.ropeHeadDim;
+  if (spec.qkNormEps > 0 && !rope)
+    throw std::invalid_argument("linear kernel " + spec.functionName +
+                                ": QK-norm normalizes the RoPE heads; it "
+                                "needs ropeTheta");
   // Tiles of whole panels (and, with RoPE, whole heads: a feature's RoPE
   // partner is in its tile).
   const int unit = rope ? std::lcm(P, headDim) : P;
@@ -579,6 +583,38 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   }
   Func output("projected");
   ImageParam positions = rope ? buffers.input("positions") : ImageParam(); // (m)
+  // QK-norm: each RoPE head's features divided by their RMS and scaled by
+  // their weight, before the rotation reads them. One scale per (head,
+  // token), summed in lanes of a vector first (a scalar chain of headDim
+  // dependent adds per head and token cost up to a tenth of a prefill
+  // tile's product).
+  const bool qkNorm = rope && spec.qkNormEps > 0;
+  const int normed = rope ? spec.ropeHeads * headDim : 0;
+  ImageParam qkNormWeight =
+      qkNorm ? buffers.input("qk_norm_weight") : ImageParam(); // (n < normed)
+  Func headSquareLanes("qk_norm_square_lanes"), headScale("qk_norm_scale");
+  Func rotating("rotating"); // what RoPE rotates: sum, QK-normed
+  if (qkNorm) {
+    Var h("h"), lane("lane");
+    const int lanes = std::gcd(headDim, 16);
+    RDom rl(0, headDim / lanes, "rl"), rs(0, lanes, "rs");
+    Expr x = sum(h * headDim + rl * lanes + lane, m);
+    headSquareLanes(lane, h, m) = 0.0f;
+    headSquareLanes(lane, h, m) += x * x;
+    Func headSquares("qk_norm_squares");
+    headSquares(h, m) = 0.0f;
+    headSquares(h, m) += headSquareLanes(rs, h, m);
+    headScale(h, m) =
+        1.0f / sqrt(headSquares(h, m) / float(headDim) + spec.qkNormEps);
+    rotating(n, m) =
+        select(n < normed,
+               sum(n, m) * headScale(n / headDim, m) *
+                   qkNormWeight(clamp(n, 0, normed - 1)),
+               sum(n, m));
+    qkNormWeight.dim(0).set_min(0).set_extent(normed).set_stride(1);
+  } else {
+    rotating(n, m) = sum(n, m);
+  }
   if (rope) {
     // Inverse frequencies, embedded in the generated code.
     Buffer<float> inverseFrequency(headDim / 2, "rope_inverse_frequency");
@@ -622,11 +658,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         clamp(n - i + (i + half) % headDim, tileStart, tileStart + tileN - 1);
     Expr angle = cast<float>(positions(row)) *
                  frequency(clamp(i % half, 0, half - 1));
-    Expr rotated = sum(n, m) * cos(angle) +
-                   select(i < half, -1.0f, 1.0f) * sum(partner, m) * sin(angle);
+    Expr rotated = rotating(n, m) * cos(angle) + select(i < half, -1.0f, 1.0f) *
+                                                 rotating(partner, m) *
+                                                 sin(angle);
     if (spec.ropeScaling.attentionFactor != 1)
       rotated *= float(spec.ropeScaling.attentionFactor);
-    output(n, m) = select(n < spec.ropeHeads * headDim, rotated, sum(n, m));
+    output(n, m) = select(n < normed, rotated, sum(n, m));
     positions.dim(0).set_min(0).set_stride(1);
   } else {
     output(n, m) = sum(n, m);
@@ -700,6 +737,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     Var no("no"), ni("ni"), mo("mo"), mi("mi");
     output.gpu_tile(n, m, no, mo, ni, mi, 64, 4, TailStrategy::GuardWithIf);
     accumulate.compute_at(output, ni);
+    if (qkNorm) // per thread: its head's scale (redundant, but local)
+      headScale.compute_at(output, ni);
     if (gated)
       gatedInput.compute_root().gpu_tile(k, m, no, mo, ni, mi, 64, 4,
                                          TailStrategy::GuardWithIf);
@@ -805,6 +844,15 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   } else {
     accumulate.compute_at(output, mo);
     registerTile(accumulate, rk);
+  }
+  if (qkNorm) {
+    // Per token tile, after its products: the scales of the tile's heads
+    // (tiles hold whole heads), squares summed a vector of lanes at a time.
+    headScale.compute_at(output, mo);
+    const int lanes = std::gcd(headDim, 16);
+    Var lane = headSquareLanes.args()[0];
+    headSquareLanes.compute_at(output, mo).vectorize(lane, lanes);
+    headSquareLanes.update().vectorize(lane, lanes);
   }
   // The gate once per input element, not once per output tile.
   if (gated)

@@ -6,7 +6,8 @@ model.safetensors or model.safetensors.index.json with its shards, tensors in
 F32, F16 or BF16; GPTQ and AWQ int4 layers dequantized as those formats
 define them), runs the forward pass of its model_type in float64 with
 numpy, written from transformers' modeling code (LlamaForCausalLM,
-MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel), not from attnc's, and
+MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
+GPT2LMHeadModel), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
 
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
@@ -225,7 +226,9 @@ def attend(q, k, v, scale, window=None):
 # --- architectures ----------------------------------------------------------
 
 def llama_logits(config, w, tokens):
-    """LlamaForCausalLM and its Mistral / Qwen2 variants: logits [t][vocab]."""
+    """LlamaForCausalLM and its Mistral / Qwen2 / Qwen3 variants: logits
+    [t][vocab]. Qwen3 adds an RMS norm of each query and key head (q_norm,
+    k_norm: [head_dim] weights, rms_norm_eps) before RoPE."""
     kind = config["model_type"]
     hidden = config["hidden_size"]
     hq = config["num_attention_heads"]
@@ -237,9 +240,15 @@ def llama_logits(config, w, tokens):
     if kind == "mistral":
         window = config.get("sliding_window")
     first_windowed = 0
-    if kind == "qwen2" and config.get("use_sliding_window"):
+    layers = config["num_hidden_layers"]
+    if kind in ("qwen2", "qwen3") and config.get("use_sliding_window"):
         window = config.get("sliding_window")
         first_windowed = config.get("max_window_layers", 28)
+    # transformers >= 4.53: layer_types, where given, says which layers slide.
+    sliding = [layer >= first_windowed for layer in range(layers)]
+    if kind in ("qwen2", "qwen3") and config.get("layer_types"):
+        sliding = [kind_ == "sliding_attention" for kind_ in config["layer_types"]]
+    qk_norm = kind == "qwen3"
     inv = inverse_frequencies(config, d)
     t = len(tokens)
     positions = np.arange(t, dtype=np.float64)
@@ -250,14 +259,17 @@ def llama_logits(config, w, tokens):
         bias = w.get(name + ".bias")
         return out if bias is None else out + bias
 
-    for layer in range(config["num_hidden_layers"]):
+    for layer in range(layers):
         p = f"model.layers.{layer}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
         q = project(p + "self_attn.q_proj", h).reshape(t, hq, d).transpose(1, 0, 2)
         k = project(p + "self_attn.k_proj", h).reshape(t, hkv, d).transpose(1, 0, 2)
         v = project(p + "self_attn.v_proj", h).reshape(t, hkv, d).transpose(1, 0, 2)
+        if qk_norm:
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q, k = rotate(q, positions, inv), rotate(k, positions, inv)
-        layer_window = window if layer >= first_windowed else None
+        layer_window = window if sliding[layer] else None
         o = attend(q, k, v, 1.0 / math.sqrt(d), layer_window)
         x = x + project(p + "self_attn.o_proj", o.transpose(1, 0, 2).reshape(t, hq * d))
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
@@ -312,7 +324,8 @@ def main():
     if "quantization_config" in config:
         weights = dequantize(config, weights)
     forward = {"llama": llama_logits, "mistral": llama_logits,
-               "qwen2": llama_logits, "gpt2": gpt2_logits}.get(config["model_type"])
+               "qwen2": llama_logits, "qwen3": llama_logits,
+               "gpt2": gpt2_logits}.get(config["model_type"])
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")
     tokens = [int(t) for t in args.prompt.split(",")]

@@ -8,6 +8,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -41,6 +43,18 @@ LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 int64_t KvCacheAttr::getTokenBytes(int64_t kvHeads, int64_t headDim) const {
   return int64_t(::attn::kvBytesPerToken(toDType(getDtype()), size_t(kvHeads),
                                          size_t(headDim)));
+}
+
+LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 QkNormScope, FloatAttr eps) {
+  // The kernels add the epsilon in fp32.
+  if (!eps || !eps.getType().isF32())
+    return emitError() << "qk_norm eps must be an f32 number";
+  float value = eps.getValue().convertToFloat();
+  if (!(value > 0.0f) || !std::isfinite(value))
+    return emitError() << "qk_norm eps must be positive and finite, got "
+                       << double(value);
+  return success();
 }
 
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,

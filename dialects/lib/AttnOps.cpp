@@ -335,6 +335,13 @@ LogicalResult AttentionLayerOp::verify() {
     if (std::string problem = ropeScalingProblem(scaling); !problem.empty())
       return emitOpError() << problem;
   }
+  // The norm runs in the projection's epilogue beside RoPE, on the heads
+  // the projection rotates.
+  if (getQkNorm() && !getRopeTheta())
+    return emitOpError() << "qk_norm is computed beside RoPE: it needs "
+                            "rope_theta";
+  if (getQkNorm() && getKind() != LayerKind::Self)
+    return emitOpError() << "qk_norm applies to self-attention layers";
   if (std::optional<StringRef> stack = getStack())
     if (*stack != "encoder" && *stack != "decoder")
       return emitOpError() << "stack must be encoder or decoder, got \""
@@ -576,6 +583,9 @@ LogicalResult LinearKernelOp::verify() {
       rope != getRopeHeadDim().has_value())
     return emitOpError() << "rope_theta, rope_heads and rope_head_dim come "
                             "together";
+  if (getQkNorm() && !rope)
+    return emitOpError() << "qk_norm normalizes the rope_heads: it needs "
+                            "rope_theta";
   if (rope) {
     int64_t headDim = *getRopeHeadDim();
     if (headDim % 2 != 0)

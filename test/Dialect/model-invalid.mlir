@@ -278,3 +278,38 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
   // expected-error @+1 {{KV cache dtype must be f32, f16, bf16 or i8, got 'i4'}}
   attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i4, max_length = 64>, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
 }
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{qk_norm is computed beside RoPE: it needs rope_theta}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "encoder-decoder", max_batch = 1 : i64} {
+  // expected-error @+1 {{qk_norm applies to self-attention layers}}
+  attn.attention_layer @l cross {head_dim = 8 : i64, mask = #attn.mask<none>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{qk_norm eps must be positive and finite, got -1}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, qk_norm = #attn.qk_norm<head, eps = -1.0 : f32>, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{qk_norm eps must be an f32 number}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f64>, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{qk_norm normalizes the rope_heads: it needs rope_theta}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 8 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>}
+}

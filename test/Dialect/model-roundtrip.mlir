@@ -15,3 +15,12 @@ attn.model @translator attributes {d_model = 256 : i64, kind = "encoder-decoder"
   attn.attention_layer @swa self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 128>, head_dim = 64 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 1 : i64, num_query_heads = 4 : i64, softcap = 50.0 : f32, window = 32 : i64}
   attn.kernel @k prefill {causal, head_dim = 64 : i64, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, scale = 0.125 : f32, schedule = #attn.schedule<query_block = 64, kv_chunk = 128, qk_tile_keys = 8, pv_tile_rows = 4, split_keys = 256, vector_width = 16, source = "db">}
 }
+
+// QK-norm on a layer and on the projection kernel that computes it.
+// CHECK-LABEL: attn.model @qwen3
+// CHECK-NEXT: attn.attention_layer @layer0 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, qk_norm = #attn.qk_norm<head, eps = 9.99999997E-7 : f32>, rope_theta = 1.000000e+06 : f32}
+// CHECK-NEXT: attn.linear_kernel @q {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 128 : i64, qk_norm = #attn.qk_norm<head, eps = 9.99999997E-7 : f32>, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1.000000e+06 : f32}
+attn.model @qwen3 attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.attention_layer @layer0 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>, rope_theta = 1000000.0 : f32}
+  attn.linear_kernel @q {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 128 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1000000.0 : f32}
+}

@@ -41,7 +41,15 @@ struct LinearCase {
   /// I4: inputs per scale, and random zero points of their own (else 8).
   int group = 0;
   bool zeros = false;
+  /// > 0: QK-norm of the RoPE heads (with random per-feature weights).
+  float qkNormEps = 0.0f;
 };
+
+/// `c` with QK-norm of its RoPE heads.
+LinearCase withQkNorm(LinearCase c, float eps = 1e-6f) {
+  c.qkNormEps = eps;
+  return c;
+}
 
 /// RoPE's inverse frequency of channel pair i of d, as transformers'
 /// modeling_rope_utils computes it (written from its formulas, not from
@@ -111,6 +119,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.weightElement = c.weights;
   spec.weightGroup = c.group;
   spec.weightZeros = c.zeros;
+  spec.qkNormEps = c.qkNormEps;
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
   kernel.pipeline.compile_jit(target);
@@ -183,6 +192,15 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
   if (c.ropeTheta > 0)
     params.set(kernel.inputs[next++], positions);
+  // QK-norm's per-feature weights around 1, as trained ones are.
+  const int normed = c.ropeHeads * c.ropeHeadDim;
+  std::vector<float> normWeight(std::max(normed, 1));
+  std::uniform_real_distribution<float> nearOne(0.5f, 1.5f);
+  for (float &v : normWeight)
+    v = nearOne(rng);
+  Halide::Buffer<float> qkNormWeight(normWeight.data(), normed);
+  if (c.qkNormEps > 0)
+    params.set(kernel.inputs[next++], qkNormWeight);
   ASSERT_EQ(next, kernel.inputs.size());
   kernel.pipeline.realize(output, target, params);
 
@@ -252,6 +270,17 @@ TEST_P(LinearTest, MatchesDoubleReference) {
                     quantization + bound + tolerance);
       }
     }
+    // QK-norm: each RoPE head over its RMS, times its weights, in double.
+    if (c.qkNormEps > 0)
+      for (int h = 0; h < c.ropeHeads; h++) {
+        const int d = c.ropeHeadDim;
+        double squares = 0;
+        for (int i = 0; i < d; i++)
+          squares += linear[h * d + i] * linear[h * d + i];
+        const double scale = 1.0 / std::sqrt(squares / d + c.qkNormEps);
+        for (int i = 0; i < d; i++)
+          linear[h * d + i] *= scale * normWeight[h * d + i];
+      }
     for (int n = 0; n < c.out; n++) {
       double expected = linear[n];
       if (c.ropeTheta > 0 && n < c.ropeHeads * c.ropeHeadDim) {
@@ -383,7 +412,36 @@ INSTANTIATE_TEST_SUITE_P(
                     LinearCase{256, 96, 9, true, {}, 0, 0, 0.0f, {},
                                attn::DType::I4, 64, true},
                     LinearCase{96, 40, 1, false, {0, 4, 1}, 0, 0, 0.0f, {},
-                               attn::DType::I4, 32, true}));
+                               attn::DType::I4, 32, true},
+                    // QK-norm of the RoPE heads (Qwen3's q_norm and k_norm
+                    // as one per-feature weight): fused QKV and a K/V
+                    // projection, prompt and one-row tiles, head sizes that
+                    // sum in 16 and 8 lanes (48, 24), the K-blocked
+                    // reduction, narrow and quantized weights, AMX-sized
+                    // prompts, a large eps, and scaled RoPE after it.
+                    withQkNorm({64, 128, 5, false, {}, 6, 16, 1000000.0f}),
+                    withQkNorm({96, 8 * 64, 9, true, {}, 6, 64, 10000.0f}),
+                    withQkNorm({96, 8 * 64, 1, false, {0, 4, 1}, 6, 64,
+                                10000.0f}),
+                    withQkNorm({80, 2 * 2 * 128, 3, false, {}, 2, 128,
+                                10000.0f}),
+                    withQkNorm({64, 5 * 48, 7, true, {}, 4, 48, 10000.0f}),
+                    withQkNorm({64, 5 * 24, 2, false, {0, 4, 1}, 3, 24,
+                                10000.0f}),
+                    withQkNorm({4352, 3 * 128, 5, true, {}, 2, 128,
+                                10000.0f}),
+                    withQkNorm({96, 8 * 64, 40, false, {}, 6, 64, 10000.0f,
+                                {}, attn::DType::BF16}),
+                    withQkNorm({96, 8 * 64, 1, false, {0, 4, 1}, 6, 64,
+                                10000.0f, {}, attn::DType::BF16}),
+                    withQkNorm({64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                                attn::DType::I8}),
+                    withQkNorm({64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                                attn::DType::I4, 32}),
+                    withQkNorm({96, 8 * 64, 9, true, {}, 6, 64, 500000.0f,
+                                {attn::RopeScaling::Type::Llama3, 8.0, 1.0,
+                                 4.0, 8192.0}},
+                               1e-2f)));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

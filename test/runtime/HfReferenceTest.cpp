@@ -2,8 +2,9 @@
 //
 // Each model (models/ref_*/config.json: a Llama 3.1-style decoder with
 // llama3 RoPE scaling, a Qwen2 with Q/K/V biases, tied embeddings and a
-// sliding window from layer 1 on, a GPT-2 with scale_attn_by_inverse_layer_
-// idx) is compiled by attnc as its config says (weights in its torch_dtype:
+// sliding window from layer 1 on, a Qwen3 with QK-norm, heads wider than
+// the model (4 x 32 over 64) and sliding layers chosen by layer_types over
+// max_window_layers, a GPT-2 with scale_attn_by_inverse_layer_idx) is compiled by attnc as its config says (weights in its torch_dtype:
 // bf16, bf16, f16). Random weights are written as Hugging Face publishes a
 // checkpoint: every tensor in that dtype, two shards and an index, beside
 // the config. tools/hf_reference.py, written from transformers' modeling
@@ -56,6 +57,7 @@
 #include "ref_qwen2_awq.h"
 #include "ref_qwen2.h"
 #include "ref_qwen2_int4.h"
+#include "ref_qwen3.h"
 
 #include "TestDirectory.h"
 
@@ -253,6 +255,9 @@ INSTANTIATE_TEST_SUITE_P(
                          WeightNaming::Llama, TensorType::BF16},
                     Case{"ref_qwen2", ref_qwen2_plan_json,
                          ref_qwen2_kernel_table, REF_QWEN2_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16},
+                    Case{"ref_qwen3", ref_qwen3_plan_json,
+                         ref_qwen3_kernel_table, REF_QWEN3_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16},
                     Case{"ref_gpt2", ref_gpt2_plan_json, ref_gpt2_kernel_table,
                          REF_GPT2_KERNEL_TABLE_SIZE, WeightNaming::Gpt2,

@@ -105,6 +105,35 @@ def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
   }];
 }
 
+def Attn_QkNormScope : I32EnumAttr<"QkNormScope",
+                                    "what one RMS norm of a query or key spans", [
+    I32EnumAttrCase<"Head", 0, "head">]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+def Attn_QkNormAttr : AttrDef<Attn_Dialect, "QkNorm"> {
+  let mnemonic = "qk_norm";
+  let summary = "an RMS norm of each query and key before RoPE (QK-norm)";
+  let description = [{
+    `head`: each query head and each key head of `head_dim` channels is
+    divided by sqrt(mean(x²) + eps) and multiplied by a learned
+    `[head_dim]` weight, one for the queries and one for the keys (Qwen3,
+    Gemma 3), in fp32, before RoPE rotates it. attnc computes it in the
+    epilogue of the projection that produces Q and K.
+
+    ```mlir
+    #attn.qk_norm<head, eps = 9.99999997E-7 : f32>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Attn_QkNormScope>:$scope,
+                        "::mlir::FloatAttr":$eps);
+  let assemblyFormat = "`<` $scope `,` `eps` `=` $eps `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    float getEpsValue() const { return getEps().getValue().convertToFloat(); }
+  }];
+}
+
 def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
   let mnemonic = "schedule";
   let summary = "the tunable loop-nest parameters of a kernel";

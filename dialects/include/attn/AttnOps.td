@@ -266,6 +266,8 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     `linear` (factor) or `llama3` (factor, low_freq_factor,
     high_freq_factor, original_max_position_embeddings), computed as
     transformers does; `default` is none; other rules are refused;
+    `qk_norm` normalizes each query and key head (RMS, with learned
+    weights) after the projection and before RoPE (Qwen3, Gemma 3);
     `projection_bias` says the Q/K/V/output projections have biases;
     `output_bias`, when present, overrides it for the output projection
     (Qwen2: Q/K/V biases, none on the output).
@@ -308,6 +310,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<TypeAttr>:$compute_dtype,
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
+                       OptionalAttr<Attn_QkNormAttr>:$qk_norm,
                        UnitAttr:$projection_bias,
                        OptionalAttr<BoolAttr>:$output_bias,
                        OptionalAttr<Attn_KvCacheAttr>:$cache,
@@ -444,7 +447,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     With `rope_theta` (and the layer's
     `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
-    projection's Q and K). With `input_gate`, the input has 2·in_features
+    projection's Q and K); with `qk_norm`, each of those heads is
+    RMS-normalized with its weight (one input, `[rope_heads · rope_head_dim]`)
+    before it is rotated. With `input_gate`, the input has 2·in_features
     columns, a gate and an up half, and x is input_gate(gate)·up.
     With `append_kv_heads`, `append_head_dim` and `append_dtype`, the last
     2·append_kv_heads·append_head_dim output features (K, then V) are also
@@ -475,7 +480,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
                        OptionalAttr<TypeAttr>:$weight_dtype,
                        OptionalAttr<Attn_PositiveI64>:$weight_group,
-                       UnitAttr:$weight_zeros);
+                       UnitAttr:$weight_zeros,
+                       OptionalAttr<Attn_QkNormAttr>:$qk_norm);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -88,6 +88,7 @@ public:
     float ropeTheta = 0;
     int64_t ropeHeads = 0, ropeHeadDim = 0;
     DictionaryAttr ropeScaling; // null: none
+    QkNormAttr qkNorm;          // null: none; else on the RoPE heads
     Activation inputGate = Activation::None;
     // The cache append (appendKvHeads > 0): K and V into cache slots.
     int64_t appendKvHeads = 0, appendHeadDim = 0;
@@ -124,6 +125,8 @@ public:
               nameNumber(float(*ropeScalingNumber(l.ropeScaling, "factor"))) +
               "_" + hex;
     }
+    if (l.ropeTheta > 0 && l.qkNorm)
+      name += "_qknorm_eps" + nameNumber(l.qkNorm.getEpsValue());
     if (l.appendKvHeads > 0) {
       std::string dtype;
       llvm::raw_string_ostream(dtype) << l.appendDtype;
@@ -166,7 +169,7 @@ public:
           l.argmax, l.ropeTheta > 0 ? l.ropeScaling : DictionaryAttr(),
           weights.isF32() ? TypeAttr() : TypeAttr::get(weights),
           group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr(),
-          zeros);
+          zeros, l.ropeTheta > 0 ? l.qkNorm : QkNormAttr());
     });
   }
 
@@ -184,6 +187,7 @@ public:
         scaling = {};
       auto rotating = [&](Linear l) {
         l.ropeScaling = scaling;
+        l.qkNorm = layer.getQkNormAttr();
         return l;
       };
       Location loc = layer.getLoc();

@@ -51,6 +51,8 @@ struct PlanOp {
   bool fusedCacheAppend = false; ///< attention: the K/V projection stores K
                                  ///< and V into cache slots itself
   bool rope = false; ///< attention: the Q/K projections rotate by position
+  bool qkNorm = false; ///< attention: Q and K heads RMS-normalized first,
+                       ///< with a [head_dim] weight each (plan::kQkNorm)
   bool keyPadding = false; ///< attention: prefill takes per-entry key lengths
   bool cached = false;     ///< attention: has a KV cache (decodes)
   int pageSize = 0, maxLength = 0; ///< attention cache

@@ -16,7 +16,7 @@
 //                 scale, stack?, prefill_kernel, projection_bias?,
 //                 output_bias?, fused_projections?, fused_cache_append?,
 //                 query_kernel?, key_value_kernel?, output_kernel?,
-//                 rope_theta?, key_padding?, decode_kernel?,
+//                 rope_theta?, qk_norm?, key_padding?, decode_kernel?,
 //                 kv_cache?: { layout, page_size, dtype, max_length,
 //                              bytes_per_token, bytes_per_sequence } } ],
 //     kernels: [ { name, symbol, family, num_query_heads, num_kv_heads,
@@ -36,7 +36,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 3;
+inline constexpr int kVersion = 4;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -85,6 +85,10 @@ inline constexpr char kOutputBias[] = "output_bias";
 inline constexpr char kFusedProjections[] = "fused_projections";
 inline constexpr char kFusedCacheAppend[] = "fused_cache_append";
 inline constexpr char kRopeTheta[] = "rope_theta";
+/// QK-norm's scope ("head": a [head_dim] weight for the queries and one for
+/// the keys); absent: none.
+inline constexpr char kQkNorm[] = "qk_norm";
+inline constexpr char kQkNormHead[] = "head";
 inline constexpr char kKvCache[] = "kv_cache";
 inline constexpr char kLayout[] = "layout";
 inline constexpr char kDtype[] = "dtype";

@@ -150,7 +150,12 @@ enum class Activation {
 /// pairs with i ± headDim/2, frequency ropeTheta^(-2i'/headDim), i' = i mod
 /// headDim/2, as `ropeScaling` rescales it, angles in fp32 like the
 /// reference implementations; times its attention factor, yarn's); the kernel
-/// then takes each token's `positions`. With `inputGate` (a gated FFN's
+/// then takes each token's `positions`. With `qkNormEps` > 0 (QK-norm), each
+/// of those heads is first RMS-normalized over its ropeHeadDim features,
+/// x / sqrt(mean(x²) + qkNormEps), in fp32, and multiplied feature by
+/// feature by qk_norm_weight [ropeHeads · ropeHeadDim] (the query norm's
+/// weight repeated for each query head, then the key norm's for each key
+/// head: one per-feature vector serves any head layout). With `inputGate` (a gated FFN's
 /// down projection), input holds 2·inFeatures per token, a gate half and an
 /// up half, and the product reads
 /// inputGate(gate)·up: SwiGLU and friends without a separate kernel.
@@ -234,6 +239,7 @@ struct LinearSpec {
   int ropeHeads = 0;
   int ropeHeadDim = 0;
   RopeScaling ropeScaling;
+  float qkNormEps = 0.0f; ///< > 0: QK-norm of the RoPE heads
   /// W's element type: F32, F16, BF16, I8 or I4 (widened to fp32 as it is
   /// read; I8 and I4 on CPU targets only).
   DType weightElement = DType::F32;
