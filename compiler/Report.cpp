@@ -110,6 +110,8 @@ std::string describeKernel(Operation &op) {
       text += " +bias";
     if (linear.getActivation() != Activation::None)
       text += " " + stringifyActivation(linear.getActivation()).str();
+    if (linear.getQkNorm())
+      text += " qk-norm";
     if (linear.getRopeTheta())
       text += " rope";
     if (linear.getResidual())

@@ -34,6 +34,12 @@ struct OutlineDecodeStepsPass
     if (!layer.getScale())
       return layer.emitOpError()
              << "has no scale: run --attn-materialize-defaults first";
+    // The math-level ops state no QK-norm yet: a step without it would be
+    // a wrong reference, so such layers are refused.
+    if (layer.getQkNorm())
+      return layer.emitOpError()
+             << "has qk_norm, which the outlined decode step cannot state "
+                "yet (no math-level op for it)";
     Location loc = layer.getLoc();
     MLIRContext *context = &getContext();
     const int64_t queryHeads = layer.getNumQueryHeads(),
