@@ -18,6 +18,7 @@
 #include "attn/runtime/Checkpoint.h"
 #include "attn/runtime/DType.h"
 #include "attn/runtime/Model.h"
+#include "attn/runtime/PlanSchema.h"
 #include "attn/runtime/Generator.h"
 #include "attn/runtime/ModelLibrary.h"
 #include "attn/runtime/Version.h"
@@ -1316,10 +1317,13 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
     ASSERT_FALSE(s) << to;
     EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
   };
-  refused("\"plan_version\": 3,", "\"plan_version\": 4,",
-          "plan_version 4, this runtime reads version 3 (regenerate the model "
-          "library with this attnc)");
-  refused("\"plan_version\": 3,", "", "plan_version missing");
+  const std::string version = std::to_string(attn::plan::kVersion),
+                    next = std::to_string(attn::plan::kVersion + 1),
+                    current = "\"plan_version\": " + version + ",";
+  refused(current, "\"plan_version\": " + next + ",",
+          "plan_version " + next + ", this runtime reads version " + version +
+              " (regenerate the model library with this attnc)");
+  refused(current, "", "plan_version missing");
   refused("\"dtype\": \"f32\"", "\"dtype\": \"f8\"",
           "dtype must be f32, f16, bf16 or i8, got 'f8'");
   // i4 is a weight type: no cache stores it.
