@@ -122,11 +122,13 @@ bool readLayer(const json::Object &object, const JsonPath &path,
 }
 
 /// Norm settings of a block: {"kind": "layer_norm"|"rms_norm", "eps": x,
-/// "placement": "pre"|"post"}.
+/// "placement": "pre"|"post"|"sandwich"} (sandwich: a pre norm and a
+/// residual_add norm of each sublayer's output, Gemma's).
 struct NormSettings {
   NormKind kind = NormKind::LayerNorm;
   float eps = 1e-5f;
   bool post = false;
+  bool sandwich = false;
 };
 
 /// Reads `key` of `parent` (if present) into `norm`; `present` says whether
@@ -145,8 +147,10 @@ bool readNorm(JsonObjectReader &parent, const JsonLocator &locator,
       reader.optionalEnum("kind", {"layer_norm", "rms_norm"}, "layer_norm"));
   if (auto eps = reader.optionalPositiveNumber("eps"))
     norm.eps = float(*eps);
-  norm.post =
-      reader.optionalEnum("placement", {"pre", "post"}, "pre") == "post";
+  llvm::StringRef placement =
+      reader.optionalEnum("placement", {"pre", "post", "sandwich"}, "pre");
+  norm.post = placement == "post";
+  norm.sandwich = placement == "sandwich";
   return reader.finish();
 }
 
@@ -211,7 +215,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
     if (hasNorm)
       builder.addNorm(prefix + "embedding_norm", embeddingNorm.kind,
                       embeddingNorm.eps, tag, reader.location(),
-                      /*post=*/true);
+                      NormPlacement::Post);
     if (name == "encoder")
       sourceLength = maxPositions;
   }
@@ -291,7 +295,13 @@ bool readStack(const json::Object &object, const JsonPath &path,
           builder.addNorm(normName, norm.kind, norm.eps, tag, loc);
         layerCount = builder.addLayer(layer, loc) + 1;
         if (norm.post)
-          builder.addNorm(normName, norm.kind, norm.eps, tag, loc, true);
+          builder.addNorm(normName, norm.kind, norm.eps, tag, loc,
+                          NormPlacement::Post);
+        if (norm.sandwich)
+          builder.addNorm("layer" + std::to_string(layerCount - 1) +
+                              "_output_norm",
+                          norm.kind, norm.eps, tag, loc,
+                          NormPlacement::ResidualAdd);
       }
       if (ffn) {
         std::string block = "block" + std::to_string(blockCount);
@@ -302,7 +312,10 @@ bool readStack(const json::Object &object, const JsonPath &path,
                        tag, ffnLoc);
         if (norm.post)
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc,
-                          true);
+                          NormPlacement::Post);
+        if (norm.sandwich)
+          builder.addNorm(block + "_ffn_output_norm", norm.kind, norm.eps, tag,
+                          ffnLoc, NormPlacement::ResidualAdd);
       }
       blockCount++;
     }
@@ -315,9 +328,12 @@ bool readStack(const json::Object &object, const JsonPath &path,
     int64_t vocab =
         reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
     bool bias = reader.optionalBool("bias").value_or(false);
+    std::optional<double> softcap = reader.optionalPositiveNumber("softcap");
     if (!reader.finish())
       return false;
-    builder.addOutputHead(vocab, bias, reader.location());
+    builder.addOutputHead(vocab, bias, reader.location(), /*tied=*/false,
+                          softcap ? std::optional<float>(float(*softcap))
+                                  : std::nullopt);
   }
   return true;
 }

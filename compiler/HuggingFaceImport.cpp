@@ -378,6 +378,181 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   return builder.finish();
 }
 
+/// A number as a checkpoint of `dtype` holds it (round to nearest even):
+/// transformers computes Gemma's embedding normalizer √hidden_size in the
+/// hidden states' dtype.
+float roundToDtype(double value, Type dtype) {
+  llvm::APFloat number(value);
+  bool lost = false;
+  if (dtype.isBF16())
+    number.convert(llvm::APFloat::BFloat(), llvm::APFloat::rmNearestTiesToEven,
+                   &lost);
+  else if (dtype.isF16())
+    number.convert(llvm::APFloat::IEEEhalf(),
+                   llvm::APFloat::rmNearestTiesToEven, &lost);
+  number.convert(llvm::APFloat::IEEEsingle(),
+                 llvm::APFloat::rmNearestTiesToEven, &lost);
+  return number.convertToFloat();
+}
+
+/// Gemma 2 and Gemma 3's text stack (gemma3_text): RMS norms applied as
+/// (1 + w) on each side of each sublayer, token rows scaled by
+/// √hidden_size (in the checkpoint's dtype), the query scaled by
+/// query_pre_attn_scalar^-½, logits of attention and of the head capped
+/// (Gemma 2), sliding and global layers by their pattern or layer_types,
+/// and, in Gemma 3, QK-norm and a RoPE base of the sliding layers' own
+/// (rope_local_base_freq; rope_scaling applies to the global layers).
+OwningOpRef<ModuleOp> importGemma(ConfigReader &config,
+                                  const json::Object &root,
+                                  llvm::StringRef type,
+                                  const JsonLocator &locator,
+                                  MLIRContext &context,
+                                  const ImportOptions &options,
+                                  llvm::StringRef name) {
+  const bool gemma3 = type == "gemma3_text";
+  std::optional<int64_t> hidden =
+      config.getInt("hidden_size", true, 1, kMaxInt);
+  std::optional<int64_t> heads =
+      config.getInt("num_attention_heads", true, 1, kMaxInt);
+  std::optional<int64_t> layers =
+      config.getInt("num_hidden_layers", true, 1, 4096);
+  std::optional<int64_t> positions =
+      config.getInt("max_position_embeddings", true, 1, kMaxInt);
+  std::optional<int64_t> vocabulary =
+      config.getInt("vocab_size", true, 1, kMaxInt);
+  std::optional<int64_t> intermediate =
+      config.getInt("intermediate_size", true, 1, kMaxInt);
+  if (!hidden || !heads || !layers || !positions || !vocabulary ||
+      !intermediate)
+    return nullptr;
+  LayerConfig layer;
+  layer.queryHeads = *heads;
+  layer.kvHeads =
+      config.getInt("num_key_value_heads", false, 1, kMaxInt, *heads)
+          .value_or(0);
+  layer.headDim = config.getInt("head_dim", false, 1, kMaxInt, 256).value_or(0);
+  layer.mask = MaskKind::Causal;
+  layer.projectionBias = config.optionalBool("attention_bias").value_or(false);
+  const double queryScalar =
+      config.optionalPositiveNumber("query_pre_attn_scalar").value_or(256.0);
+  layer.scale = float(1.0 / std::sqrt(queryScalar));
+  // The caps: Gemma2Config's defaults (50 and 30) where a key is absent,
+  // none where it is null (and none by default in Gemma 3).
+  auto cap = [&](llvm::StringRef key,
+                 std::optional<double> fallback) -> std::optional<float> {
+    if (config.isNull(key, root))
+      return std::nullopt;
+    std::optional<double> value = config.optionalPositiveNumber(key);
+    if (!value && !config.has(key))
+      value = fallback;
+    return value ? std::optional<float>(float(*value)) : std::nullopt;
+  };
+  layer.softcap = cap("attn_logit_softcapping",
+                      gemma3 ? std::nullopt : std::optional<double>(50.0));
+  std::optional<float> headCap =
+      cap("final_logit_softcapping",
+          gemma3 ? std::nullopt : std::optional<double>(30.0));
+  const float rmsEps =
+      float(config.optionalPositiveNumber("rms_norm_eps").value_or(1e-6));
+  std::optional<Activation> activation =
+      readActivation(config, "hidden_activation", "gelu_pytorch_tanh");
+  const bool tied = config.optionalBool("tie_word_embeddings").value_or(true);
+  if (gemma3 && config.optionalBool("use_bidirectional_attention")
+                    .value_or(false))
+    config.error("use_bidirectional_attention",
+                 "bidirectional Gemma 3 (an embedding model) is not "
+                 "supported: attnc runs Gemma 3 as a causal decoder");
+  // RoPE: Gemma 2's one base for all layers; Gemma 3's global layers take
+  // rope_theta and rope_scaling, its sliding layers rope_local_base_freq
+  // without scaling.
+  const float globalTheta = float(
+      config.optionalPositiveNumber("rope_theta")
+          .value_or(gemma3 ? 1000000.0 : 10000.0));
+  const float localTheta =
+      gemma3 ? float(config.optionalPositiveNumber("rope_local_base_freq")
+                         .value_or(10000.0))
+             : globalTheta;
+  DictionaryAttr globalScaling;
+  JsonPath scalingPath;
+  if (!config.isNull("rope_scaling", root))
+    if (const json::Object *scaling =
+            config.getObject("rope_scaling", false, scalingPath)) {
+      globalScaling = jsonToDictionary(*scaling, scalingPath, locator, context);
+      if (!globalScaling)
+        return nullptr;
+      if (std::string problem = ropeScalingProblem(globalScaling);
+          !problem.empty()) {
+        emitError(locator.at(scalingPath)) << problem;
+        return nullptr;
+      }
+    }
+  std::optional<int64_t> window; // the config classes' default: 4096
+  if (!config.isNull("sliding_window", root))
+    window = config.getInt("sliding_window", false, 1, kMaxInt, 4096);
+  // Which layers slide: layer_types where the config lists them, else
+  // Gemma 2's alternation (even layers) or Gemma 3's pattern (all but
+  // every sliding_window_pattern-th).
+  std::vector<bool> sliding;
+  if (!config.isNull("layer_types", root) &&
+      !readLayerTypes(config, *layers, sliding))
+    return nullptr;
+  if (sliding.empty()) {
+    const int64_t pattern =
+        gemma3 ? config.getInt("sliding_window_pattern", false, 1, 4096, 6)
+                     .value_or(6)
+               : 2;
+    for (int64_t i = 0; i < *layers; i++)
+      sliding.push_back(gemma3 ? (i + 1) % pattern != 0 : i % 2 == 0);
+  }
+  if (!config.ok() || !activation)
+    return nullptr;
+  Location loc = locator.at(JsonPath{std::string("num_hidden_layers")});
+  layer.cache =
+      makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
+  if (!layer.cache)
+    return nullptr;
+  layer.bf16Compute = bf16ComputeFor(config, context, layer.headDim, options);
+  if (gemma3)
+    layer.qkNorm = makeHeadQkNorm(context, rmsEps);
+  const Type dtype = weightDtype(config, context);
+  ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
+                       *hidden, options.maxBatch.value_or(1));
+  builder.setWeightDtype(dtype);
+  builder.setWeightNaming("gemma");
+  builder.setNormWeightOffset(1.0f);
+  Location at = locator.at(JsonPath{});
+  builder.addEmbedding("embedding", *vocabulary, PositionKind::None,
+                       *positions, "", at,
+                       roundToDtype(std::sqrt(double(*hidden)), dtype));
+  for (int64_t i = 0; i < *layers; i++) {
+    LayerConfig thisLayer = layer;
+    const bool slides = sliding[size_t(i)];
+    // A window no shorter than the cache sees every cached key.
+    if (slides && window && *window < layer.cache.getMaxLength()) {
+      thisLayer.window = window;
+      thisLayer.mask = MaskKind::SlidingWindow;
+    }
+    thisLayer.ropeTheta = slides ? localTheta : globalTheta;
+    if (!slides || !gemma3)
+      thisLayer.ropeScaling = globalScaling;
+    const std::string index = std::to_string(i);
+    builder.addNorm("layer" + index + "_norm", NormKind::RmsNorm, rmsEps, "",
+                    at);
+    builder.addLayer(thisLayer, loc);
+    builder.addNorm("layer" + index + "_output_norm", NormKind::RmsNorm, rmsEps,
+                    "", at, NormPlacement::ResidualAdd);
+    builder.addNorm("block" + index + "_ffn_norm", NormKind::RmsNorm, rmsEps,
+                    "", at);
+    builder.addFfn("block" + index + "_ffn", *activation, *intermediate,
+                   /*bias=*/false, /*gated=*/true, "", at);
+    builder.addNorm("block" + index + "_ffn_output_norm", NormKind::RmsNorm,
+                    rmsEps, "", at, NormPlacement::ResidualAdd);
+  }
+  builder.addNorm("final_norm", NormKind::RmsNorm, rmsEps, "", at);
+  builder.addOutputHead(*vocabulary, false, at, tied, headCap);
+  return builder.finish();
+}
+
 /// Marian and BART: post-norm encoder and decoder stacks (attention, then
 /// its layer norm; FFN, then its layer norm), positions (BART's learned
 /// table starts 2 rows in; Marian's static sinusoids, sin in the first half
@@ -439,19 +614,21 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
                          *positions, stack, loc, embedScale, positionOffset);
     if (bart)
       builder.addNorm((stack + "_embedding_norm").str(), NormKind::LayerNorm,
-                      eps, stack, loc, /*post=*/true);
+                      eps, stack, loc, NormPlacement::Post);
   };
   int block = 0;
   auto postNormLayer = [&](const LayerConfig &layer) {
     int index = builder.addLayer(layer, loc);
     builder.addNorm("layer" + std::to_string(index) + "_norm",
-                    NormKind::LayerNorm, eps, layer.stack, loc, true);
+                    NormKind::LayerNorm, eps, layer.stack, loc,
+                    NormPlacement::Post);
   };
   auto postNormFfn = [&](llvm::StringRef stack, int64_t size) {
     std::string ffn = "block" + std::to_string(block++) + "_ffn";
     builder.addFfn(ffn, *activation, size, /*bias=*/true, /*gated=*/false,
                    stack, loc);
-    builder.addNorm(ffn + "_norm", NormKind::LayerNorm, eps, stack, loc, true);
+    builder.addNorm(ffn + "_norm", NormKind::LayerNorm, eps, stack, loc,
+                    NormPlacement::Post);
   };
 
   LayerConfig encoder;
@@ -539,12 +716,14 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
       *type == "qwen3" || *type == "gpt2")
     return importDecoderOnly(config, root, *type, locator, context, options,
                              name, quantized);
+  if (*type == "gemma2" || *type == "gemma3_text")
+    return importGemma(config, root, *type, locator, context, options, name);
   if (*type == "marian" || *type == "bart")
     return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
-      << "' (attnc imports llama, mistral, qwen2, qwen3, gpt2, marian and "
-         "bart)";
+      << "' (attnc imports llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
+         "gpt2, marian and bart)";
   return nullptr;
 }
 

@@ -167,6 +167,8 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.cacheAppend.element = toDType(*kernel.getAppendDtype());
       }
       spec.argmax = kernel.getArgmax();
+      if (std::optional<APFloat> cap = kernel.getSoftcap())
+        spec.softcap = cap->convertToFloat();
       spec.weightElement = toDType(kernel.getWeightDtype().value_or(Type()));
       spec.weightGroup = int(kernel.getWeightGroup().value_or(0));
       spec.weightZeros = kernel.getWeightZeros();
@@ -179,6 +181,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
                       : ::attn::NormKind::RmsNorm;
       spec.dim = kernel.getDim();
       spec.eps = kernel.getEps().convertToFloat();
+      spec.residual = kernel.getResidual();
       specs.norm.push_back(spec);
     } else if (auto kernel = dyn_cast<EmbeddingKernelOp>(op)) {
       ::attn::EmbeddingSpec spec;

@@ -18,7 +18,7 @@ ModelBuilder::ModelBuilder(MLIRContext &context, Location loc,
   builder.setInsertionPointToEnd(module->getBody());
   auto model = builder.create<mlir::attn::ModelOp>(
       loc, name, uint64_t(dModel), kind, uint64_t(maxBatch), TypeAttr(),
-      StringAttr(), IntegerAttr(), StringAttr());
+      StringAttr(), IntegerAttr(), StringAttr(), FloatAttr());
   model.getBody().emplaceBlock();
   builder.setInsertionPointToEnd(&model.getBody().front());
 }
@@ -46,12 +46,14 @@ void ModelBuilder::addEmbedding(llvm::StringRef name, int64_t vocabSize,
 
 void ModelBuilder::addNorm(llvm::StringRef name, mlir::attn::NormKind kind,
                            float eps, llvm::StringRef stack, Location loc,
-                           bool post) {
+                           NormPlacement placement) {
+  auto unit = [&](bool set) { return set ? builder.getUnitAttr() : UnitAttr(); };
   builder.create<mlir::attn::NormOp>(
       loc, builder.getStringAttr(name),
       mlir::attn::NormKindAttr::get(builder.getContext(), kind),
-      builder.getF32FloatAttr(eps), post ? builder.getUnitAttr() : UnitAttr(),
-      optionalString(builder, stack), FlatSymbolRefAttr());
+      builder.getF32FloatAttr(eps), unit(placement == NormPlacement::Post),
+      optionalString(builder, stack), FlatSymbolRefAttr(),
+      unit(placement == NormPlacement::ResidualAdd));
 }
 
 void ModelBuilder::addFfn(llvm::StringRef name,
@@ -94,12 +96,18 @@ void ModelBuilder::setWeightNaming(llvm::StringRef naming) {
 }
 
 void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,
-                                 bool tied) {
+                                 bool tied, std::optional<float> softcap) {
   builder.create<mlir::attn::OutputHeadOp>(
       loc, builder.getStringAttr("output_head"),
       builder.getI64IntegerAttr(vocabSize),
       bias ? builder.getUnitAttr() : UnitAttr(), FlatSymbolRefAttr(),
-      tied ? builder.getUnitAttr() : UnitAttr());
+      tied ? builder.getUnitAttr() : UnitAttr(),
+      softcap ? builder.getF32FloatAttr(*softcap) : FloatAttr());
+}
+
+void ModelBuilder::setNormWeightOffset(float offset) {
+  auto model = cast<mlir::attn::ModelOp>(builder.getBlock()->getParentOp());
+  model.setNormWeightOffsetAttr(builder.getF32FloatAttr(offset));
 }
 
 mlir::attn::QkNormAttr makeHeadQkNorm(MLIRContext &context, float eps) {

@@ -32,6 +32,12 @@ struct LayerConfig {
   std::string stack;                ///< "encoder", "decoder" or empty
 };
 
+/// Where a norm sits in a block: before its sublayer (which reads it),
+/// after it normalizing the residual stream (post-norm blocks), or after it
+/// normalizing the sublayer's output before it joins the stream
+/// (residual_add: Gemma's post-attention and post-feedforward norms).
+enum class NormPlacement { Pre, Post, ResidualAdd };
+
 /// Creates `module { attn.model @name {...} }` and appends layers named
 /// layer0, layer1, ... in execution order.
 class ModelBuilder {
@@ -49,9 +55,9 @@ public:
                     mlir::attn::PositionKind positions, int64_t maxPositions,
                     llvm::StringRef stack, mlir::Location loc,
                     float scale = 1.0f, int64_t positionOffset = 0);
-  /// `post`: normalizes the residual stream in place (post-norm blocks).
   void addNorm(llvm::StringRef name, mlir::attn::NormKind kind, float eps,
-               llvm::StringRef stack, mlir::Location loc, bool post = false);
+               llvm::StringRef stack, mlir::Location loc,
+               NormPlacement placement = NormPlacement::Pre);
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
               int64_t intermediateSize, bool bias, bool gated,
               llvm::StringRef stack, mlir::Location loc);
@@ -61,9 +67,13 @@ public:
                       std::optional<::attn::Int4Format> format = std::nullopt);
   /// How its checkpoints name their tensors: llama, gpt2 or bart.
   void setWeightNaming(llvm::StringRef naming);
-  /// `tied`: the head's weight is the embedding's (tie_word_embeddings).
+  /// `tied`: the head's weight is the embedding's (tie_word_embeddings);
+  /// `softcap`: each logit capped to softcap·tanh(logit/softcap).
   void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc,
-                     bool tied = false);
+                     bool tied = false,
+                     std::optional<float> softcap = std::nullopt);
+  /// The checkpoint stores RMS norm weights as w - offset (Gemma: 1).
+  void setNormWeightOffset(float offset);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.
   mlir::OwningOpRef<mlir::ModuleOp> finish();
 

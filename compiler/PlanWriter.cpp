@@ -94,6 +94,7 @@ std::string renderPlanJson(ModuleOp module,
                              {plan::kKind, stringifyNormKind(norm.getKind())},
                              {plan::kEps, norm.getEps().convertToFloat()},
                              {plan::kPost, norm.getPost()},
+                             {plan::kResidualAdd, norm.getResidualAdd()},
                              {plan::kKernel, kernelName(norm.getKernel())}};
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
       entry = llvm::json::Object{
@@ -176,6 +177,10 @@ std::string renderPlanJson(ModuleOp module,
        int64_t(::attn::weightPanel(toDType(weightDtype(model))))},
       {plan::kWeightGroup, int64_t(model.getWeightGroup().value_or(0))},
       {plan::kWeightFormat, model.getWeightFormat().value_or("")},
+      {plan::kNormWeightOffset,
+       model.getNormWeightOffset()
+           ? double(model.getNormWeightOffset()->convertToFloat())
+           : 0.0},
       {plan::kWeightBytesPerToken, weightBytesPerToken(model)},
       {plan::kKvBytesPerToken, intAttr(model, "kv_bytes_per_token")},
       {plan::kKvBytesPerSequence, intAttr(model, "kv_bytes_per_sequence")},

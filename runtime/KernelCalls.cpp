@@ -173,7 +173,8 @@ Status embed(const DeviceApi *device, const PlanOp &op, const Floats &rows,
 }
 
 Status norm(const DeviceApi *device, const PlanOp &op, const Floats &scale,
-            const Floats &shift, RowsView in, Placed<float> out) {
+            const Floats &shift, RowsView in, Placed<float> out,
+            Placed<const float> residual) {
   const int64_t d = int64_t(scale.size()), t = in.count;
   if (in.stride != d)
     return Status(StatusCode::InvalidArgument,
@@ -185,6 +186,8 @@ Status norm(const DeviceApi *device, const PlanOp &op, const Floats &scale,
       {"output", out, float32Type(), {{d, 1}, {t, d}}}};
   if (op.layerNorm)
     args.push_back({"bias", shift.placed(), float32Type(), {{d, 1}}});
+  if (op.residualAdd)
+    args.push_back({"residual", residual, float32Type(), {{d, 1}, {t, d}}});
   return callKernel(op.kernel, args, device);
 }
 

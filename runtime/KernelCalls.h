@@ -90,9 +90,10 @@ struct RowsView {
 
 /// out [tokens][d] = the layer or RMS norm of `input` (rows of d =
 /// weight.size() floats) with `weight` [d] and, for a layer norm, `bias`
-/// [d].
+/// [d]; for a residual_add norm, plus `residual` [tokens][d].
 Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
-            const Floats &bias, RowsView input, Placed<float> out);
+            const Floats &bias, RowsView input, Placed<float> out,
+            Placed<const float> residual = {});
 
 /// Prefill attention of one sequence: `query` [t][Hq·D] over `keys`,
 /// `values` [kvLen][Hkv·D], into `out` [t][Hq·D]; causal masks are aligned

@@ -61,7 +61,7 @@ Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
     std::uniform_real_distribution<float> uniform(-range, range);
     values.emplace_back(count);
     for (float &v : values.back())
-      v = normWeights.count(tensor.name)  ? 1.0f
+      v = normWeights.count(tensor.name)  ? 1.0f - plan.normWeightOffset
           : normBiases.count(tensor.name) ? 0.0f
                                           : uniform(rng);
     data.push_back(values.back().data());
@@ -86,7 +86,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
 
 Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
   for (WeightNaming candidate :
-       {WeightNaming::Llama, WeightNaming::Gpt2, WeightNaming::Bart})
+       {WeightNaming::Llama, WeightNaming::Gemma, WeightNaming::Gpt2,
+        WeightNaming::Bart})
     if (plan.weightNaming == name(candidate)) {
       naming = candidate;
       return Status::ok();

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include <cstring>
 #include <map>
 
@@ -100,6 +102,12 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   result.weightPanel = model.integer(plan::kWeightPanel, 1, 1024);
   if (root.contains(plan::kWeightNaming) && root[plan::kWeightNaming].is_string())
     result.weightNaming = root[plan::kWeightNaming].get<std::string>();
+  if (root.contains(plan::kNormWeightOffset)) {
+    const json &offset = root[plan::kNormWeightOffset];
+    if (!offset.is_number() || !std::isfinite(offset.get<double>()))
+      return planError("norm_weight_offset must be a finite number");
+    result.normWeightOffset = offset.get<float>();
+  }
   std::string weights = model.string(plan::kWeightDtype);
   if (model.status() && !parseDType(weights, result.weightType))
     return planError("weight_dtype must be f32, f16, bf16, i8 or i4, got '" +
@@ -195,6 +203,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.kind = OpKind::Norm;
       op.layerNorm = at.string(plan::kKind) == plan::kLayerNorm;
       op.post = at.boolean(plan::kPost);
+      op.residualAdd = at.boolean(plan::kResidualAdd);
       resolve(at, plan::kKernel, op.kernel);
     } else if (kind == plan::kOpFfn) {
       op.kind = OpKind::Ffn;
@@ -268,8 +277,18 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
     result.ops.push_back(std::move(op));
   }
   bool hasProjections = false;
-  for (const PlanOp &op : result.ops)
+  for (size_t i = 0; i < result.ops.size(); i++) {
+    const PlanOp &op = result.ops[i];
     hasProjections |= op.kind == OpKind::Attention && bool(op.query);
+    // It normalizes the output the sublayer before it left unadded.
+    if (op.residualAdd &&
+        (op.post || i == 0 ||
+         (result.ops[i - 1].kind != OpKind::Attention &&
+          result.ops[i - 1].kind != OpKind::Ffn)))
+      return planError("norm '" + op.name +
+                       "' is residual_add but follows no attention layer or "
+                       "FFN");
+  }
   if (!hasProjections)
     return planError("the model describes attention layers alone; running a "
                      "whole model needs a description of stacks of blocks");

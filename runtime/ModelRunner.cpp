@@ -400,6 +400,11 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       continue;
     const Weights &w = *model.weights_[i];
     const Placed<const float> current = normedIsCurrent ? normed : x;
+    // A sublayer followed by a residual_add norm leaves its output in
+    // `residual` unadded; the norm adds it to the stream.
+    const bool normAddsOutput = i + 1 < plan.ops.size() &&
+                                plan.ops[i + 1].kind == OpKind::Norm &&
+                                plan.ops[i + 1].residualAdd;
     Status status;
     switch (op.kind) {
     case OpKind::Embedding:
@@ -407,6 +412,13 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
                      {in.ids, in.positions, t}, x);
       break;
     case OpKind::Norm:
+      if (op.residualAdd) { // x = x + norm(sublayer output)
+        status = norm(device, op, w.normWeight, w.normBias, {residual, d, t},
+                      normed, x);
+        if (status)
+          std::swap(x, normed);
+        break;
+      }
       status = norm(device, op, w.normWeight, w.normBias, {x, d, t}, normed);
       if (status && op.post) // x = norm(x)
         std::swap(x, normed);
@@ -429,10 +441,11 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
                         int64_t(op.queryHeads) * op.headDim,
                         d,
                         residual};
-        call.residual = x;
+        if (!normAddsOutput)
+          call.residual = x;
         status = linear(device, call);
       }
-      if (status)
+      if (status && !normAddsOutput)
         std::swap(x, residual);
       break;
     }
@@ -443,11 +456,12 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       LinearCall down{op.down, w.down,  w.downBias,
                       hidden,  t,       op.intermediateSize,
                       d,       residual};
-      down.residual = x;
+      if (!normAddsOutput)
+        down.residual = x;
       down.gatedInput = op.gated;
       if (status)
         status = linear(device, down);
-      if (status)
+      if (status && !normAddsOutput)
         std::swap(x, residual);
       break;
     }
@@ -475,7 +489,8 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
     }
     if (!status)
       return status;
-    normedIsCurrent = (op.kind == OpKind::Norm && !op.post) ||
+    normedIsCurrent = (op.kind == OpKind::Norm && !op.post &&
+                       !op.residualAdd) ||
                       (normedIsCurrent && op.kind == OpKind::OutputHead);
   }
   // `x` may have been swapped with `residual`: hand back the live one.

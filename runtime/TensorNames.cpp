@@ -22,6 +22,9 @@ struct FamilyNames {
   const char *block, *embedding, *positions, *embeddingNorm, *finalNorm;
   /// The norm before self attention, cross attention, the FFN.
   const char *selfNorm, *crossNorm, *ffnNorm;
+  /// The residual_add norms of a self attention's and an FFN's output
+  /// (Gemma's); "" where the family has none.
+  const char *selfOutputNorm, *ffnOutputNorm;
   const char *selfAttention, *crossAttention;
   const char *query, *key, *value, *output;
   /// QK-norm's weights (Qwen3: self_attn.q_norm, self_attn.k_norm).
@@ -57,6 +60,8 @@ const FamilyNames kLlama = {WeightNaming::Llama,
                             "input_layernorm",
                             "",
                             "post_attention_layernorm",
+                            "",
+                            "",
                             "self_attn.",
                             "",
                             "q_proj",
@@ -73,6 +78,36 @@ const FamilyNames kLlama = {WeightNaming::Llama,
                             {".self_attn.rotary_emb.inv_freq"},
                             {}};
 
+/// Gemma 2 and Gemma 3 text: Llama's names, a norm on each side of each
+/// sublayer, the head tied to the embedding.
+const FamilyNames kGemma = {WeightNaming::Gemma,
+                            "gemma",
+                            "model.layers.{n}.",
+                            "model.embed_tokens",
+                            "",
+                            "",
+                            "model.norm",
+                            "input_layernorm",
+                            "",
+                            "pre_feedforward_layernorm",
+                            "post_attention_layernorm",
+                            "post_feedforward_layernorm",
+                            "self_attn.",
+                            "",
+                            "q_proj",
+                            "k_proj",
+                            "v_proj",
+                            "o_proj",
+                            "q_norm",
+                            "k_norm",
+                            "mlp.up_proj",
+                            "mlp.gate_proj",
+                            "mlp.down_proj",
+                            "model.embed_tokens.weight",
+                            true,
+                            {},
+                            {}};
+
 /// BART, mBART and Marian encoder-decoders.
 const FamilyNames kBart = {WeightNaming::Bart,
                            "bart",
@@ -84,6 +119,8 @@ const FamilyNames kBart = {WeightNaming::Bart,
                            "self_attn_layer_norm",
                            "encoder_attn_layer_norm",
                            "final_layer_norm",
+                           "",
+                           "",
                            "self_attn.",
                            "encoder_attn.",
                            "q_proj",
@@ -114,6 +151,8 @@ const FamilyNames kGpt2 = {WeightNaming::Gpt2,
                            "ln_1",
                            "",
                            "ln_2",
+                           "",
+                           "",
                            "attn.",
                            "",
                            "",
@@ -134,6 +173,8 @@ const FamilyNames &family(WeightNaming naming) {
   switch (naming) {
   case WeightNaming::Llama:
     return kLlama;
+  case WeightNaming::Gemma:
+    return kGemma;
   case WeightNaming::Gpt2:
     return kGpt2;
   case WeightNaming::Bart:
@@ -271,6 +312,15 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
                    (sublayer->kind == OpKind::Attention ||
                     sublayer->kind == OpKind::Ffn);
       std::string base = expand(naming.finalNorm, stack);
+      if (op.residualAdd && i > 0) { // of the sublayer before it
+        const PlanOp &before = plan.ops[i - 1];
+        base = before.kind == OpKind::Ffn
+                   ? expand(naming.block, stack, blockOfStack[stack] - 1) +
+                         naming.ffnOutputNorm
+                   : prefix + naming.selfOutputNorm;
+        n.add("weight", base + ".weight", {d});
+        break;
+      }
       if (op.post && sublayer && sublayer->kind == OpKind::Embedding)
         base = expand(naming.embeddingNorm, stack);
       else if (named && op.post && sublayer->kind == OpKind::Ffn)

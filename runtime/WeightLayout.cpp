@@ -137,6 +137,14 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     packed.clear();
   };
   const int64_t d = plan.dModel;
+  // RMS norm weights as the kernels multiply by them: the stored w plus the
+  // checkpoint's offset (Gemma's (1 + w)), once.
+  auto rmsWeight = [&](const OpTensorNames &n, const char *role) {
+    PooledVector<float> weight = get(n, role);
+    for (float &v : weight)
+      v += plan.normWeightOffset;
+    return weight;
+  };
   for (size_t i = 0; i < plan.ops.size(); i++) {
     const PlanOp &op = plan.ops[i];
     const OpTensorNames &n = names[i];
@@ -147,7 +155,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       w->positionTable = get(n, "positions");
       break;
     case OpKind::Norm:
-      w->normWeight = get(n, "weight");
+      w->normWeight = op.layerNorm ? get(n, "weight") : rmsWeight(n, "weight");
       w->normBias = get(n, "bias");
       break;
     case OpKind::Attention: {
@@ -177,8 +185,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       if (op.qkNorm) {
         // The kernels' per-feature weights: the query norm's repeated over
         // the query heads, the key norm's over the key heads.
-        const PooledVector<float> qNorm = get(n, "q_norm.weight"),
-                                  kNorm = get(n, "k_norm.weight");
+        const PooledVector<float> qNorm = rmsWeight(n, "q_norm.weight"),
+                                  kNorm = rmsWeight(n, "k_norm.weight");
         auto repeat = [](PooledVector<float> &to, const PooledVector<float> &w,
                          int heads) {
           for (int h = 0; h < heads; h++)

@@ -145,6 +145,8 @@ std::vector<KernelBuffer> kernelBuffers(const NormSpec &spec) {
                                        {"weight", E::F32, "[dim]"}};
   if (spec.kind == NormKind::LayerNorm)
     buffers.push_back({"bias", E::F32, "[dim]"});
+  if (spec.residual)
+    buffers.push_back({"residual", E::F32, "[tokens][dim]"});
   buffers.push_back({"output", E::F32, "[tokens][dim]", kOut});
   return buffers;
 }

@@ -669,6 +669,11 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     output(n, m) = sum(n, m);
   }
   output = applyActivation(output, spec.activation);
+  if (spec.softcap > 0) { // an output head's cap, before its argmax
+    Func capped("capped");
+    capped(n, m) = spec.softcap * tanh(output(n, m) / spec.softcap);
+    output = capped;
+  }
   ImageParam residual =
       spec.residual ? buffers.input("residual") : ImageParam(); // (n, m)
   if (spec.residual) {

@@ -23,7 +23,8 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
   ImageParam bias = layerNorm ? buffers.input("bias") : ImageParam();
   Var c("c"), t("t"), lane("lane");
   RDom r(0, dim, "r");
-  Func mean("mean"), meanSquare("mean_square"), output("output");
+  Func mean("mean"), meanSquare("mean_square"),
+      output(spec.residual ? "normalized" : "output");
   if (layerNorm) {
     mean(t) = 0.0f;
     mean(t) += input(r, t);
@@ -38,6 +39,16 @@ KernelPipeline buildNormPipeline(const NormSpec &spec, const Target &target) {
     meanSquare(t) += input(r, t) * input(r, t);
     output(c, t) =
         input(c, t) / sqrt(meanSquare(t) / dim + spec.eps) * weight(c);
+  }
+  // A residual_add norm: the normalized sublayer output joins the stream.
+  ImageParam residual =
+      spec.residual ? buffers.input("residual") : ImageParam(); // (c, t)
+  if (spec.residual) {
+    Func withResidual("output");
+    withResidual(c, t) = output(c, t) + residual(c, t);
+    output = withResidual;
+    residual.dim(0).set_min(0).set_extent(dim).set_stride(1);
+    residual.dim(1).set_min(0).set_stride(dim);
   }
 
   input.dim(0).set_min(0).set_extent(dim).set_stride(1);

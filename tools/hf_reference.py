@@ -6,8 +6,8 @@ model.safetensors or model.safetensors.index.json with its shards, tensors in
 F32, F16 or BF16; GPTQ and AWQ int4 layers dequantized as those formats
 define them), runs the forward pass of its model_type in float64 with
 numpy, written from transformers' modeling code (LlamaForCausalLM,
-MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,
-GPT2LMHeadModel), not from attnc's, and
+MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
+Gemma3ForCausalLM, GPT2LMHeadModel), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
 
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
@@ -205,12 +205,15 @@ def rotate(x, positions, inv):
     return x * np.cos(emb) + rotated * np.sin(emb)
 
 
-def attend(q, k, v, scale, window=None):
-    """Causal (optionally windowed) attention; q [hq][t][d], k/v [hkv][t][d]."""
+def attend(q, k, v, scale, window=None, softcap=None):
+    """Causal (optionally windowed) attention; q [hq][t][d], k/v [hkv][t][d];
+    softcap: scores become softcap·tanh(scores/softcap) (Gemma 2)."""
     groups = q.shape[0] // k.shape[0]
     k = np.repeat(k, groups, axis=0)
     v = np.repeat(v, groups, axis=0)
     scores = q @ k.transpose(0, 2, 1) * scale
+    if softcap:
+        scores = softcap * np.tanh(scores / softcap)
     t = q.shape[1]
     i, j = np.arange(t)[:, None], np.arange(t)[None, :]
     visible = j <= i
@@ -283,6 +286,90 @@ def llama_logits(config, w, tokens):
     return x @ head.T
 
 
+def round_to(value, torch_dtype):
+    """A number as a tensor of torch_dtype holds it (round to nearest even)."""
+    if torch_dtype == "float16":
+        return float(np.float16(value))
+    if torch_dtype == "bfloat16":
+        bits = int(np.array(value, dtype=np.float32).view(np.uint32))
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.array(bits, dtype=np.uint32).view(np.float32))
+    return value
+
+
+def gemma_logits(config, w, tokens):
+    """Gemma2ForCausalLM and Gemma3ForCausalLM (gemma3_text): norms applied
+    as (1 + w) before and after each sublayer, the embedding scaled by
+    sqrt(hidden_size) in the checkpoint's dtype, queries scaled by
+    query_pre_attn_scalar^-1/2, attention and final logits soft-capped
+    (Gemma 2's defaults 50 and 30), sliding layers by layer_types or the
+    pattern (Gemma 2: even layers; Gemma 3: all but every
+    sliding_window_pattern-th), and in Gemma 3 QK-norm and the sliding
+    layers' own RoPE base (rope_local_base_freq, no scaling)."""
+    gemma3 = config["model_type"] == "gemma3_text"
+    hidden = config["hidden_size"]
+    hq = config["num_attention_heads"]
+    hkv = config.get("num_key_value_heads") or hq
+    d = config.get("head_dim") or 256
+    eps = config.get("rms_norm_eps", 1e-6)
+    act = activation(config.get("hidden_activation", "gelu_pytorch_tanh"))
+    scale = config.get("query_pre_attn_scalar", 256) ** -0.5
+    defaults = (None, None) if gemma3 else (50.0, 30.0)
+    attn_cap = config.get("attn_logit_softcapping", defaults[0])
+    final_cap = config.get("final_logit_softcapping", defaults[1])
+    window = config.get("sliding_window", 4096)
+    layers = config["num_hidden_layers"]
+    if config.get("layer_types"):
+        sliding = [kind == "sliding_attention" for kind in config["layer_types"]]
+    elif gemma3:
+        pattern = config.get("sliding_window_pattern", 6)
+        sliding = [(i + 1) % pattern != 0 for i in range(layers)]
+    else:
+        sliding = [i % 2 == 0 for i in range(layers)]
+    theta = config.get("rope_theta", 1000000.0 if gemma3 else 10000.0)
+    global_inv = inverse_frequencies(dict(config, rope_theta=theta), d)
+    local_inv = (inverse_frequencies({"rope_theta": config.get(
+        "rope_local_base_freq", 10000.0)}, d) if gemma3 else global_inv)
+
+    def norm(x, name):
+        return rms_norm(x, 1.0 + w[name], eps)
+
+    def project(name, y):
+        out = y @ w[name + ".weight"].T
+        bias = w.get(name + ".bias")
+        return out if bias is None else out + bias
+
+    t = len(tokens)
+    positions = np.arange(t, dtype=np.float64)
+    normalizer = round_to(math.sqrt(hidden), config.get("torch_dtype"))
+    x = w["model.embed_tokens.weight"][tokens] * normalizer
+    for layer in range(layers):
+        p = f"model.layers.{layer}."
+        h = norm(x, p + "input_layernorm.weight")
+        q = project(p + "self_attn.q_proj", h).reshape(t, hq, d).transpose(1, 0, 2)
+        k = project(p + "self_attn.k_proj", h).reshape(t, hkv, d).transpose(1, 0, 2)
+        v = project(p + "self_attn.v_proj", h).reshape(t, hkv, d).transpose(1, 0, 2)
+        if gemma3:
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
+        inv = local_inv if sliding[layer] else global_inv
+        q, k = rotate(q, positions, inv), rotate(k, positions, inv)
+        o = attend(q, k, v, scale, window if sliding[layer] else None, attn_cap)
+        o = project(p + "self_attn.o_proj", o.transpose(1, 0, 2).reshape(t, hq * d))
+        x = x + norm(o, p + "post_attention_layernorm.weight")
+        h = norm(x, p + "pre_feedforward_layernorm.weight")
+        m = project(p + "mlp.down_proj",
+                    act(project(p + "mlp.gate_proj", h)) * project(p + "mlp.up_proj", h))
+        x = x + norm(m, p + "post_feedforward_layernorm.weight")
+    x = norm(x, "model.norm.weight")
+    head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings", True)
+            else w["lm_head.weight"])
+    logits = x @ head.T
+    if final_cap:
+        logits = final_cap * np.tanh(logits / final_cap)
+    return logits
+
+
 def gpt2_logits(config, w, tokens):
     """GPT2LMHeadModel: Conv1D weights [in][out], the head tied to wte."""
     hidden, heads = config["n_embd"], config["n_head"]
@@ -325,6 +412,7 @@ def main():
         weights = dequantize(config, weights)
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "qwen3": llama_logits,
+               "gemma2": gemma_logits, "gemma3_text": gemma_logits,
                "gpt2": gpt2_logits}.get(config["model_type"])
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")

@@ -260,8 +260,12 @@ LogicalResult ModelOp::verify() {
                            << " holds i4 weights: weight_dtype must be i4";
   }
   if (std::optional<StringRef> naming = getWeightNaming();
-      naming && *naming != "llama" && *naming != "gpt2" && *naming != "bart")
-    return emitOpError() << "weight_naming must be llama, gpt2 or bart";
+      naming && *naming != "llama" && *naming != "gemma" && *naming != "gpt2" &&
+      *naming != "bart")
+    return emitOpError() << "weight_naming must be llama, gemma, gpt2 or bart";
+  if (std::optional<APFloat> offset = getNormWeightOffset();
+      offset && !std::isfinite(offset->convertToFloat()))
+    return emitOpError() << "norm_weight_offset must be finite";
   StringRef kind = getKind();
   if (kind != "decoder-only" && kind != "encoder" && kind != "encoder-decoder")
     return emitOpError() << "kind must be decoder-only, encoder or "
@@ -536,6 +540,14 @@ LogicalResult NormOp::verify() {
   float eps = getEps().convertToFloat();
   if (!(eps > 0.0f) || !(eps <= 1.0f))
     return emitOpError() << "eps must be in (0, 1], got " << eps;
+  if (getResidualAdd()) {
+    if (getPost())
+      return emitOpError() << "a norm is post or residual_add, not both";
+    Operation *previous = getOperation()->getPrevNode();
+    if (!previous || !isa<AttentionLayerOp, FfnOp>(previous))
+      return emitOpError() << "a residual_add norm follows an attention "
+                              "layer or an FFN, whose output it normalizes";
+  }
   return failure(
       failed(verifyStack(*this, getStack())) ||
       failed(verifyKernelRefs(*this, {{"kernel", getKernelAttr()}})));
@@ -556,7 +568,8 @@ LogicalResult FfnOp::verify() {
 
 LogicalResult OutputHeadOp::verify() {
   if (failed(checkAtMost(*this, "vocab_size", getVocabSize(),
-                         limits::kVocabulary)))
+                         limits::kVocabulary)) ||
+      failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
     return failure();
   return verifyKernelRefs(*this, {{"kernel", getKernelAttr()}});
 }
@@ -586,6 +599,8 @@ LogicalResult LinearKernelOp::verify() {
   if (getQkNorm() && !rope)
     return emitOpError() << "qk_norm normalizes the rope_heads: it needs "
                             "rope_theta";
+  if (failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
+    return failure();
   if (rope) {
     int64_t headDim = *getRopeHeadDim();
     if (headDim % 2 != 0)

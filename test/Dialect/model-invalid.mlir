@@ -313,3 +313,32 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
   // expected-error @+1 {{qk_norm normalizes the rope_heads: it needs rope_theta}}
   attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 8 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>}
 }
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.norm @pre rms_norm {eps = 1.0e-6 : f32}
+  // expected-error @+1 {{a residual_add norm follows an attention layer or an FFN, whose output it normalizes}}
+  attn.norm @n rms_norm {eps = 1.0e-6 : f32, residual_add}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64}
+  // expected-error @+1 {{a norm is post or residual_add, not both}}
+  attn.norm @n rms_norm {eps = 1.0e-6 : f32, post, residual_add}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{softcap must be positive and finite}}
+  attn.output_head @head {softcap = -30.0 : f32, vocab_size = 100 : i64}
+}
+
+// -----
+
+// expected-error @+1 {{weight_naming must be llama, gemma, gpt2 or bart}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_naming = "phi"} {
+}

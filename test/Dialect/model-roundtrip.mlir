@@ -24,3 +24,19 @@ attn.model @qwen3 attributes {d_model = 64 : i64, kind = "decoder-only", max_bat
   attn.attention_layer @layer0 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>, rope_theta = 1000000.0 : f32}
   attn.linear_kernel @q {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 128 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1000000.0 : f32}
 }
+
+// Gemma's forms: norm weights stored as w - 1, a norm of the FFN's output
+// added to the stream, a capped head.
+// CHECK-LABEL: attn.model @gemma attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, norm_weight_offset = 1.000000e+00 : f32, weight_naming = "gemma"}
+// CHECK-NEXT: attn.ffn @f
+// CHECK-NEXT: attn.norm @f_output_norm rms_norm {eps = 9.99999997E-7 : f32, residual_add}
+// CHECK-NEXT: attn.output_head @head {softcap = 3.000000e+01 : f32, vocab_size = 100 : i64}
+// CHECK-NEXT: attn.norm_kernel @n rms_norm {dim = 64 : i64, eps = 9.99999997E-7 : f32, residual}
+// CHECK-NEXT: attn.linear_kernel @h {activation = #attn.activation<none>, argmax, in_features = 64 : i64, out_features = 100 : i64, softcap = 3.000000e+01 : f32}
+attn.model @gemma attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, norm_weight_offset = 1.0 : f32, weight_naming = "gemma"} {
+  attn.ffn @f {activation = #attn.activation<gelu_tanh>, gated, intermediate_size = 96 : i64}
+  attn.norm @f_output_norm rms_norm {eps = 1.0e-6 : f32, residual_add}
+  attn.output_head @head {softcap = 30.0 : f32, vocab_size = 100 : i64}
+  attn.norm_kernel @n rms_norm {dim = 64 : i64, eps = 1.0e-6 : f32, residual}
+  attn.linear_kernel @h {activation = #attn.activation<none>, argmax, in_features = 64 : i64, out_features = 100 : i64, softcap = 30.0 : f32}
+}

@@ -27,6 +27,7 @@ Halide::Target jitTarget() { return Halide::get_jit_target_from_environment(); }
 struct NormCase {
   attn::NormKind kind;
   int dim, tokens;
+  bool residual = false; ///< a residual_add norm: + residual rows
 };
 
 class NormTest : public testing::TestWithParam<NormCase> {};
@@ -38,21 +39,28 @@ TEST_P(NormTest, MatchesDoubleReference) {
   spec.kind = c.kind;
   spec.dim = c.dim;
   spec.eps = 1e-5f;
+  spec.residual = c.residual;
   attn::KernelPipeline kernel = attn::buildNormPipeline(spec, jitTarget());
   kernel.pipeline.compile_jit(jitTarget());
 
   std::mt19937 rng(c.dim * 7 + c.tokens);
   std::vector<float> x = randomVector(size_t(c.tokens) * c.dim, rng),
-                     w = randomVector(c.dim, rng), b = randomVector(c.dim, rng);
+                     w = randomVector(c.dim, rng), b = randomVector(c.dim, rng),
+                     r = randomVector(size_t(c.tokens) * c.dim, rng);
   for (int i = 0; i < c.dim; i++) // an offset the mean must remove
     x[i] += 3.0f;
   Halide::Buffer<float> input(x.data(), c.dim, c.tokens),
-      weight(w.data(), c.dim), bias(b.data(), c.dim), output(c.dim, c.tokens);
+      weight(w.data(), c.dim), bias(b.data(), c.dim),
+      residual(r.data(), c.dim, c.tokens), output(c.dim, c.tokens);
   Halide::ParamMap params;
-  params.set(kernel.inputs[0], input);
-  params.set(kernel.inputs[1], weight);
+  size_t next = 0;
+  params.set(kernel.inputs[next++], input);
+  params.set(kernel.inputs[next++], weight);
   if (c.kind == attn::NormKind::LayerNorm)
-    params.set(kernel.inputs[2], bias);
+    params.set(kernel.inputs[next++], bias);
+  if (c.residual)
+    params.set(kernel.inputs[next++], residual);
+  ASSERT_EQ(next, kernel.inputs.size());
   kernel.pipeline.realize(output, jitTarget(), params);
 
   double worst = 0;
@@ -69,7 +77,8 @@ TEST_P(NormTest, MatchesDoubleReference) {
     double inverse = 1 / std::sqrt(square / c.dim + 1e-5);
     for (int i = 0; i < c.dim; i++) {
       double expected = (row[i] - mean) * inverse * w[i] +
-                        (c.kind == attn::NormKind::LayerNorm ? b[i] : 0.0);
+                        (c.kind == attn::NormKind::LayerNorm ? b[i] : 0.0) +
+                        (c.residual ? r[size_t(t) * c.dim + i] : 0.0);
       worst = std::max(worst, std::fabs(output(i, t) - expected));
     }
   }
@@ -85,7 +94,12 @@ INSTANTIATE_TEST_SUITE_P(
                     NormCase{attn::NormKind::LayerNorm, 4096, 5},
                     NormCase{attn::NormKind::RmsNorm, 2048, 17},
                     NormCase{attn::NormKind::RmsNorm, 96, 1},
-                    NormCase{attn::NormKind::RmsNorm, 33, 8}));
+                    NormCase{attn::NormKind::RmsNorm, 33, 8},
+                    // Gemma's norms of a sublayer's output, added to the
+                    // stream.
+                    NormCase{attn::NormKind::RmsNorm, 2048, 17, true},
+                    NormCase{attn::NormKind::RmsNorm, 33, 1, true},
+                    NormCase{attn::NormKind::LayerNorm, 100, 9, true}));
 
 struct EmbeddingCase {
   attn::PositionKind positions;
@@ -180,6 +194,7 @@ struct EpilogueCase {
   attn::Activation activation;
   bool bias, residual;
   attn::Activation inputGate = attn::Activation::None;
+  float softcap = 0; ///< an output head's logit cap
 };
 
 double activate(double y, attn::Activation activation) {
@@ -211,6 +226,7 @@ TEST_P(LinearEpilogueTest, MatchesDoubleReference) {
   spec.activation = c.activation;
   spec.residual = c.residual;
   spec.inputGate = c.inputGate;
+  spec.softcap = c.softcap;
   const bool gated = c.inputGate != attn::Activation::None;
   const int width = gated ? 2 * c.in : c.in;
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, jitTarget());
@@ -246,6 +262,8 @@ TEST_P(LinearEpilogueTest, MatchesDoubleReference) {
         y += value * w[size_t(k) * c.out + n];
       }
       y = activate(y, c.activation);
+      if (c.softcap > 0)
+        y = c.softcap * std::tanh(y / c.softcap);
       if (c.residual)
         y += r[size_t(m) * c.out + n];
       worst = std::max(worst, std::fabs(output(n, m) - y));
@@ -271,6 +289,12 @@ INSTANTIATE_TEST_SUITE_P(
         // A wide gated down projection: the K-blocked reduction (3 blocks
         // of 1536 gated features) with the residual epilogue.
         EpilogueCase{4608, 128, 11, attn::Activation::None, false, true,
-                     attn::Activation::Silu}));
+                     attn::Activation::Silu},
+        // Gemma 2's final logit cap (small enough to bite: outputs are
+        // O(sqrt(in))), prompt and one token.
+        EpilogueCase{256, 1000, 9, attn::Activation::None, true, false,
+                     attn::Activation::None, 3.0f},
+        EpilogueCase{64, 33, 1, attn::Activation::None, false, false,
+                     attn::Activation::None, 1.0f}));
 
 } // namespace

@@ -4,7 +4,12 @@
 // llama3 RoPE scaling, a Qwen2 with Q/K/V biases, tied embeddings and a
 // sliding window from layer 1 on, a Qwen3 with QK-norm, heads wider than
 // the model (4 x 32 over 64) and sliding layers chosen by layer_types over
-// max_window_layers, a GPT-2 with scale_attn_by_inverse_layer_idx) is compiled by attnc as its config says (weights in its torch_dtype:
+// max_window_layers, a Gemma 2 with norms on both sides of each sublayer
+// stored as (1 + w), a scaled embedding, query_pre_attn_scalar and both
+// logit caps set low enough to bite (2 and 5), a Gemma 3 with QK-norm, a
+// 1:3 global/sliding pattern whose sliding layers take their own RoPE base
+// and whose global layers take linear scaling, a GPT-2 with
+// scale_attn_by_inverse_layer_idx) is compiled by attnc as its config says (weights in its torch_dtype:
 // bf16, bf16, f16). Random weights are written as Hugging Face publishes a
 // checkpoint: every tensor in that dtype, two shards and an index, beside
 // the config. tools/hf_reference.py, written from transformers' modeling
@@ -58,6 +63,8 @@
 #include "ref_qwen2.h"
 #include "ref_qwen2_int4.h"
 #include "ref_qwen3.h"
+#include "ref_gemma2.h"
+#include "ref_gemma3.h"
 
 #include "TestDirectory.h"
 
@@ -101,7 +108,8 @@ const KernelEntry *entries(const attnc_kernel_entry *table) {
 
 /// A fresh folder holding the config and a two-shard checkpoint of seeded
 /// random weights: matrices uniform in ±1.5/sqrt(fan-in), norm weights
-/// near 1, biases small.
+/// near 1 as the model applies them (Gemma's stored offsets near 0),
+/// biases small.
 std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
   std::string dir = attn::test::freshDirectory(c.name);
   std::ifstream config(std::string(ATTN_REFERENCE_MODELS) + "/" +
@@ -133,7 +141,7 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
                              : double(tensor.shape[1]);
     values.emplace_back(count);
     for (float &v : values.back())
-      v = normWeight ? 1.0f + 0.1f * uniform(rng)
+      v = normWeight ? 1.0f - plan.normWeightOffset + 0.1f * uniform(rng)
           : matrix   ? float(uniform(rng) * 1.5 / std::sqrt(fanIn))
                      : 0.1f * uniform(rng);
     tensor.type = c.stored;
@@ -259,6 +267,12 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"ref_qwen3", ref_qwen3_plan_json,
                          ref_qwen3_kernel_table, REF_QWEN3_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16},
+                    Case{"ref_gemma2", ref_gemma2_plan_json,
+                         ref_gemma2_kernel_table, REF_GEMMA2_KERNEL_TABLE_SIZE,
+                         WeightNaming::Gemma, TensorType::BF16},
+                    Case{"ref_gemma3", ref_gemma3_plan_json,
+                         ref_gemma3_kernel_table, REF_GEMMA3_KERNEL_TABLE_SIZE,
+                         WeightNaming::Gemma, TensorType::BF16},
                     Case{"ref_gpt2", ref_gpt2_plan_json, ref_gpt2_kernel_table,
                          REF_GPT2_KERNEL_TABLE_SIZE, WeightNaming::Gpt2,
                          TensorType::F16},

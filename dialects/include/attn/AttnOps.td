@@ -217,6 +217,9 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     zero point per group: the runtime repacks them as they are (and
     quantizes only what the checkpoint keeps in floats, the output head),
     and every linear kernel reads zero points (`weight_zeros`).
+    `norm_weight_offset` says the checkpoint stores every RMS norm's weight
+    as w - offset, QK-norm's included (Gemma: 1, applied as (1 + w)); the
+    runtime adds it once, at load.
 
     ```mlir
     attn.model @tiny attributes {d_model = 256 : i64, kind = "decoder-only",
@@ -230,7 +233,8 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
                        OptionalAttr<TypeAttr>:$weight_dtype,
                        OptionalAttr<StrAttr>:$weight_naming,
                        OptionalAttr<Attn_PositiveI64>:$weight_group,
-                       OptionalAttr<StrAttr>:$weight_format);
+                       OptionalAttr<StrAttr>:$weight_format,
+                       OptionalAttr<F32Attr>:$norm_weight_offset);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -374,7 +378,10 @@ def Attn_NormOp : Attn_Op<"norm", [Symbol, HasParent<"ModelOp">]> {
     residual stream itself (x = norm(x)), after the sublayer that added to
     it (post-norm blocks: Vaswani et al., Marian, BART) or after an
     embedding (BART's layernorm_embedding); the next sublayer then reads
-    the stream.
+    the stream. A `residual_add` norm follows an attention layer or FFN and
+    normalizes that sublayer's output before it joins the residual stream,
+    x = x + norm(sublayer) (Gemma's post-attention and post-feedforward
+    norms); the sublayer then leaves the addition to it.
 
     ```mlir
     attn.norm @layer0_norm layer_norm {eps = 9.99999974E-6 : f32}
@@ -383,7 +390,8 @@ def Attn_NormOp : Attn_Op<"norm", [Symbol, HasParent<"ModelOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_NormKind:$kind,
                        F32Attr:$eps, UnitAttr:$post,
                        OptionalAttr<StrAttr>:$stack,
-                       OptionalAttr<FlatSymbolRefAttr>:$kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$kernel,
+                       UnitAttr:$residual_add);
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
 }
@@ -418,7 +426,8 @@ def Attn_OutputHeadOp : Attn_Op<"output_head", [Symbol, HasParent<"ModelOp">]> {
   let description = [{
     `tied` says its weight is the decoder embedding's table (Hugging Face's
     `tie_word_embeddings`): a checkpoint's own `lm_head.weight`, if any, is
-    not what transformers computes with.
+    not what transformers computes with. `softcap` caps each logit to
+    softcap·tanh(logit/softcap) (Gemma 2's final_logit_softcapping).
     ```mlir
     attn.output_head @output_head {vocab_size = 34 : i64}
     ```
@@ -426,7 +435,7 @@ def Attn_OutputHeadOp : Attn_Op<"output_head", [Symbol, HasParent<"ModelOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Attn_PositiveI64:$vocab_size, UnitAttr:$bias,
                        OptionalAttr<FlatSymbolRefAttr>:$kernel,
-                       UnitAttr:$tied);
+                       UnitAttr:$tied, OptionalAttr<F32Attr>:$softcap);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -457,7 +466,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     into a K/V-producing projection; i8 quantizes each (token, head) row
     and stores its scale too, two more outputs). With `argmax` (an output head's
     kernel), a second output holds each token's greedy choice: the lowest
-    index of its largest output, -1 when one of them is NaN.
+    index of its largest output, -1 when one of them is NaN. With `softcap`
+    (an output head's), each output becomes softcap·tanh(output/softcap)
+    first.
 
     ```mlir
     attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
@@ -481,7 +492,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<TypeAttr>:$weight_dtype,
                        OptionalAttr<Attn_PositiveI64>:$weight_group,
                        UnitAttr:$weight_zeros,
-                       OptionalAttr<Attn_QkNormAttr>:$qk_norm);
+                       OptionalAttr<Attn_QkNormAttr>:$qk_norm,
+                       OptionalAttr<F32Attr>:$softcap);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -489,13 +501,17 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
 def Attn_NormKernelOp : Attn_Op<"norm_kernel", [Symbol, HasParent<"ModelOp">]> {
   let summary = "a specialized layer norm or RMS norm kernel";
   let description = [{
+    With `residual`, the kernel adds a residual input to the normalized
+    rows (a `residual_add` norm).
+
     ```mlir
     attn.norm_kernel @layer_norm_d128 layer_norm {dim = 128 : i64,
                                                   eps = 9.99999974E-6 : f32}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Attn_NormKind:$kind,
-                       Attn_PositiveI64:$dim, F32Attr:$eps);
+                       Attn_PositiveI64:$dim, F32Attr:$eps,
+                       UnitAttr:$residual);
   let assemblyFormat = "$sym_name $kind attr-dict";
 }
 

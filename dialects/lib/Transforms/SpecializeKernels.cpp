@@ -94,7 +94,15 @@ public:
     int64_t appendKvHeads = 0, appendHeadDim = 0;
     Type appendDtype;
     bool argmax = false; // an output head's greedy token
+    float softcap = 0;   // an output head's logit cap; 0: none
   };
+
+  /// Whether `op`'s output joins the residual stream through the norm after
+  /// it (a residual_add norm) rather than in its own output projection.
+  static bool addsResidualItself(Operation *op) {
+    auto next = dyn_cast_or_null<NormOp>(op->getNextNode());
+    return !(next && next.getResidualAdd());
+  }
 
   FlatSymbolRefAttr linear(const Linear &l, Location loc) {
     std::string name =
@@ -133,6 +141,8 @@ public:
       name += "_append_kv" + std::to_string(l.appendKvHeads) + "_d" +
               std::to_string(l.appendHeadDim) + "_" + dtype;
     }
+    if (l.softcap > 0)
+      name += "_cap" + nameNumber(l.softcap);
     if (l.argmax)
       name += "_argmax";
     // Every linear kernel of a model reads the model's weight dtype.
@@ -169,7 +179,8 @@ public:
           l.argmax, l.ropeTheta > 0 ? l.ropeScaling : DictionaryAttr(),
           weights.isF32() ? TypeAttr() : TypeAttr::get(weights),
           group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr(),
-          zeros, l.ropeTheta > 0 ? l.qkNorm : QkNormAttr());
+          zeros, l.ropeTheta > 0 ? l.qkNorm : QkNormAttr(),
+          l.softcap > 0 ? builder.getF32FloatAttr(l.softcap) : FloatAttr());
     });
   }
 
@@ -222,7 +233,7 @@ public:
       }
       layer.setOutputKernelAttr(
           linear({hq * d, dModel, layer.hasOutputBias(), Activation::None,
-                  true},
+                  addsResidualItself(layer)},
                  loc));
       return success();
     }
@@ -231,15 +242,17 @@ public:
       if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
         ffn.setUpKernelAttr(
             linear({dModel, 2 * size, ffn.getBias()}, ffn.getLoc()));
-        Linear down{size, dModel, ffn.getBias(), Activation::None, true};
+        Linear down{size, dModel, ffn.getBias(), Activation::None,
+                    addsResidualItself(ffn)};
         down.inputGate = ffn.getActivation();
         ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
         return success();
       }
       ffn.setUpKernelAttr(linear(
           {dModel, size, ffn.getBias(), ffn.getActivation()}, ffn.getLoc()));
-      ffn.setDownKernelAttr(linear(
-          {size, dModel, ffn.getBias(), Activation::None, true}, ffn.getLoc()));
+      ffn.setDownKernelAttr(linear({size, dModel, ffn.getBias(),
+                                    Activation::None, addsResidualItself(ffn)},
+                                   ffn.getLoc()));
       return success();
     }
     if (auto head = dyn_cast<OutputHeadOp>(op)) {
@@ -247,18 +260,22 @@ public:
       // one int per sequence instead of scanning the logits.
       Linear l{dModel, int64_t(head.getVocabSize()), head.getBias()};
       l.argmax = true;
+      if (std::optional<APFloat> cap = head.getSoftcap())
+        l.softcap = cap->convertToFloat();
       head.setKernelAttr(linear(l, head.getLoc()));
       return success();
     }
     if (auto norm = dyn_cast<NormOp>(op)) {
       std::string name = stringifyNormKind(norm.getKind()).str() + "_d" +
                          std::to_string(dModel);
+      if (norm.getResidualAdd())
+        name += "_res";
       float eps = norm.getEps().convertToFloat();
       norm.setKernelAttr(
           dedupe(name + "|" + std::to_string(eps), [&]() -> Operation * {
             return builder.create<NormKernelOp>(
                 norm.getLoc(), StringRef(name), norm.getKind(),
-                uint64_t(dModel), llvm::APFloat(eps));
+                uint64_t(dModel), llvm::APFloat(eps), norm.getResidualAdd());
           }));
       return success();
     }

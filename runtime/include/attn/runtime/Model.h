@@ -50,6 +50,12 @@ enum class WeightNaming {
   /// transformer.ln_f; Conv1D weights stored [in][out]; the output head is
   /// wte (tied).
   Gpt2,
+  /// Hugging Face Gemma 2 / Gemma 3 text decoders: Llama's names with a
+  /// norm on each side of each sublayer: model.layers.N.{input_layernorm,
+  /// self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm (Gemma 3),
+  /// post_attention_layernorm, pre_feedforward_layernorm,
+  /// mlp.{gate,up,down}_proj, post_feedforward_layernorm}.
+  Gemma,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per

@@ -37,6 +37,9 @@ struct PlanOp {
   int positionOffset = 0;   ///< embedding: learned table rows before row 0
   bool layerNorm = true;    ///< norm: layer norm, else RMS norm
   bool post = false;        ///< norm: normalizes the residual stream in place
+  bool residualAdd = false; ///< norm: of the previous sublayer's output,
+                            ///< then added to the stream (that sublayer's
+                            ///< output kernel adds no residual)
   bool bias = false;        ///< FFN, output head; attention projections
   bool outputBias = false;  ///< attention: the output projection's bias
   int intermediateSize = 0; ///< FFN
@@ -84,6 +87,8 @@ struct ModelPlan {
   /// How a checkpoint names its tensors ("llama", "gpt2", "bart"), where
   /// attnc knew it (Hugging Face configs); empty otherwise.
   std::string weightNaming;
+  /// Added to every stored RMS norm weight (plan::kNormWeightOffset).
+  float normWeightOffset = 0;
   std::vector<PlanOp> ops;
 };
 

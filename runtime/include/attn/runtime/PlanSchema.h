@@ -10,6 +10,7 @@
 // Layout:
 //   { plan_version, model, kind, d_model, max_batch, devices[],
 //     weight_dtype, weight_naming, weight_panel, weight_group,
+//     norm_weight_offset,
 //     weight_bytes_per_token,
 //     kv_bytes_per_token, kv_bytes_per_sequence, kv_bytes,
 //     layers: [ { name, kind, num_query_heads, num_kv_heads, head_dim, mask,
@@ -55,6 +56,9 @@ inline constexpr char kWeightGroup[] = "weight_group";
 /// "awq" (Int4Format); "" for weights the runtime quantizes or converts.
 inline constexpr char kWeightFormat[] = "weight_format";
 inline constexpr char kWeightBytesPerToken[] = "weight_bytes_per_token";
+/// What the runtime adds to every stored RMS norm weight, QK-norm's
+/// included (Gemma stores w for (1 + w)): 0 for most checkpoints.
+inline constexpr char kNormWeightOffset[] = "norm_weight_offset";
 inline constexpr char kKvBytesPerToken[] = "kv_bytes_per_token";
 inline constexpr char kKvBytesPerSequence[] = "kv_bytes_per_sequence";
 inline constexpr char kKvBytes[] = "kv_bytes";
@@ -129,6 +133,8 @@ inline constexpr char kOpNorm[] = "norm";
 inline constexpr char kLayerNorm[] = "layer_norm"; ///< a norm's kind
 inline constexpr char kEps[] = "eps";
 inline constexpr char kPost[] = "post";
+/// A norm of the preceding sublayer's output, added to the stream.
+inline constexpr char kResidualAdd[] = "residual_add";
 inline constexpr char kOpFfn[] = "ffn";
 inline constexpr char kActivation[] = "activation";
 inline constexpr char kIntermediateSize[] = "intermediate_size";

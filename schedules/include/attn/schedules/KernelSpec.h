@@ -249,6 +249,9 @@ struct LinearSpec {
   bool weightZeros = false;
   CacheAppend cacheAppend;
   bool argmax = false;
+  /// > 0: each output becomes softcap·tanh(output/softcap) (an output
+  /// head's logit cap, Gemma 2's), before the argmax reads it.
+  float softcap = 0.0f;
   /// bf16, int8 and int4 weights at prompt sizes may multiply X (and int4's
   /// dequantized W) rounded to bf16 on AMX tiles (linearUsesAmx,
   /// Pipelines.h); false keeps the kernel's own product.
@@ -261,11 +264,14 @@ struct LinearSpec {
 /// fp32, variance of the centred values (no E[x²] - E[x]² cancellation).
 /// Buffers: kernelBuffers (KernelAbi.h).
 enum class NormKind { LayerNorm, RmsNorm };
+/// With `residual`, a residual [tokens][dim] input is added to the
+/// normalized rows (Gemma's norms of a sublayer's output).
 struct NormSpec {
   std::string functionName;
   NormKind kind = NormKind::LayerNorm;
   int dim = 0;
   float eps = 1e-5f;
+  bool residual = false;
 };
 
 /// Token embedding (times `scale`) plus positions. `Sinusoidal` adds
