@@ -7,9 +7,15 @@
 // every weight once, so its speed is bounded by weight bytes per token ÷
 // the machine's read bandwidth (measured here, in the same run).
 //
-//   attn-model-bench --write DIR      random weights, as Hugging Face
-//                                     publishes them: bf16, 2 shards, index
-//   attn-model-bench --weights DIR [--weight-dtype bf16|f32|int8|int4]
+// With --model qwen3-0.6b or gemma-3-1b, the same for those published
+// configs (models/<name>, bf16 only): #49's QK-norm, Gemma's norms and its
+// sliding and global layers at the shapes people download.
+//
+//   attn-model-bench [--model M] --write DIR   random weights, as Hugging
+//                                     Face publishes them: bf16, 2 shards,
+//                                     index, and the config beside them
+//   attn-model-bench [--model M] --weights DIR
+//                    [--weight-dtype bf16|f32|int8|int4]
 //                    [--packed-weights FILE] [--prompt 512] [--steps 64]
 //
 // --packed-weights: keep the laid-out weights in FILE (LoadOptions), so
@@ -32,10 +38,13 @@
 #include "tinyllama_f32.h"
 #include "tinyllama_int4.h"
 #include "tinyllama_int8.h"
+#include "gemma_3_1b_bf16.h"
+#include "qwen3_0_6b_bf16.h"
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -84,15 +93,38 @@ const KernelEntry *entries(const attnc_kernel_entry *table) {
   return reinterpret_cast<const KernelEntry *>(table);
 }
 
-int writeRandomCheckpoint(const std::string &dir) {
+/// A benchmarked config (models/<name>/config.json) and its libraries by
+/// weight dtype (null: not compiled for it).
+struct BenchModel {
+  const char *name, *label;
+  const attnc_model_library *bf16, *f32, *int8, *int4;
+};
+const BenchModel kModels[] = {
+    {"tinyllama", "TinyLlama-1.1B", &tinyllama_bf16_library,
+     &tinyllama_f32_library, &tinyllama_int8_library, &tinyllama_int4_library},
+    {"qwen3-0.6b", "Qwen3-0.6B", &qwen3_0_6b_bf16_library, nullptr, nullptr,
+     nullptr},
+    {"gemma-3-1b", "Gemma-3-1B", &gemma_3_1b_bf16_library, nullptr, nullptr,
+     nullptr}};
+
+const BenchModel *findModel(const std::string &name) {
+  for (const BenchModel &model : kModels)
+    if (name == model.name)
+      return &model;
+  return nullptr;
+}
+
+int writeRandomCheckpoint(const BenchModel &bench, const std::string &dir) {
   ModelPlan plan;
-  const attnc_model_library &d = tinyllama_bf16_library;
+  const attnc_model_library &d = *bench.bf16;
   if (Status s = parsePlan(d.plan_json, entries(d.kernels), d.kernel_count,
                            plan);
       !s)
     return fail(s.message());
-  std::vector<ExpectedTensor> tensors =
-      Model::requiredTensors(plan, WeightNaming::Llama);
+  WeightNaming naming;
+  if (Status s = Model::namingOf(plan, naming); !s)
+    return fail(s.message());
+  std::vector<ExpectedTensor> tensors = Model::requiredTensors(plan, naming);
   std::vector<std::vector<float>> values;
   std::vector<const float *> data;
   std::mt19937 rng(3);
@@ -101,11 +133,13 @@ int writeRandomCheckpoint(const std::string &dir) {
     size_t count = 1;
     for (int64_t extent : tensor.shape)
       count *= size_t(extent);
+    // 1-D tensors are norm weights in these models (no biases): 1 as the
+    // model applies them (Gemma stores w for 1 + w).
     const bool norm = tensor.shape.size() == 1;
     const float range = norm ? 0.0f : 1.0f / std::sqrt(float(tensor.shape[1]));
     values.emplace_back(count);
     for (float &v : values.back())
-      v = norm ? 1.0f : range * uniform(rng);
+      v = norm ? 1.0f - plan.normWeightOffset : range * uniform(rng);
     tensor.type = TensorType::BF16;
     data.push_back(values.back().data());
   }
@@ -114,23 +148,34 @@ int writeRandomCheckpoint(const std::string &dir) {
   double start = now();
   if (Status s = writeCheckpoint(dir, tensors, data, 2); !s)
     return fail(s.message());
+  // The config beside the weights: a Hugging Face folder (the peers read it).
+  std::ifstream config(std::string(ATTN_BENCH_MODELS) + "/" + bench.name +
+                           "/config.json",
+                       std::ios::binary);
+  std::ofstream(dir + "/config.json", std::ios::binary) << config.rdbuf();
   std::printf("wrote %zu tensors to %s in %.1f s\n", tensors.size(),
               dir.c_str(), now() - start);
   return 0;
 }
 
-/// The library compiled for `dtype` (bf16 unless another is named).
-const attnc_model_library &libraryFor(const std::string &dtype) {
-  return dtype == "f32"    ? tinyllama_f32_library
-         : dtype == "int8" ? tinyllama_int8_library
-         : dtype == "int4" ? tinyllama_int4_library
-                           : tinyllama_bf16_library;
+/// The library compiled for `dtype` (bf16 unless another is named); null
+/// where the model has none.
+const attnc_model_library *libraryFor(const BenchModel &model,
+                                      const std::string &dtype) {
+  return dtype == "f32"    ? model.f32
+         : dtype == "int8" ? model.int8
+         : dtype == "int4" ? model.int4
+                           : model.bf16;
 }
 
-int run(const std::string &weights, const std::string &dtype,
-        const std::string &packed, int promptLength, int steps) {
+int run(const BenchModel &bench, const std::string &weights,
+        const std::string &dtype, const std::string &packed, int promptLength,
+        int steps) {
+  const attnc_model_library *compiled = libraryFor(bench, dtype);
+  if (!compiled)
+    return fail(std::string(bench.name) + " is compiled for bf16 weights only");
   std::shared_ptr<const ModelLibrary> library;
-  if (Status s = ModelLibrary::linked(libraryFor(dtype), library); !s)
+  if (Status s = ModelLibrary::linked(*compiled, library); !s)
     return fail(s.message());
   const nlohmann::json planJson =
       nlohmann::json::parse(library->descriptor().plan_json);
@@ -157,8 +202,10 @@ int run(const std::string &weights, const std::string &dtype,
     return fail(s.message());
   ExecutionContext context(*model);
   std::vector<int32_t> prompt(promptLength);
+  // The ids ../shared/peers/llamacpp feeds llama.cpp: modulo 32000 (or a
+  // smaller vocabulary).
   for (int i = 0; i < promptLength; i++)
-    prompt[i] = (i * 7919 + 1) % model->targetVocabulary();
+    prompt[i] = (i * 7919 + 1) % std::min(model->targetVocabulary(), 32000);
   std::vector<float> logits(model->targetVocabulary());
   int32_t token = 0;
   start = now();
@@ -187,9 +234,9 @@ int run(const std::string &weights, const std::string &dtype,
   const int threads = int(std::thread::hardware_concurrency());
   attn::Roofline roofline = attn::measureRoofline(threads);
   const double weightGBps = weightBytesPerToken * tokensPerSecond / 1e9;
-  std::printf("model: TinyLlama-1.1B shape, %s weights, %.2f GB read per "
+  std::printf("model: %s shape, %s weights, %.2f GB read per "
               "decoded token, KV cache %.1f MiB\n",
-              dtype.c_str(), weightBytesPerToken / 1e9,
+              bench.label, dtype.c_str(), weightBytesPerToken / 1e9,
               double(cache.poolBytes()) / (1 << 20));
   std::printf("load: %.2f s, weights %s; peak RSS after load %.2f GB "
               "(resident %.2f GB)\n",
@@ -211,7 +258,7 @@ int run(const std::string &weights, const std::string &dtype,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string write, weights, dtype = "bf16", packed;
+  std::string write, weights, dtype = "bf16", packed, modelName = "tinyllama";
   int promptLength = 512, steps = 64;
   for (int i = 1; i < argc; i++) {
     std::string arg = argv[i];
@@ -226,6 +273,8 @@ int main(int argc, char **argv) {
       write = value();
     else if (arg == "--weights")
       weights = value();
+    else if (arg == "--model")
+      modelName = value();
     else if (arg == "--weight-dtype")
       dtype = value();
     else if (arg == "--packed-weights")
@@ -237,16 +286,22 @@ int main(int argc, char **argv) {
     else
       return fail("unknown option '" + arg + "'"), 2;
   }
+  const BenchModel *bench = findModel(modelName);
+  if (!bench)
+    return fail("--model must be tinyllama, qwen3-0.6b or gemma-3-1b, got '" +
+                modelName + "'"),
+           2;
   if (!write.empty())
-    return writeRandomCheckpoint(write);
+    return writeRandomCheckpoint(*bench, write);
   if (weights.empty() ||
       (dtype != "bf16" && dtype != "f32" && dtype != "int8" &&
        dtype != "int4") ||
       promptLength < 1 || steps < 1 || promptLength + steps + 4 > 2048)
-    return fail("usage: attn-model-bench --write DIR | --weights DIR "
+    return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
+                "gemma-3-1b] --write DIR | --weights DIR "
                 "[--weight-dtype bf16|f32|int8|int4] [--packed-weights FILE] "
                 "[--prompt N] [--steps N] "
                 "(prompt + steps + 4 <= 2048)"),
            2;
-  return run(weights, dtype, packed, promptLength, steps);
+  return run(*bench, weights, dtype, packed, promptLength, steps);
 }
