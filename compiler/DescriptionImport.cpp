@@ -86,6 +86,7 @@ bool readLayer(const json::Object &object, const JsonPath &path,
       reader.optionalEnum("compute_dtype", {"f32", "bf16"}, "f32") == "bf16");
   if (auto theta = reader.optionalPositiveNumber("rope_theta"))
     layer.ropeTheta = float(*theta);
+  layer.ropeDim = reader.getInt("rope_dim", false, 1, limits::kHeadDim);
   layer.projectionBias = reader.optionalBool("projection_bias").value_or(false);
   JsonPath scalingPath;
   if (const json::Object *scaling =

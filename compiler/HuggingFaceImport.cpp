@@ -225,6 +225,17 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     if (!config.isNull("rope_scaling", root))
       if (const json::Object *scaling =
               config.getObject("rope_scaling", false, scalingPath)) {
+        // LongRoPE's factor lists (Phi-3.5, Phi-4-mini): named before the
+        // lists are read as values a rule cannot hold.
+        for (const char *key : {"rope_type", "type"})
+          if (const json::Value *rule = scaling->get(key);
+              rule && rule->getAsString() == "longrope") {
+            emitError(locator.at(scalingPath))
+                << "rope_scaling type 'longrope' is not supported yet "
+                   "(attnc computes default, linear, llama3, yarn and "
+                   "dynamic)";
+            return nullptr;
+          }
         layer.ropeScaling =
             jsonToDictionary(*scaling, scalingPath, locator, context);
         if (!layer.ropeScaling)
@@ -276,14 +287,27 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     if (qwen && !config.isNull("layer_types", root) &&
         !readLayerTypes(config, *layers, slidingLayers))
       return nullptr;
-    // Only rotation of every channel is implemented (Phi-style partial
-    // rotary embeddings would rotate a prefix of each head).
+    // Phi-3's partial rotary: the first int(head_dim · factor) channels of
+    // each head rotate (transformers' Phi3Attention). The Llama family's
+    // attention rotates every channel whatever the key says: refused there.
     if (std::optional<double> partial =
             config.optionalPositiveNumber("partial_rotary_factor");
-        partial && *partial != 1.0)
-      config.error("partial_rotary_factor",
-                   "attnc rotates every channel of a head; "
-                   "partial_rotary_factor other than 1 is not supported");
+        partial && *partial != 1.0) {
+      const int64_t rotary = int64_t(double(layer.headDim) * *partial);
+      if (type != "phi3")
+        config.error("partial_rotary_factor",
+                     "attnc rotates every channel of a " + type.str() +
+                         " head; partial_rotary_factor other than 1 is "
+                         "supported for phi3");
+      else if (*partial > 1.0 || rotary < 2 || rotary % 2 != 0)
+        config.error("partial_rotary_factor",
+                     "partial_rotary_factor must leave an even number of "
+                     "rotating channels, at most head_dim (" +
+                         llvm::Twine(layer.headDim) + "), got " +
+                         llvm::Twine(rotary));
+      else
+        layer.ropeDim = rotary;
+    }
   }
   // The rest of a block. Llama family: RMS norms, a SiLU-gated MLP, the
   // output head. GPT-2: layer norms, a GELU (tanh) MLP of n_inner (default
@@ -346,7 +370,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                            quantized->group, quantized->format);
   else
     builder.setWeightDtype(weightDtype(config, context));
-  builder.setWeightNaming(gpt2 ? "gpt2" : "llama");
+  builder.setWeightNaming(gpt2 ? "gpt2" : type == "phi3" ? "phi3" : "llama");
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
   builder.addEmbedding("embedding", *vocabulary,
@@ -713,7 +737,7 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
     return nullptr;
   }
   if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-      *type == "qwen3" || *type == "gpt2")
+      *type == "qwen3" || *type == "phi3" || *type == "gpt2")
     return importDecoderOnly(config, root, *type, locator, context, options,
                              name, quantized);
   if (*type == "gemma2" || *type == "gemma3_text")
@@ -723,7 +747,7 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
       << "' (attnc imports llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
-         "gpt2, marian and bart)";
+         "phi3, gpt2, marian and bart)";
   return nullptr;
 }
 

@@ -156,6 +156,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
         spec.ropeTheta = theta->convertToFloat();
         spec.ropeHeads = *kernel.getRopeHeads();
         spec.ropeHeadDim = *kernel.getRopeHeadDim();
+        spec.ropeDim = int(kernel.getRopeDim().value_or(0));
       }
       if (DictionaryAttr scaling = kernel.getRopeScalingAttr())
         spec.ropeScaling = ropeScaling(scaling);

@@ -133,6 +133,7 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.keyPadding ? builder.getUnitAttr() : UnitAttr(),
       c.bf16Compute ? TypeAttr::get(builder.getBF16Type()) : TypeAttr(),
       optionalF32(c.ropeTheta), c.ropeScaling, c.qkNorm,
+      c.ropeDim ? builder.getI64IntegerAttr(*c.ropeDim) : IntegerAttr(),
       c.projectionBias ? builder.getUnitAttr() : UnitAttr(),
       c.outputBias ? builder.getBoolAttr(*c.outputBias) : BoolAttr(), c.cache,
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),

@@ -28,6 +28,7 @@ struct LayerConfig {
   std::optional<bool> outputBias; ///< absent: as projectionBias
   mlir::DictionaryAttr ropeScaling; ///< null: none
   mlir::attn::QkNormAttr qkNorm;    ///< null: none
+  std::optional<int64_t> ropeDim;   ///< partial rotary; absent: all
   mlir::attn::KvCacheAttr cache;    ///< null: the layer never decodes
   std::string stack;                ///< "encoder", "decoder" or empty
 };

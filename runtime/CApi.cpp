@@ -44,7 +44,8 @@ struct attn_generator {
 static_assert(int(WeightNaming::Bart) == ATTN_NAMING_BART &&
                   int(WeightNaming::Llama) == ATTN_NAMING_LLAMA &&
                   int(WeightNaming::Gpt2) == ATTN_NAMING_GPT2 &&
-                  int(WeightNaming::Gemma) == ATTN_NAMING_GEMMA,
+                  int(WeightNaming::Gemma) == ATTN_NAMING_GEMMA &&
+                  int(WeightNaming::Phi3) == ATTN_NAMING_PHI3,
               "attn_weight_naming mirrors WeightNaming");
 static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
                   int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,

@@ -30,6 +30,9 @@ struct FamilyNames {
   /// QK-norm's weights (Qwen3: self_attn.q_norm, self_attn.k_norm).
   const char *queryNorm, *keyNorm;
   const char *up, *gate, *down;
+  /// Phi-3's fusions: Q|K|V rows in one tensor named `query`, gate|up rows
+  /// in one named `gate` ("" where separate).
+  bool fusedQkv = false, fusedGateUp = false;
   /// Where a checkpoint with tied embeddings stores the table [vocab][d].
   const char *sharedEmbedding;
   /// A tied head is the embedding (Llama); else lm_head.weight, or the
@@ -73,10 +76,44 @@ const FamilyNames kLlama = {WeightNaming::Llama,
                             "mlp.up_proj",
                             "mlp.gate_proj",
                             "mlp.down_proj",
+                            false,
+                            false,
                             "model.embed_tokens.weight",
                             true,
                             {".self_attn.rotary_emb.inv_freq"},
                             {}};
+
+/// Phi-3 / Phi-3.5 / Phi-4-mini: Llama's names with Q|K|V in
+/// self_attn.qkv_proj and gate|up in mlp.gate_up_proj.
+const FamilyNames kPhi3 = {WeightNaming::Phi3,
+                           "phi3",
+                           "model.layers.{n}.",
+                           "model.embed_tokens",
+                           "",
+                           "",
+                           "model.norm",
+                           "input_layernorm",
+                           "",
+                           "post_attention_layernorm",
+                           "",
+                           "",
+                           "self_attn.",
+                           "",
+                           "qkv_proj",
+                           "",
+                           "",
+                           "o_proj",
+                           "",
+                           "",
+                           "",
+                           "mlp.gate_up_proj",
+                           "mlp.down_proj",
+                           true,
+                           true,
+                           "model.embed_tokens.weight",
+                           true,
+                           {},
+                           {}};
 
 /// Gemma 2 and Gemma 3 text: Llama's names, a norm on each side of each
 /// sublayer, the head tied to the embedding.
@@ -103,6 +140,8 @@ const FamilyNames kGemma = {WeightNaming::Gemma,
                             "mlp.up_proj",
                             "mlp.gate_proj",
                             "mlp.down_proj",
+                            false,
+                            false,
                             "model.embed_tokens.weight",
                             true,
                             {},
@@ -132,6 +171,8 @@ const FamilyNames kBart = {WeightNaming::Bart,
                            "fc1",
                            "fc1_gate",
                            "fc2",
+                           false,
+                           false,
                            "model.shared.weight",
                            false,
                            {},
@@ -164,6 +205,8 @@ const FamilyNames kGpt2 = {WeightNaming::Gpt2,
                            "mlp.c_fc",
                            "",
                            "mlp.c_proj",
+                           false,
+                           false,
                            "transformer.wte.weight",
                            true,
                            {".attn.bias", ".attn.masked_bias"},
@@ -175,6 +218,8 @@ const FamilyNames &family(WeightNaming naming) {
     return kLlama;
   case WeightNaming::Gemma:
     return kGemma;
+  case WeightNaming::Phi3:
+    return kPhi3;
   case WeightNaming::Gpt2:
     return kGpt2;
   case WeightNaming::Bart:
@@ -338,11 +383,20 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
           prefix + (op.cross ? naming.crossAttention : naming.selfAttention);
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
+      if (naming.fusedQkv) // Q | K | V rows of one tensor
+        for (auto [role, begin, rows] :
+             {std::tuple{"q.weight", int64_t(0), q},
+              std::tuple{"k.weight", q, kv},
+              std::tuple{"v.weight", q + kv, kv}})
+          n.addRows(role, base + naming.query + ".weight", {q + 2 * kv, d},
+                    begin, rows);
       for (auto [role, proj, rows, cols] :
            {std::tuple{"q", naming.query, q, d},
             std::tuple{"k", naming.key, kv, d},
             std::tuple{"v", naming.value, kv, d},
             std::tuple{"out", naming.output, d, q}}) {
+        if (naming.fusedQkv && std::string(role) != "out")
+          continue;
         addLinear(n, role, base + proj, rows, cols);
         if (std::string(role) == "out" ? op.outputBias : op.bias)
           n.add(std::string(role) + ".bias", base + proj + ".bias", {rows});
@@ -364,6 +418,12 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
         roles.insert(roles.begin(), {"gate", {f, d}});
       for (const auto &[role, shape] : roles) {
         const std::string base = prefix + naming.ffn(role);
+        if (naming.fusedGateUp && op.gated && role != "down") {
+          // gate | up rows of one tensor
+          n.addRows(role + ".weight", prefix + naming.ffn("gate") + ".weight",
+                    {2 * f, d}, role == "gate" ? 0 : f, f);
+          continue;
+        }
         addLinear(n, role, base, shape[0], shape[1]);
         if (op.bias)
           n.add(role + ".bias", base + ".bias", {shape[0]});
@@ -471,6 +531,16 @@ void OpTensorNames::addConv1D(const std::string &role,
                               int64_t columnCount) {
   entries.push_back(
       {role, tensor, std::move(shape), true, columnBegin, columnCount});
+}
+
+void OpTensorNames::addRows(const std::string &role,
+                            const std::string &tensor,
+                            std::vector<int64_t> shape, int64_t begin,
+                            int64_t count) {
+  Entry entry{role, tensor, std::move(shape)};
+  entry.rowBegin = begin;
+  entry.rowCount = count;
+  entries.push_back(std::move(entry));
 }
 
 const OpTensorNames::Entry *OpTensorNames::find(const std::string &role) const {

@@ -30,6 +30,9 @@ struct OpTensorNames {
     std::vector<int64_t> shape; // in the file
     bool conv1d = false;
     int64_t columnBegin = 0, columnCount = 0; // 0: every column
+    /// Rows [rowBegin, rowBegin + rowCount) of a fused [out][in] tensor
+    /// (Phi-3's qkv_proj and gate_up_proj); 0: every row.
+    int64_t rowBegin = 0, rowCount = 0;
     /// Where a checkpoint may hold the tensor instead (tied weights: BART's
     /// model.shared for its embeddings and head), tried in order when the
     /// file lacks `tensor`; with their shapes in the file.
@@ -46,6 +49,10 @@ struct OpTensorNames {
   void addConv1D(const std::string &role, const std::string &tensor,
                  std::vector<int64_t> shape, int64_t columnBegin,
                  int64_t columnCount);
+  /// Rows [begin, begin + count) of `tensor` ([out][in], `shape` in the
+  /// file) as the role's [count][in] weight.
+  void addRows(const std::string &role, const std::string &tensor,
+               std::vector<int64_t> shape, int64_t begin, int64_t count);
   const Entry *find(const std::string &role) const;
 };
 

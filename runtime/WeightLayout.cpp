@@ -122,11 +122,16 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     packed.push_back(tensor);
     const int64_t in = tensor->shape[1];
     const size_t rowBytes = size_t(in) * byteSize(tensor->type);
-    return {tensor->shape[0],
-            [tensor, rowBytes](int64_t first, int64_t count, float *out) {
+    // A fused tensor's rows [rowBegin, rowBegin + rowCount) (checked
+    // against the file's shape by checkTensors: the entry's shape is it).
+    const int64_t begin = entry->rowBegin,
+                  count = entry->rowCount ? entry->rowCount : tensor->shape[0];
+    return {count,
+            [tensor, rowBytes, begin](int64_t first, int64_t count,
+                                      float *out) {
               TensorView slice = *tensor;
               slice.data = static_cast<const char *>(tensor->data) +
-                           size_t(first) * rowBytes;
+                           size_t(begin + first) * rowBytes;
               slice.bytes = size_t(count) * rowBytes;
               readFloats(slice, out);
             }};

@@ -625,11 +625,19 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     rotating(n, m) = sum(n, m);
   }
   if (rope) {
+    // The channels of a head that rotate: all, or the first `rotary`
+    // (partial rotary), whose frequencies are over rotary channels.
+    const int rotary = spec.ropeDim > 0 ? spec.ropeDim : headDim;
+    if (rotary % 2 != 0 || rotary > headDim)
+      throw std::invalid_argument(
+          "linear kernel " + spec.functionName +
+          ": ropeDim must be even and at most ropeHeadDim, got " +
+          std::to_string(rotary));
     // Inverse frequencies, embedded in the generated code.
-    Buffer<float> inverseFrequency(headDim / 2, "rope_inverse_frequency");
+    Buffer<float> inverseFrequency(rotary / 2, "rope_inverse_frequency");
     std::vector<double> frequencies =
-        ropeInverseFrequencies(spec.ropeTheta, headDim, spec.ropeScaling);
-    for (int i = 0; i < headDim / 2; i++)
+        ropeInverseFrequencies(spec.ropeTheta, rotary, spec.ropeScaling);
+    for (int i = 0; i < rotary / 2; i++)
       inverseFrequency(i) = float(frequencies[i]);
     Func frequency("rope_frequency");
     Var j("j");
@@ -649,22 +657,23 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
            factor = constant(rule.factor);
       Expr base = constant(spec.ropeTheta) *
                   pow(factor * length / original - (factor - constant(1.0)),
-                      constant(double(headDim) / (headDim - 2)));
+                      constant(double(rotary) / (rotary - 2)));
       frequency(j) =
           select(length > original,
                  cast<float>(constant(1.0) /
                              pow(base, cast<double>(2 * j) /
-                                           constant(double(headDim)))),
+                                           constant(double(rotary)))),
                  inverseFrequency(j));
       longest.compute_root();
       frequency.compute_root();
     }
-    Expr i = n % headDim, half = headDim / 2;
+    Expr i = n % headDim, half = rotary / 2;
     // Always inside n's tile (tiles hold whole heads); the clamp tells
-    // Halide's bounds inference so.
+    // Halide's bounds inference so. Channels past `rotary` pair with
+    // themselves (unused: they pass through).
     Expr tileStart = n / tileN * tileN;
-    Expr partner =
-        clamp(n - i + (i + half) % headDim, tileStart, tileStart + tileN - 1);
+    Expr partner = clamp(n - i + select(i < rotary, (i + half) % rotary, i),
+                         tileStart, tileStart + tileN - 1);
     Expr angle = cast<float>(positions(row)) *
                  frequency(clamp(i % half, 0, half - 1));
     Expr rotated = rotating(n, m) * cos(angle) + select(i < half, -1.0f, 1.0f) *
@@ -672,6 +681,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                                  sin(angle);
     if (spec.ropeScaling.attentionFactor != 1)
       rotated *= float(spec.ropeScaling.attentionFactor);
+    if (rotary < headDim) // the rest of a RoPE head passes through
+      rotated = select(i < rotary, rotated, rotating(n, m));
     output(n, m) = select(n < normed, rotated, sum(n, m));
     positions.dim(0).set_min(0).set_stride(1);
   } else {

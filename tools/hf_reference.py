@@ -7,7 +7,7 @@ F32, F16 or BF16; GPTQ and AWQ int4 layers dequantized as those formats
 define them), runs the forward pass of its model_type in float64 with
 numpy, written from transformers' modeling code (LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
-Gemma3ForCausalLM, GPT2LMHeadModel), not from attnc's, and
+Gemma3ForCausalLM, Phi3ForCausalLM, GPT2LMHeadModel), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
 
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
@@ -370,6 +370,48 @@ def gemma_logits(config, w, tokens):
     return logits
 
 
+def phi3_logits(config, w, tokens):
+    """Phi3ForCausalLM: Q|K|V rows in one qkv_proj and gate|up rows in one
+    gate_up_proj (up·act(gate)), partial rotary (the first
+    int(head_dim·partial_rotary_factor) channels of each head rotate, over
+    frequencies of that many), a sliding window on every layer."""
+    hidden = config["hidden_size"]
+    hq = config["num_attention_heads"]
+    hkv = config.get("num_key_value_heads") or hq
+    d = config.get("head_dim") or hidden // hq
+    f = config["intermediate_size"]
+    eps = config.get("rms_norm_eps", 1e-5)
+    act = activation(config.get("hidden_act", "silu"))
+    window = config.get("sliding_window")
+    rotary = int(d * config.get("partial_rotary_factor", 1.0))
+    inv = inverse_frequencies(config, rotary)
+    t = len(tokens)
+    positions = np.arange(t, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][tokens]
+
+    def partial_rotate(y):
+        return np.concatenate([rotate(y[..., :rotary], positions, inv),
+                               y[..., rotary:]], axis=-1)
+
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        qkv = h @ w[p + "self_attn.qkv_proj.weight"].T
+        q = qkv[:, :hq * d].reshape(t, hq, d).transpose(1, 0, 2)
+        k = qkv[:, hq * d:(hq + hkv) * d].reshape(t, hkv, d).transpose(1, 0, 2)
+        v = qkv[:, (hq + hkv) * d:].reshape(t, hkv, d).transpose(1, 0, 2)
+        q, k = partial_rotate(q), partial_rotate(k)
+        o = attend(q, k, v, 1.0 / math.sqrt(d), window)
+        x = x + o.transpose(1, 0, 2).reshape(t, hq * d) @ w[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        gate_up = h @ w[p + "mlp.gate_up_proj.weight"].T
+        x = x + (gate_up[:, f:] * act(gate_up[:, :f])) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
+            else w["lm_head.weight"])
+    return x @ head.T
+
+
 def gpt2_logits(config, w, tokens):
     """GPT2LMHeadModel: Conv1D weights [in][out], the head tied to wte."""
     hidden, heads = config["n_embd"], config["n_head"]
@@ -413,6 +455,7 @@ def main():
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "qwen3": llama_logits,
                "gemma2": gemma_logits, "gemma3_text": gemma_logits,
+               "phi3": phi3_logits,
                "gpt2": gpt2_logits}.get(config["model_type"])
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")

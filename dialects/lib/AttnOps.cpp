@@ -260,9 +260,10 @@ LogicalResult ModelOp::verify() {
                            << " holds i4 weights: weight_dtype must be i4";
   }
   if (std::optional<StringRef> naming = getWeightNaming();
-      naming && *naming != "llama" && *naming != "gemma" && *naming != "gpt2" &&
-      *naming != "bart")
-    return emitOpError() << "weight_naming must be llama, gemma, gpt2 or bart";
+      naming && *naming != "llama" && *naming != "gemma" &&
+      *naming != "phi3" && *naming != "gpt2" && *naming != "bart")
+    return emitOpError()
+           << "weight_naming must be llama, gemma, phi3, gpt2 or bart";
   if (std::optional<APFloat> offset = getNormWeightOffset();
       offset && !std::isfinite(offset->convertToFloat()))
     return emitOpError() << "norm_weight_offset must be finite";
@@ -346,6 +347,13 @@ LogicalResult AttentionLayerOp::verify() {
                             "rope_theta";
   if (getQkNorm() && getKind() != LayerKind::Self)
     return emitOpError() << "qk_norm applies to self-attention layers";
+  if (std::optional<uint64_t> ropeDim = getRopeDim()) {
+    if (!getRopeTheta())
+      return emitOpError() << "rope_dim needs rope_theta";
+    if (*ropeDim % 2 != 0 || *ropeDim > getHeadDim())
+      return emitOpError() << "rope_dim must be even and at most head_dim ("
+                           << getHeadDim() << "), got " << *ropeDim;
+  }
   if (std::optional<StringRef> stack = getStack())
     if (*stack != "encoder" && *stack != "decoder")
       return emitOpError() << "stack must be encoder or decoder, got \""
@@ -601,6 +609,14 @@ LogicalResult LinearKernelOp::verify() {
                             "rope_theta";
   if (failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
     return failure();
+  if (std::optional<uint64_t> ropeDim = getRopeDim()) {
+    if (!rope)
+      return emitOpError() << "rope_dim needs rope_theta";
+    if (*ropeDim % 2 != 0 || *ropeDim > *getRopeHeadDim())
+      return emitOpError() << "rope_dim must be even and at most "
+                              "rope_head_dim ("
+                           << *getRopeHeadDim() << "), got " << *ropeDim;
+  }
   if (rope) {
     int64_t headDim = *getRopeHeadDim();
     if (headDim % 2 != 0)

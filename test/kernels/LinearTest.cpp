@@ -43,7 +43,15 @@ struct LinearCase {
   bool zeros = false;
   /// > 0: QK-norm of the RoPE heads (with random per-feature weights).
   float qkNormEps = 0.0f;
+  /// Partial rotary: the first ropeDim features of each RoPE head rotate.
+  int ropeDim = 0;
 };
+
+/// `c` with only the first `dim` features of each RoPE head rotating.
+LinearCase withRopeDim(LinearCase c, int dim) {
+  c.ropeDim = dim;
+  return c;
+}
 
 /// `c` with QK-norm of its RoPE heads.
 LinearCase withQkNorm(LinearCase c, float eps = 1e-6f) {
@@ -120,6 +128,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.weightGroup = c.group;
   spec.weightZeros = c.zeros;
   spec.qkNormEps = c.qkNormEps;
+  spec.ropeDim = c.ropeDim;
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
   kernel.pipeline.compile_jit(target);
@@ -283,9 +292,12 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       }
     for (int n = 0; n < c.out; n++) {
       double expected = linear[n];
-      if (c.ropeTheta > 0 && n < c.ropeHeads * c.ropeHeadDim) {
-        // rotate_half: feature i pairs with i ± d/2; fp32 angles.
-        int d = c.ropeHeadDim, half = d / 2, i = n % d;
+      const int rotary = c.ropeDim > 0 ? c.ropeDim : c.ropeHeadDim;
+      if (c.ropeTheta > 0 && n < c.ropeHeads * c.ropeHeadDim &&
+          n % c.ropeHeadDim < rotary) {
+        // rotate_half over the rotary features: feature i pairs with
+        // i ± rotary/2; fp32 angles.
+        int d = rotary, half = d / 2, i = n % c.ropeHeadDim;
         float frequency =
             c.ropeScaling.type == attn::RopeScaling::Type::Dynamic
                 ? float(dynamicFrequency(
@@ -441,7 +453,23 @@ INSTANTIATE_TEST_SUITE_P(
                     withQkNorm({96, 8 * 64, 9, true, {}, 6, 64, 500000.0f,
                                 {attn::RopeScaling::Type::Llama3, 8.0, 1.0,
                                  4.0, 8192.0}},
-                               1e-2f)));
+                               1e-2f),
+                    // Partial rotary (Phi-4-mini's 0.75, GPT-NeoX's 0.25):
+                    // the first features of each head rotate over their own
+                    // frequencies, the rest pass through; with QK-norm,
+                    // narrow weights, one row, dynamic NTK over the rotary
+                    // features, and a quarter of 64.
+                    withRopeDim({96, 8 * 64, 9, true, {}, 6, 64, 10000.0f}, 48),
+                    withRopeDim({96, 8 * 64, 1, false, {0, 4, 1}, 6, 64,
+                                 10000.0f, {}, attn::DType::BF16},
+                                16),
+                    withRopeDim(withQkNorm({64, 5 * 48, 7, true, {}, 4, 48,
+                                            10000.0f}),
+                                36),
+                    withRopeDim({96, 8 * 64, 9, true, {}, 6, 64, 10000.0f,
+                                 {attn::RopeScaling::Type::Dynamic, 2.0, 1.0,
+                                  4.0, 2048.0}},
+                                48)));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

@@ -8,7 +8,9 @@
 // stored as (1 + w), a scaled embedding, query_pre_attn_scalar and both
 // logit caps set low enough to bite (2 and 5), a Gemma 3 with QK-norm, a
 // 1:3 global/sliding pattern whose sliding layers take their own RoPE base
-// and whose global layers take linear scaling, a GPT-2 with
+// and whose global layers take linear scaling, a Phi-3 with Q|K|V and
+// gate|up fused in its tensors, partial rotary (0.75 of 16 channels) and a
+// sliding window on every layer, an untied head, a GPT-2 with
 // scale_attn_by_inverse_layer_idx) is compiled by attnc as its config says (weights in its torch_dtype:
 // bf16, bf16, f16). Random weights are written as Hugging Face publishes a
 // checkpoint: every tensor in that dtype, two shards and an index, beside
@@ -65,6 +67,7 @@
 #include "ref_qwen3.h"
 #include "ref_gemma2.h"
 #include "ref_gemma3.h"
+#include "ref_phi3.h"
 
 #include "TestDirectory.h"
 
@@ -273,6 +276,9 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"ref_gemma3", ref_gemma3_plan_json,
                          ref_gemma3_kernel_table, REF_GEMMA3_KERNEL_TABLE_SIZE,
                          WeightNaming::Gemma, TensorType::BF16},
+                    Case{"ref_phi3", ref_phi3_plan_json,
+                         ref_phi3_kernel_table, REF_PHI3_KERNEL_TABLE_SIZE,
+                         WeightNaming::Phi3, TensorType::BF16},
                     Case{"ref_gpt2", ref_gpt2_plan_json, ref_gpt2_kernel_table,
                          REF_GPT2_KERNEL_TABLE_SIZE, WeightNaming::Gpt2,
                          TensorType::F16},

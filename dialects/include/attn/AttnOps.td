@@ -272,6 +272,9 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     transformers does; `default` is none; other rules are refused;
     `qk_norm` normalizes each query and key head (RMS, with learned
     weights) after the projection and before RoPE (Qwen3, Gemma 3);
+    `rope_dim` (partial rotary: Phi-4-mini, GPT-NeoX) rotates only the
+    first `rope_dim` channels of each head (pairs c and c + rope_dim/2,
+    frequencies over rope_dim), the rest pass through; absent: all;
     `projection_bias` says the Q/K/V/output projections have biases;
     `output_bias`, when present, overrides it for the output projection
     (Qwen2: Q/K/V biases, none on the output).
@@ -315,6 +318,7 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<F32Attr>:$rope_theta,
                        OptionalAttr<DictionaryAttr>:$rope_scaling,
                        OptionalAttr<Attn_QkNormAttr>:$qk_norm,
+                       OptionalAttr<Attn_PositiveI64>:$rope_dim,
                        UnitAttr:$projection_bias,
                        OptionalAttr<BoolAttr>:$output_bias,
                        OptionalAttr<Attn_KvCacheAttr>:$cache,
@@ -458,7 +462,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     output features are rotated by their token's position (a fused QKV
     projection's Q and K); with `qk_norm`, each of those heads is
     RMS-normalized with its weight (one input, `[rope_heads · rope_head_dim]`)
-    before it is rotated. With `input_gate`, the input has 2·in_features
+    before it is rotated; with `rope_dim`, only the first `rope_dim`
+    features of each of those heads rotate. With `input_gate`, the input has 2·in_features
     columns, a gate and an up half, and x is input_gate(gate)·up.
     With `append_kv_heads`, `append_head_dim` and `append_dtype`, the last
     2·append_kv_heads·append_head_dim output features (K, then V) are also
@@ -493,7 +498,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<Attn_PositiveI64>:$weight_group,
                        UnitAttr:$weight_zeros,
                        OptionalAttr<Attn_QkNormAttr>:$qk_norm,
-                       OptionalAttr<F32Attr>:$softcap);
+                       OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<Attn_PositiveI64>:$rope_dim);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -36,10 +36,11 @@ struct OutlineDecodeStepsPass
              << "has no scale: run --attn-materialize-defaults first";
     // The math-level ops state no QK-norm yet: a step without it would be
     // a wrong reference, so such layers are refused.
-    if (layer.getQkNorm())
+    if (layer.getQkNorm() || layer.getRopeDim())
       return layer.emitOpError()
-             << "has qk_norm, which the outlined decode step cannot state "
-                "yet (no math-level op for it)";
+             << "has " << (layer.getQkNorm() ? "qk_norm" : "rope_dim")
+             << ", which the outlined decode step cannot state yet (no "
+                "math-level op for it)";
     Location loc = layer.getLoc();
     MLIRContext *context = &getContext();
     const int64_t queryHeads = layer.getNumQueryHeads(),

@@ -89,6 +89,7 @@ public:
     int64_t ropeHeads = 0, ropeHeadDim = 0;
     DictionaryAttr ropeScaling; // null: none
     QkNormAttr qkNorm;          // null: none; else on the RoPE heads
+    int64_t ropeDim = 0;        // partial rotary: channels that rotate
     Activation inputGate = Activation::None;
     // The cache append (appendKvHeads > 0): K and V into cache slots.
     int64_t appendKvHeads = 0, appendHeadDim = 0;
@@ -133,6 +134,8 @@ public:
               nameNumber(float(*ropeScalingNumber(l.ropeScaling, "factor"))) +
               "_" + hex;
     }
+    if (l.ropeTheta > 0 && l.ropeDim > 0)
+      name += "_rd" + std::to_string(l.ropeDim);
     if (l.ropeTheta > 0 && l.qkNorm)
       name += "_qknorm_eps" + nameNumber(l.qkNorm.getEpsValue());
     if (l.appendKvHeads > 0) {
@@ -180,7 +183,8 @@ public:
           weights.isF32() ? TypeAttr() : TypeAttr::get(weights),
           group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr(),
           zeros, l.ropeTheta > 0 ? l.qkNorm : QkNormAttr(),
-          l.softcap > 0 ? builder.getF32FloatAttr(l.softcap) : FloatAttr());
+          l.softcap > 0 ? builder.getF32FloatAttr(l.softcap) : FloatAttr(),
+          l.ropeTheta > 0 ? positive(l.ropeDim) : IntegerAttr());
     });
   }
 
@@ -199,6 +203,7 @@ public:
       auto rotating = [&](Linear l) {
         l.ropeScaling = scaling;
         l.qkNorm = layer.getQkNormAttr();
+        l.ropeDim = int64_t(layer.getRopeDim().value_or(0));
         return l;
       };
       Location loc = layer.getLoc();

@@ -56,6 +56,9 @@ enum class WeightNaming {
   /// post_attention_layernorm, pre_feedforward_layernorm,
   /// mlp.{gate,up,down}_proj, post_feedforward_layernorm}.
   Gemma,
+  /// Hugging Face Phi-3 / Phi-3.5 / Phi-4-mini: Llama's names with Q|K|V
+  /// fused in self_attn.qkv_proj and gate|up in mlp.gate_up_proj.
+  Phi3,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per

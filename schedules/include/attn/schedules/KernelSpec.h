@@ -240,6 +240,10 @@ struct LinearSpec {
   int ropeHeadDim = 0;
   RopeScaling ropeScaling;
   float qkNormEps = 0.0f; ///< > 0: QK-norm of the RoPE heads
+  /// Partial rotary: only the first ropeDim features of each RoPE head
+  /// rotate (pairs i and i + ropeDim/2, frequencies over ropeDim, the
+  /// attention factor on them alone); the rest pass through. 0: all.
+  int ropeDim = 0;
   /// W's element type: F32, F16, BF16, I8 or I4 (widened to fp32 as it is
   /// read; I8 and I4 on CPU targets only).
   DType weightElement = DType::F32;
