@@ -225,17 +225,6 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     if (!config.isNull("rope_scaling", root))
       if (const json::Object *scaling =
               config.getObject("rope_scaling", false, scalingPath)) {
-        // LongRoPE's factor lists (Phi-3.5, Phi-4-mini): named before the
-        // lists are read as values a rule cannot hold.
-        for (const char *key : {"rope_type", "type"})
-          if (const json::Value *rule = scaling->get(key);
-              rule && rule->getAsString() == "longrope") {
-            emitError(locator.at(scalingPath))
-                << "rope_scaling type 'longrope' is not supported yet "
-                   "(attnc computes default, linear, llama3, yarn and "
-                   "dynamic)";
-            return nullptr;
-          }
         layer.ropeScaling =
             jsonToDictionary(*scaling, scalingPath, locator, context);
         if (!layer.ropeScaling)
@@ -250,6 +239,25 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
           NamedAttrList entries(layer.ropeScaling);
           entries.set("original_max_position_embeddings",
                       Builder(&context).getI64IntegerAttr(*positions));
+          layer.ropeScaling = entries.getDictionary(&context);
+        }
+        // LongRoPE (Phi-3.5, Phi-4-mini), as transformers reads it: the
+        // pretrained context is the config's original_max_position_
+        // embeddings (else max_position_embeddings), and where the config
+        // names it the factor is max_position_embeddings over it.
+        if (rule == "longrope") {
+          Builder b(&context);
+          NamedAttrList entries(layer.ropeScaling);
+          if (std::optional<int64_t> original = config.getInt(
+                  "original_max_position_embeddings", false, 1, kMaxInt)) {
+            entries.set("original_max_position_embeddings",
+                        b.getI64IntegerAttr(*original));
+            entries.set("factor", b.getF32FloatAttr(float(
+                                      double(*positions) / double(*original))));
+          } else if (config.ok()) {
+            entries.set("original_max_position_embeddings",
+                        b.getI64IntegerAttr(*positions));
+          }
           layer.ropeScaling = entries.getDictionary(&context);
         }
         if (std::string problem = ropeScalingProblem(layer.ropeScaling);

@@ -6,6 +6,8 @@
 
 #include "attn/AttnOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using mlir::attn::AttentionLayerOp;
 using mlir::attn::EmbeddingKernelOp;
@@ -56,8 +58,8 @@ template <class Op>
 }
 
 ::attn::RopeScaling ropeScaling(DictionaryAttr scaling) {
-  // Verified: default, linear, llama3, yarn or dynamic with every number
-  // it needs.
+  // Verified: default, linear, llama3, yarn, dynamic or longrope with
+  // every number and list it needs.
   if (mlir::attn::ropeScalingType(scaling) == "default")
     return {};
   auto number = [&](StringRef key) {
@@ -75,6 +77,26 @@ template <class Op>
   if (mlir::attn::ropeScalingType(scaling) == "dynamic") {
     rule.type = ::attn::RopeScaling::Type::Dynamic;
     rule.originalMaxPositions = number("original_max_position_embeddings");
+  }
+  if (mlir::attn::ropeScalingType(scaling) == "longrope") {
+    // Verified: both lists, one factor per rotating channel pair.
+    rule.type = ::attn::RopeScaling::Type::LongRope;
+    rule.originalMaxPositions = number("original_max_position_embeddings");
+    // (The lists are copied out of the optionals first: a range-for over
+    // *temporary would outlive it.)
+    const ArrayRef<float> shortFactors =
+                              *mlir::attn::ropeScalingList(scaling,
+                                                           "short_factor"),
+                          longFactors = *mlir::attn::ropeScalingList(
+                              scaling, "long_factor");
+    rule.shortFactors.assign(shortFactors.begin(), shortFactors.end());
+    rule.longFactors.assign(longFactors.begin(), longFactors.end());
+    rule.attentionFactor =
+        mlir::attn::ropeScalingNumber(scaling, "attention_factor")
+            .value_or(rule.factor <= 1
+                          ? 1.0
+                          : std::sqrt(1 + std::log(rule.factor) /
+                                              std::log(rule.originalMaxPositions)));
   }
   if (mlir::attn::ropeScalingType(scaling) == "yarn") {
     // Optional keys take transformers' defaults.

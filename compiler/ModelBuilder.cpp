@@ -195,11 +195,21 @@ DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
       attr = builder.getStringAttr(*text);
     else if (std::optional<bool> flag = value.getAsBoolean())
       attr = builder.getBoolAttr(*flag);
+    else if (const llvm::json::Array *list = value.getAsArray()) {
+      // LongRoPE's factor lists, in fp32 as transformers computes with them.
+      llvm::SmallVector<float> numbers;
+      for (const llvm::json::Value &element : *list)
+        if (std::optional<double> number = element.getAsNumber())
+          numbers.push_back(float(*number));
+      if (numbers.size() == list->size())
+        attr = builder.getDenseF32ArrayAttr(numbers);
+    }
     if (!attr) {
       mlir::attn::JsonPath at = path;
       at.push_back(key.str());
-      emitError(locator.at(at))
-          << "'" << key.str() << "' must be a number, string or boolean";
+      emitError(locator.at(at)) << "'" << key.str()
+                                << "' must be a number, string, boolean or "
+                                   "list of numbers";
       return {};
     }
     entries.push_back(builder.getNamedAttr(key.str(), attr));

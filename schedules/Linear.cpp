@@ -284,6 +284,10 @@ std::vector<double> ropeInverseFrequencies(double theta, int headDim,
       break;
     case RopeScaling::Type::Dynamic: // the default until a call is longer
       break;
+    case RopeScaling::Type::LongRope: // short factors until a call is longer
+      if (size_t(i) < scaling.shortFactors.size())
+        f /= scaling.shortFactors[size_t(i)];
+      break;
     case RopeScaling::Type::Yarn: {
       // The dimension at which a frequency turns `rotations` times over
       // the original context, and the ramp between betaFast's and
@@ -642,16 +646,39 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     Func frequency("rope_frequency");
     Var j("j");
     frequency(j) = inverseFrequency(j);
-    if (spec.ropeScaling.type == RopeScaling::Type::Dynamic) {
-      // Dynamic NTK: past the original context, the base grows with the
-      // call's longest sequence L (its largest position + 1, over all its
-      // tokens, as transformers' dynamic_rope_update takes it), to
-      // θ·(factor·L/original - (factor - 1))^(d/(d-2)); in double, once
-      // per call, so each frequency is the correctly rounded float.
-      const RopeScaling &rule = spec.ropeScaling;
-      Func longest("rope_longest");
+    const RopeScaling &rule = spec.ropeScaling;
+    // The call's longest sequence L (its largest position + 1, over all its
+    // tokens, as transformers' dynamic_rope_update takes it): what dynamic
+    // NTK and LongRoPE switch on.
+    Func longest("rope_longest");
+    if (rule.type == RopeScaling::Type::Dynamic ||
+        rule.type == RopeScaling::Type::LongRope) {
       RDom rt(0, positions.dim(0).extent(), "rt");
       longest() = cast<double>(maximum(positions(rt)) + 1);
+      longest.compute_root();
+    }
+    if (rule.type == RopeScaling::Type::LongRope) {
+      // Past the original context, the long factors, chosen once per call.
+      if (rule.longFactors.size() != size_t(rotary / 2) ||
+          rule.shortFactors.size() != size_t(rotary / 2))
+        throw std::invalid_argument("linear kernel " + spec.functionName +
+                                    ": LongRoPE needs a short and a long "
+                                    "factor per rotating pair");
+      RopeScaling longRule = rule;
+      longRule.shortFactors = rule.longFactors;
+      std::vector<double> longFrequencies =
+          ropeInverseFrequencies(spec.ropeTheta, rotary, longRule);
+      Buffer<float> longFrequency(rotary / 2, "rope_long_frequency");
+      for (int i = 0; i < rotary / 2; i++)
+        longFrequency(i) = float(longFrequencies[i]);
+      frequency(j) = select(longest() > Expr(rule.originalMaxPositions),
+                            longFrequency(j), inverseFrequency(j));
+      frequency.compute_root();
+    }
+    if (rule.type == RopeScaling::Type::Dynamic) {
+      // Dynamic NTK: past the original context, the base grows with L, to
+      // θ·(factor·L/original - (factor - 1))^(d/(d-2)); in double, once
+      // per call, so each frequency is the correctly rounded float.
       auto constant = [](double x) { return Expr(x); };
       Expr length = longest(), original = constant(rule.originalMaxPositions),
            factor = constant(rule.factor);
@@ -664,7 +691,6 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                              pow(base, cast<double>(2 * j) /
                                            constant(double(rotary)))),
                  inverseFrequency(j));
-      longest.compute_root();
       frequency.compute_root();
     }
     Expr i = n % headDim, half = rotary / 2;

@@ -173,8 +173,9 @@ def layer_norm(x, weight, bias, eps):
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
-def inverse_frequencies(config, dim):
-    """modeling_rope_utils: default, linear and llama3 rules."""
+def inverse_frequencies(config, dim, long=False):
+    """modeling_rope_utils: default, linear, llama3 and longrope rules
+    (longrope: the short factors, or with `long` the long ones)."""
     base = config.get("rope_theta", 10000.0)
     inv = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
     scaling = config.get("rope_scaling") or {}
@@ -191,9 +192,27 @@ def inverse_frequencies(config, dim):
         smoothed = (1 - smooth) * llama / factor + smooth * llama
         medium = ~(wavelen < old / high) & ~(wavelen > old / low)
         inv = np.where(medium, smoothed, llama)
+    elif kind == "longrope":
+        factors = scaling["long_factor" if long else "short_factor"]
+        inv = inv / np.array(factors, dtype=np.float64)
     elif kind != "default":
         raise SystemExit(f"unsupported rope_scaling {kind}")
     return inv
+
+
+def longrope_attention_factor(config):
+    """_compute_longrope_parameters' scaling of cos and sin."""
+    scaling = config["rope_scaling"]
+    original = config.get("original_max_position_embeddings")
+    if original:
+        factor = config["max_position_embeddings"] / original
+    else:
+        original = config["max_position_embeddings"]
+        factor = scaling["factor"]
+    if scaling.get("attention_factor") is not None:
+        return scaling["attention_factor"]
+    return 1.0 if factor <= 1.0 else math.sqrt(
+        1 + math.log(factor) / math.log(original))
 
 
 def rotate(x, positions, inv):
@@ -370,11 +389,16 @@ def gemma_logits(config, w, tokens):
     return logits
 
 
-def phi3_logits(config, w, tokens):
+def phi3_logits(config, w, tokens, prompt_length=None):
     """Phi3ForCausalLM: Q|K|V rows in one qkv_proj and gate|up rows in one
     gate_up_proj (up·act(gate)), partial rotary (the first
     int(head_dim·partial_rotary_factor) channels of each head rotate, over
-    frequencies of that many), a sliding window on every layer."""
+    frequencies of that many), a sliding window on every layer. LongRoPE
+    as generation with a KV cache computes it: each call takes the long
+    factors once its longest sequence (largest position + 1) passes
+    original_max_position_embeddings, so token j keeps the factors of the
+    call that computed it (the prompt's call for prompt tokens, its own
+    decode step after), and cos/sin carry the attention factor."""
     hidden = config["hidden_size"]
     hq = config["num_attention_heads"]
     hkv = config.get("num_key_value_heads") or hq
@@ -384,14 +408,28 @@ def phi3_logits(config, w, tokens):
     act = activation(config.get("hidden_act", "silu"))
     window = config.get("sliding_window")
     rotary = int(d * config.get("partial_rotary_factor", 1.0))
-    inv = inverse_frequencies(config, rotary)
     t = len(tokens)
     positions = np.arange(t, dtype=np.float64)
+    scaling = config.get("rope_scaling") or {}
+    factor = 1.0
+    if scaling.get("rope_type", scaling.get("type")) == "longrope":
+        original = (config.get("original_max_position_embeddings")
+                    or config["max_position_embeddings"])
+        calls = [max(prompt_length or t, j + 1) for j in range(t)]
+        inv = np.stack([inverse_frequencies(config, rotary, length > original)
+                        for length in calls])
+        factor = longrope_attention_factor(config)
+    else:
+        inv = np.tile(inverse_frequencies(config, rotary), (t, 1))
+    freqs = positions[:, None] * inv  # [t][rotary/2], per token's call
+    emb = np.concatenate([freqs, freqs], axis=-1)
+    cos, sin = np.cos(emb) * factor, np.sin(emb) * factor
     x = w["model.embed_tokens.weight"][tokens]
 
     def partial_rotate(y):
-        return np.concatenate([rotate(y[..., :rotary], positions, inv),
-                               y[..., rotary:]], axis=-1)
+        r, half = y[..., :rotary], rotary // 2
+        turned = np.concatenate([-r[..., half:], r[..., :half]], axis=-1)
+        return np.concatenate([r * cos + turned * sin, y[..., rotary:]], axis=-1)
 
     for layer in range(config["num_hidden_layers"]):
         p = f"model.layers.{layer}."
@@ -460,9 +498,11 @@ def main():
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")
     tokens = [int(t) for t in args.prompt.split(",")]
+    prompt_length = len(tokens)
     generated, all_logits, result = [], [], {}
     for step in range(args.steps):
-        rows = forward(config, weights, tokens)
+        rows = (forward(config, weights, tokens, prompt_length)
+                if forward is phi3_logits else forward(config, weights, tokens))
         if step == 0 and args.prompt_logits:
             result["prompt_logits"] = [[float(v) for v in row] for row in rows]
         logits = rows[-1]

@@ -115,6 +115,29 @@ std::optional<double> mlir::attn::ropeScalingNumber(DictionaryAttr scaling,
   return std::nullopt;
 }
 
+std::optional<ArrayRef<float>>
+mlir::attn::ropeScalingList(DictionaryAttr scaling, StringRef key) {
+  if (auto list = scaling.getAs<DenseF32ArrayAttr>(key))
+    return list.asArrayRef();
+  return std::nullopt;
+}
+
+std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling,
+                                           int64_t rotaryDim) {
+  if (std::string problem = ropeScalingProblem(scaling); !problem.empty())
+    return problem;
+  if (ropeScalingType(scaling) != "longrope")
+    return "";
+  for (StringRef key : {"short_factor", "long_factor"})
+    if (int64_t(ropeScalingList(scaling, key)->size()) != rotaryDim / 2)
+      return ("rope_scaling longrope's '" + key + "' lists " +
+              Twine(ropeScalingList(scaling, key)->size()) +
+              " factors; the rotating channels (" + Twine(rotaryDim) +
+              ") need " + Twine(rotaryDim / 2))
+          .str();
+  return "";
+}
+
 std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
   StringRef type = ropeScalingType(scaling);
   // Required positive numbers, and the optional keys of the type.
@@ -131,16 +154,25 @@ std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
   else if (type == "dynamic")
     numbers = {"factor", "original_max_position_embeddings"};
   else if (type == "longrope")
-    return ("rope_scaling type '" + type +
-            "' is not supported yet (attnc computes default, linear, llama3, "
-            "yarn and dynamic)")
-        .str();
+    numbers = {"factor", "original_max_position_embeddings"},
+    optional = {"attention_factor"};
   else if (type != "default")
     return ("unknown rope_scaling type '" + type +
-            "' (expected default, linear, llama3, yarn or dynamic)")
+            "' (expected default, linear, llama3, yarn, dynamic or longrope)")
         .str();
   for (NamedAttribute entry : scaling) {
     StringRef key = entry.getName().getValue();
+    if (type == "longrope" && (key == "short_factor" || key == "long_factor")) {
+      std::optional<ArrayRef<float>> factors = ropeScalingList(scaling, key);
+      if (!factors || factors->empty() ||
+          llvm::any_of(*factors, [](float f) {
+            return !(f > 0.0f) || !std::isfinite(f);
+          }))
+        return ("rope_scaling longrope's '" + key +
+                "' must be a list of positive numbers")
+            .str();
+      continue;
+    }
     if (type == "yarn" && key == "truncate") {
       if (!isa<BoolAttr>(entry.getValue()))
         return "rope_scaling yarn's 'truncate' must be true or false";
@@ -167,6 +199,9 @@ std::string mlir::attn::ropeScalingProblem(DictionaryAttr scaling) {
               "' must be a positive number")
           .str();
   }
+  if (type == "longrope" && (!scaling.get("short_factor") ||
+                             !scaling.get("long_factor")))
+    return "rope_scaling longrope needs 'short_factor' and 'long_factor'";
   if (type == "llama3" && !(*ropeScalingNumber(scaling, "low_freq_factor") <
                             *ropeScalingNumber(scaling, "high_freq_factor")))
     return "rope_scaling llama3 needs low_freq_factor < high_freq_factor";
@@ -337,7 +372,9 @@ LogicalResult AttentionLayerOp::verify() {
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!getRopeTheta())
       return emitOpError() << "rope_scaling needs rope_theta";
-    if (std::string problem = ropeScalingProblem(scaling); !problem.empty())
+    if (std::string problem = ropeScalingProblem(
+            scaling, int64_t(getRopeDim().value_or(getHeadDim())));
+        !problem.empty())
       return emitOpError() << problem;
   }
   // The norm runs in the projection's epilogue beside RoPE, on the heads
@@ -597,7 +634,10 @@ LogicalResult LinearKernelOp::verify() {
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!rope)
       return emitOpError() << "rope_scaling needs rope_theta";
-    if (std::string problem = ropeScalingProblem(scaling); !problem.empty())
+    if (std::string problem = ropeScalingProblem(
+            scaling,
+            int64_t(getRopeDim().value_or(getRopeHeadDim().value_or(0))));
+        !problem.empty())
       return emitOpError() << problem;
   }
   if (rope != getRopeHeads().has_value() ||

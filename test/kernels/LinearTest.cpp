@@ -53,6 +53,22 @@ LinearCase withRopeDim(LinearCase c, int dim) {
   return c;
 }
 
+/// LongRoPE over `pairs` channel pairs against an original context of
+/// `original` positions (the test's positions reach 4K): distinct short and
+/// long factors, Phi-3's attention factor for a 32x context.
+attn::RopeScaling longRope(int pairs, double original) {
+  attn::RopeScaling rule;
+  rule.type = attn::RopeScaling::Type::LongRope;
+  rule.originalMaxPositions = original;
+  rule.factor = 32;
+  rule.attentionFactor = std::sqrt(1 + std::log(32.0) / std::log(original));
+  for (int i = 0; i < pairs; i++) {
+    rule.shortFactors.push_back(1.0 + 0.05 * i);
+    rule.longFactors.push_back(1.0 + 1.5 * i);
+  }
+  return rule;
+}
+
 /// `c` with QK-norm of its RoPE heads.
 LinearCase withQkNorm(LinearCase c, float eps = 1e-6f) {
   c.qkNormEps = eps;
@@ -304,6 +320,14 @@ TEST_P(LinearTest, MatchesDoubleReference) {
                       i % half, d, c.ropeTheta,
                       *std::max_element(pos.begin(), pos.end()) + 1.0,
                       c.ropeScaling))
+            : c.ropeScaling.type == attn::RopeScaling::Type::LongRope
+                // transformers' longrope: the long factors once the call's
+                // longest sequence passes the original context.
+                ? float(std::pow(double(c.ropeTheta), -2.0 * (i % half) / d) /
+                        (*std::max_element(pos.begin(), pos.end()) + 1.0 >
+                                 c.ropeScaling.originalMaxPositions
+                             ? c.ropeScaling.longFactors
+                             : c.ropeScaling.shortFactors)[size_t(i % half)])
                 : float(referenceFrequency(i % half, d, c.ropeTheta,
                                            c.ropeScaling));
         double angle = double(float(pos[m]) * frequency);
@@ -469,7 +493,19 @@ INSTANTIATE_TEST_SUITE_P(
                     withRopeDim({96, 8 * 64, 9, true, {}, 6, 64, 10000.0f,
                                  {attn::RopeScaling::Type::Dynamic, 2.0, 1.0,
                                   4.0, 2048.0}},
-                                48)));
+                                48),
+                    // LongRoPE (Phi-3.5, Phi-4-mini): positions up to 4K
+                    // past an original context of 2048 (long factors) and
+                    // within one of 8192 (short), partial rotary as in
+                    // Phi-4-mini, one row.
+                    withRopeDim({96, 8 * 64, 9, true, {}, 6, 64, 10000.0f,
+                                 longRope(24, 2048.0)},
+                                48),
+                    withRopeDim({96, 8 * 64, 9, false, {}, 6, 64, 10000.0f,
+                                 longRope(24, 8192.0)},
+                                48),
+                    LinearCase{96, 8 * 64, 1, false, {0, 4, 1}, 6, 64,
+                               10000.0f, longRope(32, 2048.0)}));
 
 // The output head's fused argmax (LinearSpec::argmax): each token's
 // best_token is the first maximum of the kernel's own output row (exact: the

@@ -10,7 +10,10 @@
 // 1:3 global/sliding pattern whose sliding layers take their own RoPE base
 // and whose global layers take linear scaling, a Phi-3 with Q|K|V and
 // gate|up fused in its tensors, partial rotary (0.75 of 16 channels) and a
-// sliding window on every layer, an untied head, a GPT-2 with
+// sliding window on every layer, an untied head, the same with LongRoPE
+// over an original context of 16 (the decode steps pass it: their calls take
+// the long factors, as transformers' generation with a cache does), a
+// GPT-2 with
 // scale_attn_by_inverse_layer_idx) is compiled by attnc as its config says (weights in its torch_dtype:
 // bf16, bf16, f16). Random weights are written as Hugging Face publishes a
 // checkpoint: every tensor in that dtype, two shards and an index, beside
@@ -68,6 +71,7 @@
 #include "ref_gemma2.h"
 #include "ref_gemma3.h"
 #include "ref_phi3.h"
+#include "ref_phi3_longrope.h"
 
 #include "TestDirectory.h"
 
@@ -278,6 +282,10 @@ INSTANTIATE_TEST_SUITE_P(
                          WeightNaming::Gemma, TensorType::BF16},
                     Case{"ref_phi3", ref_phi3_plan_json,
                          ref_phi3_kernel_table, REF_PHI3_KERNEL_TABLE_SIZE,
+                         WeightNaming::Phi3, TensorType::BF16},
+                    Case{"ref_phi3_longrope", ref_phi3_longrope_plan_json,
+                         ref_phi3_longrope_kernel_table,
+                         REF_PHI3_LONGROPE_KERNEL_TABLE_SIZE,
                          WeightNaming::Phi3, TensorType::BF16},
                     Case{"ref_gpt2", ref_gpt2_plan_json, ref_gpt2_kernel_table,
                          REF_GPT2_KERNEL_TABLE_SIZE, WeightNaming::Gpt2,

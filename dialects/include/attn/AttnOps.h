@@ -21,11 +21,17 @@ StringRef ropeScalingType(DictionaryAttr scaling);
 /// One of its numbers (integer or float), or none.
 std::optional<double> ropeScalingNumber(DictionaryAttr scaling,
                                         StringRef key);
+/// One of its lists of numbers (LongRoPE's factors), or none.
+std::optional<ArrayRef<float>> ropeScalingList(DictionaryAttr scaling,
+                                              StringRef key);
 /// Why attnc cannot compute the rule exactly, or "" when it can:
 /// `default`, `linear` (factor) or `llama3` (factor, low_freq_factor <
 /// high_freq_factor, original_max_position_embeddings), every key known,
 /// every number positive. Verifiers and importers report it where they are.
 std::string ropeScalingProblem(DictionaryAttr scaling);
+/// The same for a rule over `rotaryDim` rotating channels (LongRoPE's lists
+/// hold one factor per channel pair).
+std::string ropeScalingProblem(DictionaryAttr scaling, int64_t rotaryDim);
 
 } // namespace mlir::attn
 

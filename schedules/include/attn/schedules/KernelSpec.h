@@ -200,20 +200,27 @@ constexpr int weightPanel(DType element) {
 /// keeps the default frequencies while a call's longest sequence L (its
 /// largest position + 1) is within originalMaxPositions, and past it uses
 /// the base θ·(factor·L/originalMaxPositions - (factor - 1))^(d/(d-2)),
-/// computed per call in the kernel.
+/// computed per call in the kernel; LongRope (Phi-3.5, Phi-4-mini) divides
+/// frequency i by shortFactors[i] while a call's longest sequence is within
+/// originalMaxPositions and by longFactors[i] past it (transformers'
+/// longrope, per call), and multiplies the rotated features by
+/// attentionFactor (√(1 + ln factor / ln originalMaxPositions) unless the
+/// rule states one).
 struct RopeScaling {
   enum class Type {
     Default,
     Linear,
     Llama3,
     Yarn,
-    Dynamic
+    Dynamic,
+    LongRope
   } type = Type::Default;
   double factor = 1, lowFreqFactor = 1, highFreqFactor = 4;
   double originalMaxPositions = 8192;
   double betaFast = 32, betaSlow = 1;
   bool truncate = true;
   double attentionFactor = 1;
+  std::vector<double> shortFactors, longFactors; ///< LongRope, per pair
 };
 /// Yarn's default attention factor: 0.1·mscale·ln(factor) + 1 (1 when
 /// factor <= 1), or the ratio of that for `mscale` and `mscaleAllDim` when
