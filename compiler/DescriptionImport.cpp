@@ -368,8 +368,11 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   else if (weightGroup && !weights.isSignlessInteger(4))
     model.error("weight_group", "weight_group applies to int4 weights only");
   // How its checkpoints name their tensors, when the description says.
-  llvm::StringRef naming =
-      model.optionalEnum("weight_naming", {"llama", "gpt2", "bart"}, "");
+  llvm::StringRef naming = model.optionalEnum(
+      "weight_naming", {"llama", "gemma", "phi3", "gpt2", "bart"}, "");
+  // What the checkpoint's RMS norm weights lack (Gemma's 1).
+  std::optional<double> normWeightOffset =
+      model.optionalNumber("norm_weight_offset");
   CacheSettings cache;
   bool cacheOk = readCache(model, locator, cache);
   // Whole blocks: a "stacks" array. Attention layers alone: a "layers"
@@ -414,6 +417,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     builder.setWeightDtype(weights, weightGroup);
     if (!naming.empty())
       builder.setWeightNaming(naming);
+    if (normWeightOffset)
+      builder.setNormWeightOffset(float(*normWeightOffset));
     int blockCount = 0, layerCount = 0;
     std::optional<int64_t> sourceLength;
     for (size_t i = 0; i < stacks->size(); i++) {
