@@ -100,11 +100,14 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   if (const json::Object *qkNorm =
           reader.getObject("qk_norm", false, qkNormPath)) {
     JsonObjectReader norm(*qkNorm, qkNormPath, locator);
-    norm.optionalEnum("scope", {"head"}, "head");
+    llvm::StringRef scope =
+        norm.optionalEnum("scope", {"head", "projection"}, "head");
     double eps = norm.optionalPositiveNumber("eps").value_or(1e-6);
     if (!norm.finish())
       return false;
-    layer.qkNorm = makeHeadQkNorm(context, float(eps));
+    layer.qkNorm = makeQkNorm(context,
+                              *mlir::attn::symbolizeQkNormScope(scope),
+                              float(eps));
   }
   std::optional<llvm::StringRef> stack = reader.optionalString("stack");
   if (stack)
@@ -123,13 +126,15 @@ bool readLayer(const json::Object &object, const JsonPath &path,
 }
 
 /// Norm settings of a block: {"kind": "layer_norm"|"rms_norm", "eps": x,
-/// "placement": "pre"|"post"|"sandwich"} (sandwich: a pre norm and a
-/// residual_add norm of each sublayer's output, Gemma's).
+/// "placement": "pre"|"post"|"sandwich"|"output"} (sandwich: a pre norm and
+/// a residual_add norm of each sublayer's output, Gemma's; output: only the
+/// residual_add norm, OLMo 2's).
 struct NormSettings {
   NormKind kind = NormKind::LayerNorm;
   float eps = 1e-5f;
-  bool post = false;
-  bool sandwich = false;
+  bool pre = true;     ///< a norm the sublayer reads
+  bool post = false;   ///< the stream normalized after the sublayer
+  bool output = false; ///< the sublayer's output normalized, then added
 };
 
 /// Reads `key` of `parent` (if present) into `norm`; `present` says whether
@@ -148,10 +153,11 @@ bool readNorm(JsonObjectReader &parent, const JsonLocator &locator,
       reader.optionalEnum("kind", {"layer_norm", "rms_norm"}, "layer_norm"));
   if (auto eps = reader.optionalPositiveNumber("eps"))
     norm.eps = float(*eps);
-  llvm::StringRef placement =
-      reader.optionalEnum("placement", {"pre", "post", "sandwich"}, "pre");
+  llvm::StringRef placement = reader.optionalEnum(
+      "placement", {"pre", "post", "sandwich", "output"}, "pre");
+  norm.pre = placement == "pre" || placement == "sandwich";
   norm.post = placement == "post";
-  norm.sandwich = placement == "sandwich";
+  norm.output = placement == "sandwich" || placement == "output";
   return reader.finish();
 }
 
@@ -292,13 +298,13 @@ bool readStack(const json::Object &object, const JsonPath &path,
     for (int64_t r = 0; r < repeat; r++) {
       for (auto &[layer, loc] : layers) {
         std::string normName = "layer" + std::to_string(layerCount) + "_norm";
-        if (!norm.post)
+        if (norm.pre)
           builder.addNorm(normName, norm.kind, norm.eps, tag, loc);
         layerCount = builder.addLayer(layer, loc) + 1;
         if (norm.post)
           builder.addNorm(normName, norm.kind, norm.eps, tag, loc,
                           NormPlacement::Post);
-        if (norm.sandwich)
+        if (norm.output)
           builder.addNorm("layer" + std::to_string(layerCount - 1) +
                               "_output_norm",
                           norm.kind, norm.eps, tag, loc,
@@ -306,7 +312,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
       }
       if (ffn) {
         std::string block = "block" + std::to_string(blockCount);
-        if (!norm.post)
+        if (norm.pre)
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag,
                           ffnLoc);
         builder.addFfn(block + "_ffn", activation, ffnSize, ffnBias, ffnGated,
@@ -314,7 +320,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
         if (norm.post)
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc,
                           NormPlacement::Post);
-        if (norm.sandwich)
+        if (norm.output)
           builder.addNorm(block + "_ffn_output_norm", norm.kind, norm.eps, tag,
                           ffnLoc, NormPlacement::ResidualAdd);
       }

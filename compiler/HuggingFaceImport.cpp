@@ -190,6 +190,10 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   bool gpt2 = type == "gpt2";
   // Qwen3 is Qwen2's structure with QK-norm and no forced biases.
   bool qwen = type == "qwen2" || type == "qwen3";
+  // OLMo 2: Llama's attention and MLP with QK-norm over the whole query and
+  // key projections, and each sublayer's output normalized before it joins
+  // the stream (no norm before a sublayer).
+  bool olmo2 = type == "olmo2";
   std::optional<int64_t> hidden =
       config.getInt(gpt2 ? "n_embd" : "hidden_size", true, 1, kMaxInt);
   std::optional<int64_t> heads =
@@ -278,10 +282,10 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     // use_sliding_window, and then only from layer max_window_layers on,
     // or on the layers layer_types calls sliding_attention where the config
     // lists them (transformers >= 4.53, which takes the list over the
-    // older keys). transformers' Llama has no window: the key is ignored
-    // there, as it is.
+    // older keys). transformers' Llama and OLMo 2 have no window: the key
+    // is ignored there, as it is.
     bool windowed = !config.isNull("sliding_window", root) &&
-                    type != "llama" &&
+                    type != "llama" && !olmo2 &&
                     (!qwen ||
                      config.optionalBool("use_sliding_window").value_or(false));
     if (windowed) {
@@ -342,14 +346,24 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   } else {
     vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
     intermediate = config.getInt("intermediate_size", true, 1, kMaxInt);
-    rmsEps =
-        float(config.optionalPositiveNumber("rms_norm_eps").value_or(1e-6));
+    // The config classes' defaults: Olmo2Config's 1e-5, the others' 1e-6.
+    rmsEps = float(config.optionalPositiveNumber("rms_norm_eps")
+                       .value_or(olmo2 ? 1e-5 : 1e-6));
     mlpBias = config.optionalBool("mlp_bias").value_or(false);
     activation = readActivation(config, "hidden_act", "silu");
     tied = config.optionalBool("tie_word_embeddings").value_or(false);
     // Qwen3's q_norm and k_norm: RMS norms of each head, rms_norm_eps.
     if (type == "qwen3")
-      layer.qkNorm = makeHeadQkNorm(context, rmsEps);
+      layer.qkNorm = makeQkNorm(context, mlir::attn::QkNormScope::Head, rmsEps);
+    // OLMo 2's q_norm and k_norm span all query heads and all key heads.
+    if (olmo2)
+      layer.qkNorm =
+          makeQkNorm(context, mlir::attn::QkNormScope::Projection, rmsEps);
+    // OLMo (1)'s clamp of Q, K and V, which Olmo2Config drops: a config
+    // that still sets it asks for math attnc does not do.
+    if (olmo2 && !config.isNull("clip_qkv", root) && config.has("clip_qkv"))
+      config.error("clip_qkv", "attnc does not clamp Q, K and V (OLMo 1's "
+                               "clip_qkv); OLMo 2 has no clip_qkv");
   }
   if (!config.ok() || !activation)
     return nullptr;
@@ -378,15 +392,20 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                            quantized->group, quantized->format);
   else
     builder.setWeightDtype(weightDtype(config, context));
-  builder.setWeightNaming(gpt2 ? "gpt2" : type == "phi3" ? "phi3" : "llama");
+  // OLMo 2 names its output norms as Gemma does.
+  builder.setWeightNaming(gpt2                ? "gpt2"
+                          : type == "phi3"    ? "phi3"
+                          : olmo2             ? "gemma"
+                                              : "llama");
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
   builder.addEmbedding("embedding", *vocabulary,
                        gpt2 ? PositionKind::Learned : PositionKind::None,
                        *positions, "", at);
   for (int64_t i = 0; i < *layers; i++) {
-    builder.addNorm("layer" + std::to_string(i) + "_norm", norm, rmsEps, "",
-                    at);
+    const std::string index = std::to_string(i);
+    if (!olmo2)
+      builder.addNorm("layer" + index + "_norm", norm, rmsEps, "", at);
     LayerConfig thisLayer = layer;
     if (slidingLayers.empty() ? i < firstWindowedLayer
                               : !slidingLayers[size_t(i)]) {
@@ -398,10 +417,17 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                             float(1.0 / std::sqrt(double(layer.headDim)))) /
                         float(i + 1);
     builder.addLayer(thisLayer, loc);
-    std::string block = "block" + std::to_string(i);
-    builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
+    if (olmo2)
+      builder.addNorm("layer" + index + "_output_norm", norm, rmsEps, "", at,
+                      NormPlacement::ResidualAdd);
+    std::string block = "block" + index;
+    if (!olmo2)
+      builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
     builder.addFfn(block + "_ffn", *activation, *intermediate,
                    gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
+    if (olmo2)
+      builder.addNorm(block + "_ffn_output_norm", norm, rmsEps, "", at,
+                      NormPlacement::ResidualAdd);
   }
   builder.addNorm("final_norm", norm, rmsEps, "", at);
   // GPT-2's head is always wte (tied by its naming); the Llama family's is
@@ -545,7 +571,7 @@ OwningOpRef<ModuleOp> importGemma(ConfigReader &config,
     return nullptr;
   layer.bf16Compute = bf16ComputeFor(config, context, layer.headDim, options);
   if (gemma3)
-    layer.qkNorm = makeHeadQkNorm(context, rmsEps);
+    layer.qkNorm = makeQkNorm(context, mlir::attn::QkNormScope::Head, rmsEps);
   const Type dtype = weightDtype(config, context);
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
@@ -745,7 +771,8 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
     return nullptr;
   }
   if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-      *type == "qwen3" || *type == "phi3" || *type == "gpt2")
+      *type == "qwen3" || *type == "phi3" || *type == "olmo2" ||
+      *type == "gpt2")
     return importDecoderOnly(config, root, *type, locator, context, options,
                              name, quantized);
   if (*type == "gemma2" || *type == "gemma3_text")
@@ -755,7 +782,7 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
       << "' (attnc imports llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
-         "phi3, gpt2, marian and bart)";
+         "phi3, olmo2, gpt2, marian and bart)";
   return nullptr;
 }
 

@@ -182,8 +182,13 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       }
       if (DictionaryAttr scaling = kernel.getRopeScalingAttr())
         spec.ropeScaling = ropeScaling(scaling);
-      if (mlir::attn::QkNormAttr norm = kernel.getQkNormAttr())
+      if (mlir::attn::QkNormAttr norm = kernel.getQkNormAttr()) {
         spec.qkNormEps = norm.getEpsValue();
+        spec.qkNormScope =
+            norm.getScope() == mlir::attn::QkNormScope::Projection
+                ? ::attn::QkNormScope::Projection
+                : ::attn::QkNormScope::Head;
+      }
       if (std::optional<uint64_t> kvHeads = kernel.getAppendKvHeads()) {
         spec.cacheAppend.kvHeads = int(*kvHeads);
         spec.cacheAppend.headDim = int(*kernel.getAppendHeadDim());

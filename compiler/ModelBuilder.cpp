@@ -110,8 +110,9 @@ void ModelBuilder::setNormWeightOffset(float offset) {
   model.setNormWeightOffsetAttr(builder.getF32FloatAttr(offset));
 }
 
-mlir::attn::QkNormAttr makeHeadQkNorm(MLIRContext &context, float eps) {
-  return mlir::attn::QkNormAttr::get(&context, mlir::attn::QkNormScope::Head,
+mlir::attn::QkNormAttr makeQkNorm(MLIRContext &context,
+                                  mlir::attn::QkNormScope scope, float eps) {
+  return mlir::attn::QkNormAttr::get(&context, scope,
                                      Builder(&context).getF32FloatAttr(eps));
 }
 

@@ -92,9 +92,10 @@ mlir::attn::KvCacheAttr makeKvCache(mlir::MLIRContext &context,
                                     int64_t maxLength,
                                     const ImportOptions &options);
 
-/// QK-norm over each head (Qwen3, Gemma 3) with `eps`, as the dialect's
-/// attribute.
-mlir::attn::QkNormAttr makeHeadQkNorm(mlir::MLIRContext &context, float eps);
+/// QK-norm over each head (Qwen3, Gemma 3) or over the whole query and key
+/// projections (OLMo 2) with `eps`, as the dialect's attribute.
+mlir::attn::QkNormAttr makeQkNorm(mlir::MLIRContext &context,
+                                  mlir::attn::QkNormScope scope, float eps);
 
 /// A flat JSON object of numbers, strings and booleans (a RoPE scaling rule)
 /// as a DictionaryAttr; reports anything else at its location and returns

@@ -110,8 +110,9 @@ std::string describeKernel(Operation &op) {
       text += " +bias";
     if (linear.getActivation() != Activation::None)
       text += " " + stringifyActivation(linear.getActivation()).str();
-    if (linear.getQkNorm())
-      text += " qk-norm";
+    if (QkNormAttr norm = linear.getQkNormAttr())
+      text += norm.getScope() == QkNormScope::Projection ? " qk-norm(projection)"
+                                                         : " qk-norm";
     if (linear.getRopeTheta())
       text += " rope";
     if (linear.getResidual())

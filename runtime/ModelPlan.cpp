@@ -239,10 +239,13 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.fusedCacheAppend = l.boolean(plan::kFusedCacheAppend);
       op.rope = layer.contains(plan::kRopeTheta);
       if (layer.contains(plan::kQkNorm)) {
-        if (l.string(plan::kQkNorm) != plan::kQkNormHead)
+        const std::string scope = l.string(plan::kQkNorm);
+        if (scope != plan::kQkNormHead && scope != plan::kQkNormProjection)
           return planError("layer '" + op.name + "': qk_norm must be \"" +
-                           plan::kQkNormHead + "\"");
-        op.qkNorm = true;
+                           plan::kQkNormHead + "\" or \"" +
+                           plan::kQkNormProjection + "\"");
+        op.qkNorm = scope == plan::kQkNormHead ? PlanOp::QkNorm::Head
+                                               : PlanOp::QkNorm::Projection;
       }
       op.keyPadding = l.boolean(plan::kKeyPadding);
       resolve(l, plan::kPrefillKernel, op.prefill);

@@ -132,7 +132,7 @@ Status project(const Layer &l, AttentionBuffers &buffers,
   LinearCall call{op.query, l.w.query, l.w.queryBias, input,
                   t,        l.dModel,  width,         projected};
   call.positions = op.rope ? l.in.positions : nullptr;
-  call.qkNorm = op.qkNorm ? &l.w.queryNorm : nullptr;
+  call.qkNorm = op.qkNorm != PlanOp::QkNorm::None ? &l.w.queryNorm : nullptr;
   call.append = op.fusedProjections ? append : nullptr;
   if (Status s = linear(l.device, call); !s)
     return s;
@@ -145,7 +145,8 @@ Status project(const Layer &l, AttentionBuffers &buffers,
   LinearCall keyValue{op.keyValue, l.w.keyValue, l.w.keyValueBias, input,
                       t,           l.dModel,     2 * kvWidth,      rows};
   keyValue.positions = call.positions;
-  keyValue.qkNorm = op.qkNorm ? &l.w.keyValueNorm : nullptr;
+  keyValue.qkNorm =
+      op.qkNorm != PlanOp::QkNorm::None ? &l.w.keyValueNorm : nullptr;
   keyValue.append = append;
   return linear(l.device, keyValue);
 }

@@ -116,7 +116,8 @@ const FamilyNames kPhi3 = {WeightNaming::Phi3,
                            {}};
 
 /// Gemma 2 and Gemma 3 text: Llama's names, a norm on each side of each
-/// sublayer, the head tied to the embedding.
+/// sublayer, the head tied to the embedding. OLMo 2 names its norms of the
+/// sublayers' outputs (its only block norms) the same way.
 const FamilyNames kGemma = {WeightNaming::Gemma,
                             "gemma",
                             "model.layers.{n}.",
@@ -401,12 +402,14 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
         if (std::string(role) == "out" ? op.outputBias : op.bias)
           n.add(std::string(role) + ".bias", base + proj + ".bias", {rows});
       }
-      if (op.qkNorm) { // one [head_dim] weight for every query head, one
-                       // for every key head
+      if (op.qkNorm != PlanOp::QkNorm::None) {
+        // One [head_dim] weight for every query head and one for every
+        // key head, or one over all query heads and one over all key heads.
+        const bool whole = op.qkNorm == PlanOp::QkNorm::Projection;
         n.add("q_norm.weight", base + naming.queryNorm + ".weight",
-              {op.headDim});
+              {whole ? q : op.headDim});
         n.add("k_norm.weight", base + naming.keyNorm + ".weight",
-              {op.headDim});
+              {whole ? kv : op.headDim});
       }
       break;
     }

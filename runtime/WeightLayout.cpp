@@ -187,9 +187,11 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
         kvBias.insert(kvBias.end(), bv.begin(), bv.end());
       }
-      if (op.qkNorm) {
+      if (op.qkNorm != PlanOp::QkNorm::None) {
         // The kernels' per-feature weights: the query norm's repeated over
-        // the query heads, the key norm's over the key heads.
+        // the query heads, the key norm's over the key heads (once each
+        // when they span the whole projection).
+        const bool whole = op.qkNorm == PlanOp::QkNorm::Projection;
         const PooledVector<float> qNorm = rmsWeight(n, "q_norm.weight"),
                                   kNorm = rmsWeight(n, "k_norm.weight");
         auto repeat = [](PooledVector<float> &to, const PooledVector<float> &w,
@@ -198,9 +200,9 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
             to.insert(to.end(), w.begin(), w.end());
         };
         PooledVector<float> &queryNorm = w->queryNorm.edit();
-        repeat(queryNorm, qNorm, op.queryHeads);
+        repeat(queryNorm, qNorm, whole ? 1 : op.queryHeads);
         repeat(op.fusedProjections ? queryNorm : w->keyValueNorm.edit(), kNorm,
-               op.kvHeads);
+               whole ? 1 : op.kvHeads);
       }
       w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
                      plan.weightGroup, zeros);

@@ -599,7 +599,58 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   Func headSquareLanes("qk_norm_square_lanes"), headScale("qk_norm_scale");
   Func rotating("rotating"); // what RoPE rotates: sum, QK-normed
   Func featureWeightStage;   // QK-norm's weight per output feature
-  if (qkNorm) {
+  // A projection-scope QK-norm's RMS spans every query head (or every key
+  // head), wider than any register tile: the sums are stored whole first
+  // (`tiled`, scheduled as the output is otherwise), then normalized,
+  // rotated and stored in a second, elementwise pass over [out] x [tokens].
+  const bool projectionNorm =
+      qkNorm && spec.qkNormScope == QkNormScope::Projection;
+  struct GroupScale {
+    Func scale;       // (m)
+    Func squareLanes; // (lane, m)
+    int lanes;
+  };
+  std::vector<GroupScale> groupScales;
+  if (projectionNorm) {
+    Func whole("projection_sums");
+    whole(n, m) = sum(n, m);
+    sum = whole;
+    // Keys: the RoPE heads past the queries (the features after the RoPE
+    // heads are values, as many heads as keys).
+    const int keyFeatures = out - normed, queryFeatures = normed - keyFeatures;
+    if (out % headDim != 0 || keyFeatures < 0 || queryFeatures < 0)
+      throw std::invalid_argument(
+          "linear kernel " + spec.functionName +
+          ": a projection QK-norm needs the RoPE heads followed by as many "
+          "value heads as key heads");
+    Var lane("lane");
+    // The scale of features [begin, begin + count) per token, squares
+    // summed a vector of lanes at a time.
+    auto groupScale = [&](int begin, int count, const std::string &name) {
+      const int lanes = std::gcd(count, 16);
+      RDom rl(0, count / lanes, name + "_rl"), rs(0, lanes, name + "_rs");
+      Func squareLanes(name + "_square_lanes"), scale(name + "_scale");
+      Expr x = sum(begin + rl * lanes + lane, m);
+      squareLanes(lane, m) = 0.0f;
+      squareLanes(lane, m) += x * x;
+      scale(m) = 1.0f / sqrt(Halide::sum(squareLanes(rs, m)) / float(count) +
+                             spec.qkNormEps);
+      groupScales.push_back({scale, squareLanes, lanes});
+      return scale;
+    };
+    Expr normedSum = sum(n, m);
+    if (queryFeatures > 0 && keyFeatures > 0) {
+      Func queryScale = groupScale(0, queryFeatures, "query_norm");
+      Func keyScale = groupScale(queryFeatures, keyFeatures, "key_norm");
+      normedSum *= select(n < queryFeatures, queryScale(m), keyScale(m));
+    } else {
+      normedSum *= groupScale(0, normed, "qk_norm")(m);
+    }
+    rotating(n, m) = select(n < normed,
+                            normedSum * qkNormWeight(clamp(n, 0, normed - 1)),
+                            sum(n, m));
+    qkNormWeight.dim(0).set_min(0).set_extent(normed).set_stride(1);
+  } else if (qkNorm) {
     Var h("h"), lane("lane");
     const int lanes = std::gcd(headDim, 16);
     RDom rl(0, headDim / lanes, "rl"), rs(0, lanes, "rs");
@@ -786,10 +837,22 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     // through shared memory; large-token products belong on tensor cores
     // (docs/cuda-tensor-cores.md).
     Var no("no"), ni("ni"), mo("mo"), mi("mi");
-    output.gpu_tile(n, m, no, mo, ni, mi, 64, 4, TailStrategy::GuardWithIf);
-    accumulate.compute_at(output, ni);
-    if (qkNorm) // per thread: its head's scale (redundant, but local)
+    Func tiled = projectionNorm ? sum : output;
+    tiled.gpu_tile(n, m, no, mo, ni, mi, 64, 4, TailStrategy::GuardWithIf);
+    accumulate.compute_at(tiled, ni);
+    if (projectionNorm) {
+      // The sums stored whole; each group's scale by one thread per token
+      // (a serial sum: decode-sized, unmeasured); the epilogue elementwise.
+      tiled.compute_root();
+      for (GroupScale &group : groupScales) {
+        group.scale.compute_root().gpu_tile(m, mo, mi, 32,
+                                            TailStrategy::GuardWithIf);
+        group.squareLanes.compute_at(group.scale, mi);
+      }
+      output.gpu_tile(n, m, no, mo, ni, mi, 64, 4, TailStrategy::GuardWithIf);
+    } else if (qkNorm) { // per thread: its head's scale (redundant, but local)
       headScale.compute_at(output, ni);
+    }
     if (gated)
       gatedInput.compute_root().gpu_tile(k, m, no, mo, ni, mi, 64, 4,
                                          TailStrategy::GuardWithIf);
@@ -804,9 +867,23 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // 512 x 11008 -> 4096 from 94 to 125 GFLOP/s (the 4096-wide rate).
   const TailStrategy guard = TailStrategy::GuardWithIf;
   Var ni("ni"), mi("mi"), no("no"), mo("mo");
+  // The register-tiled stage: the output, or the stored sums a
+  // projection-scope QK-norm reads whole.
+  Func tiled = projectionNorm ? sum : output;
+  if (projectionNorm) {
+    tiled.compute_root();
+    // The epilogue: per token, the groups' scales, then every feature.
+    output.parallel(m, 8, guard).vectorize(n, vec, guard);
+    for (GroupScale &group : groupScales) {
+      group.scale.compute_at(output, m);
+      Var lane = group.squareLanes.args()[0];
+      group.squareLanes.compute_at(output, m).vectorize(lane, group.lanes);
+      group.squareLanes.update().vectorize(lane, group.lanes);
+    }
+  }
   // One task per tileN output features: its slice of W (inFeatures x tileN)
   // stays in L2 while every token tile passes over it.
-  output.split(n, no, ni, tileN, guard)
+  tiled.split(n, no, ni, tileN, guard)
       .split(m, mo, mi, s.tileRows, guard)
       .reorder(ni, mi, mo, no)
       .vectorize(ni, vec, guard);
@@ -815,14 +892,14 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // (d_model 128), a third of the time went to the thread pool's hand-offs.
   const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 20);
   if (!smallGemv)
-    output.parallel(no);
+    tiled.parallel(no);
   if (amx) {
     // Where the CPU has AMX: the extern stage computes each task's tileN
     // features for all tokens (its panels re-paired once), X in bf16 once
     // per call; the epilogue as above. Elsewhere the select takes the
     // register tiles scheduled below, never the extern.
-    output.specialize(amxReady);
-    amxProduct.compute_at(output, no);
+    tiled.specialize(amxReady);
+    amxProduct.compute_at(tiled, no);
     amxInput.compute_root()
         .parallel(m, 8, TailStrategy::GuardWithIf)
         .vectorize(k, vec, guard);
@@ -847,7 +924,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   if (int8 || int4) {
     // Per block, the int32 dot products of a register tile, scaled into
     // the fp32 tile (in registers or L1) once per block.
-    accumulate.compute_at(output, mo);
+    accumulate.compute_at(tiled, mo);
     registerTile(accumulate, rb);
     blockDot.compute_at(accumulate, rb);
     unrollTile(boundTile(blockDot));
@@ -879,7 +956,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     // All of the task's tokens x tileN in L2; per block, per token tile,
     // a register tile of the block's partial sums added in.
     Var mo2("mo2"), mi2("mi2");
-    accumulate.compute_at(output, no)
+    accumulate.compute_at(tiled, no)
         .bound_extent(p, P)
         .bound_extent(q, tilePanels)
         .vectorize(p, vec);
@@ -893,16 +970,16 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     partial.compute_at(accumulate, mo2);
     registerTile(partial, rki);
   } else {
-    accumulate.compute_at(output, mo);
+    accumulate.compute_at(tiled, mo);
     registerTile(accumulate, rk);
   }
-  if (qkNorm) {
+  if (qkNorm && !projectionNorm) {
     // Per token tile, after its products: the scales of the tile's heads
     // (tiles hold whole heads), squares summed a vector of lanes at a time.
-    headScale.compute_at(output, mo);
+    headScale.compute_at(tiled, mo);
     const int lanes = std::gcd(headDim, 16);
     Var lane = headSquareLanes.args()[0];
-    headSquareLanes.compute_at(output, mo).vectorize(lane, lanes);
+    headSquareLanes.compute_at(tiled, mo).vectorize(lane, lanes);
     headSquareLanes.update().vectorize(lane, lanes);
     // Prompt tiles only: a one-row product reads each weight once anyway,
     // and the extra stage cost a decode step 5% (Zen 5).

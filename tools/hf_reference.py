@@ -7,7 +7,7 @@ F32, F16 or BF16; GPTQ and AWQ int4 layers dequantized as those formats
 define them), runs the forward pass of its model_type in float64 with
 numpy, written from transformers' modeling code (LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
-Gemma3ForCausalLM, Phi3ForCausalLM, GPT2LMHeadModel), not from attnc's, and
+Gemma3ForCausalLM, Phi3ForCausalLM, Olmo2ForCausalLM, GPT2LMHeadModel), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
 
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
@@ -305,6 +305,52 @@ def llama_logits(config, w, tokens):
     return x @ head.T
 
 
+def olmo2_logits(config, w, tokens):
+    """Olmo2ForCausalLM: Llama's projections and MLP, but q_norm and k_norm
+    are RMS norms of the whole query projection [heads·head_dim] and the
+    whole key projection [kv_heads·head_dim] (before the heads are split and
+    rotated), and each sublayer's output is normalized (post_attention_
+    layernorm, post_feedforward_layernorm) before it joins the residual
+    stream; no norm before a sublayer. rms_norm_eps defaults to 1e-5."""
+    hidden = config["hidden_size"]
+    hq = config["num_attention_heads"]
+    hkv = config.get("num_key_value_heads") or hq
+    d = config.get("head_dim") or hidden // hq
+    eps = config.get("rms_norm_eps", 1e-5)
+    act = activation(config.get("hidden_act", "silu"))
+    inv = inverse_frequencies(config, d)
+    t = len(tokens)
+    positions = np.arange(t, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][tokens]
+
+    def project(name, y):
+        out = y @ w[name + ".weight"].T
+        bias = w.get(name + ".bias")
+        return out if bias is None else out + bias
+
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        q = rms_norm(project(p + "self_attn.q_proj", x),
+                     w[p + "self_attn.q_norm.weight"], eps)
+        k = rms_norm(project(p + "self_attn.k_proj", x),
+                     w[p + "self_attn.k_norm.weight"], eps)
+        v = project(p + "self_attn.v_proj", x)
+        q = q.reshape(t, hq, d).transpose(1, 0, 2)
+        k = k.reshape(t, hkv, d).transpose(1, 0, 2)
+        v = v.reshape(t, hkv, d).transpose(1, 0, 2)
+        q, k = rotate(q, positions, inv), rotate(k, positions, inv)
+        o = attend(q, k, v, 1.0 / math.sqrt(d))
+        o = project(p + "self_attn.o_proj", o.transpose(1, 0, 2).reshape(t, hq * d))
+        x = x + rms_norm(o, w[p + "post_attention_layernorm.weight"], eps)
+        gated = act(project(p + "mlp.gate_proj", x)) * project(p + "mlp.up_proj", x)
+        m = project(p + "mlp.down_proj", gated)
+        x = x + rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps)
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
+            else w["lm_head.weight"])
+    return x @ head.T
+
+
 def round_to(value, torch_dtype):
     """A number as a tensor of torch_dtype holds it (round to nearest even)."""
     if torch_dtype == "float16":
@@ -493,7 +539,7 @@ def main():
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "qwen3": llama_logits,
                "gemma2": gemma_logits, "gemma3_text": gemma_logits,
-               "phi3": phi3_logits,
+               "phi3": phi3_logits, "olmo2": olmo2_logits,
                "gpt2": gpt2_logits}.get(config["model_type"])
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")

@@ -666,6 +666,20 @@ LogicalResult LinearKernelOp::verify() {
                            << *getRopeHeads() * headDim
                            << ") exceeds out_features (" << getOutFeatures()
                            << ")";
+    // A projection-scope QK-norm normalizes the query heads and the key
+    // heads as two groups: the features after the RoPE heads are values,
+    // as many heads as keys.
+    QkNormAttr norm = getQkNormAttr();
+    if (norm && norm.getScope() == QkNormScope::Projection &&
+        (getOutFeatures() % headDim != 0 ||
+         int64_t(getOutFeatures()) / headDim - int64_t(*getRopeHeads()) >
+             int64_t(*getRopeHeads())))
+      return emitOpError()
+             << "a projection qk_norm needs out_features to be the RoPE "
+                "heads and as many value heads as key heads after them, "
+                "got out_features "
+             << getOutFeatures() << " for " << *getRopeHeads()
+             << " RoPE heads of " << headDim;
   }
   bool append = getAppendKvHeads().has_value();
   if (append != getAppendHeadDim().has_value() ||

@@ -317,6 +317,29 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // 3 RoPE heads of 16 then 64 features: 4 more heads, more keys than RoPE heads.
+  // expected-error @+1 {{a projection qk_norm needs out_features to be the RoPE heads and as many value heads as key heads after them, got out_features 112 for 3 RoPE heads of 16}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 112 : i64, qk_norm = #attn.qk_norm<projection, eps = 1.0e-6 : f32>, rope_head_dim = 16 : i64, rope_heads = 3 : i64, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{a projection qk_norm needs out_features to be the RoPE heads and as many value heads as key heads after them, got out_features 56 for 3 RoPE heads of 16}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 56 : i64, qk_norm = #attn.qk_norm<projection, eps = 1.0e-6 : f32>, rope_head_dim = 16 : i64, rope_heads = 3 : i64, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+2 {{expected ::mlir::attn::QkNormScope to be one of: head, projection}}
+  // expected-error @+1 {{failed to parse Attn_QkNormAttr parameter 'scope'}}
+  attn.attention_layer @l self {head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64, qk_norm = #attn.qk_norm<layer, eps = 1.0e-6 : f32>, rope_theta = 10000.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   attn.norm @pre rms_norm {eps = 1.0e-6 : f32}
   // expected-error @+1 {{a residual_add norm follows an attention layer or an FFN, whose output it normalizes}}
   attn.norm @n rms_norm {eps = 1.0e-6 : f32, residual_add}

@@ -183,6 +183,21 @@ std::vector<GpuCase> cases() {
     spec.cacheAppend = {2, 64, DType::F16};
     return attn::buildLinearPipeline(spec, t);
   });
+  // QK-norm per head (Qwen3) and over the whole projections (OLMo 2).
+  for (attn::QkNormScope scope :
+       {attn::QkNormScope::Head, attn::QkNormScope::Projection})
+    add(scope == attn::QkNormScope::Head ? "linear_qkv_qknorm_head"
+                                         : "linear_qkv_qknorm_projection",
+        [scope](const Halide::Target &t) {
+          attn::LinearSpec spec = linear(512, 768);
+          spec.ropeTheta = 10000.0f;
+          spec.ropeHeads = 6;
+          spec.ropeHeadDim = 64;
+          spec.qkNormEps = 1e-6f;
+          spec.qkNormScope = scope;
+          spec.cacheAppend = {2, 64, DType::F32};
+          return attn::buildLinearPipeline(spec, t);
+        });
   add("linear_kv_append_bf16", [](const Halide::Target &t) {
     attn::LinearSpec spec = linear(256, 256);
     spec.cacheAppend = {2, 64, DType::BF16};

@@ -43,6 +43,7 @@ struct LinearCase {
   bool zeros = false;
   /// > 0: QK-norm of the RoPE heads (with random per-feature weights).
   float qkNormEps = 0.0f;
+  attn::QkNormScope qkNormScope = attn::QkNormScope::Head;
   /// Partial rotary: the first ropeDim features of each RoPE head rotate.
   int ropeDim = 0;
 };
@@ -72,6 +73,14 @@ attn::RopeScaling longRope(int pairs, double original) {
 /// `c` with QK-norm of its RoPE heads.
 LinearCase withQkNorm(LinearCase c, float eps = 1e-6f) {
   c.qkNormEps = eps;
+  return c;
+}
+
+/// `c` with QK-norm over all its query heads and all its key heads (OLMo
+/// 2's): the key heads are the RoPE heads past out/ropeHeadDim - ropeHeads.
+LinearCase withProjectionQkNorm(LinearCase c, float eps = 1e-6f) {
+  c.qkNormEps = eps;
+  c.qkNormScope = attn::QkNormScope::Projection;
   return c;
 }
 
@@ -144,6 +153,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.weightGroup = c.group;
   spec.weightZeros = c.zeros;
   spec.qkNormEps = c.qkNormEps;
+  spec.qkNormScope = c.qkNormScope;
   spec.ropeDim = c.ropeDim;
   Halide::Target target = Halide::get_jit_target_from_environment();
   attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
@@ -295,17 +305,28 @@ TEST_P(LinearTest, MatchesDoubleReference) {
                     quantization + bound + tolerance);
       }
     }
-    // QK-norm: each RoPE head over its RMS, times its weights, in double.
-    if (c.qkNormEps > 0)
-      for (int h = 0; h < c.ropeHeads; h++) {
-        const int d = c.ropeHeadDim;
-        double squares = 0;
-        for (int i = 0; i < d; i++)
-          squares += linear[h * d + i] * linear[h * d + i];
-        const double scale = 1.0 / std::sqrt(squares / d + c.qkNormEps);
-        for (int i = 0; i < d; i++)
-          linear[h * d + i] *= scale * normWeight[h * d + i];
-      }
+    // QK-norm: each RoPE head over its RMS, or the query heads together
+    // and the key heads together; times its weights, in double.
+    auto normalize = [&](int begin, int count) {
+      double squares = 0;
+      for (int i = begin; i < begin + count; i++)
+        squares += linear[i] * linear[i];
+      const double scale = 1.0 / std::sqrt(squares / count + c.qkNormEps);
+      for (int i = begin; i < begin + count; i++)
+        linear[i] *= scale * normWeight[i];
+    };
+    const int d = c.ropeHeadDim;
+    if (c.qkNormEps > 0 && c.qkNormScope == attn::QkNormScope::Head)
+      for (int h = 0; h < c.ropeHeads; h++)
+        normalize(h * d, d);
+    if (c.qkNormEps > 0 && c.qkNormScope == attn::QkNormScope::Projection) {
+      const int keyHeads = c.out / d - c.ropeHeads,
+                queryHeads = c.ropeHeads - keyHeads;
+      if (queryHeads > 0)
+        normalize(0, queryHeads * d);
+      if (keyHeads > 0)
+        normalize(queryHeads * d, keyHeads * d);
+    }
     for (int n = 0; n < c.out; n++) {
       double expected = linear[n];
       const int rotary = c.ropeDim > 0 ? c.ropeDim : c.ropeHeadDim;
@@ -494,6 +515,28 @@ INSTANTIATE_TEST_SUITE_P(
                                  {attn::RopeScaling::Type::Dynamic, 2.0, 1.0,
                                   4.0, 2048.0}},
                                 48),
+                    // QK-norm over the whole projection (OLMo 2): fused
+                    // QKV with GQA (4 query, 2 key heads), one row, a
+                    // query-only and a key/value-only projection (one
+                    // group), narrow and int4 weights, partial rotary, the
+                    // K-blocked reduction.
+                    withProjectionQkNorm(
+                        {96, 8 * 64, 9, true, {}, 6, 64, 10000.0f}),
+                    withProjectionQkNorm(
+                        {96, 8 * 64, 1, false, {0, 4, 1}, 6, 64, 10000.0f}),
+                    withProjectionQkNorm(
+                        {64, 4 * 48, 5, true, {}, 4, 48, 10000.0f}),
+                    withProjectionQkNorm(
+                        {64, 2 * 2 * 32, 3, false, {}, 2, 32, 10000.0f}),
+                    withProjectionQkNorm({96, 8 * 64, 40, false, {}, 6, 64,
+                                          10000.0f, {}, attn::DType::BF16}),
+                    withProjectionQkNorm({64, 128, 5, true, {}, 6, 16,
+                                          10000.0f, {}, attn::DType::I4, 32}),
+                    withRopeDim(withProjectionQkNorm(
+                                    {64, 5 * 48, 7, true, {}, 4, 48, 10000.0f}),
+                                36),
+                    withProjectionQkNorm(
+                        {4352, 3 * 128, 5, true, {}, 2, 128, 10000.0f}),
                     // LongRoPE (Phi-3.5, Phi-4-mini): positions up to 4K
                     // past an original context of 2048 (long factors) and
                     // within one of 8192 (short), partial rotary as in

@@ -12,8 +12,10 @@
 // gate|up fused in its tensors, partial rotary (0.75 of 16 channels) and a
 // sliding window on every layer, an untied head, the same with LongRoPE
 // over an original context of 16 (the decode steps pass it: their calls take
-// the long factors, as transformers' generation with a cache does), a
-// GPT-2 with
+// the long factors, as transformers' generation with a cache does), an
+// OLMo 2 with QK-norm over the whole query and key projections (GQA: 64
+// query features, 32 key features) and only norms of each sublayer's output,
+// a GPT-2 with
 // scale_attn_by_inverse_layer_idx) is compiled by attnc as its config says (weights in its torch_dtype:
 // bf16, bf16, f16). Random weights are written as Hugging Face publishes a
 // checkpoint: every tensor in that dtype, two shards and an index, beside
@@ -70,6 +72,7 @@
 #include "ref_qwen3.h"
 #include "ref_gemma2.h"
 #include "ref_gemma3.h"
+#include "ref_olmo2.h"
 #include "ref_phi3.h"
 #include "ref_phi3_longrope.h"
 
@@ -300,6 +303,9 @@ INSTANTIATE_TEST_SUITE_P(
                          REF_PHI3_LONGROPE_KERNEL_TABLE_SIZE,
                          WeightNaming::Phi3, TensorType::BF16, DType::F32,
                          nullptr, nullptr, 12},
+                    Case{"ref_olmo2", ref_olmo2_plan_json,
+                         ref_olmo2_kernel_table, REF_OLMO2_KERNEL_TABLE_SIZE,
+                         WeightNaming::Gemma, TensorType::BF16},
                     Case{"ref_gpt2", ref_gpt2_plan_json, ref_gpt2_kernel_table,
                          REF_GPT2_KERNEL_TABLE_SIZE, WeightNaming::Gpt2,
                          TensorType::F16},

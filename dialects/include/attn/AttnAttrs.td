@@ -107,7 +107,8 @@ def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
 
 def Attn_QkNormScope : I32EnumAttr<"QkNormScope",
                                     "what one RMS norm of a query or key spans", [
-    I32EnumAttrCase<"Head", 0, "head">]> {
+    I32EnumAttrCase<"Head", 0, "head">,
+    I32EnumAttrCase<"Projection", 1, "projection">]> {
   let cppNamespace = "::mlir::attn";
 }
 
@@ -118,8 +119,10 @@ def Attn_QkNormAttr : AttrDef<Attn_Dialect, "QkNorm"> {
     `head`: each query head and each key head of `head_dim` channels is
     divided by sqrt(mean(x²) + eps) and multiplied by a learned
     `[head_dim]` weight, one for the queries and one for the keys (Qwen3,
-    Gemma 3), in fp32, before RoPE rotates it. attnc computes it in the
-    epilogue of the projection that produces Q and K.
+    Gemma 3), in fp32, before RoPE rotates it. `projection`: all the query
+    heads together (`[heads · head_dim]` features, one weight of that size)
+    and all the key heads together (`[kv_heads · head_dim]`), OLMo 2's. attnc
+    computes either in the epilogue of the projection that produces Q and K.
 
     ```mlir
     #attn.qk_norm<head, eps = 9.99999997E-7 : f32>

@@ -137,7 +137,9 @@ public:
     if (l.ropeTheta > 0 && l.ropeDim > 0)
       name += "_rd" + std::to_string(l.ropeDim);
     if (l.ropeTheta > 0 && l.qkNorm)
-      name += "_qknorm_eps" + nameNumber(l.qkNorm.getEpsValue());
+      name += (l.qkNorm.getScope() == QkNormScope::Projection ? "_qknormproj"
+                                                              : "_qknorm") +
+              std::string("_eps") + nameNumber(l.qkNorm.getEpsValue());
     if (l.appendKvHeads > 0) {
       std::string dtype;
       llvm::raw_string_ostream(dtype) << l.appendDtype;

@@ -54,8 +54,10 @@ struct PlanOp {
   bool fusedCacheAppend = false; ///< attention: the K/V projection stores K
                                  ///< and V into cache slots itself
   bool rope = false; ///< attention: the Q/K projections rotate by position
-  bool qkNorm = false; ///< attention: Q and K heads RMS-normalized first,
-                       ///< with a [head_dim] weight each (plan::kQkNorm)
+  /// attention: Q and K RMS-normalized before RoPE (plan::kQkNorm), per
+  /// head with a [head_dim] weight each, or over the whole projection with
+  /// [heads · head_dim] and [kv_heads · head_dim] weights.
+  enum class QkNorm { None, Head, Projection } qkNorm = QkNorm::None;
   bool keyPadding = false; ///< attention: prefill takes per-entry key lengths
   bool cached = false;     ///< attention: has a KV cache (decodes)
   int pageSize = 0, maxLength = 0; ///< attention cache

@@ -90,9 +90,11 @@ inline constexpr char kFusedProjections[] = "fused_projections";
 inline constexpr char kFusedCacheAppend[] = "fused_cache_append";
 inline constexpr char kRopeTheta[] = "rope_theta";
 /// QK-norm's scope ("head": a [head_dim] weight for the queries and one for
-/// the keys); absent: none.
+/// the keys; "projection": one over all query heads, one over all key
+/// heads); absent: none.
 inline constexpr char kQkNorm[] = "qk_norm";
 inline constexpr char kQkNormHead[] = "head";
+inline constexpr char kQkNormProjection[] = "projection";
 inline constexpr char kKvCache[] = "kv_cache";
 inline constexpr char kLayout[] = "layout";
 inline constexpr char kDtype[] = "dtype";

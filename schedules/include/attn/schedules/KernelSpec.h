@@ -155,7 +155,12 @@ enum class Activation {
 /// x / sqrt(mean(x²) + qkNormEps), in fp32, and multiplied feature by
 /// feature by qk_norm_weight [ropeHeads · ropeHeadDim] (the query norm's
 /// weight repeated for each query head, then the key norm's for each key
-/// head: one per-feature vector serves any head layout). With `inputGate` (a gated FFN's
+/// head: one per-feature vector serves any head layout). With
+/// `qkNormScope` Projection (OLMo 2), the RMS is over groups of heads
+/// instead: the query heads together, the key heads together, where the key
+/// heads are the last outFeatures/ropeHeadDim - ropeHeads RoPE heads (the
+/// features after the RoPE heads are values, as many heads as keys; none:
+/// one group), qk_norm_weight the query norm's weight then the key norm's. With `inputGate` (a gated FFN's
 /// down projection), input holds 2·inFeatures per token, a gate half and an
 /// up half, and the product reads
 /// inputGate(gate)·up: SwiGLU and friends without a separate kernel.
@@ -229,6 +234,9 @@ double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim);
 /// The headDim/2 inverse frequencies of a RoPE head.
 std::vector<double> ropeInverseFrequencies(double theta, int headDim,
                                            const RopeScaling &scaling);
+/// What one QK-norm RMS spans: a head, or all the query (or key) heads.
+enum class QkNormScope { Head, Projection };
+
 struct CacheAppend {
   int kvHeads = 0; ///< 0: no append
   int headDim = 0;
@@ -247,6 +255,7 @@ struct LinearSpec {
   int ropeHeadDim = 0;
   RopeScaling ropeScaling;
   float qkNormEps = 0.0f; ///< > 0: QK-norm of the RoPE heads
+  QkNormScope qkNormScope = QkNormScope::Head;
   /// Partial rotary: only the first ropeDim features of each RoPE head
   /// rotate (pairs i and i + ropeDim/2, frequencies over ropeDim, the
   /// attention factor on them alone); the rest pass through. 0: all.
