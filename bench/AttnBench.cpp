@@ -51,7 +51,15 @@ struct PrefillShape {
   int queryHeads, kvHeads, headDim, length;
   bool causal;
   attn::SdpaCompute compute = attn::SdpaCompute::F32;
+  bool sinks = false; ///< gpt-oss's sink logits (against none: their cost)
 };
+
+/// Sink logits for `heads` heads, around a row's scores.
+Buffer<float> sinkLogits(int heads) {
+  Buffer<float> sinks(heads);
+  sinks.for_each_element([&](int h) { sinks(h) = 0.5f * float(h % 4); });
+  return sinks;
+}
 
 /// Q, K, V, O of one shape, filled with seeded uniform values.
 struct Tensors {
@@ -103,6 +111,7 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
   spec.causal = s.causal;
   spec.scale = 1.0f / std::sqrt(float(s.headDim));
   spec.compute = s.compute;
+  spec.sinks = s.sinks;
   spec.schedule = attn::defaultSdpaSchedule(s.headDim, s.compute);
   // ATTN_BENCH_SCHEDULE=queryBlock,kvChunk,qkTileKeys,pvTileRows overrides
   // the default schedule (for exploring by hand), on every CPU vendor.
@@ -119,6 +128,9 @@ void fusedPrefill(benchmark::State &state, PrefillShape s) {
   params.set(kernel.inputs[0], t.query);
   params.set(kernel.inputs[1], t.key);
   params.set(kernel.inputs[2], t.value);
+  Buffer<float> sinks = sinkLogits(s.queryHeads);
+  if (s.sinks)
+    params.set(kernel.inputs[3], sinks);
   double kvBytes = 2.0 * s.kvHeads * s.length * s.headDim * 4;
   timeKernel(state, attentionFlops(s, s.length, s.length), kvBytes,
              [&] { kernel.pipeline.realize(t.output, gTarget, params); });
@@ -200,11 +212,23 @@ void registerPrefill() {
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond);
         }
+  // gpt-oss's attention (64 query, 8 KV heads of 64; sliding layers aside)
+  // with and without sinks: their cost.
+  for (bool sinks : {false, true}) {
+    PrefillShape s{64, 8, 64, 2048, true, attn::SdpaCompute::BF16, sinks};
+    benchmark::RegisterBenchmark(
+        sinks ? "prefill/H64_KV8_D64_S2048_causal/bf16/sinks"
+              : "prefill/H64_KV8_D64_S2048_causal/bf16/no_sinks",
+        fusedPrefill, s)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
 }
 
 struct DecodeShape {
   int batch, kvLength, pageSize; // pageSize == kvLength: contiguous cache
   attn::DType element = attn::DType::F32;
+  bool sinks = false; ///< gpt-oss's sink logits (against none: their cost)
 };
 
 /// One new token per sequence (GQA 32 query / 8 KV heads, head size 128)
@@ -218,6 +242,7 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   spec.headDim = dim;
   spec.pageSize = s.pageSize;
   spec.cacheElement = s.element;
+  spec.sinks = s.sinks;
   spec.scale = 1.0f / std::sqrt(float(dim));
   if (const char *text = std::getenv("ATTN_BENCH_DECODE_SPLIT"))
     spec.schedule.splitKeys = std::atoi(text);
@@ -288,6 +313,9 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   }
   params.set(kernel.inputs[next++], table);
   params.set(kernel.inputs[next++], lengths);
+  Buffer<float> sinks = sinkLogits(hq);
+  if (s.sinks)
+    params.set(kernel.inputs[next++], sinks);
   double flops = 4.0 * s.batch * hq * s.kvLength * dim;
   // Bytes the cache holds: elements (plus an i8 row's scale).
   double rowBytes = dim * element.bytes() + (int8 ? 4 : 0);
@@ -311,15 +339,19 @@ void registerDecode() {
                                 {1, 131072, 16, DType::BF16},
                                 {1, 131072, 16, DType::I8},
                                 {16, 32768, 16, DType::F16},
-                                {16, 32768, 16, DType::I8}};
+                                {16, 32768, 16, DType::I8},
+                                // With sinks (against the same without).
+                                {1, 32768, 16, DType::BF16},
+                                {1, 32768, 16, DType::BF16, true}};
   for (const DecodeShape &s : shapes) {
     const char *element = attn::dtypeName(s.element);
     std::string layout = s.pageSize == s.kvLength
                              ? "contiguous"
                              : "page" + std::to_string(s.pageSize);
     char name[128];
-    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s_%s",
-                  s.batch, s.kvLength, layout.c_str(), element);
+    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s_%s%s",
+                  s.batch, s.kvLength, layout.c_str(), element,
+                  s.sinks ? "_sinks" : "");
     benchmark::RegisterBenchmark(name, fusedDecode, s)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
@@ -330,6 +362,8 @@ struct LinearShape {
   int tokens, in, out;
   /// bias, gelu, swiglu_down, qkv_rope; qkv_rope_qknorm: the same with
   /// QK-norm of the rotated heads (against qkv_rope: the norm's cost);
+  /// qkv_rope_qknorm_projection: QK-norm over all query heads and all key
+  /// heads (OLMo 2's);
   /// head_argmax: an output head with its greedy token (against `bias` of
   /// the same shape: the argmax's cost)
   const char *variant = "bias";
@@ -358,8 +392,10 @@ void linear(benchmark::State &state, LinearShape s) {
     spec.ropeTheta = 10000.0f;
     spec.ropeHeadDim = 128;
     spec.ropeHeads = (s.out - s.out / 6) / 128; // Q (4/6) and K (1/6)
-    if (variant == "qkv_rope_qknorm")
+    if (variant.rfind("qkv_rope_qknorm", 0) == 0)
       spec.qkNormEps = 1e-6f;
+    if (variant == "qkv_rope_qknorm_projection")
+      spec.qkNormScope = attn::QkNormScope::Projection;
   }
   spec.argmax = variant == "head_argmax";
   spec.weightElement = s.weights;
@@ -514,12 +550,17 @@ void registerLinear() {
                                 {1, 5632, 2048, "swiglu_down"},
                                 {1, 5632, 2048, "swiglu_down", DType::BF16},
                                 // Qwen3-0.6B's QKV (16 + 8 + 8 heads of
-                                // 128 over 1024), with and without QK-norm.
+                                // 128 over 1024), with and without QK-norm
+                                // per head and over the projections.
                                 {512, 1024, 4096, "qkv_rope", DType::BF16},
                                 {512, 1024, 4096, "qkv_rope_qknorm",
                                  DType::BF16},
                                 {1, 1024, 4096, "qkv_rope", DType::BF16},
                                 {1, 1024, 4096, "qkv_rope_qknorm",
+                                 DType::BF16},
+                                {512, 1024, 4096, "qkv_rope_qknorm_projection",
+                                 DType::BF16},
+                                {1, 1024, 4096, "qkv_rope_qknorm_projection",
                                  DType::BF16}};
   for (const LinearShape &s : shapes) {
     char name[128];

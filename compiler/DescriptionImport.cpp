@@ -81,6 +81,7 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   if (auto softcap = reader.optionalPositiveNumber("softcap"))
     layer.softcap = float(*softcap);
   layer.alibi = reader.optionalBool("alibi").value_or(false);
+  layer.sinks = reader.optionalBool("sinks").value_or(false);
   layer.keyPadding = reader.optionalBool("key_padding").value_or(false);
   layer.bf16Compute = options.bf16Compute.value_or(
       reader.optionalEnum("compute_dtype", {"f32", "bf16"}, "f32") == "bf16");

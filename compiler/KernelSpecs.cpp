@@ -50,7 +50,10 @@ template <class Op>
 } // namespace
 
 ::attn::AttentionSettings attentionSettings(KernelOp op) {
-  return commonSettings(op, op.getScale().convertToFloat());
+  ::attn::AttentionSettings settings =
+      commonSettings(op, op.getScale().convertToFloat());
+  settings.sinks = op.getSinks();
+  return settings;
 }
 
 ::attn::AttentionSettings attentionSettings(mlir::attn::SdpaOp op) {

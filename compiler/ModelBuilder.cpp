@@ -139,7 +139,8 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.outputBias ? builder.getBoolAttr(*c.outputBias) : BoolAttr(), c.cache,
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), UnitAttr(),
-      FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+      c.sinks ? builder.getUnitAttr() : UnitAttr());
   (void)layer;
   return layerCount - 1;
 }

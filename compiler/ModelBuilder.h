@@ -23,6 +23,7 @@ struct LayerConfig {
   std::optional<float> scale, softcap, ropeTheta;
   bool alibi = false;
   bool keyPadding = false;  ///< prefill over padded batches masks by length
+  bool sinks = false;       ///< a learned sink logit per query head
   bool bf16Compute = false; ///< prefill products on bf16 operands
   bool projectionBias = false;
   std::optional<bool> outputBias; ///< absent: as projectionBias

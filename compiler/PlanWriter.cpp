@@ -51,6 +51,8 @@ std::string renderPlanJson(ModuleOp module,
     if (mlir::attn::QkNormAttr norm = layer.getQkNormAttr())
       entry[plan::kQkNorm] =
           mlir::attn::stringifyQkNormScope(norm.getScope()).str();
+    if (layer.getSinks())
+      entry[plan::kSinks] = true;
     if (layer.getKeyPadding())
       entry[plan::kKeyPadding] = true;
     if (KvCacheAttr cache = layer.getCacheAttr()) {
@@ -144,6 +146,7 @@ std::string renderPlanJson(ModuleOp module,
         {plan::kSoftcap,
          kernel.getSoftcap() ? kernel.getSoftcap()->convertToFloat() : 0.0},
         {plan::kAlibi, kernel.getAlibi()},
+        {plan::kSinks, kernel.getSinks()},
         {plan::kKeyPadding, kernel.getKeyPadding()},
         {plan::kComputeDtype, kernel.getComputeDtype()
                                   ? typeName(*kernel.getComputeDtype())

@@ -85,6 +85,8 @@ std::string describeKernel(Operation &op) {
       text += " softcap";
     if (kernel.getAlibi())
       text += " alibi";
+    if (kernel.getSinks())
+      text += " sinks";
     if (kernel.getKeyPadding())
       text += " key_padding";
     if (kernel.getComputeDtype())

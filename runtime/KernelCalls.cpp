@@ -193,7 +193,7 @@ Status norm(const DeviceApi *device, const PlanOp &op, const Floats &scale,
 
 Status prefillAttention(const DeviceApi *device, const PlanOp &op,
                         RowsView query, RowsView keys, RowsView values,
-                        Placed<float> out) {
+                        const Floats &sinks, Placed<float> out) {
   const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim;
   // One unpadded sequence: all its keys are real.
   const int32_t keyLength = int32_t(keys.count);
@@ -203,12 +203,15 @@ Status prefillAttention(const DeviceApi *device, const PlanOp &op,
       heads("output", {out, hq * hd, query.count}, hq, hd)};
   if (op.keyPadding)
     args.push_back({"key_lengths", &keyLength, int32Type(), {{1, 1}}});
+  if (op.sinks)
+    args.push_back({"sinks", sinks.placed(), float32Type(), {{hq, 1}}});
   return callKernel(op.prefill, args, device);
 }
 
 Status decodeAttention(const DeviceApi *device, const PlanOp &op,
                        const KvCache &cache, int layer,
-                       const DecodeBatch &batch, Placed<float> out) {
+                       const DecodeBatch &batch, const Floats &sinks,
+                       Placed<float> out) {
   const int64_t hq = op.queryHeads, hkv = op.kvHeads, hd = op.headDim,
                 q = hq * hd, kv = hkv * hd, t = batch.batch,
                 maxPages = batch.maxPages;
@@ -239,6 +242,8 @@ Status decodeAttention(const DeviceApi *device, const PlanOp &op,
     args.push_back({"key_scales", pools.keyScales, float32Type(), scales});
     args.push_back({"value_scales", pools.valueScales, float32Type(), scales});
   }
+  if (op.sinks)
+    args.push_back({"sinks", sinks.placed(), float32Type(), {{hq, 1}}});
   return callKernel(op.decode, args, device);
 }
 

@@ -97,10 +97,11 @@ Status norm(const DeviceApi *device, const PlanOp &op, const Floats &weight,
 
 /// Prefill attention of one sequence: `query` [t][Hq·D] over `keys`,
 /// `values` [kvLen][Hkv·D], into `out` [t][Hq·D]; causal masks are aligned
-/// to the end of the keys (query i sees keys up to i + kvLen - t).
+/// to the end of the keys (query i sees keys up to i + kvLen - t). `sinks`
+/// [Hq]: each head's sink logit, for a layer with sinks.
 Status prefillAttention(const DeviceApi *device, const PlanOp &op,
                         RowsView query, RowsView keys, RowsView values,
-                        Placed<float> out);
+                        const Floats &sinks, Placed<float> out);
 
 /// A decode batch: each sequence's new query row, `query` [batch][Hq·D],
 /// the pages it reads, `blockTable` [batch][maxPages], and how many of
@@ -114,10 +115,11 @@ struct DecodeBatch {
 };
 
 /// Decode attention of a batch over `layer` of `cache`, into `out`
-/// [batch][Hq·D].
+/// [batch][Hq·D]; `sinks` as for prefill.
 Status decodeAttention(const DeviceApi *device, const PlanOp &op,
                        const KvCache &cache, int layer,
-                       const DecodeBatch &batch, Placed<float> out);
+                       const DecodeBatch &batch, const Floats &sinks,
+                       Placed<float> out);
 
 /// Columns [offset, offset + width) of the rows of `from` into dense `to`
 /// [from.count][width]: std::memcpy on the CPU, a copy on the device (where

@@ -247,6 +247,7 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         op.qkNorm = scope == plan::kQkNormHead ? PlanOp::QkNorm::Head
                                                : PlanOp::QkNorm::Projection;
       }
+      op.sinks = l.boolean(plan::kSinks);
       op.keyPadding = l.boolean(plan::kKeyPadding);
       resolve(l, plan::kPrefillKernel, op.prefill);
       resolve(l, plan::kQueryKernel, op.query);

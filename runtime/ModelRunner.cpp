@@ -194,7 +194,7 @@ Status attendPrefill(const Layer &l, AttentionBuffers &buffers,
     kv = {keys, keys, values, kvWidth};
   }
   return prefillAttention(l.device, op, query, {kv.keys, kv.stride, kvLen},
-                          {kv.values, kv.stride, kvLen}, attention);
+                          {kv.values, kv.stride, kvLen}, l.w.sinks, attention);
 }
 
 /// A prompt's chunk in a step: the `query` rows, one sequence's tokens at
@@ -219,7 +219,7 @@ Status attendChunk(const Layer &l, AttentionBuffers &buffers, RowsView query,
   if (!s)
     return s;
   return prefillAttention(nullptr, l.op, query, {keys, kvWidth, kvLen},
-                          {values, kvWidth, kvLen}, attention);
+                          {values, kvWidth, kvLen}, l.w.sinks, attention);
 }
 
 /// The rows at the start of a step that are one sequence's prompt chunk (a
@@ -302,7 +302,7 @@ Status attendStep(const Layer &l, AttentionBuffers &buffers, KvCache *cacheTo,
       return s;
   return decodeAttention(l.device, op, *cache, l.index,
                          {dense, table, int64_t(maxPages), lengths, t},
-                         attention);
+                         l.w.sinks, attention);
 }
 
 /// Attention of one layer reading `input` (the norm before it, or the

@@ -175,6 +175,7 @@ struct Model::Weights {
   // query [(Hq + Hkv)·D] when fused (Q | K), else [Hq·D]; keyValue [Hkv·D].
   // Empty without QK-norm.
   Floats queryNorm, keyValueNorm;
+  Floats sinks;                // attention's sink logit per query head [Hq]
   WeightMatrix up, down;       // FFN [d][ffn], [ffn][d]
   Floats upBias, downBias;     // [ffn], [d]
   WeightMatrix head;           // output head [d][vocab]
@@ -188,7 +189,8 @@ struct Model::Weights {
     for (auto *v : {&self.table, &self.positionTable, &self.normWeight,
                     &self.normBias, &self.queryBias, &self.keyValueBias,
                     &self.outputBias, &self.upBias, &self.downBias,
-                    &self.headBias, &self.queryNorm, &self.keyValueNorm})
+                    &self.headBias, &self.queryNorm, &self.keyValueNorm,
+                    &self.sinks})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
                     &self.down, &self.head}) {

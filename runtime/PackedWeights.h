@@ -62,7 +62,7 @@ public:
                       const OpWeights &weights);
 
   /// The format's version: part of the key and of the header.
-  static constexpr uint32_t kVersion = 2; // 2: QK-norm weights
+  static constexpr uint32_t kVersion = 3; // 2: QK-norm weights; 3: sinks
 };
 
 } // namespace attn::runtime

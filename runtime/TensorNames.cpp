@@ -411,6 +411,8 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
         n.add("k_norm.weight", base + naming.keyNorm + ".weight",
               {whole ? kv : op.headDim});
       }
+      if (op.sinks) // gpt-oss: self_attn.sinks, a logit per query head
+        n.add("sinks", base + "sinks", {op.queryHeads});
       break;
     }
     case OpKind::Ffn: {

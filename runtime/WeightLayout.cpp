@@ -208,6 +208,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                      plan.weightGroup, zeros);
       done();
       w->outputBias = get(n, "out.bias");
+      if (op.sinks)
+        w->sinks = get(n, "sinks");
       break;
     }
     case OpKind::Ffn: {

@@ -85,6 +85,23 @@ inline Halide::Expr exp2Nonpositive(Halide::Expr x) {
   return p * reinterpret<float>((cast<int>(whole) + 127) << 23);
 }
 
+/// A softmax row's output from its state in the log2 domain: the running
+/// maximum m, the sum l of 2^(x - m) and the weighted values o. With a sink
+/// logit (log2 domain; undefined: none), 2^sink joins the sum and adds no
+/// value, both sides taken at t = max(m, sink) so neither overflows. A row
+/// that saw no key (l = 0) is 0.
+inline Halide::Expr normalizedRow(Halide::Expr m, Halide::Expr l,
+                                  Halide::Expr o,
+                                  Halide::Expr sink = Halide::Expr()) {
+  using namespace Halide;
+  if (!sink.defined())
+    return select(l > 0.0f, o / l, 0.0f);
+  Expr top = max(m, sink);
+  Expr keep = exp2Nonpositive(m - top);
+  return select(l > 0.0f, o * keep / (l * keep + exp2Nonpositive(sink - top)),
+                0.0f);
+}
+
 /// 1 / (1 + e^-x), vectorized: e^-|x| from exp2Nonpositive, so neither
 /// side overflows (libm's expf and tanhf are scalar calls in Halide 14).
 /// Relative error below 3e-7 down to 2^-64 (x > -44); exactly 0 below.
@@ -175,6 +192,7 @@ struct PrefillMask {
 struct PrefillInputs {
   KernelBuffers buffers;
   Halide::ImageParam query, key, value, keyLengths;
+  Halide::ImageParam sinks; ///< (h): with spec.sinks, each head's sink logit
   Halide::Expr qLen, kvLen;
   PrefillMask mask;
 
@@ -184,6 +202,7 @@ struct PrefillInputs {
         key(buffers.input("key")), value(buffers.input("value")),
         keyLengths(spec.keyPadding ? buffers.input("key_lengths")
                                    : Halide::ImageParam()),
+        sinks(spec.sinks ? buffers.input("sinks") : Halide::ImageParam()),
         qLen(query.dim(2).extent()),
         kvLen(key.dim(2).extent()), mask{spec, kvLen - qLen,
                                          spec.keyPadding
@@ -202,6 +221,8 @@ struct PrefillInputs {
                         spec.headDim);
     if (spec.keyPadding)
       keyLengths.dim(0).set_min(0);
+    if (spec.sinks)
+      sinks.dim(0).set_min(0).set_extent(spec.numQueryHeads).set_stride(1);
     return buffers.finish({output});
   }
 };
@@ -228,7 +249,8 @@ inline Halide::Expr prefillLogit(const SdpaSpec &spec, const PrefillMask &mask,
 /// chunkOut(d, i, h, b, c) are one chunk's row max, row sum and P·V. With
 /// `replacement` (the AMX kernel's output stage), the output is that where
 /// `useReplacement` holds when the kernel runs: the caller specializes on
-/// it and schedules the replacement at the task.
+/// it and schedules the replacement at the task. `sinks` (h), defined with
+/// spec.sinks, holds each head's sink logit (natural units).
 struct PrefillOutput {
   Halide::Func state{"state"}, output{"output"};
   Halide::RDom chunks; ///< the state update's chunk loop: compute chunks at it
@@ -237,7 +259,7 @@ struct PrefillOutput {
 
 inline PrefillOutput
 buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
-                   Halide::Func chunkMax, Halide::Func chunkSum,
+                   Halide::ImageParam sinks, Halide::Func chunkMax, Halide::Func chunkSum,
                    Halide::Func chunkOut, Halide::Expr numChunks, int kvChunk,
                    int vec, bool gpu = false,
                    Halide::Expr useReplacement = Halide::Expr(),
@@ -263,9 +285,11 @@ buildPrefillOutput(const SdpaSpec &spec, const PrefillMask &mask,
       combineSoftmaxStates(state(d, ii, qb, h, b), chunkMax(row, h, b, rc),
                            chunkSum(row, h, b, rc), chunkOut(d, row, h, b, rc));
   // A row that sees no key (causal with q_len > kv_len) is defined as 0.
+  Expr m = state(d, i % queryBlock, i / queryBlock, h, b)[0];
   Expr l = state(d, i % queryBlock, i / queryBlock, h, b)[1];
   Expr o = state(d, i % queryBlock, i / queryBlock, h, b)[2];
-  Expr normalized = select(l > 0.0f, o / l, 0.0f);
+  Expr normalized = normalizedRow(
+      m, l, o, spec.sinks ? sinks(h) * float(M_LOG2E) : Expr());
   out.output(d, h, i, b) =
       useReplacement.defined()
           ? select(useReplacement, replacement(d, h, i, b), normalized)

@@ -220,7 +220,13 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
   Func output("output");
   Expr l = rowOut(headDim + 1, h % group, t, h / group, b);
   Expr o = rowOut(d, h % group, t, h / group, b);
-  output(d, h, t, b) = select(l > 0.0f, o / l, 0.0f);
+  // With sinks, each head's logit joins the denominator.
+  ImageParam sinks = spec.sinks ? buffers.input("sinks") : ImageParam();
+  output(d, h, t, b) = normalizedRow(
+      rowMax(h % group, t, h / group, b), l, o,
+      spec.sinks ? sinks(h) * float(M_LOG2E) : Expr());
+  if (spec.sinks)
+    sinks.dim(0).set_min(0).set_extent(spec.numQueryHeads).set_stride(1);
 
   constrainActivation(query, spec.numQueryHeads, headDim);
   constrainActivation(output.output_buffer(), spec.numQueryHeads, headDim);

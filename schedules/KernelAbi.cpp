@@ -60,6 +60,8 @@ std::vector<KernelBuffer> kernelBuffers(const SdpaSpec &spec) {
       {"value", E::F32, "[batch][kv_len][kv_heads][head_dim]"}};
   if (spec.keyPadding)
     buffers.push_back({"key_lengths", E::I32, "[batch]"});
+  if (spec.sinks)
+    buffers.push_back({"sinks", E::F32, "[query_heads]"});
   buffers.push_back(
       {"output", E::F32, "[batch][q_len][query_heads][head_dim]", kOut});
   return buffers;
@@ -80,6 +82,8 @@ std::vector<KernelBuffer> kernelBuffers(const DecodeSpec &spec,
   }
   buffers.push_back({"block_table", E::I32, "[batch][max_pages]"});
   buffers.push_back({"seq_lens", E::I32, "[batch]"});
+  if (spec.sinks)
+    buffers.push_back({"sinks", E::F32, "[query_heads]"});
   buffers.push_back(
       {"output", E::F32, "[batch][q_len][query_heads][head_dim]", kOut});
   return buffers;

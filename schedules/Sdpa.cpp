@@ -193,7 +193,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   const int vec = sched.vectorWidth > 0 ? sched.vectorWidth
                                         : target.natural_vector_size<float>();
   PrefillOutput result =
-      buildPrefillOutput(spec, mask, chunkMax, chunkSum, chunkOut, numChunks,
+      buildPrefillOutput(spec, mask, inputs.sinks, chunkMax, chunkSum, chunkOut, numChunks,
                          kvChunk, vec, gpu, avx512Ready, avx512Output);
   Func state = result.state, output = result.output;
   RDom rc = result.chunks;
@@ -312,7 +312,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
 bool sdpaUsesAvx512Kernel(const SdpaSpec &spec, const Target &target) {
   return spec.x86Object && spec.compute == SdpaCompute::F32 && !spec.causal &&
          spec.window == 0 && spec.softcap == 0.0f && !spec.alibi &&
-         spec.headDim % avx512::kOutputChannels == 0 &&
+         !spec.sinks && spec.headDim % avx512::kOutputChannels == 0 &&
          spec.headDim <= avx512::kMaxHeadDim &&
          target.arch == Target::X86 && target.bits == 64 &&
          !target.has_gpu_feature() && target.has_feature(Target::AVX512);

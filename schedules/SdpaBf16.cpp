@@ -142,7 +142,7 @@ KernelPipeline buildSdpaBf16Pipeline(const SdpaSpec &spec,
 
   // Online softmax over the chunks each query block sees, then O / l.
   PrefillOutput result =
-      buildPrefillOutput(spec, mask, chunkMax, chunkSum, chunkOut, numChunks,
+      buildPrefillOutput(spec, mask, inputs.sinks, chunkMax, chunkSum, chunkOut, numChunks,
                          kvChunk, vec, false, amxReady, amxOutput);
   Func state = result.state, output = result.output;
   RDom rc = result.chunks;
@@ -243,7 +243,7 @@ bool sdpaUsesAmx(const SdpaSpec &spec, const Target &target) {
   return spec.x86Object && spec.compute == SdpaCompute::BF16 &&
          spec.headDim % 32 == 0 &&
          spec.headDim <= 256 && spec.softcap == 0.0f && !spec.alibi &&
-         target.arch == Target::X86 && target.bits == 64 &&
+         !spec.sinks && target.arch == Target::X86 && target.bits == 64 &&
          !target.has_gpu_feature() &&
          target.has_feature(Target::AVX512_SapphireRapids);
 }

@@ -217,6 +217,7 @@ std::vector<TunedKernel> readKernels(const json &plan, const Options &o) {
       spec.scale = k.value(plan::kScale, 0.0f);
       spec.softcap = k.value(plan::kSoftcap, 0.0f);
       spec.alibi = k.value(plan::kAlibi, false);
+      spec.sinks = k.value(plan::kSinks, false);
     };
     fill(t.sdpa);
     static_cast<attn::AttentionSettings &>(t.decode) = t.sdpa;

@@ -22,6 +22,7 @@ struct KernelBench::Buffers {
   Buffer<> keyPages, valuePages;
   Buffer<float> keyScales, valueScales; // I8: [P][page][Hkv]
   Buffer<int32_t> table, lengths;
+  Buffer<float> sinks; // [query_heads], for kernels with sinks
 };
 
 KernelBench::KernelBench(const TunedKernel &kernel)
@@ -33,6 +34,11 @@ KernelBench::KernelBench(const TunedKernel &kernel)
   };
   Buffers &b = *buffers_;
   const int length = kernel.length;
+  const AttentionSettings &settings =
+      kernel.prefill ? static_cast<const AttentionSettings &>(kernel.sdpa)
+                     : kernel.decode;
+  b.sinks = Buffer<float>(std::max(settings.numQueryHeads, 1));
+  fill(b.sinks);
   if (kernel.prefill) {
     const SdpaSpec &s = kernel.sdpa;
     b.query = Buffer<float>(s.headDim, s.numQueryHeads, length, 1);
@@ -127,6 +133,8 @@ double KernelBench::secondsPerCall(const Schedule &schedule,
     params.set(kernel.inputs[2], b.value);
     if (kernel_.sdpa.keyPadding)
       params.set(kernel.inputs[3], b.lengths);
+    if (kernel_.sdpa.sinks)
+      params.set(kernel.inputs[kernel_.sdpa.keyPadding ? 4 : 3], b.sinks);
   } else {
     size_t next = 1;
     params.set(kernel.inputs[next++], b.keyPages);
@@ -137,6 +145,8 @@ double KernelBench::secondsPerCall(const Schedule &schedule,
     }
     params.set(kernel.inputs[next++], b.table);
     params.set(kernel.inputs[next++], b.lengths);
+    if (kernel_.decode.sinks)
+      params.set(kernel.inputs[next++], b.sinks);
   }
   kernel.pipeline.realize(b.output, target, params); // warm-up
   benchmark::RegisterBenchmark("candidate",

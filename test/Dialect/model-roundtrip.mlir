@@ -25,6 +25,15 @@ attn.model @qwen3 attributes {d_model = 64 : i64, kind = "decoder-only", max_bat
   attn.linear_kernel @q {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 128 : i64, qk_norm = #attn.qk_norm<head, eps = 1.0e-6 : f32>, rope_head_dim = 16 : i64, rope_heads = 6 : i64, rope_theta = 1000000.0 : f32}
 }
 
+// gpt-oss's attention sinks on a layer and its kernels.
+// CHECK-LABEL: attn.model @gpt_oss
+// CHECK-NEXT: attn.attention_layer @layer0 self {head_dim = 64 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 8 : i64, num_query_heads = 64 : i64, sinks, window = 128 : i64}
+// CHECK-NEXT: attn.kernel @p prefill {causal, head_dim = 64 : i64, num_kv_heads = 8 : i64, num_query_heads = 64 : i64, scale = 1.250000e-01 : f32, sinks, window = 128 : i64}
+attn.model @gpt_oss attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.attention_layer @layer0 self {head_dim = 64 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 8 : i64, num_query_heads = 64 : i64, sinks, window = 128 : i64}
+  attn.kernel @p prefill {causal, head_dim = 64 : i64, num_kv_heads = 8 : i64, num_query_heads = 64 : i64, scale = 0.125 : f32, sinks, window = 128 : i64}
+}
+
 // OLMo 2's QK-norm over the whole query and key projections.
 // CHECK-LABEL: attn.model @olmo2
 // CHECK-NEXT: attn.attention_layer @layer0 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, qk_norm = #attn.qk_norm<projection, eps = 9.99999997E-7 : f32>, rope_theta = 5.000000e+05 : f32}

@@ -34,7 +34,16 @@ struct DecodeCase {
   attn::DType dtype = attn::DType::F32;
   float softcap = 0.0f;
   bool alibi = false;
+  bool sinks = false; ///< sink logits sinkLogits(queryHeads)
 };
+
+/// Each head's sink logit: from below a row's scores to above them.
+std::vector<float> sinkLogits(int heads) {
+  std::vector<float> sinks;
+  for (int h = 0; h < heads; h++)
+    sinks.push_back(-2.0f + 1.3f * float(h % 5));
+  return sinks;
+}
 
 /// Runs the decode kernel of `c` over `cache` layer 0 for `sequences`.
 std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
@@ -50,6 +59,7 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   spec.window = c.window;
   spec.softcap = c.softcap;
   spec.alibi = c.alibi;
+  spec.sinks = c.sinks;
   spec.cacheElement =
       c.dtype == attn::DType::F16    ? attn::DType::F16
       : c.dtype == attn::DType::BF16 ? attn::DType::BF16
@@ -99,6 +109,10 @@ std::vector<float> runDecode(const DecodeCase &c, KvCache &cache,
   }
   params.set(kernel.inputs[next++], table);
   params.set(kernel.inputs[next++], lengths);
+  std::vector<float> sinkValues = sinkLogits(c.queryHeads);
+  Halide::Buffer<float> sinks(sinkValues.data(), c.queryHeads);
+  if (c.sinks)
+    params.set(kernel.inputs[next++], sinks);
   kernel.pipeline.realize(out, target, params);
   return {out.data(), out.data() + out.number_of_elements()};
 }
@@ -184,6 +198,9 @@ TEST_P(DecodeTest, PagedAndContiguousMatchTheReference) {
                          c.window,
                          c.softcap,
                          c.alibi ? attn::alibiSlopes(c.queryHeads)
+                                 : std::vector<float>(),
+                         {},
+                         c.sinks ? sinkLogits(c.queryHeads)
                                  : std::vector<float>()};
     std::vector<double> expected =
         referenceAttention(shape, query.data() + b * rowElements,
@@ -257,7 +274,15 @@ INSTANTIATE_TEST_SUITE_P(
                                {50, 129},
                                4,
                                20,
-                               attn::DType::I8}));
+                               attn::DType::I8},
+                    // Sinks (gpt-oss): GQA over many splits, with a window
+                    // and softcap, in an int8 cache, and a length-1 cache.
+                    DecodeCase{8, 2, 64, 16, 128, true, {1000, 1, 333}, 1, 0,
+                               attn::DType::F32, 0.0f, false, true},
+                    DecodeCase{8, 2, 64, 16, 128, true, {1000, 3, 700}, 4,
+                               128, attn::DType::BF16, 1.5f, false, true},
+                    DecodeCase{8, 2, 128, 16, 256, true, {1, 300, 1025}, 1, 0,
+                               attn::DType::I8, 0.0f, false, true}));
 
 // The projection with the cache append fused in writes exactly the bytes
 // KvCache::write would store for its K/V rows (same slots after

@@ -160,6 +160,17 @@ std::vector<GpuCase> cases() {
     spec.compute = attn::SdpaCompute::BF16; // fp32 on the GPU
     return attn::buildSdpaPipeline(spec, t);
   });
+  add("prefill_sinks_window_d64", [](const Halide::Target &t) {
+    attn::SdpaSpec spec = prefill(64, 8, 64, true);
+    spec.window = 128;
+    spec.sinks = true;
+    return attn::buildSdpaPipeline(spec, t);
+  });
+  add("decode_sinks_bf16_page16", [](const Halide::Target &t) {
+    attn::DecodeSpec spec = decode(DType::BF16, 16);
+    spec.sinks = true;
+    return attn::buildDecodePipeline(spec, t);
+  });
   add("decode_f32_page16", [](const Halide::Target &t) {
     return attn::buildDecodePipeline(decode(DType::F32, 16), t);
   });

@@ -21,6 +21,10 @@ struct AttentionShape {
   /// Key padding: entry b sees only its first keyLengths[b] keys; empty:
   /// every key.
   std::vector<int> keyLengths;
+  /// Per query head, a sink logit in every row's softmax denominator
+  /// (gpt-oss's, as transformers concatenates it to the logits); empty:
+  /// none.
+  std::vector<float> sinks;
 };
 
 /// out[b][i][h][:] = softmax_j(scale · q·k_j, end-aligned causal mask) · v,
@@ -59,6 +63,11 @@ inline std::vector<double> referenceAttention(const AttentionShape &s,
             score[j] += s.alibi[h] * double(j - (i + s.kvLen - s.qLen));
           maxScore = std::max(maxScore, score[j]);
         }
+        // A sink joins the maximum and the sum, and adds no value.
+        if (!s.sinks.empty() && visible > first)
+          maxScore = std::max(maxScore, double(s.sinks[h]));
+        if (!s.sinks.empty() && visible > first)
+          sum += std::exp(double(s.sinks[h]) - maxScore);
         for (int j = first; j < visible; j++)
           sum += score[j] = std::exp(score[j] - maxScore);
         double *o = &out[((size_t(b) * s.qLen + i) * hq + h) * dim];

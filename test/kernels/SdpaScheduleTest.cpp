@@ -1,7 +1,8 @@
 //===- SdpaScheduleTest.cpp - every schedule, every variant, vs reference -===//
 //
 // A seeded random matrix of kernel variants (MHA / GQA / MQA, causal or not,
-// sliding windows, softcap, ALiBi, key padding with per-entry lengths from 0
+// sliding windows, softcap, ALiBi, attention sinks, key padding with
+// per-entry lengths from 0
 // to all keys, head sizes from 8 to 256 including odd ones and 80/96),
 // schedule parameters
 // (block, chunk and tile sizes, including ones that divide nothing) and
@@ -60,6 +61,15 @@ std::vector<Variant> makeVariants() {
       spec.softcap = 1.5f; // scores reach about ±2 here: the cap bites
     spec.alibi = n % 6 == 2;
     spec.keyPadding = n % 5 == 3;
+    // Sinks from their own generator (the other draws stay as they were):
+    // logits from below the scores to above them, so a sink takes from a
+    // little to most of a row's weight.
+    spec.sinks = n % 7 == 4;
+    std::vector<float> sinks;
+    std::mt19937 sinkRng(n);
+    std::uniform_real_distribution<float> sinkLogit(-2.0f, 4.0f);
+    for (int h = 0; spec.sinks && h < spec.numQueryHeads; h++)
+      sinks.push_back(sinkLogit(sinkRng));
     spec.scale = pick({0, 1}) ? 1.0f / std::sqrt(float(spec.headDim)) : 0.3f;
     spec.schedule.queryBlock = pick({1, 7, 16, 32, 48, 64});
     spec.schedule.kvChunk = pick({16, 64, 100, 256, 512});
@@ -89,7 +99,7 @@ std::vector<Variant> makeVariants() {
            spec.headDim, spec.causal, spec.scale, spec.window, spec.softcap,
            spec.alibi ? attn::alibiSlopes(spec.numQueryHeads)
                       : std::vector<float>(),
-           keyLengths});
+           keyLengths, sinks});
     }
     variants.push_back(variant);
   }
@@ -101,7 +111,8 @@ std::string describe(const attn::SdpaSpec &spec) {
   return "Hq" + std::to_string(spec.numQueryHeads) + " Hkv" +
          std::to_string(spec.numKvHeads) + " D" + std::to_string(spec.headDim) +
          (spec.causal ? " causal" : "") +
-         (spec.keyPadding ? " key_padding" : "") + " schedule " +
+         (spec.keyPadding ? " key_padding" : "") +
+         (spec.sinks ? " sinks" : "") + " schedule " +
          std::to_string(s.queryBlock) + "," + std::to_string(s.kvChunk) + "," +
          std::to_string(s.qkTileKeys) + "," + std::to_string(s.pvTileRows) +
          (s.intelQkTile.keys
@@ -164,6 +175,11 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
       std::copy(s.keyLengths.begin(), s.keyLengths.end(), keyLengths.data());
       params.set(kernel.inputs[3], keyLengths);
     }
+    std::vector<float> sinkValues = s.sinks;
+    Halide::Buffer<float> sinks(sinkValues.data(),
+                                std::max<int>(1, sinkValues.size()));
+    if (variant.spec.sinks)
+      params.set(kernel.inputs[variant.spec.keyPadding ? 4 : 3], sinks);
     kernel.pipeline.realize(out, target, params);
     std::vector<float> got(out.data(), out.data() + out.number_of_elements());
     EXPECT_LE(

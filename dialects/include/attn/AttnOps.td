@@ -275,6 +275,9 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     `rope_dim` (partial rotary: Phi-4-mini, GPT-NeoX) rotates only the
     first `rope_dim` channels of each head (pairs c and c + rope_dim/2,
     frequencies over rope_dim), the rest pass through; absent: all;
+    `sinks` (gpt-oss): a learned logit per query head (the checkpoint's
+    `self_attn.sinks`, `[num_query_heads]`) joins every row's softmax
+    denominator and contributes no value;
     `projection_bias` says the Q/K/V/output projections have biases;
     `output_bias`, when present, overrides it for the output projection
     (Qwen2: Q/K/V biases, none on the output).
@@ -329,7 +332,8 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        UnitAttr:$fused_cache_append,
                        OptionalAttr<FlatSymbolRefAttr>:$query_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$key_value_kernel,
-                       OptionalAttr<FlatSymbolRefAttr>:$output_kernel));
+                       OptionalAttr<FlatSymbolRefAttr>:$output_kernel,
+                       UnitAttr:$sinks));
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -548,7 +552,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
     decode). `window` limits each query to its last `window`
     keys (a causal sliding window). `key_padding` (prefill only) adds a
     per-entry key-length input. `compute_dtype` (prefill only, absent for
-    f32) is the precision of the matrix products, as on the layer. Layers
+    f32) is the precision of the matrix products, as on the layer. `sinks`
+    adds an input of a sink logit per query head, as on the layer. Layers
     that agree on all of it share the kernel.
     `schedule` is set by `--attn-select-schedules`.
 
@@ -567,7 +572,8 @@ def Attn_KernelOp : Attn_Op<"kernel", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<Attn_PositiveI64>:$page_size,
                        OptionalAttr<TypeAttr>:$kv_dtype,
                        OptionalAttr<TypeAttr>:$compute_dtype,
-                       OptionalAttr<Attn_ScheduleAttr>:$schedule));
+                       OptionalAttr<Attn_ScheduleAttr>:$schedule,
+                       UnitAttr:$sinks));
   let assemblyFormat = "$sym_name $family attr-dict";
   let hasVerifier = 1;
 }

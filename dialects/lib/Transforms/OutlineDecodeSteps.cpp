@@ -34,11 +34,15 @@ struct OutlineDecodeStepsPass
     if (!layer.getScale())
       return layer.emitOpError()
              << "has no scale: run --attn-materialize-defaults first";
-    // The math-level ops state no QK-norm yet: a step without it would be
-    // a wrong reference, so such layers are refused.
-    if (layer.getQkNorm() || layer.getRopeDim())
+    // The math-level ops state no QK-norm, partial rotary or sinks yet: a
+    // step without them would be a wrong reference, so such layers are
+    // refused.
+    if (layer.getQkNorm() || layer.getRopeDim() || layer.getSinks())
       return layer.emitOpError()
-             << "has " << (layer.getQkNorm() ? "qk_norm" : "rope_dim")
+             << "has "
+             << (layer.getQkNorm()    ? "qk_norm"
+                 : layer.getRopeDim() ? "rope_dim"
+                                      : "sinks")
              << ", which the outlined decode step cannot state yet (no "
                 "math-level op for it)";
     Location loc = layer.getLoc();

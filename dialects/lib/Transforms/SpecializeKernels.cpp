@@ -28,6 +28,7 @@ struct KernelSignature {
   int64_t pageSize; // decode only, else 0
   Type cacheType;   // decode only, else null
   bool bf16Compute; // prefill only
+  bool sinks;       // a sink logit per query head
 
   std::string name() const {
     std::string text = (family == KernelFamily::Prefill ? "prefill" : "decode");
@@ -45,6 +46,8 @@ struct KernelSignature {
       text += "_kpad";
     if (bf16Compute)
       text += "_bf16c";
+    if (sinks)
+      text += "_sinks";
     if (window)
       return text + "_w" + std::to_string(window);
     return text + (causal ? "_causal" : "");
@@ -56,7 +59,7 @@ struct KernelSignature {
            scale == other.scale && softcap == other.softcap &&
            alibi == other.alibi && keyPadding == other.keyPadding &&
            pageSize == other.pageSize && cacheType == other.cacheType &&
-           bf16Compute == other.bf16Compute;
+           bf16Compute == other.bf16Compute && sinks == other.sinks;
   }
 };
 
@@ -361,7 +364,7 @@ struct SpecializeKernelsPass
               : TypeAttr(),
           signature.bf16Compute ? TypeAttr::get(builder.getBF16Type())
                                 : TypeAttr(),
-          ScheduleAttr());
+          ScheduleAttr(), signature.sinks);
       symbols.insert(kernel); // renames on a clash (same name, other scale)
       kernels.emplace_back(signature, kernel);
       return kernel;
@@ -392,7 +395,8 @@ struct SpecializeKernelsPass
           layer.getKeyPadding(),
           0,
           Type(),
-          layer.getComputeDtype() && layer.getComputeDtype()->isBF16()};
+          layer.getComputeDtype() && layer.getComputeDtype()->isBF16(),
+          layer.getSinks()};
       layer.setPrefillKernelAttr(
           FlatSymbolRefAttr::get(kernelFor(prefill, layer.getLoc())));
       if (KvCacheAttr cache = layer.getCacheAttr()) {

@@ -58,6 +58,8 @@ struct PlanOp {
   /// head with a [head_dim] weight each, or over the whole projection with
   /// [heads · head_dim] and [kv_heads · head_dim] weights.
   enum class QkNorm { None, Head, Projection } qkNorm = QkNorm::None;
+  bool sinks = false; ///< attention: a sink logit per query head
+                      ///< (plan::kSinks)
   bool keyPadding = false; ///< attention: prefill takes per-entry key lengths
   bool cached = false;     ///< attention: has a KV cache (decodes)
   int pageSize = 0, maxLength = 0; ///< attention cache

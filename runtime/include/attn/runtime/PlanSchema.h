@@ -17,12 +17,14 @@
 //                 scale, stack?, prefill_kernel, projection_bias?,
 //                 output_bias?, fused_projections?, fused_cache_append?,
 //                 query_kernel?, key_value_kernel?, output_kernel?,
-//                 rope_theta?, qk_norm?, key_padding?, decode_kernel?,
+//                 rope_theta?, qk_norm?, sinks?, key_padding?,
+//                 decode_kernel?,
 //                 kv_cache?: { layout, page_size, dtype, max_length,
 //                              bytes_per_token, bytes_per_sequence } } ],
 //     kernels: [ { name, symbol, family, num_query_heads, num_kv_heads,
 //                  head_dim, causal, window, scale, softcap, alibi,
-//                  key_padding, compute_dtype, page_size?, kv_dtype?,
+//                  sinks, key_padding, compute_dtype, page_size?,
+//                  kv_dtype?,
 //                  schedule?: { query_block, kv_chunk, qk_tile_keys,
 //                               pv_tile_rows, split_keys, vector_width,
 //                               source } } ],
@@ -37,7 +39,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 4;
+inline constexpr int kVersion = 5;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -110,6 +112,9 @@ inline constexpr char kCausal[] = "causal";
 inline constexpr char kWindow[] = "window";
 inline constexpr char kSoftcap[] = "softcap";
 inline constexpr char kAlibi[] = "alibi";
+/// A layer's and its kernels': a sink logit per query head (the layer's
+/// "sinks" weight [num_query_heads]); absent: none.
+inline constexpr char kSinks[] = "sinks";
 inline constexpr char kComputeDtype[] = "compute_dtype";
 inline constexpr char kKvDtype[] = "kv_dtype";
 inline constexpr char kSchedule[] = "schedule";

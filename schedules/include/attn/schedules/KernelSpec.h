@@ -28,7 +28,10 @@ namespace attn {
 /// key j is scale·q_i·k_j, capped to softcap·tanh(logit/softcap) when
 /// softcap > 0, plus the ALiBi bias slope_h·(j - i_absolute) with `alibi`
 /// (slopes as in Press et al., attn::alibiSlopes); `causal` and `window`
-/// mask as each spec says.
+/// mask as each spec says. With `sinks` (gpt-oss), input sinks
+/// [query_heads] holds a learned logit per query head that joins every
+/// row's softmax denominator and contributes no value:
+/// out_i = Σ_j e^(x_ij) v_j / (Σ_j e^(x_ij) + e^(sink_h)).
 struct AttentionSettings {
   int numQueryHeads = 0;
   int numKvHeads = 0;
@@ -39,6 +42,7 @@ struct AttentionSettings {
   float scale = 0.0f;
   float softcap = 0.0f; ///< > 0: logits become softcap·tanh(logit/softcap)
   bool alibi = false;   ///< add ALiBi biases slope_h·(j - i_absolute)
+  bool sinks = false;   ///< a learned logit per query head in the softmax
 
   int queryHeadsPerKvHead() const { return numQueryHeads / numKvHeads; }
 };
