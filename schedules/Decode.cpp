@@ -32,6 +32,10 @@ void scheduleDecodeForGpu(const DecodeSpec &spec, Func output, Func rowMax,
                           Func splitOut) {
   Var d = output.args()[0], h = output.args()[1], b = output.args()[3];
   output.gpu_blocks(h, b).gpu_threads(d);
+  // With sinks the output reads the row's maximum too: a copy of its own,
+  // per thread.
+  if (spec.sinks)
+    rowMax.clone_in(output).compute_at(output, d);
   // Each thread finds its row's maximum over the splits itself (one per
   // block, in shared memory, read back wrong on PoCL once a sequence had
   // several splits: opencl-library-test).
