@@ -247,6 +247,13 @@ def attend(q, k, v, scale, window=None, softcap=None):
 
 # --- architectures ----------------------------------------------------------
 
+def linear(w, name, y):
+    """nn.Linear `name` of the checkpoint `w` on y: y·Wᵀ (+ bias)."""
+    out = y @ w[name + ".weight"].T
+    bias = w.get(name + ".bias")
+    return out if bias is None else out + bias
+
+
 def llama_logits(config, w, tokens):
     """LlamaForCausalLM and its Mistral / Qwen2 / Qwen3 variants: logits
     [t][vocab]. Qwen3 adds an RMS norm of each query and key head (q_norm,
@@ -277,9 +284,7 @@ def llama_logits(config, w, tokens):
     x = w["model.embed_tokens.weight"][tokens]
 
     def project(name, y):
-        out = y @ w[name + ".weight"].T
-        bias = w.get(name + ".bias")
-        return out if bias is None else out + bias
+        return linear(w, name, y)
 
     for layer in range(layers):
         p = f"model.layers.{layer}."
@@ -324,9 +329,7 @@ def olmo2_logits(config, w, tokens):
     x = w["model.embed_tokens.weight"][tokens]
 
     def project(name, y):
-        out = y @ w[name + ".weight"].T
-        bias = w.get(name + ".bias")
-        return out if bias is None else out + bias
+        return linear(w, name, y)
 
     for layer in range(config["num_hidden_layers"]):
         p = f"model.layers.{layer}."
@@ -400,9 +403,7 @@ def gemma_logits(config, w, tokens):
         return rms_norm(x, 1.0 + w[name], eps)
 
     def project(name, y):
-        out = y @ w[name + ".weight"].T
-        bias = w.get(name + ".bias")
-        return out if bias is None else out + bias
+        return linear(w, name, y)
 
     t = len(tokens)
     positions = np.arange(t, dtype=np.float64)
