@@ -1334,6 +1334,9 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
           "weight_format must be gptq, gptq_v2 or awq, got 'marlin'");
   refused("\"weight_format\": \"\"", "\"weight_format\": \"gptq\"",
           "weight_format gptq needs i4 weights, not f32");
+  // QK-norm's scope: one the runtime lays weights out for.
+  refused("\"rope_theta\"", "\"qk_norm\": \"layer\", \"rope_theta\"",
+          "qk_norm must be \"head\" or \"projection\"");
 }
 
 TEST(ModelTest, PlanSizesOutOfRangeAreRefused) {
