@@ -181,19 +181,58 @@ bool readLayerTypes(ConfigReader &config, int64_t layers,
   return true;
 }
 
+/// What sets one decoder family importDecoderOnly reads apart from
+/// Llama's, as transformers' config class and modeling file for it do: one
+/// row per model_type.
+struct DecoderFamily {
+  llvm::StringRef modelType, weightNaming;
+  /// How `sliding_window` applies: ignored (transformers' Llama, OLMo 2,
+  /// GPT-2 have none), to every layer (Mistral, Phi-3), or Qwen's way:
+  /// only with use_sliding_window, from max_window_layers on, or as
+  /// layer_types says.
+  enum class Window { Ignored, Every, Qwen } window;
+  bool qkvBiases; ///< Q/K/V biases and none on o_proj (Qwen2)
+  std::optional<mlir::attn::QkNormScope> qkNorm; ///< with rms_norm_eps
+  double rmsEps;        ///< rms_norm_eps when the config leaves it out
+  bool partialRotary;   ///< partial_rotary_factor honoured (else refused)
+  bool outputNormsOnly; ///< OLMo 2: each sublayer's output normalized, then
+                        ///< added; no norm before a sublayer
+};
+
+using mlir::attn::QkNormScope;
+using Window = DecoderFamily::Window;
+// clang-format off
+const DecoderFamily kDecoderFamilies[] = {
+    // type     naming   sliding_window   Q/K/V   QK-norm                  eps   partial output
+    //                                    biases                                 rotary  norms only
+    {"llama",   "llama", Window::Ignored, false, {},                      1e-6, false,  false},
+    {"mistral", "llama", Window::Every,   false, {},                      1e-6, false,  false},
+    {"qwen2",   "llama", Window::Qwen,    true,  {},                      1e-6, false,  false},
+    {"qwen3",   "llama", Window::Qwen,    false, QkNormScope::Head,       1e-6, false,  false},
+    {"phi3",    "phi3",  Window::Every,   false, {},                      1e-6, true,   false},
+    // OLMo 2's output norms are named as Gemma's.
+    {"olmo2",   "gemma", Window::Ignored, false, QkNormScope::Projection, 1e-5, false,  true},
+    {"gpt2",    "gpt2",  Window::Ignored, false, {},                      1e-5, false,  false},
+};
+// clang-format on
+
+const DecoderFamily *decoderFamily(llvm::StringRef type) {
+  for (const DecoderFamily &family : kDecoderFamilies)
+    if (family.modelType == type)
+      return &family;
+  return nullptr;
+}
+
 OwningOpRef<ModuleOp>
 importDecoderOnly(ConfigReader &config, const json::Object &root,
-                  llvm::StringRef type, const JsonLocator &locator,
+                  const DecoderFamily &family, const JsonLocator &locator,
                   MLIRContext &context, const ImportOptions &options,
                   llvm::StringRef name,
                   const std::optional<QuantizedWeights> &quantized) {
-  bool gpt2 = type == "gpt2";
-  // Qwen3 is Qwen2's structure with QK-norm and no forced biases.
-  bool qwen = type == "qwen2" || type == "qwen3";
-  // OLMo 2: Llama's attention and MLP with QK-norm over the whole query and
-  // key projections, and each sublayer's output normalized before it joins
-  // the stream (no norm before a sublayer).
-  bool olmo2 = type == "olmo2";
+  const llvm::StringRef type = family.modelType;
+  const bool gpt2 = type == "gpt2";
+  const bool qwen = family.window == Window::Qwen;
+  const bool outputNormsOnly = family.outputNormsOnly;
   std::optional<int64_t> hidden =
       config.getInt(gpt2 ? "n_embd" : "hidden_size", true, 1, kMaxInt);
   std::optional<int64_t> heads =
@@ -274,9 +313,9 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     // say so explicitly, for all four.
     // Qwen3: attention_bias for all four, as Llama.
     layer.projectionBias =
-        type == "qwen2" ||
+        family.qkvBiases ||
         config.optionalBool("attention_bias").value_or(false);
-    if (type == "qwen2")
+    if (family.qkvBiases)
       layer.outputBias = false;
     // Mistral: sliding_window (int or null); Qwen2 and Qwen3: only with
     // use_sliding_window, and then only from layer max_window_layers on,
@@ -284,10 +323,10 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     // lists them (transformers >= 4.53, which takes the list over the
     // older keys). transformers' Llama and OLMo 2 have no window: the key
     // is ignored there, as it is.
-    bool windowed = !config.isNull("sliding_window", root) &&
-                    type != "llama" && !olmo2 &&
-                    (!qwen ||
-                     config.optionalBool("use_sliding_window").value_or(false));
+    bool windowed =
+        !config.isNull("sliding_window", root) &&
+        family.window != Window::Ignored &&
+        (!qwen || config.optionalBool("use_sliding_window").value_or(false));
     if (windowed) {
       layer.window = config.getInt("sliding_window", false, 1, kMaxInt);
       if (layer.window)
@@ -306,7 +345,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
             config.optionalPositiveNumber("partial_rotary_factor");
         partial && *partial != 1.0) {
       const int64_t rotary = int64_t(double(layer.headDim) * *partial);
-      if (type != "phi3")
+      if (!family.partialRotary)
         config.error("partial_rotary_factor",
                      "attnc rotates every channel of a " + type.str() +
                          " head; partial_rotary_factor other than 1 is "
@@ -333,8 +372,8 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     intermediate = *hidden * 4;
     if (!config.isNull("n_inner", root))
       intermediate = config.getInt("n_inner", false, 1, kMaxInt, *intermediate);
-    rmsEps = float(
-        config.optionalPositiveNumber("layer_norm_epsilon").value_or(1e-5));
+    rmsEps = float(config.optionalPositiveNumber("layer_norm_epsilon")
+                       .value_or(family.rmsEps));
     activation = readActivation(config, "activation_function", "gelu_new");
     // GPT2Attention: scores / sqrt(head_dim) unless scale_attn_weights is
     // false, and also / (layer index + 1) with
@@ -347,21 +386,18 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     vocabulary = config.getInt("vocab_size", true, 1, kMaxInt);
     intermediate = config.getInt("intermediate_size", true, 1, kMaxInt);
     // The config classes' defaults: Olmo2Config's 1e-5, the others' 1e-6.
-    rmsEps = float(config.optionalPositiveNumber("rms_norm_eps")
-                       .value_or(olmo2 ? 1e-5 : 1e-6));
+    rmsEps = float(
+        config.optionalPositiveNumber("rms_norm_eps").value_or(family.rmsEps));
     mlpBias = config.optionalBool("mlp_bias").value_or(false);
     activation = readActivation(config, "hidden_act", "silu");
     tied = config.optionalBool("tie_word_embeddings").value_or(false);
     // Qwen3's q_norm and k_norm: RMS norms of each head, rms_norm_eps.
-    if (type == "qwen3")
-      layer.qkNorm = makeQkNorm(context, mlir::attn::QkNormScope::Head, rmsEps);
-    // OLMo 2's q_norm and k_norm span all query heads and all key heads.
-    if (olmo2)
-      layer.qkNorm =
-          makeQkNorm(context, mlir::attn::QkNormScope::Projection, rmsEps);
+    if (family.qkNorm)
+      layer.qkNorm = makeQkNorm(context, *family.qkNorm, rmsEps);
     // OLMo (1)'s clamp of Q, K and V, which Olmo2Config drops: a config
     // that still sets it asks for math attnc does not do.
-    if (olmo2 && !config.isNull("clip_qkv", root) && config.has("clip_qkv"))
+    if (type == "olmo2" && !config.isNull("clip_qkv", root) &&
+        config.has("clip_qkv"))
       config.error("clip_qkv", "attnc does not clamp Q, K and V (OLMo 1's "
                                "clip_qkv); OLMo 2 has no clip_qkv");
   }
@@ -392,11 +428,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                            quantized->group, quantized->format);
   else
     builder.setWeightDtype(weightDtype(config, context));
-  // OLMo 2 names its output norms as Gemma does.
-  builder.setWeightNaming(gpt2                ? "gpt2"
-                          : type == "phi3"    ? "phi3"
-                          : olmo2             ? "gemma"
-                                              : "llama");
+  builder.setWeightNaming(family.weightNaming);
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
   builder.addEmbedding("embedding", *vocabulary,
@@ -404,7 +436,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                        *positions, "", at);
   for (int64_t i = 0; i < *layers; i++) {
     const std::string index = std::to_string(i);
-    if (!olmo2)
+    if (!outputNormsOnly)
       builder.addNorm("layer" + index + "_norm", norm, rmsEps, "", at);
     LayerConfig thisLayer = layer;
     if (slidingLayers.empty() ? i < firstWindowedLayer
@@ -417,15 +449,15 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                             float(1.0 / std::sqrt(double(layer.headDim)))) /
                         float(i + 1);
     builder.addLayer(thisLayer, loc);
-    if (olmo2)
+    if (outputNormsOnly)
       builder.addNorm("layer" + index + "_output_norm", norm, rmsEps, "", at,
                       NormPlacement::ResidualAdd);
     std::string block = "block" + index;
-    if (!olmo2)
+    if (!outputNormsOnly)
       builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
     builder.addFfn(block + "_ffn", *activation, *intermediate,
                    gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
-    if (olmo2)
+    if (outputNormsOnly)
       builder.addNorm(block + "_ffn_output_norm", norm, rmsEps, "", at,
                       NormPlacement::ResidualAdd);
   }
@@ -770,10 +802,8 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
                  "qwen2, not " + type->str());
     return nullptr;
   }
-  if (*type == "llama" || *type == "mistral" || *type == "qwen2" ||
-      *type == "qwen3" || *type == "phi3" || *type == "olmo2" ||
-      *type == "gpt2")
-    return importDecoderOnly(config, root, *type, locator, context, options,
+  if (const DecoderFamily *family = decoderFamily(*type))
+    return importDecoderOnly(config, root, *family, locator, context, options,
                              name, quantized);
   if (*type == "gemma2" || *type == "gemma3_text")
     return importGemma(config, root, *type, locator, context, options, name);
