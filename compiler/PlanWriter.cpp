@@ -55,6 +55,8 @@ std::string renderPlanJson(ModuleOp module,
       entry[plan::kSinks] = true;
     if (layer.getKeyPadding())
       entry[plan::kKeyPadding] = true;
+    if (layer.getWindow())
+      entry[plan::kWindow] = *layer.getWindow();
     if (KvCacheAttr cache = layer.getCacheAttr()) {
       entry[plan::kDecodeKernel] = prefix + layer.getDecodeKernel()->str();
       entry[plan::kKvCache] = llvm::json::Object{

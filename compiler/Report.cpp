@@ -11,6 +11,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -142,6 +144,13 @@ struct TokenFlops {
   bool windowed = false; // some layer counted at its full window
 };
 
+/// The window a self layer's cache keeps (its pages released behind it), or
+/// 0 where it keeps every token.
+int64_t keptWindow(AttentionLayerOp layer) {
+  return layer.getKind() == LayerKind::Self ? layer.getWindow().value_or(0)
+                                            : 0;
+}
+
 int64_t linearFlops(ModelOp model, std::optional<StringRef> kernel) {
   if (!kernel)
     return 0;
@@ -172,10 +181,13 @@ std::string renderReport(ModuleOp module) {
                         layer.getNumQueryHeads(), layer.getNumKvHeads(),
                         layer.getHeadDim(), stringifyMaskKind(layer.getMask()));
     if (KvCacheAttr cache = layer.getCacheAttr())
-      os << llvm::formatv(" | cache {0} {1} page {2} max {3}: {4}/seq",
+      os << llvm::formatv(" | cache {0} {1} page {2} max {3}{4}: {5}/seq",
                           stringifyCacheLayout(cache.getLayout()),
                           typeName(cache.getDtype()), cache.getPageSize(),
                           cache.getMaxLength(),
+                          keptWindow(layer)
+                              ? " window " + std::to_string(keptWindow(layer))
+                              : std::string(),
                           formatBytes(intAttr(layer, "kv_bytes_per_sequence")));
     os << " | " << layer.getPrefillKernel()->str();
     if (layer.getDecodeKernel())
@@ -302,6 +314,37 @@ std::string renderReport(ModuleOp module) {
      << bytes("kv_bytes",
               " for max_batch " + std::to_string(model.getMaxBatch()))
      << "\n";
+  // With sliding windows, what each kind of layer holds per sequence: the
+  // full layers every token, the others the pages of their window.
+  struct CacheKind {
+    int layers = 0;
+    int64_t perToken = 0, perSequence = 0, tokens = 0;
+  };
+  std::map<int64_t, CacheKind> kinds; // by window kept (0: none)
+  for (AttentionLayerOp layer : model.getLayers()) {
+    KvCacheAttr cache = layer.getCacheAttr();
+    if (!cache || layer.getKind() == LayerKind::Cross)
+      continue;
+    CacheKind &kind = kinds[keptWindow(layer)];
+    kind.layers++;
+    kind.perToken += intAttr(layer, "kv_bytes_per_token");
+    kind.perSequence += intAttr(layer, "kv_bytes_per_sequence");
+    kind.tokens = intAttr(layer, "kv_bytes_per_sequence") /
+                  intAttr(layer, "kv_bytes_per_token");
+  }
+  if (kinds.size() > 1 || (kinds.size() == 1 && kinds.begin()->first)) {
+    os << "  by layer kind, per sequence:";
+    const char *separator = " ";
+    for (const auto &[window, kind] : kinds) {
+      os << separator << kind.layers
+         << (window ? " sliding (window " + std::to_string(window) + ")"
+                    : std::string(" full"))
+         << " layers " << formatBytes(kind.perToken) << "/token x "
+         << kind.tokens << " tokens = " << formatBytes(kind.perSequence);
+      separator = "; ";
+    }
+    os << "\n";
+  }
   return text;
 }
 

@@ -19,7 +19,9 @@ Status Generator::create(const Model &model, int maxSequences,
 Status Generator::create(const Model &model, const GeneratorOptions &options,
                          std::unique_ptr<Generator> &generator) {
   KvCacheConfig config, cross;
-  if (Status s = model.selfCacheConfig(options.maxSequences, config); !s)
+  if (Status s = model.selfCacheConfig(options.maxSequences, config,
+                                       passRows(options));
+      !s)
     return s;
   if (Status s = model.crossCacheConfig(options.maxSequences, cross); !s)
     return s;
@@ -36,7 +38,8 @@ Status Generator::create(const Model &model, const GeneratorOptions &options,
   if (cross.numLayers > 0)
     if (Status s = KvCache::create(cross, result->crossCache_); !s)
       return s;
-  if (options.prefixCache)
+  // A sliding-window cache keeps no whole prefixes to share.
+  if (options.prefixCache && !result->cache_.slidesWindows())
     result->prefixCache_ = std::make_unique<PrefixCache>(result->cache_);
   generator = std::move(result);
   return Status::ok();
@@ -218,6 +221,10 @@ void Generator::promptDone(Request &r) {
                          int(r.request.prompt.size()));
 }
 
+int Generator::passRows(const GeneratorOptions &options) {
+  return std::max(options.prefillChunk, kSubmitChunk);
+}
+
 int Generator::pagesFor(int tokens) const {
   const int pageSize = cache_.config().pageSize;
   return (tokens + pageSize - 1) / pageSize;
@@ -327,13 +334,15 @@ Status Generator::step() {
   if (crossAttends())
     return stepWithCrossAttention();
   // The chunk bounds how long running streams wait; with none decoding, a
-  // prompt goes whole (the prefill kernels' best speed).
+  // prompt goes whole (the prefill kernels' best speed) unless a sliding
+  // window's pool is sized for passRows.
   const bool decoding =
       std::any_of(requests_.begin(), requests_.end(), [](const Request &r) {
         return r.reason == FinishReason::Running && !r.prefilling();
       });
-  return runRows(nextRows(decoding ? options_.prefillChunk
-                                   : std::numeric_limits<int>::max()));
+  return runRows(nextRows(decoding                 ? options_.prefillChunk
+                          : cache_.slidesWindows() ? passRows(options_)
+                                 : std::numeric_limits<int>::max()));
 }
 
 Status Generator::stepWithCrossAttention() {

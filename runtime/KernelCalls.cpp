@@ -51,7 +51,7 @@ CacheAppendArgs appendTo(KvCache &cache, int layer, const int32_t *slots) {
                          pools.keys,
                          pools.values,
                          element,
-                         int64_t(c.numPages) * c.pageSize,
+                         int64_t(cache.poolPages(layer)) * c.pageSize,
                          c.numKvHeads,
                          c.headDim};
   append.keyScales = pools.keyScales;
@@ -218,16 +218,17 @@ Status decodeAttention(const DeviceApi *device, const PlanOp &op,
   const KvCacheConfig &c = cache.config();
   const halide_type_t element = halideType(c.dtype);
   const KvCache::LayerPools pools = cache.pools(layer);
-  // Pages [numPages][pageSize][Hkv][D]; int8 row scales
-  // [numPages][pageSize][Hkv].
+  // Pages [poolPages][pageSize][Hkv][D]; int8 row scales
+  // [poolPages][pageSize][Hkv].
+  const int64_t poolPages = cache.poolPages(layer);
   const BufferShape rows = {{hd, 1}, {hq, hd}, {1, q}, {t, q}},
                     pages = {{hd, 1},
                              {hkv, hd},
                              {c.pageSize, kv},
-                             {c.numPages, c.pageSize * kv}},
+                             {poolPages, c.pageSize * kv}},
                     scales = {{hkv, 1},
                               {c.pageSize, hkv},
-                              {c.numPages, c.pageSize * hkv}};
+                              {poolPages, c.pageSize * hkv}};
   std::vector<KernelArg> args = {
       {"query", batch.query, float32Type(), rows},
       {"key_pages", pools.keys, element, pages},

@@ -51,19 +51,35 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
       config.maxSequenceLength < 1)
     return invalid("KV cache: layers, KV heads, head size, page size, page "
                    "count and maximum length must all be positive");
+  if (!config.windows.empty() &&
+      config.windows.size() != size_t(config.numLayers))
+    return invalid("KV cache: " + std::to_string(config.windows.size()) +
+                   " windows for " + std::to_string(config.numLayers) +
+                   " layers");
+  const bool windowed = std::any_of(config.windows.begin(),
+                                    config.windows.end(),
+                                    [](int32_t w) { return w != 0; });
+  for (int32_t w : config.windows)
+    if (w < 0)
+      return invalid("KV cache: negative window " + std::to_string(w));
+  if (windowed && config.windowPages < 1)
+    return invalid("KV cache: sliding-window layers need a pool of at least "
+                   "one page");
   if (!isCacheDType(config.dtype))
     return invalid(std::string("KV cache: dtype ") + dtypeName(config.dtype) +
                    " is a weight type; a cache stores f32, f16, bf16 or i8");
   // Every size the cache computes later, checked once here: a product that
   // wraps would make a small pool that kernels then index far past.
+  // A window's pool is its pages and the trash page.
+  const size_t poolPages =
+      std::max(size_t(config.numPages), size_t(config.windowPages) + 1);
   size_t page, pool, allPools, scaleRows, scaleBytes;
   if (!product({size_t(config.pageSize), size_t(config.numKvHeads),
                 size_t(config.headDim), byteSize(config.dtype)},
                page) ||
-      !product({page, size_t(config.numPages)}, pool) ||
+      !product({page, poolPages}, pool) ||
       !product({pool, 2, size_t(config.numLayers)}, allPools) ||
-      !product({size_t(config.numPages), size_t(config.pageSize),
-                size_t(config.numKvHeads)},
+      !product({poolPages, size_t(config.pageSize), size_t(config.numKvHeads)},
                scaleRows) ||
       !product({scaleRows, sizeof(float), 2, size_t(config.numLayers)},
                scaleBytes) ||
@@ -76,26 +92,45 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
                    " channels overflow a 64-bit byte count");
   KvCache fresh;
   fresh.config_ = config;
+  // Layers of one window share page ids: one group per distinct window.
+  for (int layer = 0; layer < config.numLayers; layer++) {
+    const int window = config.windows.empty() ? 0 : config.windows[layer];
+    auto group = std::find_if(
+        fresh.groups_.begin(), fresh.groups_.end(),
+        [&](const Group &g) { return g.window == window; });
+    if (group == fresh.groups_.end()) {
+      group = fresh.groups_.emplace(fresh.groups_.end());
+      group->window = window;
+      group->numPages = window ? config.windowPages : config.numPages;
+    }
+    group->layers.push_back(layer);
+    fresh.layerGroup_.push_back(int(group - fresh.groups_.begin()));
+  }
   // A pool the machine cannot hold is a status, not an exception.
   try {
-    fresh.keys_.assign(config.numLayers, Pool(pool));
-    fresh.values_.assign(config.numLayers, Pool(pool));
-    if (config.dtype == DType::I8) {
-      fresh.keyScales_.assign(config.numLayers, std::vector<float>(scaleRows));
-      fresh.valueScales_.assign(config.numLayers,
-                                std::vector<float>(scaleRows));
+    for (int layer = 0; layer < config.numLayers; layer++) {
+      const size_t pages = size_t(fresh.poolPages(layer));
+      fresh.keys_.emplace_back(pages * page);
+      fresh.values_.emplace_back(pages * page);
+      if (config.dtype == DType::I8) {
+        const size_t rows = pages * config.pageSize * config.numKvHeads;
+        fresh.keyScales_.emplace_back(rows);
+        fresh.valueScales_.emplace_back(rows);
+      }
     }
-    fresh.refCounts_.assign(config.numPages, 0);
-    fresh.holds_.assign(config.numPages, 0);
-    fresh.freeList_.reserve(size_t(config.numPages));
+    for (Group &group : fresh.groups_) {
+      group.refCounts.assign(group.numPages, 0);
+      group.holds.assign(group.numPages, 0);
+      group.freeList.reserve(size_t(group.numPages));
+      // Pop order 0, 1, 2...: the stack holds the ids in reverse.
+      for (int32_t p = group.numPages - 1; p >= 0; p--)
+        group.freeList.push_back(p);
+    }
   } catch (const std::bad_alloc &) {
     return Status(StatusCode::OutOfMemory,
                   "KV cache: cannot allocate " +
                       std::to_string(allPools) + " bytes of pools");
   }
-  // Pop order 0, 1, 2...: the stack holds the ids in reverse.
-  for (int32_t p = config.numPages - 1; p >= 0; p--)
-    fresh.freeList_.push_back(p);
   cache = std::move(fresh);
   return Status::ok();
 }
@@ -113,9 +148,8 @@ KvCache &KvCache::operator=(KvCache &&other) {
     values_ = std::move(other.values_);
     keyScales_ = std::move(other.keyScales_);
     valueScales_ = std::move(other.valueScales_);
-    refCounts_ = std::move(other.refCounts_);
-    holds_ = std::move(other.holds_);
-    freeList_ = std::move(other.freeList_);
+    groups_ = std::move(other.groups_);
+    layerGroup_ = std::move(other.layerGroup_);
     sequences_ = std::move(other.sequences_);
   }
   return *this;
@@ -176,7 +210,16 @@ size_t KvCache::tokenBytes() const {
 }
 size_t KvCache::pageBytes() const { return tokenBytes() * config_.pageSize; }
 size_t KvCache::poolBytes() const {
-  return size_t(config_.numPages) * config_.pageSize * config_.bytesPerToken();
+  size_t bytes = 0;
+  for (int layer = 0; layer < config_.numLayers; layer++)
+    bytes += size_t(poolPages(layer)) * config_.pageSize *
+             kvBytesPerToken(config_.dtype, config_.numKvHeads,
+                             config_.headDim);
+  return bytes;
+}
+int KvCache::poolPages(int layer) const {
+  const Group &group = groupOf(layer);
+  return group.numPages + (group.window ? 1 : 0);
 }
 int KvCache::pagesFor(int tokens) const {
   return (tokens + config_.pageSize - 1) / config_.pageSize;
@@ -206,23 +249,26 @@ std::vector<SequenceId> KvCache::sequences() const {
   return ids;
 }
 
-const std::vector<int32_t> *KvCache::blockTable(SequenceId id) const {
-  return contains(id) ? &sequences_[id].pages : nullptr;
+const std::vector<int32_t> *KvCache::blockTable(SequenceId id,
+                                                int layer) const {
+  if (!contains(id) || layer < 0 || layer >= config_.numLayers)
+    return nullptr;
+  return &sequences_[id].pages[layerGroup_[layer]];
 }
 
-int32_t KvCache::takePage() {
-  int32_t page = freeList_.back();
-  freeList_.pop_back();
-  refCounts_[page] = 1;
+int32_t KvCache::takePage(Group &group) {
+  int32_t page = group.freeList.back();
+  group.freeList.pop_back();
+  group.refCounts[page] = 1;
   return page;
 }
 
-void KvCache::releasePage(int32_t page) {
-  if (--refCounts_[page] == 0)
-    freeList_.push_back(page);
+void KvCache::releasePage(Group &group, int32_t page) {
+  if (page != kReleased && --group.refCounts[page] == 0)
+    group.freeList.push_back(page);
 }
 
-Status KvCache::copyPage(int32_t from, int32_t to) {
+Status KvCache::copyPage(const Group &group, int32_t from, int32_t to) {
   // Each pool's page: on the device when the pool lives there (a GPU
   // model's cache), else in host memory.
   auto copy = [&](int layer, PoolKind kind, uint8_t *pool, size_t bytes) {
@@ -238,7 +284,7 @@ Status KvCache::copyPage(int32_t from, int32_t to) {
     return Status::ok();
   };
   const size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
-  for (int layer = 0; layer < config_.numLayers; layer++) {
+  for (int layer : group.layers) {
     Status s = copy(layer, PoolKind::Keys, keys_[layer].data(), pageBytes());
     if (s)
       s = copy(layer, PoolKind::Values, values_[layer].data(), pageBytes());
@@ -308,7 +354,7 @@ Status KvCache::addSequence(SequenceId &id) {
   }
   slot->live = true;
   slot->length = 0;
-  slot->pages.clear();
+  slot->pages.assign(groups_.size(), {});
   id = SequenceId(slot - sequences_.begin());
   return Status::ok();
 }
@@ -316,8 +362,9 @@ Status KvCache::addSequence(SequenceId &id) {
 Status KvCache::removeSequence(SequenceId id) {
   if (Status status = lookup(id, "remove"); !status)
     return status;
-  for (int32_t page : sequences_[id].pages)
-    releasePage(page);
+  for (size_t g = 0; g < groups_.size(); g++)
+    for (int32_t page : sequences_[id].pages[g])
+      releasePage(groups_[g], page);
   sequences_[id] = Sequence();
   return Status::ok();
 }
@@ -329,8 +376,10 @@ Status KvCache::fork(SequenceId parent, SequenceId &child) {
   (void)addSequence(id); // cannot fail; may reallocate sequences_
   sequences_[id].length = sequences_[parent].length;
   sequences_[id].pages = sequences_[parent].pages;
-  for (int32_t page : sequences_[id].pages)
-    refCounts_[page]++;
+  for (size_t g = 0; g < groups_.size(); g++)
+    for (int32_t page : sequences_[id].pages[g])
+      if (page != kReleased)
+        groups_[g].refCounts[page]++;
   child = id;
   return Status::ok();
 }
@@ -339,6 +388,9 @@ Status KvCache::adoptPages(SequenceId id, const int32_t *pages, int count) {
   if (Status status = lookup(id, "adoptPages"); !status)
     return status;
   Sequence &sequence = sequences_[id];
+  if (slidesWindows())
+    return invalid("adoptPages: this cache's sliding-window layers keep only "
+                   "their window, not the pages of a whole prefix");
   if (sequence.length != 0)
     return invalid("adoptPages: sequence " + std::to_string(id) +
                    " is not empty");
@@ -346,30 +398,31 @@ Status KvCache::adoptPages(SequenceId id, const int32_t *pages, int count) {
       int64_t(count) * config_.pageSize > config_.maxSequenceLength)
     return invalid("adoptPages: " + std::to_string(count) +
                    " pages do not fit a sequence");
+  Group &group = groups_[0];
   for (int i = 0; i < count; i++)
-    if (pages[i] < 0 || pages[i] >= config_.numPages ||
-        refCounts_[pages[i]] == 0)
+    if (pages[i] < 0 || pages[i] >= group.numPages ||
+        group.refCounts[pages[i]] == 0)
       return invalid("adoptPages: page " + std::to_string(pages[i]) +
                      " is not in use");
   for (int i = 0; i < count; i++) {
-    sequence.pages.push_back(pages[i]);
-    refCounts_[pages[i]]++;
+    sequence.pages[0].push_back(pages[i]);
+    group.refCounts[pages[i]]++;
   }
   sequence.length = count * config_.pageSize;
   return Status::ok();
 }
 
 void KvCache::holdPage(int32_t page) {
-  refCounts_[page]++;
-  holds_[page]++;
+  groups_[0].refCounts[page]++;
+  groups_[0].holds[page]++;
 }
 
 void KvCache::dropPage(int32_t page) {
-  holds_[page]--;
-  releasePage(page);
+  groups_[0].holds[page]--;
+  releasePage(groups_[0], page);
 }
 
-Status KvCache::extend(SequenceId id, int count) {
+Status KvCache::extend(SequenceId id, int count, int firstQuery) {
   if (Status status = lookup(id, "extend"); !status)
     return status;
   Sequence &sequence = sequences_[id];
@@ -381,15 +434,46 @@ Status KvCache::extend(SequenceId id, int count) {
                       std::to_string(sequence.length) + " tokens; " +
                       std::to_string(count) + " more exceed the maximum of " +
                       std::to_string(config_.maxSequenceLength));
-  int needed = pagesFor(sequence.length + count) - int(sequence.pages.size());
-  if (needed > freePages())
-    return Status(StatusCode::OutOfMemory,
-                  "extend: " + std::to_string(count) + " tokens need " +
-                      std::to_string(needed) + " pages; " +
-                      std::to_string(freePages()) + " are free");
-  for (int i = 0; i < needed; i++)
-    sequence.pages.push_back(takePage());
-  sequence.length += count;
+  const int length = sequence.length + count;
+  if (firstQuery < 0)
+    firstQuery = sequence.length;
+  if (firstQuery < sequence.length || firstQuery > length)
+    return invalid("extend: the first query " + std::to_string(firstQuery) +
+                   " is outside [" + std::to_string(sequence.length) + ", " +
+                   std::to_string(length) + "]");
+  // Per group: the pages from the first one a query reads to the new end
+  // that the sequence does not hold yet, all counted before any is taken.
+  for (size_t g = 0; g < groups_.size(); g++) {
+    const Group &group = groups_[g];
+    const std::vector<int32_t> &pages = sequence.pages[g];
+    const int first = group.firstPageRead(firstQuery, config_.pageSize);
+    int needed = 0;
+    for (int p = first; p < pagesFor(length); p++)
+      needed += p >= int(pages.size()) || pages[p] == kReleased;
+    if (needed > int(group.freeList.size()))
+      return Status(
+          StatusCode::OutOfMemory,
+          "extend: " + std::to_string(count) + " tokens need " +
+              std::to_string(needed) + " pages" +
+              (group.window ? " of the " + std::to_string(group.window) +
+                                  "-token window's pool"
+                            : std::string()) +
+              "; " + std::to_string(group.freeList.size()) + " are free");
+  }
+  for (size_t g = 0; g < groups_.size(); g++) {
+    Group &group = groups_[g];
+    std::vector<int32_t> &pages = sequence.pages[g];
+    const int first = group.firstPageRead(firstQuery, config_.pageSize);
+    for (int p = 0; p < first && p < int(pages.size()); p++) {
+      releasePage(group, pages[p]);
+      pages[p] = kReleased;
+    }
+    pages.resize(pagesFor(length), kReleased);
+    for (int p = first; p < pagesFor(length); p++)
+      if (pages[p] == kReleased)
+        pages[p] = takePage(group);
+  }
+  sequence.length = length;
   return Status::ok();
 }
 
@@ -400,16 +484,28 @@ Status KvCache::truncate(SequenceId id, int newLength) {
   if (newLength < 0 || newLength > sequence.length)
     return invalid("truncate: length " + std::to_string(newLength) +
                    " outside [0, " + std::to_string(sequence.length) + "]");
-  int keep = pagesFor(newLength);
-  for (size_t p = keep; p < sequence.pages.size(); p++)
-    releasePage(sequence.pages[p]);
-  sequence.pages.resize(keep);
+  // A query at newLength reads from the first page it needs: still held?
+  for (size_t g = 0; g < groups_.size() && newLength > 0; g++) {
+    const std::vector<int32_t> &pages = sequence.pages[g];
+    const int first = groups_[g].firstPageRead(newLength, config_.pageSize);
+    if (first < int(pages.size()) && pages[first] == kReleased)
+      return invalid("truncate: the " + std::to_string(groups_[g].window) +
+                     "-token window released the keys a query at position " +
+                     std::to_string(newLength) + " reads; truncate to 0 or "
+                     "to where the window has not passed");
+  }
+  for (size_t g = 0; g < groups_.size(); g++) {
+    std::vector<int32_t> &pages = sequence.pages[g];
+    for (size_t p = pagesFor(newLength); p < pages.size(); p++)
+      releasePage(groups_[g], pages[p]);
+    pages.resize(pagesFor(newLength));
+  }
   sequence.length = newLength;
   return Status::ok();
 }
 
 Status KvCache::reserve(const char *operation, SequenceId id, int position,
-                        int count, int32_t *slots) {
+                        int count, int32_t *slots, int layer) {
   const Sequence &sequence = sequences_[id];
   if (position < 0 || count < 0 || position > sequence.length - count)
     return invalid(std::string(operation) + ": positions [" +
@@ -419,44 +515,50 @@ Status KvCache::reserve(const char *operation, SequenceId id, int position,
                    std::to_string(sequence.length) + " tokens");
   // Copy-on-write: every shared page the write touches becomes private. The
   // pages needed are counted first so that a failure changes nothing.
-  std::vector<int32_t> &pages = sequences_[id].pages;
+  Group &group = groups_[layerGroup_[layer]];
+  std::vector<int32_t> &pages = sequences_[id].pages[layerGroup_[layer]];
   int first = position / config_.pageSize;
   int last = (position + count - 1) / config_.pageSize;
   int shared = 0;
   for (int p = first; count > 0 && p <= last; p++)
-    shared += refCounts_[pages[p]] > 1;
-  if (shared > freePages())
+    shared += pages[p] != kReleased && group.refCounts[pages[p]] > 1;
+  if (shared > int(group.freeList.size()))
     return Status(StatusCode::OutOfMemory,
                   std::string(operation) + ": copy-on-write needs " +
                       std::to_string(shared) + " pages; " +
-                      std::to_string(freePages()) + " are free");
+                      std::to_string(group.freeList.size()) + " are free");
   for (int p = first; count > 0 && p <= last; p++) {
     int32_t &page = pages[p];
-    if (refCounts_[page] > 1) {
-      int32_t copy = takePage();
-      if (Status s = copyPage(page, copy); !s) {
-        releasePage(copy);
+    if (page != kReleased && group.refCounts[page] > 1) {
+      int32_t copy = takePage(group);
+      if (Status s = copyPage(group, page, copy); !s) {
+        releasePage(group, copy);
         return s;
       }
-      releasePage(page);
+      releasePage(group, page);
       page = copy;
     }
   }
+  // Positions the window has passed: the trash page after the pool's.
   for (int t = 0; t < count; t++) {
     int pos = position + t;
-    slots[t] = pages[pos / config_.pageSize] * config_.pageSize +
+    int32_t page = pages[pos / config_.pageSize];
+    slots[t] = (page == kReleased ? group.numPages : page) * config_.pageSize +
                pos % config_.pageSize;
   }
   return Status::ok();
 }
 
 Status KvCache::reserveSlots(SequenceId id, int position, int count,
-                             int32_t *slots) {
+                             int32_t *slots, int layer) {
   if (Status status = lookup(id, "reserve"); !status)
     return status;
   if (count > 0 && !slots)
     return invalid("reserve: null slots");
-  return reserve("reserve", id, position, count, slots);
+  if (layer < 0 || layer >= config_.numLayers)
+    return invalid("reserve: layer " + std::to_string(layer) +
+                   " outside [0, " + std::to_string(config_.numLayers) + ")");
+  return reserve("reserve", id, position, count, slots, layer);
 }
 
 Status KvCache::write(SequenceId id, int layer, int position, int count,
@@ -469,12 +571,15 @@ Status KvCache::write(SequenceId id, int layer, int position, int count,
   if (count > 0 && (!key || !value))
     return invalid("write: null key or value");
   std::vector<int32_t> slots(std::max(count, 0));
-  if (Status status = reserve("write", id, position, count, slots.data());
+  if (Status status =
+          reserve("write", id, position, count, slots.data(), layer);
       !status)
     return status;
   size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  const int32_t trash = groupOf(layer).numPages * config_.pageSize;
   for (int t = 0; t < count; t++)
-    store(layer, slots[t], key + t * elements, value + t * elements);
+    if (slots[t] < trash) // else the window has passed it
+      store(layer, slots[t], key + t * elements, value + t * elements);
   return Status::ok();
 }
 
@@ -491,11 +596,17 @@ Status KvCache::read(SequenceId id, int layer, int position, int count,
                    std::to_string(sequence.length) + " tokens");
   if (count > 0 && (!key || !value))
     return invalid("read: null key or value");
+  const std::vector<int32_t> &pages = sequence.pages[layerGroup_[layer]];
+  if (count > 0 && pages[position / config_.pageSize] == kReleased)
+    return invalid("read: layer " + std::to_string(layer) + "'s " +
+                   std::to_string(groupOf(layer).window) +
+                   "-token window released position " +
+                   std::to_string(position));
   size_t elements = size_t(config_.numKvHeads) * config_.headDim;
   for (int t = 0; t < count; t++) {
     int pos = position + t;
-    int32_t slot = sequence.pages[pos / config_.pageSize] * config_.pageSize +
-                   pos % config_.pageSize;
+    int32_t slot =
+        pages[pos / config_.pageSize] * config_.pageSize + pos % config_.pageSize;
     load(layer, slot, key + t * elements, value + t * elements);
   }
   return Status::ok();
@@ -505,41 +616,56 @@ Status KvCache::checkInvariants() const {
   auto broken = [](const std::string &what) {
     return Status(StatusCode::InvalidArgument, "KV cache invariant: " + what);
   };
-  std::vector<int32_t> references = holds_;
-  for (size_t id = 0; id < sequences_.size(); id++) {
-    const Sequence &sequence = sequences_[id];
-    if (!sequence.live) {
-      if (!sequence.pages.empty() || sequence.length != 0)
-        return broken("dead sequence " + std::to_string(id) + " holds pages");
-      continue;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    const Group &group = groups_[g];
+    std::vector<int32_t> references = group.holds;
+    for (size_t id = 0; id < sequences_.size(); id++) {
+      const Sequence &sequence = sequences_[id];
+      if (!sequence.live) {
+        if (!sequence.pages.empty() || sequence.length != 0)
+          return broken("dead sequence " + std::to_string(id) +
+                        " holds pages");
+        continue;
+      }
+      const std::vector<int32_t> &pages = sequence.pages[g];
+      if (sequence.length < 0 ||
+          sequence.length > config_.maxSequenceLength ||
+          int(pages.size()) != pagesFor(sequence.length))
+        return broken("sequence " + std::to_string(id) + " has length " +
+                      std::to_string(sequence.length) + " and " +
+                      std::to_string(pages.size()) + " pages");
+      // Released pages: a window's, and only before the ones it holds.
+      bool held = false;
+      for (int32_t page : pages) {
+        if (page == kReleased) {
+          if (held || !group.window)
+            return broken("sequence " + std::to_string(id) +
+                          " released a page it still reads");
+          continue;
+        }
+        held = true;
+        if (page < 0 || page >= group.numPages)
+          return broken("page id " + std::to_string(page) + " out of range");
+        references[page]++;
+      }
     }
-    if (sequence.length < 0 || sequence.length > config_.maxSequenceLength ||
-        int(sequence.pages.size()) != pagesFor(sequence.length))
-      return broken("sequence " + std::to_string(id) + " has length " +
-                    std::to_string(sequence.length) + " and " +
-                    std::to_string(sequence.pages.size()) + " pages");
-    for (int32_t page : sequence.pages) {
-      if (page < 0 || page >= config_.numPages)
-        return broken("page id " + std::to_string(page) + " out of range");
-      references[page]++;
+    std::vector<bool> isFree(group.numPages, false);
+    for (int32_t page : group.freeList) {
+      if (page < 0 || page >= group.numPages || isFree[page])
+        return broken("free list holds page " + std::to_string(page) +
+                      " twice or out of range");
+      isFree[page] = true;
     }
-  }
-  std::vector<bool> isFree(config_.numPages, false);
-  for (int32_t page : freeList_) {
-    if (page < 0 || page >= config_.numPages || isFree[page])
-      return broken("free list holds page " + std::to_string(page) +
-                    " twice or out of range");
-    isFree[page] = true;
-  }
-  for (int32_t page = 0; page < config_.numPages; page++) {
-    if (references[page] != refCounts_[page])
-      return broken("page " + std::to_string(page) + " has refcount " +
-                    std::to_string(refCounts_[page]) + " but " +
-                    std::to_string(references[page]) + " references");
-    if (isFree[page] != (references[page] == 0))
-      return broken("page " + std::to_string(page) +
-                    (isFree[page] ? " is free but referenced"
-                                  : " is leaked: unreferenced, not free"));
+    for (int32_t page = 0; page < group.numPages; page++) {
+      if (references[page] != group.refCounts[page])
+        return broken("page " + std::to_string(page) + " has refcount " +
+                      std::to_string(group.refCounts[page]) + " but " +
+                      std::to_string(references[page]) + " references");
+      if (isFree[page] != (references[page] == 0))
+        return broken("page " + std::to_string(page) +
+                      (isFree[page] ? " is free but referenced"
+                                    : " is leaked: unreferenced, not free"));
+    }
   }
   return Status::ok();
 }

@@ -234,8 +234,9 @@ int Model::targetVocabulary() const {
 namespace {
 /// Cache geometry of the decoder's cached layers of one kind.
 Status cacheConfig(const ModelPlan &plan, bool cross, int maxSequences,
-                   KvCacheConfig &config) {
+                   int passRows, KvCacheConfig &config) {
   KvCacheConfig result;
+  int window = 0; // the widest sliding window
   for (const PlanOp &op : plan.ops) {
     if (op.kind != OpKind::Attention || !op.cached || op.cross != cross)
       continue;
@@ -255,7 +256,11 @@ Status cacheConfig(const ModelPlan &plan, bool cross, int maxSequences,
                         "before it; one cache serves them all");
     }
     result.numLayers++;
+    result.windows.push_back(op.window);
+    window = std::max(window, op.window);
   }
+  if (window == 0)
+    result.windows.clear();
   if (maxSequences < 1)
     return Status(StatusCode::InvalidArgument, "maxSequences must be >= 1");
   if (result.numLayers > 0) {
@@ -270,18 +275,27 @@ Status cacheConfig(const ModelPlan &plan, bool cross, int maxSequences,
                         " tokens need " + std::to_string(pages) +
                         " cache pages, more than a cache can index");
     result.numPages = int(pages);
+    // Each sequence's window, and one sequence's rows beyond it in a pass.
+    if (window > 0)
+      result.windowPages = int(std::min<int64_t>(
+          pages, kvPagesPerSequence(result.maxSequenceLength, result.pageSize,
+                                    window) *
+                         maxSequences +
+                     (std::max(passRows, 0) + result.pageSize - 1) /
+                         result.pageSize));
   }
   config = result;
   return Status::ok();
 }
 } // namespace
 
-Status Model::selfCacheConfig(int maxSequences, KvCacheConfig &config) const {
-  return cacheConfig(plan_, false, maxSequences, config);
+Status Model::selfCacheConfig(int maxSequences, KvCacheConfig &config,
+                              int passRows) const {
+  return cacheConfig(plan_, false, maxSequences, passRows, config);
 }
 
 Status Model::crossCacheConfig(int maxSequences, KvCacheConfig &config) const {
-  return cacheConfig(plan_, true, maxSequences, config);
+  return cacheConfig(plan_, true, maxSequences, 0, config);
 }
 
 } // namespace attn::runtime

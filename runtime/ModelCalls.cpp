@@ -215,7 +215,9 @@ Status Model::prefill(const int32_t *tokens, int length, KvCache &selfCache,
     return Status(StatusCode::CapacityExceeded,
                   "prefill: " + std::to_string(length) + " tokens exceed the " +
                       std::to_string(max) + " learned positions");
-  if (Status s = selfCache.extend(sequence, length); !s)
+  // The prompt attends over its own K/V: the first query reading the cache
+  // is the next token's.
+  if (Status s = selfCache.extend(sequence, length, /*firstQuery=*/length); !s)
     return s;
   std::vector<int32_t> positions(length);
   for (int i = 0; i < length; i++)

@@ -249,6 +249,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       }
       op.sinks = l.boolean(plan::kSinks);
       op.keyPadding = l.boolean(plan::kKeyPadding);
+      if (layer.contains(plan::kWindow))
+        op.window = l.integer(plan::kWindow);
       resolve(l, plan::kPrefillKernel, op.prefill);
       resolve(l, plan::kQueryKernel, op.query);
       if (!op.fusedProjections)

@@ -81,13 +81,14 @@ Status cacheAppendArgs(const Layer &l, AttentionBuffers &buffers,
     if (Status s = cache->placeOn(*l.device, l.index); !s)
       return s;
   if (in.mode == Mode::Prefill) {
-    if (Status s = cache->reserveSlots(in.selfSequences[0], 0, int(t), slots);
+    if (Status s = cache->reserveSlots(in.selfSequences[0], 0, int(t), slots,
+                                       l.index);
         !s)
       return s;
   } else {
     for (int64_t b = 0; b < t; b++)
       if (Status s = cache->reserveSlots(in.selfSequences[b], in.positions[b],
-                                         1, slots + b);
+                                         1, slots + b, l.index);
           !s)
         return s;
   }
@@ -207,14 +208,20 @@ Status attendChunk(const Layer &l, AttentionBuffers &buffers, RowsView query,
                    Placed<float> attention) {
   const Inputs &in = l.in;
   const int64_t kvWidth = l.kvWidth();
-  const int kvLen = in.positions[query.count - 1] + 1;
+  // With a sliding window, the keys from the first row's window on: the
+  // kernel's mask is aligned to the end of the keys, and the cache released
+  // the ones before.
+  const int kvEnd = in.positions[query.count - 1] + 1;
+  const int kvStart =
+      l.op.window > 0 ? std::max(0, in.positions[0] - l.op.window + 1) : 0;
+  const int kvLen = kvEnd - kvStart;
   // Grown here, on the host (passRows leaves them to the chunk).
   Status s = buffers.keys.reserve(kvLen);
   if (s)
     s = buffers.values.reserve(kvLen);
   float *keys = buffers.keys.data(), *values = buffers.values.data();
   if (s)
-    s = in.selfCache->read(in.selfSequences[0], l.index, 0, kvLen, keys,
+    s = in.selfCache->read(in.selfSequences[0], l.index, kvStart, kvLen, keys,
                            values);
   if (!s)
     return s;
@@ -285,12 +292,16 @@ Status attendStep(const Layer &l, AttentionBuffers &buffers, KvCache *cacheTo,
   // fork shares copies it, which changes the sequence's block table.
   size_t maxPages = 1;
   for (int64_t b = 0; b < t; b++)
-    maxPages = std::max(maxPages, cache->blockTable(sequences[b])->size());
+    maxPages =
+        std::max(maxPages, cache->blockTable(sequences[b], l.index)->size());
   (void)buffers.blockTable.reserve(t * int64_t(maxPages)); // host memory
   int32_t *table = buffers.blockTable.data();
   int32_t *lengths = buffers.lengths.data();
   for (int64_t b = 0; b < t; b++) {
-    const std::vector<int32_t> &pages = *cache->blockTable(sequences[b]);
+    // Pages a sliding window released (KvCache::kReleased) lie before the
+    // window: the kernel reads none of them.
+    const std::vector<int32_t> &pages =
+        *cache->blockTable(sequences[b], l.index);
     std::fill(table + b * maxPages, table + (b + 1) * maxPages, 0);
     std::copy(pages.begin(), pages.end(), table + b * maxPages);
     // A self row sees its sequence up to its own position (causal within a

@@ -66,7 +66,8 @@ def PlanKvCache : Pass<"attn-plan-kv-cache", "::mlir::attn::ModelOp"> {
   let description = [{
     Annotates each layer with `kv_bytes_per_token` (2 · KV heads · head size
     · element bytes) and `kv_bytes_per_sequence` (at max length, rounded up
-    to whole pages), and the model with the sums and the total for
+    to whole pages; a sliding-window layer's cache at the pages its window
+    spans, attn::kvPagesPerSequence), and the model with the sums and the total for
     `max_batch` sequences (`kv_bytes`). With `kv-budget`, a model that needs
     more fails with an error naming its largest consumers.
   }];

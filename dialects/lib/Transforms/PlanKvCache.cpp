@@ -2,6 +2,7 @@
 
 #include "attn/AttnPasses.h"
 #include "attn/Support.h"
+#include "attn/runtime/DType.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/MathExtras.h"
@@ -42,8 +43,11 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
       // a scale per head row for i8).
       int64_t tokenBytes =
           cache.getTokenBytes(layer.getNumKvHeads(), layer.getHeadDim());
-      int64_t pages = (cache.getMaxLength() + cache.getPageSize() - 1) /
-                      cache.getPageSize();
+      // A sliding-window layer keeps the pages its window spans.
+      int64_t pages = ::attn::kvPagesPerSequence(
+          cache.getMaxLength(), cache.getPageSize(),
+          layer.getKind() == LayerKind::Self ? layer.getWindow().value_or(0)
+                                             : 0);
       int64_t sequenceBytes =
           multiply(tokenBytes, multiply(pages, cache.getPageSize()));
       layer->setAttr("kv_bytes_per_token",

@@ -73,6 +73,19 @@ constexpr size_t kvBytesPerToken(DType type, size_t kvHeads, size_t headDim) {
   return 2 * kvHeads * (headDim * byteSize(type) + scaleBytes(type));
 }
 
+/// Pages of `pageSize` tokens a sequence holds in one layer's cache at most:
+/// every page up to `maxLength`, or, for a layer sliding over `window` keys
+/// (0: none), the pages the positions [L - window, L) of any length L can
+/// span, since a query at position L reads no key before L - window + 1 and
+/// the pages wholly before it are released. attnc's KV budget and the
+/// runtime's pools both.
+constexpr int64_t kvPagesPerSequence(int64_t maxLength, int64_t pageSize,
+                                     int64_t window) {
+  const int64_t all = (maxLength + pageSize - 1) / pageSize;
+  const int64_t spanned = (window + pageSize - 1) / pageSize + 1;
+  return window > 0 && spanned < all ? spanned : all;
+}
+
 /// Bytes of a linear kernel's W of `in` x `out` stored as `type`, with its
 /// scales (I8: an fp32 per output feature; I4: an fp32 per group of `group`
 /// inputs and output feature), before panel padding: what a decoded token

@@ -172,6 +172,8 @@ private:
   };
   /// submit() without a prefill chunk feeds rows of this many tokens.
   static constexpr int kSubmitChunk = 512;
+  /// The most rows of one sequence a step appends.
+  static int passRows(const GeneratorOptions &options);
   /// Rows of request `index`'s prompt still to feed, at most `budget`.
   std::vector<Row> promptRows(int index, int budget) const;
   /// The prefill kernels over request `r`'s whole prompt (an empty

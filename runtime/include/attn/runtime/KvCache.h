@@ -6,6 +6,12 @@
 // so one allocation serves the whole model. A contiguous cache is the special
 // case pageSize == maxSequenceLength (one page per sequence).
 //
+// A layer that slides over a window of keys keeps only the window: the
+// layers of one window share a pool of their own (KvCacheConfig::windows,
+// windowPages), in which a sequence's pages wholly before its window are
+// released as it grows, so their memory is a constant per sequence, not
+// its length. Positions no later query reads are stored to a trash page.
+//
 // Forked sequences share pages by reference count; a page is copied before a
 // write touches it while shared (copy-on-write), so both branches stay
 // correct. Not thread-safe: one cache per session, one session per thread.
@@ -21,6 +27,7 @@
 #include "attn/runtime/PoolAllocator.h"
 #include "attn/runtime/Status.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -37,6 +44,12 @@ struct KvCacheConfig {
   int pageSize = 0;          ///< tokens per page, >= 1
   int numPages = 0;          ///< pages in the pool
   int maxSequenceLength = 0; ///< tokens per sequence at most
+  /// Per layer [numLayers]: the sliding window in tokens, or 0 where the
+  /// layer attends to every earlier position; empty: every layer does.
+  std::vector<int32_t> windows;
+  /// Pages in the pool of each distinct window, shared by its sequences
+  /// (a trash page follows them).
+  int windowPages = 0;
 
   /// One page of maxSequenceLength tokens per sequence.
   static KvCacheConfig contiguous(int numLayers, int numKvHeads, int headDim,
@@ -67,13 +80,20 @@ public:
   Status fork(SequenceId parent, SequenceId &child);
   /// Makes the empty sequence `id` start with the full `pages` [count]
   /// (pages a prefix cache holds, or another sequence's): its length
-  /// becomes count · pageSize, the pages shared (copy-on-write).
+  /// becomes count · pageSize, the pages shared (copy-on-write). Not for
+  /// sliding-window caches.
   Status adoptPages(SequenceId id, const int32_t *pages, int count);
   /// Grows the sequence by `count` tokens (positions length..length+count-1),
-  /// taking pages from the pool. Fails, changing nothing, past
-  /// maxSequenceLength or when the pool has too few free pages.
-  Status extend(SequenceId id, int count);
-  /// Drops tokens from the end (rollback) down to `newLength`.
+  /// taking pages from the pools. No query from now on is at a position
+  /// before `firstQuery` (default: the current length; a whole prompt's
+  /// prefill, which attends over its own K/V, passes length + count): a
+  /// sliding-window layer's pages wholly before firstQuery - window + 1 are
+  /// released and not taken. Fails, changing nothing, past
+  /// maxSequenceLength or when a pool has too few free pages.
+  Status extend(SequenceId id, int count, int firstQuery = -1);
+  /// Drops tokens from the end (rollback) down to `newLength`. Fails,
+  /// changing nothing, where a sliding-window layer released the keys a
+  /// query at newLength reads (0 is always possible).
   Status truncate(SequenceId id, int newLength);
   /// Tokens in the sequence; -1 for an unknown id.
   int length(SequenceId id) const;
@@ -82,29 +102,42 @@ public:
 
   // Data ---------------------------------------------------------------------
   /// Stores K and V of `count` tokens at positions [position, position+count)
-  /// of `layer`, converting to the cache dtype; shared pages are copied first.
+  /// of `layer`, converting to the cache dtype; shared pages are copied first
+  /// (positions a sliding window has passed are dropped).
   ///   key, value: [count][numKvHeads][headDim] float
   Status write(SequenceId id, int layer, int position, int count,
                const float *key, const float *value);
   /// For kernels that write the cache themselves (a K/V projection with the
   /// cache append fused in): makes positions [position, position+count) of
-  /// the sequence writable in every layer (shared pages are copied first, as
-  /// in write) and stores each token's slot, page · pageSize + offset (its
-  /// row in writablePages' [numPages·pageSize][numKvHeads][headDim] view),
-  /// in slots [count]. Fails, changing nothing, like write.
-  Status reserveSlots(SequenceId id, int position, int count, int32_t *slots);
-  /// Loads K and V of positions [position, position+count) as floats.
+  /// the sequence writable in `layer` and the layers sharing its pages
+  /// (shared pages are copied first, as in write) and stores each token's
+  /// slot, page · pageSize + offset (its row in pools(layer)'s
+  /// [poolPages(layer)·pageSize][numKvHeads][headDim] view), in slots
+  /// [count]; a position a sliding window has passed gets a slot of the
+  /// trash page. Fails, changing nothing, like write.
+  Status reserveSlots(SequenceId id, int position, int count, int32_t *slots,
+                      int layer = 0);
+  /// Loads K and V of positions [position, position+count) as floats (not
+  /// ones a sliding window released).
   ///   key, value: [count][numKvHeads][headDim] float
   Status read(SequenceId id, int layer, int position, int count, float *key,
               float *value) const;
 
-  /// The page ids of a sequence, in token order (for paged kernels).
-  const std::vector<int32_t> *blockTable(SequenceId id) const;
-  /// Page pool of one layer: [numPages][pageSize][numKvHeads][headDim] dtype.
+  /// The page ids of a sequence in `layer`'s pools, in token order (for
+  /// paged kernels); kReleased where a sliding window passed.
+  const std::vector<int32_t> *blockTable(SequenceId id, int layer = 0) const;
+  static constexpr int32_t kReleased = -1;
+  /// Pages in `layer`'s pools, a sliding window's trash page included.
+  int poolPages(int layer) const;
+  /// Whether some layer keeps only a sliding window of keys.
+  bool slidesWindows() const {
+    return groups_.size() > 1 || (!groups_.empty() && groups_[0].window);
+  }
+  /// Page pool of one layer: [poolPages][pageSize][numKvHeads][headDim] dtype.
   const void *keyPages(int layer) const { return keys_[layer].data(); }
   const void *valuePages(int layer) const { return values_[layer].data(); }
   /// I8 caches: the scale of each (token, head) row of a layer's pools,
-  /// [numPages][pageSize][numKvHeads] float (nullptr for other dtypes).
+  /// [poolPages][pageSize][numKvHeads] float (nullptr for other dtypes).
   const float *keyScales(int layer) const {
     return keyScales_.empty() ? nullptr : keyScales_[layer].data();
   }
@@ -113,8 +146,8 @@ public:
   }
   // Kernels' view -------------------------------------------------------------
   /// One layer's pools as kernel arguments: the K and V page pools
-  /// [numPages·pageSize][numKvHeads][headDim] dtype and, for I8 caches,
-  /// their row scales [numPages·pageSize][numKvHeads] (else null), each
+  /// [poolPages·pageSize][numKvHeads][headDim] dtype and, for I8 caches,
+  /// their row scales [poolPages·pageSize][numKvHeads] (else null), each
   /// with its device copy once a GPU model placed the layer there.
   struct LayerPools {
     Placed<void> keys, values;
@@ -130,17 +163,23 @@ public:
   /// on write) keep both sides coherent from then on.
   Status placeOn(const DeviceApi &api, int layer) const;
 
-  // Pages held apart from sequences (a prefix cache's) ----------------------
+  // Pages held apart from sequences (a prefix cache's; not for
+  // sliding-window caches) ----------------------------------------------------
   /// One more reference to `page`, which must be in use (a sequence's): the
   /// page stays out of the pool until every reference is dropped.
   void holdPage(int32_t page);
   void dropPage(int32_t page);
   /// References to `page`: sequences' block tables and holds.
-  int references(int32_t page) const { return refCounts_[page]; }
+  int references(int32_t page) const { return groups_[0].refCounts[page]; }
 
   // Accounting ---------------------------------------------------------------
-  int freePages() const { return int(freeList_.size()); }
-  int usedPages() const { return config_.numPages - freePages(); }
+  /// Pages free and in use in the pool of `layer`.
+  int freePages(int layer = 0) const {
+    return int(groupOf(layer).freeList.size());
+  }
+  int usedPages(int layer = 0) const {
+    return groupOf(layer).numPages - freePages(layer);
+  }
   /// Bytes of all K and V pools (what the compiler's plan reports).
   size_t poolBytes() const;
   /// Checks every structural invariant: refcounts equal block-table
@@ -150,23 +189,38 @@ public:
   Status checkInvariants() const;
 
 private:
+  /// The layers that share page ids: those of one window.
+  struct Group {
+    int window = 0;   ///< 0: every position is kept
+    int numPages = 0; ///< pages to take; a window's trash page follows
+    std::vector<int> layers;
+    std::vector<int32_t> refCounts; ///< per page
+    std::vector<int32_t> holds; ///< per page: references apart from sequences
+    std::vector<int32_t> freeList; ///< a stack of page ids
+    /// The first page a query at `position` or later reads.
+    int firstPageRead(int position, int pageSize) const {
+      return window ? std::max(0, position - window + 1) / pageSize : 0;
+    }
+  };
   struct Sequence {
     bool live = false;
     int length = 0;
-    std::vector<int32_t> pages;
+    std::vector<std::vector<int32_t>> pages; ///< per group, token order
   };
+  const Group &groupOf(int layer) const { return groups_[layerGroup_[layer]]; }
 
   Status lookup(SequenceId id, const char *operation) const;
-  /// reserveSlots after `id` is known good; `operation` names the caller in
-  /// errors.
+  /// reserveSlots after `id` and `layer` are known good; `operation` names
+  /// the caller in errors.
   Status reserve(const char *operation, SequenceId id, int position, int count,
-                 int32_t *slots);
+                 int32_t *slots, int layer);
   int pagesFor(int tokens) const;
   size_t pageBytes() const;
   size_t tokenBytes() const; ///< one token, one layer, K or V
-  int32_t takePage();
-  void releasePage(int32_t page);
-  Status copyPage(int32_t from, int32_t to);
+  int32_t takePage(Group &group);
+  void releasePage(Group &group, int32_t page);
+  /// Copies page `from` to `to` in the layers of `group`.
+  Status copyPage(const Group &group, int32_t from, int32_t to);
   void hostAccess(int layer, bool write) const;
   enum class PoolKind { Keys, Values, KeyScales, ValueScales };
   /// The device copy of one of `layer`'s pools; null on the CPU.
@@ -180,9 +234,8 @@ private:
   using Pool = std::vector<uint8_t, PoolAllocator<uint8_t>>;
   std::vector<Pool> keys_, values_;                         // per layer pools
   std::vector<std::vector<float>> keyScales_, valueScales_; // per layer, I8
-  std::vector<int32_t> refCounts_;                          // per page
-  std::vector<int32_t> holds_; // per page: references apart from sequences
-  std::vector<int32_t> freeList_;   // a stack of page ids
+  std::vector<Group> groups_;       // by first layer
+  std::vector<int> layerGroup_;     // per layer: its group
   std::vector<Sequence> sequences_; // indexed by SequenceId
   /// [layer · 4 + PoolKind]: the pools' device copies; empty on the CPU.
   mutable std::vector<std::unique_ptr<DeviceCopy>> deviceCopies_;

@@ -182,8 +182,13 @@ public:
 
   /// Cache geometry for `maxSequences` sequences: the decoder's cached
   /// self-attention layers, and its cross-attention layers (their K and V
-  /// of the encoder output, computed once per input).
-  Status selfCacheConfig(int maxSequences, KvCacheConfig &config) const;
+  /// of the encoder output, computed once per input). Sliding-window layers
+  /// get a pool of each sequence's window and, for the one sequence a pass
+  /// may grow by more than a token, `passRows` rows (a prompt's chunk given
+  /// to append; prefill needs none).
+  Status selfCacheConfig(int maxSequences, KvCacheConfig &config,
+                         int passRows = kPassRows) const;
+  static constexpr int kPassRows = 512;
   Status crossCacheConfig(int maxSequences, KvCacheConfig &config) const;
 
   /// Runs the encoder over `tokens` [length]:

@@ -61,6 +61,7 @@ struct PlanOp {
   bool sinks = false; ///< attention: a sink logit per query head
                       ///< (plan::kSinks)
   bool keyPadding = false; ///< attention: prefill takes per-entry key lengths
+  int window = 0; ///< attention: keys slid over (plan::kWindow); 0: all
   bool cached = false;     ///< attention: has a KV cache (decodes)
   int pageSize = 0, maxLength = 0; ///< attention cache
   DType cacheType = DType::F32;    ///< attention cache

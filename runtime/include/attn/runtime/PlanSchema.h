@@ -17,7 +17,7 @@
 //                 scale, stack?, prefill_kernel, projection_bias?,
 //                 output_bias?, fused_projections?, fused_cache_append?,
 //                 query_kernel?, key_value_kernel?, output_kernel?,
-//                 rope_theta?, qk_norm?, sinks?, key_padding?,
+//                 rope_theta?, qk_norm?, sinks?, key_padding?, window?,
 //                 decode_kernel?,
 //                 kv_cache?: { layout, page_size, dtype, max_length,
 //                              bytes_per_token, bytes_per_sequence } } ],
@@ -39,7 +39,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 5;
+inline constexpr int kVersion = 6;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -109,6 +109,8 @@ inline constexpr char kSymbol[] = "symbol";
 inline constexpr char kFamily[] = "family"; ///< "prefill" or "decode"
 inline constexpr char kPrefill[] = "prefill";
 inline constexpr char kCausal[] = "causal";
+/// A kernel's and a layer's sliding window in keys (a layer's cache keeps
+/// only it); absent or 0: none.
 inline constexpr char kWindow[] = "window";
 inline constexpr char kSoftcap[] = "softcap";
 inline constexpr char kAlibi[] = "alibi";
