@@ -35,3 +35,21 @@ attn.model @over attributes {d_model = 512 : i64, kind = "decoder-only", max_bat
   // expected-note @+1 {{@b declared here}}
   attn.attention_layer @b self {cache = #attn.kv_cache<paged, page_size = 1, dtype = f32, max_length = 5000004>, head_dim = 1 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 2 : i64}
 }
+
+// -----
+
+// A sliding-window layer keeps the pages its window spans: 512 keys over
+// pages of 16 touch at most 512/16 + 1 = 33 pages (528 tokens), whatever the
+// max length; a window spanning all the pages of its cache keeps them all
+// (510 keys of a 520-token cache: 33 pages either way). The budget counts
+// the windows: 4096 global + 2 · 528 windowed tokens of 16 B = 82432 B.
+// CHECK-LABEL: attn.model @windows
+// CHECK-SAME: kv_bytes = 82432 : i64
+// CHECK: attn.attention_layer @local {{.*}}kv_bytes_per_sequence = 8448 : i64, kv_bytes_per_token = 16 : i64
+// CHECK: attn.attention_layer @wide {{.*}}kv_bytes_per_sequence = 8448 : i64
+// CHECK: attn.attention_layer @global {{.*}}kv_bytes_per_sequence = 65536 : i64
+attn.model @windows attributes {d_model = 512 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.attention_layer @local self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 4096>, head_dim = 1 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 2 : i64, num_query_heads = 2 : i64, window = 512 : i64}
+  attn.attention_layer @wide self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 520>, head_dim = 1 : i64, mask = #attn.mask<sliding_window>, num_kv_heads = 2 : i64, num_query_heads = 2 : i64, window = 510 : i64}
+  attn.attention_layer @global self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 4096>, head_dim = 1 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 2 : i64}
+}

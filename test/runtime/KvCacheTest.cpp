@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -282,11 +283,18 @@ TEST(KvCache, ErrorsChangeNothing) {
 // Random add / extend+write / fork / truncate / remove against a shadow model
 // of every sequence's tokens; invariants and one sequence's contents are
 // checked after every operation.
-TEST(KvCache, StressRandomOperations) {
+// Layer 1 slides over `window` keys (0: none); its pool is as large as
+// layer 0's, so that refusals test the same paths.
+void stress(int window) {
   const int kOperations = 100000, kElements = 2 * 3;
   for (int pageSize : {1, 3, 16}) {
     KvCache cache;
-    ASSERT_TRUE(KvCache::create(paged(pageSize, 96 / pageSize + 8, 40), cache));
+    KvCacheConfig config = paged(pageSize, 96 / pageSize + 8, 40);
+    if (window) {
+      config.windows = {0, window};
+      config.windowPages = config.numPages;
+    }
+    ASSERT_TRUE(KvCache::create(config, cache));
     std::map<SequenceId, std::vector<float>> shadow; // layer-1 keys per token
     std::mt19937 rng(pageSize);
     int extended = 0, forked = 0,
@@ -340,8 +348,15 @@ TEST(KvCache, StressRandomOperations) {
         forked++;
       } else if (kind == 7) {
         SequenceId id = pick();
-        int newLength = cache.length(id) ? rng() % (cache.length(id) + 1) : 0;
-        ASSERT_TRUE(cache.truncate(id, newLength));
+        int before = cache.length(id);
+        int newLength = before ? rng() % (before + 1) : 0;
+        Status status = cache.truncate(id, newLength);
+        if (!status) { // the window released what newLength would read
+          ASSERT_TRUE(window > 0 && newLength > 0) << status.message();
+          ASSERT_EQ(status.code(), StatusCode::InvalidArgument);
+          ASSERT_EQ(cache.length(id), before);
+          continue;
+        }
         shadow[id].resize(size_t(newLength) * kElements);
       } else {
         SequenceId id = pick();
@@ -355,17 +370,126 @@ TEST(KvCache, StressRandomOperations) {
       SequenceId probe = pick();
       int n = cache.length(probe);
       ASSERT_EQ(size_t(n) * kElements, shadow[probe].size());
-      std::vector<float> k(size_t(n) * kElements), v(k.size());
-      ASSERT_TRUE(cache.read(probe, 1, 0, n, k.data(), v.data()));
-      ASSERT_EQ(k, shadow[probe]) << "sequence " << probe << " op " << op;
+      // What the next query reads: all, or the window before it.
+      int from = window ? std::max(0, n - window + 1) : 0;
+      std::vector<float> k(size_t(n - from) * kElements), v(k.size());
+      ASSERT_TRUE(cache.read(probe, 1, from, n - from, k.data(), v.data()));
+      ASSERT_TRUE(std::equal(k.begin(), k.end(),
+                             shadow[probe].begin() + from * kElements))
+          << "sequence " << probe << " op " << op;
+      // Each sequence holds its window's pages and those of its last extend
+      // (up to 6 tokens), however long it grew.
+      if (window)
+        ASSERT_LE(cache.usedPages(1),
+                  int(shadow.size()) *
+                      ((window + 6 + pageSize - 1) / pageSize + 1));
     }
-    EXPECT_GT(extended, 5000);
+    EXPECT_GT(extended, window ? 3000 : 5000); // a window refuses rollbacks
     EXPECT_GT(forked, 1000);
-    EXPECT_GT(refused, 100);
+    EXPECT_GT(refused, window ? 10 : 100);
     for (SequenceId id : cache.sequences())
       ASSERT_TRUE(cache.removeSequence(id));
     EXPECT_EQ(cache.usedPages(), 0);
+    EXPECT_EQ(cache.usedPages(1), 0);
   }
+}
+
+TEST(KvCache, StressRandomOperations) { stress(0); }
+TEST(KvCache, StressRandomOperationsWithASlidingWindow) { stress(7); }
+
+// Layers 1 and 2 slide over 5 keys: a sequence of any length holds the
+// pages its window spans in their pool, while layer 0 keeps every token.
+TEST(KvCache, SlidingWindowLayersKeepOnlyTheirWindow) {
+  const int window = 5, pageSize = 2, spanned = 4; // ceil(5 / 2) + 1
+  static_assert(attn::kvPagesPerSequence(64, pageSize, window) == spanned);
+  KvCacheConfig config = paged(pageSize, 32, 64);
+  config.numLayers = 3;
+  config.windows = {0, window, window};
+  config.windowPages = spanned + 1;
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(config, cache));
+  EXPECT_TRUE(cache.slidesWindows());
+  EXPECT_EQ(cache.poolPages(0), 32);
+  EXPECT_EQ(cache.poolPages(1), spanned + 2); // and the trash page
+  EXPECT_EQ(cache.poolBytes(), (32 + 2 * (spanned + 2)) * size_t(pageSize) *
+                                   attn::kvBytesPerToken(DType::F32, 2, 3));
+  const int elements = 6;
+  SequenceId id;
+  ASSERT_TRUE(cache.addSequence(id));
+  for (int length = 1; length <= 40; length++) { // decode, token by token
+    ASSERT_TRUE(cache.extend(id, 1));
+    auto k = tokenValues(length - 1, 1, elements, 1),
+         v = tokenValues(length - 1, 1, elements, -1);
+    for (int layer = 0; layer < 3; layer++)
+      ASSERT_TRUE(cache.write(id, layer, length - 1, 1, k.data(), v.data()));
+    ASSERT_LE(cache.usedPages(1), spanned);
+    ASSERT_TRUE(cache.checkInvariants());
+    // The next query's window reads back in the windowed layers.
+    int from = std::max(0, length - window + 1);
+    std::vector<float> keys((length - from) * elements), values(keys.size());
+    ASSERT_TRUE(cache.read(id, 2, from, length - from, keys.data(),
+                           values.data()));
+    EXPECT_EQ(keys, tokenValues(from, length - from, elements, 1));
+  }
+  EXPECT_EQ(cache.usedPages(0), 20); // every token of the full layer
+  std::vector<float> k(40 * elements), v(k.size());
+  EXPECT_TRUE(cache.read(id, 0, 0, 40, k.data(), v.data()));
+  Status s = cache.read(id, 1, 0, 40, k.data(), v.data());
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(s.message().find("window released position 0"), std::string::npos)
+      << s.message();
+  // A step back is a rollback the window allows; far back is not.
+  EXPECT_TRUE(cache.truncate(id, 39));
+  s = cache.truncate(id, 20);
+  EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(cache.length(id), 39);
+  EXPECT_TRUE(cache.truncate(id, 0));
+  EXPECT_EQ(cache.usedPages(1), 0);
+
+  // A prompt's prefill attends over its own K/V: the pool takes only the
+  // pages of the window after it, and the positions before go to the trash
+  // page, after the pool's pages.
+  ASSERT_TRUE(cache.extend(id, 33, /*firstQuery=*/33));
+  EXPECT_EQ(cache.usedPages(1), 3); // positions 28..32
+  std::vector<int32_t> slots(33);
+  ASSERT_TRUE(cache.reserveSlots(id, 0, 33, slots.data(), 1));
+  for (int p = 0; p < 33; p++)
+    EXPECT_EQ(slots[p] >= (spanned + 1) * pageSize, p < 28) << p;
+  // The full layer's slots are its own page ids.
+  ASSERT_TRUE(cache.reserveSlots(id, 0, 33, slots.data(), 0));
+  EXPECT_LT(slots[0], 32 * pageSize);
+  auto keys = tokenValues(0, 33, elements, 1);
+  ASSERT_TRUE(cache.write(id, 1, 0, 33, keys.data(), keys.data()));
+  std::vector<float> back(5 * elements), unused(back.size());
+  ASSERT_TRUE(cache.read(id, 1, 28, 5, back.data(), unused.data()));
+  EXPECT_EQ(back, tokenValues(28, 5, elements, 1));
+  // The window's pool is exhausted by a second sequence's long chunk: a
+  // clear refusal that changes nothing.
+  SequenceId other;
+  ASSERT_TRUE(cache.addSequence(other));
+  ASSERT_TRUE(cache.extend(other, 2));
+  s = cache.extend(other, 10);
+  EXPECT_EQ(s.code(), StatusCode::OutOfMemory);
+  EXPECT_NE(s.message().find("5-token window's pool"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(cache.length(other), 2);
+  ASSERT_TRUE(cache.checkInvariants());
+  // Prefix sharing needs whole prefixes.
+  int32_t page = (*cache.blockTable(id, 0))[0];
+  EXPECT_FALSE(cache.adoptPages(other, &page, 1));
+}
+
+TEST(KvCache, RejectsBadWindows) {
+  KvCache cache;
+  KvCacheConfig config = paged(4, 8, 32);
+  config.windows = {0, 4, 4}; // three windows, two layers
+  config.windowPages = 4;
+  EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
+  config.windows = {0, -4};
+  EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
+  config.windows = {0, 4};
+  config.windowPages = 0;
+  EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
 }
 
 } // namespace

@@ -262,6 +262,14 @@ std::vector<float> decodeAndCompare(const Model &model,
   }
   EXPECT_LE(worst, 1e-5) << "cache vs recomputation";
   EXPECT_TRUE(selfCache.checkInvariants());
+  // A sliding-window layer's pool holds each sequence's window, however far
+  // the steps went past it.
+  for (size_t layer = 0; layer < selfConfig.windows.size(); layer++)
+    if (int window = selfConfig.windows[layer])
+      EXPECT_LE(selfCache.usedPages(int(layer)),
+                batch * attn::kvPagesPerSequence(selfConfig.maxSequenceLength,
+                                                 selfConfig.pageSize, window))
+          << "layer " << layer;
   return all;
 }
 

@@ -15,6 +15,7 @@
 
 #include "../TestDirectory.h"
 #include "PrefixCache.h"
+#include "decoder_window.h"
 #include "llama_tiny_pages4.h"
 
 #include <gtest/gtest.h>
@@ -26,22 +27,36 @@ using namespace attn::runtime;
 
 namespace {
 
-std::unique_ptr<Model> loadLlamaTiny(uint64_t seed) {
-  const auto *table =
-      reinterpret_cast<const KernelEntry *>(llama_tiny_pages4_kernel_table);
+/// A generated model with seeded random weights under `naming`.
+std::unique_ptr<Model> loadRandom(const char *planJson,
+                                  const attnc_kernel_entry *kernels,
+                                  size_t count, WeightNaming naming,
+                                  const std::string &name, uint64_t seed) {
+  const auto *table = reinterpret_cast<const KernelEntry *>(kernels);
   ModelPlan plan;
-  EXPECT_TRUE(parsePlan(llama_tiny_pages4_plan_json, table,
-                        LLAMA_TINY_PAGES4_KERNEL_TABLE_SIZE, plan));
-  std::string path = attn::test::testDirectory() + "/serving_llama_" +
+  EXPECT_TRUE(parsePlan(planJson, table, count, plan));
+  std::string path = attn::test::testDirectory() + "/serving_" + name + "_" +
                      std::to_string(seed) + ".safetensors";
-  Status s = Model::writeRandomWeights(plan, WeightNaming::Llama, seed, path);
+  Status s = Model::writeRandomWeights(plan, naming, seed, path);
   EXPECT_TRUE(s) << s.message();
   std::unique_ptr<Model> model;
-  s = Model::load(llama_tiny_pages4_plan_json, table,
-                  LLAMA_TINY_PAGES4_KERNEL_TABLE_SIZE, path,
-                  WeightNaming::Llama, model);
+  s = Model::load(planJson, table, count, path, naming, model);
   EXPECT_TRUE(s) << s.message();
   return model;
+}
+
+std::unique_ptr<Model> loadLlamaTiny(uint64_t seed) {
+  return loadRandom(llama_tiny_pages4_plan_json, llama_tiny_pages4_kernel_table,
+                    LLAMA_TINY_PAGES4_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                    "llama", seed);
+}
+
+/// decoder_window: two layers sliding over 5 keys, pages of 4 tokens, 40
+/// positions.
+std::unique_ptr<Model> loadWindowed(uint64_t seed) {
+  return loadRandom(decoder_window_plan_json, decoder_window_kernel_table,
+                    DECODER_WINDOW_KERNEL_TABLE_SIZE, WeightNaming::Bart,
+                    "window", seed);
 }
 
 /// Logits [length][vocabulary] of the decoder over `tokens` with no cache.
@@ -188,6 +203,87 @@ TEST(ModelAppend, ChunksBesideDecodeRowsMatchRecomputation) {
                              vocabulary),
             1e-5);
   EXPECT_TRUE(cache.checkInvariants());
+}
+
+// A model whose layers slide over 5 keys: its cache keeps each sequence's
+// window (pages released behind it), and still every way of feeding a
+// prompt (prefill, chunks beside another sequence's decode rows, single
+// steps) gives the logits of recomputing the prefix.
+TEST(ModelAppend, SlidingWindowCacheKeepsTheWindowAndMatchesRecomputation) {
+  auto model = loadWindowed(31);
+  ASSERT_TRUE(model);
+  const int vocabulary = model->targetVocabulary();
+  KvCacheConfig config;
+  ASSERT_TRUE(model->selfCacheConfig(2, config, /*passRows=*/8));
+  ASSERT_EQ(config.windows, (std::vector<int32_t>{5, 5}));
+  // Two windows of 5 over pages of 4 (ceil(5/4) + 1 = 3 pages each) and
+  // one 8-row chunk (2 pages): 8 of the 20 pages two 40-token sequences
+  // would take.
+  EXPECT_EQ(config.windowPages, 2 * 3 + 2);
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(config, cache));
+  SequenceId a, b;
+  ASSERT_TRUE(cache.addSequence(a));
+  ASSERT_TRUE(cache.addSequence(b));
+  ExecutionContext context(*model);
+  std::vector<int32_t> fedA, fedB = tokensFrom(4, 11, vocabulary);
+  std::vector<float> logits(2 * vocabulary);
+  ASSERT_TRUE(model->prefill(fedB.data(), int(fedB.size()), cache, b,
+                             logits.data(), context));
+  std::vector<float> reference = recompute(*model, fedB);
+  EXPECT_LE(maxAbsDifference(logits.data(),
+                             &reference[(fedB.size() - 1) * vocabulary],
+                             vocabulary),
+            1e-5);
+  // a's prompt in chunks of 8, 8 and 3 beside a decode row of b (leading:
+  // a's rows attended by the prefill kernels, else by the decode kernels);
+  // then both decode, one row each, until a reaches position 39.
+  const std::vector<int32_t> chunks = {8, 8, 3};
+  for (size_t step = 0; cache.length(a) < 40; step++) {
+    const int n = step < chunks.size() ? chunks[step] : 1;
+    const bool aLeads = step % 2 == 0;
+    std::vector<SequenceId> sequences(n, a);
+    std::vector<int32_t> tokens(n);
+    for (int i = 0; i < n; i++)
+      tokens[i] = int32_t((step * 5 + i * 3 + 1) % vocabulary);
+    const int32_t next = int32_t((step + 3) % vocabulary);
+    sequences.insert(aLeads ? sequences.end() : sequences.begin(), b);
+    tokens.insert(aLeads ? tokens.end() : tokens.begin(), next);
+    const int rowOfB = aLeads ? n : 0, firstOfA = aLeads ? 0 : 1;
+    std::vector<int32_t> heads(n + 1);
+    for (int i = 0; i <= n; i++)
+      heads[i] = i;
+    std::vector<float> out(heads.size() * vocabulary);
+    Status s = model->append(sequences.data(), tokens.data(), n + 1, cache,
+                             heads.data(), int(heads.size()), out.data(),
+                             context);
+    ASSERT_TRUE(s) << s.message();
+    fedB.push_back(next);
+    fedA.insert(fedA.end(), tokens.begin() + firstOfA,
+                tokens.begin() + firstOfA + n);
+    std::vector<float> referenceA = recompute(*model, fedA),
+                       referenceB = recompute(*model, fedB);
+    EXPECT_LE(maxAbsDifference(&out[size_t(rowOfB) * vocabulary],
+                               &referenceB[(fedB.size() - 1) * vocabulary],
+                               vocabulary),
+              1e-5)
+        << "b at " << fedB.size() - 1;
+    for (int i = 0; i < n; i++)
+      EXPECT_LE(maxAbsDifference(
+                    &out[size_t(firstOfA + i) * vocabulary],
+                    &referenceA[(fedA.size() - n + i) * vocabulary],
+                    vocabulary),
+                1e-5)
+          << "a at " << fedA.size() - n + i;
+    // Each sequence holds its window's 3 pages, and a its last chunk's.
+    EXPECT_LE(cache.usedPages(0), 3 + 3 + 2);
+    ASSERT_TRUE(cache.checkInvariants());
+  }
+  EXPECT_EQ(cache.length(b), 11 + 3 + 21);
+  // A rollback into what the window released is refused, changing nothing.
+  const int length = cache.length(b);
+  EXPECT_FALSE(cache.truncate(b, 3));
+  EXPECT_EQ(cache.length(b), length);
 }
 
 TEST(ModelAppend, BadRowsAreErrorsAndGrowNothing) {
@@ -483,4 +579,29 @@ TEST(GeneratorServing, LogprobsAreTheRecomputedLogSoftmax) {
   request.logprobs = kMaxLogprobs + 1;
   int id;
   EXPECT_FALSE(generator->submit(request, id));
+}
+
+// The Generator over a sliding-window model: whole prompts, chunked ones
+// and a prefix cache (off: the cache keeps no whole prefixes) give the same
+// greedy tokens, past the window.
+TEST(GeneratorServing, SlidingWindowModelGivesTheSameTokensEveryWay) {
+  auto model = loadWindowed(32);
+  ASSERT_TRUE(model);
+  const int vocabulary = model->targetVocabulary();
+  std::vector<std::vector<int32_t>> prompts = {
+      tokensFrom(5, 4, vocabulary), tokensFrom(6, 13, vocabulary),
+      tokensFrom(7, 9, vocabulary)};
+  GeneratorOptions whole, chunked, prefixed;
+  whole.maxSequences = chunked.maxSequences = prefixed.maxSequences = 3;
+  chunked.prefillChunk = 3;
+  prefixed.prefixCache = true;
+  std::vector<int> arrive = {0, 2, 3};
+  auto expected = generate(*model, whole, prompts, 20, arrive);
+  for (const GeneratorOptions &options : {chunked, prefixed}) {
+    auto actual = generate(*model, options, prompts, 20, arrive);
+    for (size_t i = 0; i < prompts.size(); i++) {
+      EXPECT_EQ(actual[i].tokens, expected[i].tokens) << "prompt " << i;
+      EXPECT_EQ(actual[i].cachedPrompt, 0);
+    }
+  }
 }
