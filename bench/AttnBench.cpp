@@ -22,6 +22,7 @@
 #include "attn/schedules/Roofline.h"
 
 #include "attn/runtime/KernelTemporaries.h"
+#include "attn/runtime/DType.h"
 #include "attn/runtime/PoolAllocator.h"
 #include "attn/schedules/AmxLinear.h"
 #include "attn/schedules/Pipelines.h"
@@ -229,6 +230,10 @@ struct DecodeShape {
   int batch, kvLength, pageSize; // pageSize == kvLength: contiguous cache
   attn::DType element = attn::DType::F32;
   bool sinks = false; ///< gpt-oss's sink logits (against none: their cost)
+  /// A sliding window of keys (0: none), over a pool holding only the pages
+  /// it spans, the earlier ones released, as the runtime's KvCache keeps a
+  /// window layer's: its time should not grow with kvLength.
+  int window = 0;
 };
 
 /// One new token per sequence (GQA 32 query / 8 KV heads, head size 128)
@@ -243,6 +248,8 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   spec.pageSize = s.pageSize;
   spec.cacheElement = s.element;
   spec.sinks = s.sinks;
+  spec.window = s.window;
+  spec.causal = s.window > 0;
   spec.scale = 1.0f / std::sqrt(float(dim));
   if (const char *text = std::getenv("ATTN_BENCH_DECODE_SPLIT"))
     spec.schedule.splitKeys = std::atoi(text);
@@ -250,7 +257,11 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   compileForBench(kernel.pipeline);
 
   const int pagesPerSequence = (s.kvLength + s.pageSize - 1) / s.pageSize;
-  const int numPages = pagesPerSequence * s.batch;
+  // Pages a sequence holds; those before them were released.
+  const int heldPages = int(
+      attn::kvPagesPerSequence(s.kvLength, s.pageSize, s.window));
+  const int released = pagesPerSequence - heldPages;
+  const int numPages = heldPages * s.batch;
   Buffer<float> query(dim, hq, 1, s.batch), output(dim, hq, 1, s.batch);
   const bool f32 = s.element == attn::DType::F32;
   const bool int8 = s.element == attn::DType::I8;
@@ -274,7 +285,12 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
       valueScales(hkv, s.pageSize, numPages);
   keyScales.fill(1.0f / 127);
   valueScales.fill(1.0f / 127);
-  Buffer<int32_t> table(pagesPerSequence, s.batch), lengths(s.batch);
+  // As the runtime calls a window layer's kernel: the table and length
+  // from the first page of the window on (ModelRunner.cpp).
+  const int firstPage =
+      s.window ? std::max(0, s.kvLength - s.window) / s.pageSize : 0;
+  Buffer<int32_t> table(pagesPerSequence - firstPage, s.batch),
+      lengths(s.batch);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   query.for_each_value([&](float &x) { x = uniform(rng); });
@@ -298,9 +314,9 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
   for (int b = 0; b < s.batch; b++) {
-    lengths(b) = s.kvLength;
-    for (int p = 0; p < pagesPerSequence; p++)
-      table(p, b) = order[b * pagesPerSequence + p];
+    lengths(b) = s.kvLength - firstPage * s.pageSize;
+    for (int p = firstPage; p < pagesPerSequence; p++)
+      table(p - firstPage, b) = order[b * heldPages + p - released];
   }
   ParamMap params;
   params.set(kernel.inputs[0], query);
@@ -316,10 +332,13 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   Buffer<float> sinks = sinkLogits(hq);
   if (s.sinks)
     params.set(kernel.inputs[next++], sinks);
-  double flops = 4.0 * s.batch * hq * s.kvLength * dim;
+  // The keys each new token attends to.
+  const double attended =
+      s.window ? std::min(s.window, s.kvLength) : s.kvLength;
+  double flops = 4.0 * s.batch * hq * attended * dim;
   // Bytes the cache holds: elements (plus an i8 row's scale).
   double rowBytes = dim * element.bytes() + (int8 ? 4 : 0);
-  double kvBytes = 2.0 * s.batch * hkv * double(s.kvLength) * rowBytes;
+  double kvBytes = 2.0 * s.batch * hkv * attended * rowBytes;
   timeKernel(state, flops, kvBytes,
              [&] { kernel.pipeline.realize(output, gTarget, params); });
 }
@@ -342,16 +361,23 @@ void registerDecode() {
                                 {16, 32768, 16, DType::I8},
                                 // With sinks (against the same without).
                                 {1, 32768, 16, DType::BF16},
-                                {1, 32768, 16, DType::BF16, true}};
+                                {1, 32768, 16, DType::BF16, true},
+                                // Gemma's local layers: a window of 512
+                                // keys at 4K, 32K and 128K of context.
+                                {1, 4096, 16, DType::BF16, false, 512},
+                                {1, 32768, 16, DType::BF16, false, 512},
+                                {1, 131072, 16, DType::BF16, false, 512}};
   for (const DecodeShape &s : shapes) {
     const char *element = attn::dtypeName(s.element);
     std::string layout = s.pageSize == s.kvLength
                              ? "contiguous"
                              : "page" + std::to_string(s.pageSize);
     char name[128];
-    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s_%s%s",
+    std::string window =
+        s.window ? "_w" + std::to_string(s.window) : std::string();
+    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s_%s%s%s",
                   s.batch, s.kvLength, layout.c_str(), element,
-                  s.sinks ? "_sinks" : "");
+                  s.sinks ? "_sinks" : "", window.c_str());
     benchmark::RegisterBenchmark(name, fusedDecode, s)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);

@@ -290,23 +290,34 @@ Status attendStep(const Layer &l, AttentionBuffers &buffers, KvCache *cacheTo,
   }
   // Read per layer, after this layer's writes: the first write to a page a
   // fork shares copies it, which changes the sequence's block table.
+  // A sliding-window row gets its table and length from the first page of
+  // its window on: the kernel's mask is relative to the row's position, so
+  // its work is the window's however long the sequence (the pages before
+  // were released: KvCache.h).
+  const int pageSize = cache->config().pageSize;
+  auto firstPage = [&](int64_t b) -> size_t {
+    return op.window > 0 && !op.cross
+               ? size_t(std::max(0, in.positions[b] - op.window + 1) / pageSize)
+               : 0;
+  };
   size_t maxPages = 1;
   for (int64_t b = 0; b < t; b++)
-    maxPages =
-        std::max(maxPages, cache->blockTable(sequences[b], l.index)->size());
+    maxPages = std::max(maxPages,
+                        cache->blockTable(sequences[b], l.index)->size() -
+                            firstPage(b));
   (void)buffers.blockTable.reserve(t * int64_t(maxPages)); // host memory
   int32_t *table = buffers.blockTable.data();
   int32_t *lengths = buffers.lengths.data();
   for (int64_t b = 0; b < t; b++) {
-    // Pages a sliding window released (KvCache::kReleased) lie before the
-    // window: the kernel reads none of them.
     const std::vector<int32_t> &pages =
         *cache->blockTable(sequences[b], l.index);
+    const size_t first = firstPage(b);
     std::fill(table + b * maxPages, table + (b + 1) * maxPages, 0);
-    std::copy(pages.begin(), pages.end(), table + b * maxPages);
+    std::copy(pages.begin() + first, pages.end(), table + b * maxPages);
     // A self row sees its sequence up to its own position (causal within a
     // chunk of one sequence); a cross row sees the whole encoder output.
-    lengths[b] = op.cross ? cache->length(sequences[b]) : in.positions[b] + 1;
+    lengths[b] = op.cross ? cache->length(sequences[b])
+                          : in.positions[b] + 1 - int(first) * pageSize;
   }
   if (l.device)
     if (Status s = cache->placeOn(*l.device, l.index); !s)
