@@ -461,7 +461,11 @@ int main(int argc, char **argv) {
                   "/v1/chat/completions; GET /v1/models, /health, /metrics; "
                << parallel << " requests at once, prefill chunk "
                << prefillChunk << ", prefix cache "
-               << (noPrefixCache ? "off" : "on") << ")\n";
+               << (engine->prefixCaching() ? "on"
+                   : noPrefixCache         ? "off"
+                                   : "off: sliding-window layers keep only "
+                                     "their window")
+               << ")\n";
   llvm::errs().flush();
 
   {

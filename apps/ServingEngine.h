@@ -109,6 +109,8 @@ public:
   int queued() const;
   /// Requests whose clients went away before they finished, so far.
   long cancelled() const { return cancelled_count_; }
+  /// Whether prompts reuse cached prefixes (Generator::prefixCaching).
+  bool prefixCaching() const { return generator_->prefixCaching(); }
 
 private:
   struct Running;

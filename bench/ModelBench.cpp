@@ -38,6 +38,7 @@
 #include "tinyllama_f32.h"
 #include "tinyllama_int4.h"
 #include "tinyllama_int8.h"
+#include "gemma_3_1b_32k.h"
 #include "gemma_3_1b_bf16.h"
 #include "qwen3_0_6b_bf16.h"
 
@@ -105,7 +106,9 @@ const BenchModel kModels[] = {
     {"qwen3-0.6b", "Qwen3-0.6B", &qwen3_0_6b_bf16_library, nullptr, nullptr,
      nullptr},
     {"gemma-3-1b", "Gemma-3-1B", &gemma_3_1b_bf16_library, nullptr, nullptr,
-     nullptr}};
+     nullptr},
+    {"gemma-3-1b-32k", "Gemma-3-1B (32K, bf16 cache)", &gemma_3_1b_32k_library,
+     nullptr, nullptr, nullptr}};
 
 const BenchModel *findModel(const std::string &name) {
   for (const BenchModel &model : kModels)
@@ -196,8 +199,14 @@ int run(const BenchModel &bench, const std::string &weights,
   SequenceId sequence;
   if (Status s = model->selfCacheConfig(1, config); !s)
     return fail(s.message());
+  const int warmup = 4; // decode steps that warm the thread pool and caches
+  if (promptLength + warmup + steps > config.maxSequenceLength)
+    return fail("--prompt + --steps + 4 must be <= " +
+                std::to_string(config.maxSequenceLength) + ", the max length");
   if (Status s = KvCache::create(config, cache); !s)
     return fail(s.message());
+  // The pools are zeroed at creation: all of them resident from here.
+  const double cacheResident = residentBytes() - residentAfterLoad;
   if (Status s = cache.addSequence(sequence); !s)
     return fail(s.message());
   ExecutionContext context(*model);
@@ -214,8 +223,6 @@ int run(const BenchModel &bench, const std::string &weights,
       !s)
     return fail(s.message());
   const double promptSeconds = now() - start;
-  // Decode: the first steps warm the thread pool and caches.
-  const int warmup = 4;
   double decodeStart = 0;
   for (int step = 0; step < warmup + steps; step++) {
     if (step == warmup)
@@ -235,9 +242,10 @@ int run(const BenchModel &bench, const std::string &weights,
   attn::Roofline roofline = attn::measureRoofline(threads);
   const double weightGBps = weightBytesPerToken * tokensPerSecond / 1e9;
   std::printf("model: %s shape, %s weights, %.2f GB read per "
-              "decoded token, KV cache %.1f MiB\n",
+              "decoded token, KV cache %.1f MiB (resident +%.1f MiB)\n",
               bench.label, dtype.c_str(), weightBytesPerToken / 1e9,
-              double(cache.poolBytes()) / (1 << 20));
+              double(cache.poolBytes()) / (1 << 20),
+              cacheResident / (1 << 20));
   std::printf("load: %.2f s, weights %s; peak RSS after load %.2f GB "
               "(resident %.2f GB)\n",
               loadSeconds, model->weightSource().c_str(), afterLoad / 1e9,
@@ -288,7 +296,8 @@ int main(int argc, char **argv) {
   }
   const BenchModel *bench = findModel(modelName);
   if (!bench)
-    return fail("--model must be tinyllama, qwen3-0.6b or gemma-3-1b, got '" +
+    return fail("--model must be tinyllama, qwen3-0.6b, gemma-3-1b or "
+                "gemma-3-1b-32k, got '" +
                 modelName + "'"),
            2;
   if (!write.empty())
@@ -296,12 +305,12 @@ int main(int argc, char **argv) {
   if (weights.empty() ||
       (dtype != "bf16" && dtype != "f32" && dtype != "int8" &&
        dtype != "int4") ||
-      promptLength < 1 || steps < 1 || promptLength + steps + 4 > 2048)
+      promptLength < 1 || steps < 1)
     return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
-                "gemma-3-1b] --write DIR | --weights DIR "
+                "gemma-3-1b|gemma-3-1b-32k] --write DIR | --weights DIR "
                 "[--weight-dtype bf16|f32|int8|int4] [--packed-weights FILE] "
                 "[--prompt N] [--steps N] "
-                "(prompt + steps + 4 <= 2048)"),
+                "(prompt + steps + 4 <= the model's max length)"),
            2;
   return run(*bench, weights, dtype, packed, promptLength, steps);
 }

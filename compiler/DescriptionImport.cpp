@@ -376,7 +376,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     model.error("weight_group", "weight_group applies to int4 weights only");
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming = model.optionalEnum(
-      "weight_naming", {"llama", "gemma", "phi3", "gpt2", "bart"}, "");
+      "weight_naming", {"llama", "gemma", "gemma3", "phi3", "gpt2", "bart"},
+      "");
   // What the checkpoint's RMS norm weights lack (Gemma's 1).
   std::optional<double> normWeightOffset =
       model.optionalNumber("norm_weight_offset");

@@ -492,34 +492,42 @@ float roundToDtype(double value, Type dtype) {
 /// (Gemma 2), sliding and global layers by their pattern or layer_types,
 /// and, in Gemma 3, QK-norm and a RoPE base of the sliding layers' own
 /// (rope_local_base_freq; rope_scaling applies to the global layers).
+/// `multimodal`: the text_config of a gemma3 checkpoint, whose absent keys
+/// take Gemma3TextConfig's defaults (a published config lists few) and
+/// whose dtype may be stated beside it (`outer`).
 OwningOpRef<ModuleOp> importGemma(ConfigReader &config,
                                   const json::Object &root,
                                   llvm::StringRef type,
                                   const JsonLocator &locator,
                                   MLIRContext &context,
                                   const ImportOptions &options,
-                                  llvm::StringRef name) {
-  const bool gemma3 = type == "gemma3_text";
-  std::optional<int64_t> hidden =
-      config.getInt("hidden_size", true, 1, kMaxInt);
-  std::optional<int64_t> heads =
-      config.getInt("num_attention_heads", true, 1, kMaxInt);
-  std::optional<int64_t> layers =
-      config.getInt("num_hidden_layers", true, 1, 4096);
+                                  llvm::StringRef name,
+                                  ConfigReader *outer = nullptr) {
+  const bool multimodal = outer != nullptr;
+  const bool gemma3 = type == "gemma3_text" || multimodal;
+  // Gemma3TextConfig's defaults, for a multimodal checkpoint's text_config.
+  auto size = [&](llvm::StringRef key, int64_t max, int64_t fallback) {
+    return config.getInt(key, !multimodal, 1, max,
+                         multimodal ? std::optional<int64_t>(fallback)
+                                    : std::nullopt);
+  };
+  std::optional<int64_t> hidden = size("hidden_size", kMaxInt, 2304);
+  std::optional<int64_t> heads = size("num_attention_heads", kMaxInt, 8);
+  std::optional<int64_t> layers = size("num_hidden_layers", 4096, 26);
   std::optional<int64_t> positions =
-      config.getInt("max_position_embeddings", true, 1, kMaxInt);
-  std::optional<int64_t> vocabulary =
-      config.getInt("vocab_size", true, 1, kMaxInt);
+      size("max_position_embeddings", kMaxInt, 131072);
+  std::optional<int64_t> vocabulary = size("vocab_size", kMaxInt, 262208);
   std::optional<int64_t> intermediate =
-      config.getInt("intermediate_size", true, 1, kMaxInt);
+      size("intermediate_size", kMaxInt, 9216);
   if (!hidden || !heads || !layers || !positions || !vocabulary ||
       !intermediate)
     return nullptr;
   LayerConfig layer;
   layer.queryHeads = *heads;
-  layer.kvHeads =
-      config.getInt("num_key_value_heads", false, 1, kMaxInt, *heads)
-          .value_or(0);
+  layer.kvHeads = config
+                      .getInt("num_key_value_heads", false, 1, kMaxInt,
+                              multimodal ? 4 : *heads)
+                      .value_or(0);
   layer.headDim = config.getInt("head_dim", false, 1, kMaxInt, 256).value_or(0);
   layer.mask = MaskKind::Causal;
   layer.projectionBias = config.optionalBool("attention_bias").value_or(false);
@@ -601,14 +609,18 @@ OwningOpRef<ModuleOp> importGemma(ConfigReader &config,
       makeKvCache(context, loc, "paged", 16, "f32", *positions, options);
   if (!layer.cache)
     return nullptr;
-  layer.bf16Compute = bf16ComputeFor(config, context, layer.headDim, options);
+  // The checkpoint's dtype: text_config's, else the one stated beside it.
+  ConfigReader &dtypeConfig =
+      multimodal && !config.has("torch_dtype") ? *outer : config;
+  layer.bf16Compute =
+      bf16ComputeFor(dtypeConfig, context, layer.headDim, options);
   if (gemma3)
     layer.qkNorm = makeQkNorm(context, mlir::attn::QkNormScope::Head, rmsEps);
-  const Type dtype = weightDtype(config, context);
+  const Type dtype = weightDtype(dtypeConfig, context);
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
   builder.setWeightDtype(dtype);
-  builder.setWeightNaming("gemma");
+  builder.setWeightNaming(multimodal ? "gemma3" : "gemma");
   builder.setNormWeightOffset(1.0f);
   Location at = locator.at(JsonPath{});
   builder.addEmbedding("embedding", *vocabulary, PositionKind::None,
@@ -807,12 +819,24 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
                              name, quantized);
   if (*type == "gemma2" || *type == "gemma3_text")
     return importGemma(config, root, *type, locator, context, options, name);
+  // Gemma 3's multimodal checkpoints (4B and up): the text stack their
+  // text_config describes; the vision tower is not read (text in, text out).
+  if (*type == "gemma3") {
+    JsonPath textPath;
+    const json::Object *text = config.getObject("text_config", false, textPath);
+    static const json::Object kNone;
+    if (!config.ok())
+      return nullptr;
+    ConfigReader textConfig(text ? *text : kNone, textPath, locator);
+    return importGemma(textConfig, text ? *text : kNone, "gemma3_text", locator,
+                       context, options, name, &config);
+  }
   if (*type == "marian" || *type == "bart")
     return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
       << "' (attnc imports llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
-         "phi3, olmo2, gpt2, marian and bart)";
+         "gemma3, phi3, olmo2, gpt2, marian and bart)";
   return nullptr;
 }
 

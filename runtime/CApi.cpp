@@ -45,7 +45,8 @@ static_assert(int(WeightNaming::Bart) == ATTN_NAMING_BART &&
                   int(WeightNaming::Llama) == ATTN_NAMING_LLAMA &&
                   int(WeightNaming::Gpt2) == ATTN_NAMING_GPT2 &&
                   int(WeightNaming::Gemma) == ATTN_NAMING_GEMMA &&
-                  int(WeightNaming::Phi3) == ATTN_NAMING_PHI3,
+                  int(WeightNaming::Phi3) == ATTN_NAMING_PHI3 &&
+                  int(WeightNaming::Gemma3) == ATTN_NAMING_GEMMA3,
               "attn_weight_naming mirrors WeightNaming");
 static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
                   int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,
@@ -277,8 +278,7 @@ attn_model_load_on_device(const char *plan_json, const void *kernel_table,
       return invalid("attn_model_load: null argument");
     *model = nullptr;
     const int32_t rawNaming = rawEnum(naming);
-    if (rawNaming != ATTN_NAMING_BART && rawNaming != ATTN_NAMING_LLAMA &&
-        rawNaming != ATTN_NAMING_GPT2)
+    if (rawNaming < ATTN_NAMING_BART || rawNaming > ATTN_NAMING_GEMMA3)
       return invalid("attn_model_load: unknown weight naming");
     auto result = std::make_unique<attn_model>();
     const auto *table = static_cast<const KernelEntry *>(kernel_table);

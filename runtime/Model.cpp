@@ -86,8 +86,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
 
 Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
   for (WeightNaming candidate :
-       {WeightNaming::Llama, WeightNaming::Gemma, WeightNaming::Phi3,
-        WeightNaming::Gpt2, WeightNaming::Bart})
+       {WeightNaming::Llama, WeightNaming::Gemma, WeightNaming::Gemma3,
+        WeightNaming::Phi3, WeightNaming::Gpt2, WeightNaming::Bart})
     if (plan.weightNaming == name(candidate)) {
       naming = candidate;
       return Status::ok();

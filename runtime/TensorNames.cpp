@@ -40,6 +40,8 @@ struct FamilyNames {
   bool tiedHeadIsEmbedding;
   /// Tensors that change nothing: names ending so, and whole names.
   std::vector<const char *> harmlessSuffixes, harmlessNames;
+  /// ... and names starting so (a multimodal checkpoint's other towers).
+  std::vector<const char *> harmlessPrefixes = {};
 
   std::string normBefore(const PlanOp &sublayer) const {
     return sublayer.kind == OpKind::Ffn ? ffnNorm
@@ -148,6 +150,20 @@ const FamilyNames kGemma = {WeightNaming::Gemma,
                             {},
                             {}};
 
+/// Gemma 3's multimodal checkpoints: Gemma's names under the language
+/// model's prefix (tensorNames moves them); the vision tower, its projector
+/// and a saved copy of the tied head are not read.
+const FamilyNames kGemma3 = [] {
+  FamilyNames names = kGemma;
+  names.naming = WeightNaming::Gemma3;
+  names.name = "gemma3";
+  names.harmlessNames = {"language_model.lm_head.weight"};
+  names.harmlessPrefixes = {"vision_tower.", "multi_modal_projector.",
+                            "model.vision_tower.",
+                            "model.multi_modal_projector."};
+  return names;
+}();
+
 /// BART, mBART and Marian encoder-decoders.
 const FamilyNames kBart = {WeightNaming::Bart,
                            "bart",
@@ -219,6 +235,8 @@ const FamilyNames &family(WeightNaming naming) {
     return kLlama;
   case WeightNaming::Gemma:
     return kGemma;
+  case WeightNaming::Gemma3:
+    return kGemma3;
   case WeightNaming::Phi3:
     return kPhi3;
   case WeightNaming::Gpt2:
@@ -315,6 +333,29 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
         if (entry.tensor.compare(0, prefix.size(), prefix) == 0)
           entry.alternatives.push_back(
               {entry.tensor.substr(prefix.size()), entry.shape});
+    return names;
+  }
+  if (namingKind == WeightNaming::Gemma3) {
+    // Gemma's model.* names as the published checkpoints nest them, or as
+    // transformers >= 4.52 saves them.
+    std::vector<OpTensorNames> names = tensorNames(plan, WeightNaming::Gemma);
+    const std::string model = "model.";
+    auto nested = [&](const std::string &name, const char *prefix) {
+      return name.compare(0, model.size(), model) == 0
+                 ? prefix + name.substr(model.size())
+                 : name;
+    };
+    for (OpTensorNames &op : names)
+      for (OpTensorNames::Entry &entry : op.entries) {
+        auto alternatives = std::move(entry.alternatives);
+        entry.alternatives = {
+            {nested(entry.tensor, "model.language_model."), entry.shape}};
+        entry.tensor = nested(entry.tensor, "language_model.model.");
+        for (const auto &[name, shape] : alternatives)
+          for (const char *prefix :
+               {"language_model.model.", "model.language_model."})
+            entry.alternatives.push_back({nested(name, prefix), shape});
+      }
     return names;
   }
   const FamilyNames &naming = family(namingKind);
@@ -515,6 +556,8 @@ harmlessTensors(const ModelPlan &plan, WeightNaming naming,
       suffix |=
           tensor.size() >= end.size() &&
           tensor.compare(tensor.size() - end.size(), end.size(), end) == 0;
+    for (std::string start : names.harmlessPrefixes)
+      suffix |= tensor.compare(0, start.size(), start) == 0;
     if (suffix || harmless.count(tensor))
       result.push_back(tensor);
   }

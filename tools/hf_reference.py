@@ -524,6 +524,38 @@ def gpt2_logits(config, w, tokens):
     return x @ w[prefix + "wte.weight"].T
 
 
+# Gemma3TextConfig's defaults (transformers' configuration_gemma3.py): what a
+# multimodal checkpoint's text_config leaves out.
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True, "rope_theta": 1000000.0,
+    "attention_bias": False, "query_pre_attn_scalar": 256,
+    "sliding_window": 4096, "final_logit_softcapping": None,
+    "attn_logit_softcapping": None, "rope_scaling": None,
+    "rope_local_base_freq": 10000.0, "sliding_window_pattern": 6}
+
+
+def gemma3_text_stack(config, weights):
+    """Gemma3ForConditionalGeneration's language model as a Gemma3ForCausalLM:
+    its text_config over the defaults, the checkpoint's dtype, and its
+    tensors under language_model.model.* (as published) or
+    model.language_model.* (as newer transformers save) renamed model.*;
+    the vision tower and projector dropped."""
+    text = dict(GEMMA3_TEXT_DEFAULTS, **config.get("text_config", {}))
+    text["model_type"] = "gemma3_text"
+    text.setdefault("torch_dtype", config.get("torch_dtype"))
+    renamed = {}
+    for name, value in weights.items():
+        for prefix in ("language_model.model.", "model.language_model."):
+            if name.startswith(prefix):
+                renamed["model." + name[len(prefix):]] = value
+    return text, renamed
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model_dir")
@@ -535,6 +567,8 @@ def main():
     with open(os.path.join(args.model_dir, "config.json")) as f:
         config = json.load(f)
     weights = read_checkpoint(args.model_dir)
+    if config["model_type"] == "gemma3":
+        config, weights = gemma3_text_stack(config, weights)
     if "quantization_config" in config:
         weights = dequantize(config, weights)
     forward = {"llama": llama_logits, "mistral": llama_logits,

@@ -296,9 +296,10 @@ LogicalResult ModelOp::verify() {
   }
   if (std::optional<StringRef> naming = getWeightNaming();
       naming && *naming != "llama" && *naming != "gemma" &&
-      *naming != "phi3" && *naming != "gpt2" && *naming != "bart")
+      *naming != "gemma3" && *naming != "phi3" && *naming != "gpt2" &&
+      *naming != "bart")
     return emitOpError()
-           << "weight_naming must be llama, gemma, phi3, gpt2 or bart";
+           << "weight_naming must be llama, gemma, gemma3, phi3, gpt2 or bart";
   if (std::optional<APFloat> offset = getNormWeightOffset();
       offset && !std::isfinite(offset->convertToFloat()))
     return emitOpError() << "norm_weight_offset must be finite";

@@ -362,6 +362,6 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
-// expected-error @+1 {{weight_naming must be llama, gemma, phi3, gpt2 or bart}}
+// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, gpt2 or bart}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_naming = "phi"} {
 }

@@ -72,6 +72,7 @@
 #include "ref_qwen3.h"
 #include "ref_gemma2.h"
 #include "ref_gemma3.h"
+#include "ref_gemma3_mm.h"
 #include "ref_olmo2.h"
 #include "ref_phi3.h"
 #include "ref_phi3_longrope.h"
@@ -133,6 +134,22 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<ExpectedTensor> tensors = Model::requiredTensors(plan, c.naming);
+  // A multimodal checkpoint's other towers, which the text stack ignores;
+  // saved by transformers >= 4.52, the text stack under
+  // model.language_model.* (cases named "_resaved").
+  if (c.naming == WeightNaming::Gemma3) {
+    const bool resaved = std::string(c.name).find("_resaved") !=
+                         std::string::npos;
+    const std::string published = "language_model.model.";
+    for (ExpectedTensor &tensor : tensors)
+      if (resaved && tensor.name.compare(0, published.size(), published) == 0)
+        tensor.name =
+            "model.language_model." + tensor.name.substr(published.size());
+    for (const char *name : {"vision_tower.vision_model.post_layernorm.weight",
+                             "multi_modal_projector.mm_soft_emb_norm.weight"})
+      tensors.push_back(
+          {resaved ? std::string("model.") + name : name, c.stored, {8}});
+  }
   std::vector<std::vector<float>> values;
   std::vector<const float *> data;
   for (ExpectedTensor &tensor : tensors) {
@@ -294,6 +311,20 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_gemma3_kernel_table, REF_GEMMA3_KERNEL_TABLE_SIZE,
                          WeightNaming::Gemma, TensorType::BF16, DType::F32,
                          nullptr, nullptr, 12},
+                    // Gemma 3's multimodal checkpoint: the text stack under
+                    // language_model.model.*, Gemma3TextConfig's defaults
+                    // for the keys its text_config leaves out (4 KV heads,
+                    // the RoPE bases, eps, no caps, a tied head), a vision
+                    // tower and projector that are not read.
+                    Case{"ref_gemma3_mm", ref_gemma3_mm_plan_json,
+                         ref_gemma3_mm_kernel_table,
+                         REF_GEMMA3_MM_KERNEL_TABLE_SIZE, WeightNaming::Gemma3,
+                         TensorType::BF16, DType::F32, nullptr, nullptr, 12},
+                    Case{"ref_gemma3_mm_resaved", ref_gemma3_mm_plan_json,
+                         ref_gemma3_mm_kernel_table,
+                         REF_GEMMA3_MM_KERNEL_TABLE_SIZE, WeightNaming::Gemma3,
+                         TensorType::BF16, DType::F32, "ref_gemma3_mm",
+                         nullptr, 12},
                     Case{"ref_phi3", ref_phi3_plan_json,
                          ref_phi3_kernel_table, REF_PHI3_KERNEL_TABLE_SIZE,
                          WeightNaming::Phi3, TensorType::BF16, DType::F32,

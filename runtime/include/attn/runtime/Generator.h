@@ -140,6 +140,9 @@ public:
   /// Prompt tokens of request `id` whose K/V came from the prefix cache.
   int cachedPromptTokens(int id) const;
   PrefixCacheStats prefixCacheStats() const;
+  /// Whether prompts reuse cached prefixes: asked for, and the cache keeps
+  /// whole prefixes (not a sliding-window cache).
+  bool prefixCaching() const { return prefixCache_ != nullptr; }
   /// Whether request `id` still feeds its prompt (chunked prefill).
   bool prefilling(int id) const;
   /// Whether a token callback is running. From inside one, submit(),

@@ -59,6 +59,11 @@ enum class WeightNaming {
   /// Hugging Face Phi-3 / Phi-3.5 / Phi-4-mini: Llama's names with Q|K|V
   /// fused in self_attn.qkv_proj and gate|up in mlp.gate_up_proj.
   Phi3,
+  /// Hugging Face Gemma 3 multimodal checkpoints (Gemma3ForConditionalGeneration,
+  /// model_type gemma3): Gemma's names under language_model.model.* (as
+  /// published) or model.language_model.* (as transformers >= 4.52 saves
+  /// them); the vision tower and its projector are not read.
+  Gemma3,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per
