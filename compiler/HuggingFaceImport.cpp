@@ -807,11 +807,12 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   std::optional<QuantizedWeights> quantized;
   if (!readQuantization(config, locator, quantized))
     return nullptr;
+  // Phi-3's fused Q|K|V and gate|up would need their packed tensors split.
   if (quantized && *type != "llama" && *type != "mistral" &&
-      *type != "qwen2") {
+      *type != "qwen2" && *type != "qwen3" && *type != "olmo2") {
     config.error("quantization_config",
-                 "GPTQ and AWQ checkpoints are read for llama, mistral and "
-                 "qwen2, not " + type->str());
+                 "GPTQ and AWQ checkpoints are read for llama, mistral, "
+                 "qwen2, qwen3 and olmo2, not " + type->str());
     return nullptr;
   }
   if (const DecoderFamily *family = decoderFamily(*type))

@@ -254,6 +254,16 @@ def linear(w, name, y):
     return out if bias is None else out + bias
 
 
+def output_head(config, w):
+    """The head [vocab][hidden]: the embedding where tied, else lm_head, or
+    the head as attnc quantized it (dequantize) for an int4 checkpoint."""
+    head = w.get("attnc quantized head")
+    if head is None:
+        head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
+                else w["lm_head.weight"])
+    return head
+
+
 def llama_logits(config, w, tokens):
     """LlamaForCausalLM and its Mistral / Qwen2 / Qwen3 variants: logits
     [t][vocab]. Qwen3 adds an RMS norm of each query and key head (q_norm,
@@ -303,11 +313,7 @@ def llama_logits(config, w, tokens):
         gated = act(project(p + "mlp.gate_proj", h)) * project(p + "mlp.up_proj", h)
         x = x + project(p + "mlp.down_proj", gated)
     x = rms_norm(x, w["model.norm.weight"], eps)
-    head = w.get("attnc quantized head")
-    if head is None:
-        head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
-                else w["lm_head.weight"])
-    return x @ head.T
+    return x @ output_head(config, w).T
 
 
 def olmo2_logits(config, w, tokens):
@@ -349,9 +355,7 @@ def olmo2_logits(config, w, tokens):
         m = project(p + "mlp.down_proj", gated)
         x = x + rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps)
     x = rms_norm(x, w["model.norm.weight"], eps)
-    head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")
-            else w["lm_head.weight"])
-    return x @ head.T
+    return x @ output_head(config, w).T
 
 
 def round_to(value, torch_dtype):

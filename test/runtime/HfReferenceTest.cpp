@@ -45,7 +45,8 @@
 // tokens Llama, 4.2e-1 and 31 Qwen2; linear-test checks the kernels
 // exactly on the quantized values).
 // GPTQ (checkpoint_format gptq and gptq_v2) and AWQ checkpoints as those
-// tools publish them (the Llama and the Qwen2, float16, groups of 32;
+// tools publish them (the Llama, the Qwen2, and with QK-norm the Qwen3 and
+// the OLMo 2; float16, groups of 32;
 // tools/quantize_checkpoint.py packs random float weights as the formats
 // define): their int4 values are the model's own, so the reference
 // dequantizes them (and quantizes the output head as attnc does, which
@@ -66,7 +67,9 @@
 #include "ref_llama_int8.h"
 #include "ref_llama_gptq.h"
 #include "ref_llama_gptq_v2.h"
+#include "ref_olmo2_gptq.h"
 #include "ref_qwen2_awq.h"
+#include "ref_qwen3_awq.h"
 #include "ref_qwen2.h"
 #include "ref_qwen2_int4.h"
 #include "ref_qwen3.h"
@@ -366,7 +369,19 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_qwen2_awq_kernel_table,
                          REF_QWEN2_AWQ_KERNEL_TABLE_SIZE, WeightNaming::Llama,
                          TensorType::F16, DType::F32, nullptr,
-                         &ref_qwen2_library}),
+                         &ref_qwen2_library},
+                    // QK-norm over int4 projections: per head (Qwen3, AWQ)
+                    // and over the whole projections (OLMo 2, GPTQ).
+                    Case{"ref_qwen3_awq", ref_qwen3_awq_plan_json,
+                         ref_qwen3_awq_kernel_table,
+                         REF_QWEN3_AWQ_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::F16, DType::F32, nullptr,
+                         &ref_qwen3_library, 12},
+                    Case{"ref_olmo2_gptq", ref_olmo2_gptq_plan_json,
+                         ref_olmo2_gptq_kernel_table,
+                         REF_OLMO2_GPTQ_KERNEL_TABLE_SIZE, WeightNaming::Gemma,
+                         TensorType::F16, DType::F32, nullptr,
+                         &ref_olmo2_library}),
     [](const auto &info) { return std::string(info.param.name); });
 
 // Layers GPTQ and AWQ cannot pack (8 values to an int32 along their packed
