@@ -173,12 +173,13 @@ public:
   int references(int32_t page) const { return groups_[0].refCounts[page]; }
 
   // Accounting ---------------------------------------------------------------
-  /// Pages free and in use in the pool of `layer`.
+  /// Pages free and in use in the pool of `layer` (0 for a layer the
+  /// cache does not have).
   int freePages(int layer = 0) const {
-    return int(groupOf(layer).freeList.size());
+    return hasLayer(layer) ? int(groupOf(layer).freeList.size()) : 0;
   }
   int usedPages(int layer = 0) const {
-    return groupOf(layer).numPages - freePages(layer);
+    return hasLayer(layer) ? groupOf(layer).numPages - freePages(layer) : 0;
   }
   /// Bytes of all K and V pools (what the compiler's plan reports).
   size_t poolBytes() const;
@@ -208,6 +209,9 @@ private:
     std::vector<std::vector<int32_t>> pages; ///< per group, token order
   };
   const Group &groupOf(int layer) const { return groups_[layerGroup_[layer]]; }
+  bool hasLayer(int layer) const {
+    return layer >= 0 && size_t(layer) < layerGroup_.size();
+  }
 
   Status lookup(SequenceId id, const char *operation) const;
   /// reserveSlots after `id` and `layer` are known good; `operation` names
