@@ -296,9 +296,7 @@ Status attendStep(const Layer &l, AttentionBuffers &buffers, KvCache *cacheTo,
   // were released: KvCache.h).
   const int pageSize = cache->config().pageSize;
   auto firstPage = [&](int64_t b) -> size_t {
-    return op.window > 0 && !op.cross
-               ? size_t(std::max(0, in.positions[b] - op.window + 1) / pageSize)
-               : 0;
+    return op.cross ? 0 : size_t(cache->firstPageRead(l.index, in.positions[b]));
   };
   size_t maxPages = 1;
   for (int64_t b = 0; b < t; b++)

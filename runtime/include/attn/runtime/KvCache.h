@@ -129,6 +129,11 @@ public:
   static constexpr int32_t kReleased = -1;
   /// Pages in `layer`'s pools, a sliding window's trash page included.
   int poolPages(int layer) const;
+  /// The first page of a sequence's block table in `layer` that a query at
+  /// `position` reads: 0, or where its sliding window starts.
+  int firstPageRead(int layer, int position) const {
+    return groupOf(layer).firstPageRead(position, config_.pageSize);
+  }
   /// Whether some layer keeps only a sliding window of keys.
   bool slidesWindows() const {
     return groups_.size() > 1 || (!groups_.empty() && groups_[0].window);
