@@ -9,7 +9,11 @@
 //
 // With --model qwen3-0.6b or gemma-3-1b, the same for those published
 // configs (models/<name>, bf16 only): #49's QK-norm, Gemma's norms and its
-// sliding and global layers at the shapes people download.
+// sliding and global layers at the shapes people download. With --model
+// qwen3-moe-a3b-half (bf16, int4), a mixture of experts: Qwen3-30B-A3B's
+// 128 experts, 8 a token, at half its widths and 8 layers; a decoded token
+// reads the router and its 8 experts of each layer (the plan's
+// weight_bytes_per_token counts those).
 //
 //   attn-model-bench [--model M] --write DIR   random weights, as Hugging
 //                                     Face publishes them: bf16, 2 shards,
@@ -41,6 +45,8 @@
 #include "gemma_3_1b_32k.h"
 #include "gemma_3_1b_bf16.h"
 #include "qwen3_0_6b_bf16.h"
+#include "qwen3_moe_half_bf16.h"
+#include "qwen3_moe_half_int4.h"
 
 #include <nlohmann/json.hpp>
 
@@ -108,7 +114,10 @@ const BenchModel kModels[] = {
     {"gemma-3-1b", "Gemma-3-1B", &gemma_3_1b_bf16_library, nullptr, nullptr,
      nullptr},
     {"gemma-3-1b-32k", "Gemma-3-1B (32K, bf16 cache)", &gemma_3_1b_32k_library,
-     nullptr, nullptr, nullptr}};
+     nullptr, nullptr, nullptr},
+    {"qwen3-moe-a3b-half", "Qwen3-30B-A3B (half width, 8 layers)",
+     &qwen3_moe_half_bf16_library, nullptr, nullptr,
+     &qwen3_moe_half_int4_library}};
 
 const BenchModel *findModel(const std::string &name) {
   for (const BenchModel &model : kModels)
@@ -176,7 +185,8 @@ int run(const BenchModel &bench, const std::string &weights,
         int steps) {
   const attnc_model_library *compiled = libraryFor(bench, dtype);
   if (!compiled)
-    return fail(std::string(bench.name) + " is compiled for bf16 weights only");
+    return fail(std::string(bench.name) + " is not compiled for " + dtype +
+                " weights");
   std::shared_ptr<const ModelLibrary> library;
   if (Status s = ModelLibrary::linked(*compiled, library); !s)
     return fail(s.message());
@@ -296,8 +306,8 @@ int main(int argc, char **argv) {
   }
   const BenchModel *bench = findModel(modelName);
   if (!bench)
-    return fail("--model must be tinyllama, qwen3-0.6b, gemma-3-1b or "
-                "gemma-3-1b-32k, got '" +
+    return fail("--model must be tinyllama, qwen3-0.6b, gemma-3-1b, "
+                "gemma-3-1b-32k or qwen3-moe-a3b-half, got '" +
                 modelName + "'"),
            2;
   if (!write.empty())
@@ -307,7 +317,8 @@ int main(int argc, char **argv) {
        dtype != "int4") ||
       promptLength < 1 || steps < 1)
     return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
-                "gemma-3-1b|gemma-3-1b-32k] --write DIR | --weights DIR "
+                "gemma-3-1b|gemma-3-1b-32k|qwen3-moe-a3b-half] --write DIR | "
+                "--weights DIR "
                 "[--weight-dtype bf16|f32|int8|int4] [--packed-weights FILE] "
                 "[--prompt N] [--steps N] "
                 "(prompt + steps + 4 <= the model's max length)"),

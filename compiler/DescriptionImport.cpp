@@ -281,6 +281,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
     Activation activation = Activation::None;
     int64_t ffnSize = 0;
     bool ffnBias = false, ffnGated = false;
+    ExpertsAttr ffnExperts;
     Location ffnLoc = block.location();
     if (ffn) {
       JsonObjectReader reader(*ffn, ffnPath, locator);
@@ -291,8 +292,29 @@ bool readStack(const json::Object &object, const JsonPath &path,
           reader.getInt("intermediate_size", true, 1, limits::kFfn).value_or(1);
       ffnBias = reader.optionalBool("bias").value_or(false);
       ffnGated = reader.optionalBool("gated").value_or(false);
+      JsonPath expertsPath;
+      const json::Object *expertsObject =
+          reader.getObject("experts", false, expertsPath);
       if (!reader.finish())
         return false;
+      if (expertsObject) {
+        JsonObjectReader experts(*expertsObject, expertsPath, locator);
+        llvm::StringRef router =
+            experts.optionalEnum("router", {"softmax_top_k"}, "softmax_top_k");
+        std::optional<int64_t> count =
+            experts.getInt("count", true, 2, limits::kExperts);
+        std::optional<int64_t> perToken =
+            experts.getInt("per_token", true, 1, limits::kExperts);
+        bool normalize = experts.optionalBool("normalize").value_or(true);
+        if (count && perToken && *perToken > *count)
+          experts.error("per_token", "per_token (" + llvm::Twine(*perToken) +
+                                         ") exceeds count (" +
+                                         llvm::Twine(*count) + ")");
+        if (!experts.finish() || !count || !perToken)
+          return false;
+        ffnExperts = builder.experts(*symbolizeRouterKind(router), *count,
+                                     *perToken, normalize);
+      }
     }
     // Pre-norm: norm, then the sublayer reads it. Post-norm: the sublayer
     // reads the residual stream, then the norm normalizes the stream.
@@ -317,7 +339,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag,
                           ffnLoc);
         builder.addFfn(block + "_ffn", activation, ffnSize, ffnBias, ffnGated,
-                       tag, ffnLoc);
+                       tag, ffnLoc, ffnExperts);
         if (norm.post)
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc,
                           NormPlacement::Post);
@@ -376,7 +398,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
     model.error("weight_group", "weight_group applies to int4 weights only");
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming = model.optionalEnum(
-      "weight_naming", {"llama", "gemma", "gemma3", "phi3", "gpt2", "bart"},
+      "weight_naming",
+      {"llama", "gemma", "gemma3", "phi3", "mixtral", "gpt2", "bart"},
       "");
   // What the checkpoint's RMS norm weights lack (Gemma's 1).
   std::optional<double> normWeightOffset =

@@ -197,6 +197,12 @@ struct DecoderFamily {
   bool partialRotary;   ///< partial_rotary_factor honoured (else refused)
   bool outputNormsOnly; ///< OLMo 2: each sublayer's output normalized, then
                         ///< added; no norm before a sublayer
+  /// Which FFNs are mixtures of experts, and the keys that say so: none;
+  /// Mixtral's (every layer: num_local_experts, num_experts_per_tok, the
+  /// chosen weights renormalized); Qwen3-MoE's (num_experts,
+  /// num_experts_per_tok, moe_intermediate_size, norm_topk_prob, and
+  /// decoder_sparse_step and mlp_only_layers choosing the sparse layers).
+  enum class Moe { None, Mixtral, Qwen } moe = Moe::None;
 };
 
 using mlir::attn::QkNormScope;
@@ -213,6 +219,8 @@ const DecoderFamily kDecoderFamilies[] = {
     // OLMo 2's output norms are named as Gemma's.
     {"olmo2",   "gemma", Window::Ignored, false, QkNormScope::Projection, 1e-5, false,  true},
     {"gpt2",    "gpt2",  Window::Ignored, false, {},                      1e-5, false,  false},
+    {"mixtral", "mixtral", Window::Every, false, {},                      1e-5, false,  false, DecoderFamily::Moe::Mixtral},
+    {"qwen3_moe", "llama", Window::Qwen,  false, QkNormScope::Head,       1e-6, false,  false, DecoderFamily::Moe::Qwen},
 };
 // clang-format on
 
@@ -401,6 +409,52 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
       config.error("clip_qkv", "attnc does not clamp Q, K and V (OLMo 1's "
                                "clip_qkv); OLMo 2 has no clip_qkv");
   }
+  // A mixture of experts: which layers, how many experts, how many a token
+  // runs (the config classes' defaults where a key is left out).
+  using Moe = DecoderFamily::Moe;
+  std::optional<int64_t> expertCount, expertsPerToken, expertSize;
+  bool normalizeExperts = true;
+  std::vector<bool> sparseLayers(size_t(*layers), family.moe != Moe::None);
+  if (family.moe == Moe::Mixtral) {
+    expertCount = config.getInt("num_local_experts", false, 2, 4096, 8);
+    expertsPerToken = config.getInt("num_experts_per_tok", false, 1, 4096, 2);
+    expertSize = intermediate;
+  } else if (family.moe == Moe::Qwen) {
+    // num_experts 0: every layer dense (Qwen3MoeDecoderLayer).
+    expertCount = config.getInt("num_experts", false, 0, 4096, 128);
+    expertsPerToken = config.getInt("num_experts_per_tok", false, 1, 4096, 8);
+    expertSize = config.getInt("moe_intermediate_size", false, 1, kMaxInt, 768);
+    normalizeExperts = config.optionalBool("norm_topk_prob").value_or(false);
+    std::optional<int64_t> step =
+        config.getInt("decoder_sparse_step", false, 1, 4096, 1);
+    std::vector<bool> denseOnly(size_t(*layers), false);
+    JsonPath onlyPath;
+    if (!config.isNull("mlp_only_layers", root))
+      if (const json::Array *only =
+              config.getArray("mlp_only_layers", false, onlyPath))
+        for (const json::Value &entry : *only) {
+          std::optional<int64_t> index = entry.getAsInteger();
+          if (!index || *index < 0 || *index >= *layers) {
+            config.error("mlp_only_layers",
+                         "mlp_only_layers must list layer indices below "
+                         "num_hidden_layers (" +
+                             llvm::Twine(*layers) + ")");
+            break;
+          }
+          denseOnly[size_t(*index)] = true;
+        }
+    for (int64_t i = 0; i < *layers && step; i++)
+      sparseLayers[size_t(i)] = !denseOnly[size_t(i)] && expertCount &&
+                                *expertCount > 0 && (i + 1) % *step == 0;
+  }
+  if (family.moe != Moe::None && config.ok() && expertCount && expertsPerToken &&
+      *expertCount > 0 && *expertsPerToken > *expertCount)
+    config.error("num_experts_per_tok",
+                 "num_experts_per_tok (" + llvm::Twine(*expertsPerToken) +
+                     ") exceeds " +
+                     (family.moe == Moe::Mixtral ? "num_local_experts"
+                                                 : "num_experts") +
+                     " (" + llvm::Twine(*expertCount) + ")");
   if (!config.ok() || !activation)
     return nullptr;
   // Layers point at the key that makes them what they are: the window when
@@ -455,8 +509,15 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     std::string block = "block" + index;
     if (!outputNormsOnly)
       builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
-    builder.addFfn(block + "_ffn", *activation, *intermediate,
-                   gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
+    if (sparseLayers[size_t(i)])
+      builder.addFfn(block + "_ffn", *activation, *expertSize,
+                     /*bias=*/false, /*gated=*/true, "", at,
+                     builder.experts(mlir::attn::RouterKind::SoftmaxTopK,
+                                     *expertCount, *expertsPerToken,
+                                     normalizeExperts));
+    else
+      builder.addFfn(block + "_ffn", *activation, *intermediate,
+                     gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
     if (outputNormsOnly)
       builder.addNorm(block + "_ffn_output_norm", norm, rmsEps, "", at,
                       NormPlacement::ResidualAdd);
@@ -836,8 +897,8 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
     return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
-      << "' (attnc imports llama, mistral, qwen2, qwen3, gemma2, gemma3_text, "
-         "gemma3, phi3, olmo2, gpt2, marian and bart)";
+      << "' (attnc imports llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "
+         "gemma2, gemma3_text, gemma3, phi3, olmo2, gpt2, marian and bart)";
   return nullptr;
 }
 

@@ -59,14 +59,24 @@ void ModelBuilder::addNorm(llvm::StringRef name, mlir::attn::NormKind kind,
 void ModelBuilder::addFfn(llvm::StringRef name,
                           mlir::attn::Activation activation,
                           int64_t intermediateSize, bool bias, bool gated,
-                          llvm::StringRef stack, Location loc) {
+                          llvm::StringRef stack, Location loc,
+                          mlir::attn::ExpertsAttr experts) {
   builder.create<mlir::attn::FfnOp>(
       loc, builder.getStringAttr(name),
       mlir::attn::ActivationAttr::get(builder.getContext(), activation),
       builder.getI64IntegerAttr(intermediateSize),
       bias ? builder.getUnitAttr() : UnitAttr(),
       gated ? builder.getUnitAttr() : UnitAttr(),
-      optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+      experts, FlatSymbolRefAttr());
+}
+
+mlir::attn::ExpertsAttr
+ModelBuilder::experts(mlir::attn::RouterKind router, int64_t count,
+                      int64_t perToken, bool normalize) {
+  return mlir::attn::ExpertsAttr::get(builder.getContext(), router, count,
+                                      perToken,
+                                      builder.getBoolAttr(normalize));
 }
 
 void setWeights(mlir::attn::ModelOp model, Type type,

@@ -62,7 +62,11 @@ public:
                NormPlacement placement = NormPlacement::Pre);
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
               int64_t intermediateSize, bool bias, bool gated,
-              llvm::StringRef stack, mlir::Location loc);
+              llvm::StringRef stack, mlir::Location loc,
+              mlir::attn::ExpertsAttr experts = {});
+  /// A mixture of experts for addFfn (ExpertsAttr: the router's rule).
+  mlir::attn::ExpertsAttr experts(mlir::attn::RouterKind router, int64_t count,
+                                  int64_t perToken, bool normalize);
   /// How the model's linear kernels read their weights (setWeights).
   void setWeightDtype(mlir::Type type,
                       std::optional<int64_t> group = std::nullopt,

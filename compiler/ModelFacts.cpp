@@ -29,9 +29,6 @@ Type weightDtype(ModelOp model) {
   return model.getWeightDtype().value_or(Float32Type::get(model.getContext()));
 }
 
-
-namespace {
-/// Bytes of W a linear kernel reads per call (absent: 0).
 int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
   if (!kernel)
     return 0;
@@ -43,8 +40,6 @@ int64_t weightBytes(ModelOp model, std::optional<StringRef> kernel) {
       linear.getInFeatures(), linear.getOutFeatures(),
       linear.getWeightGroup().value_or(0)));
 }
-
-} // namespace
 
 int64_t weightBytesPerToken(ModelOp model) {
   int64_t bytes = 0;
@@ -58,8 +53,12 @@ int64_t weightBytesPerToken(ModelOp model) {
       if (layer.getKind() != LayerKind::Cross)
         bytes += weightBytes(model, layer.getKeyValueKernel());
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
-      bytes += weightBytes(model, ffn.getUpKernel()) +
-               weightBytes(model, ffn.getDownKernel());
+      // Experts: the router and the experts a token runs.
+      const int64_t experts =
+          ffn.getExperts() ? ffn.getExpertsAttr().getPerToken() : 1;
+      bytes += experts * (weightBytes(model, ffn.getUpKernel()) +
+                          weightBytes(model, ffn.getDownKernel())) +
+               weightBytes(model, ffn.getRouterKernel());
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       bytes += weightBytes(model, head.getKernel());
     }

@@ -24,9 +24,14 @@ std::string typeName(mlir::Type type);
 /// The element type of the model's linear weights (f32 unless stated).
 mlir::Type weightDtype(mlir::attn::ModelOp model);
 
+/// Bytes of W a linear kernel reads per call (absent: 0).
+int64_t weightBytes(mlir::attn::ModelOp model,
+                    std::optional<llvm::StringRef> kernel);
+
 /// Weight bytes one decoded token streams: every linear kernel of the
 /// decoder once (cross-attention K/V are computed per source, not per
-/// token); embeddings and norms, a row and a vector, are left out.
+/// token; of a mixture of experts, the router and the experts a token
+/// runs); embeddings and norms, a row and a vector, are left out.
 int64_t weightBytesPerToken(mlir::attn::ModelOp model);
 
 } // namespace attnc

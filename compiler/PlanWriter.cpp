@@ -110,6 +110,20 @@ std::string renderPlanJson(ModuleOp module,
           {plan::kGated, ffn.getGated()},
           {plan::kUpKernel, kernelName(ffn.getUpKernel())},
           {plan::kDownKernel, kernelName(ffn.getDownKernel())}};
+      if (ExpertsAttr experts = ffn.getExpertsAttr()) {
+        auto router = SymbolTable::lookupNearestSymbolFrom<LinearKernelOp>(
+            ffn, ffn.getRouterKernelAttr());
+        const ::attn::DType routerType =
+            toDType(router.getWeightDtype().value_or(Type()));
+        entry[plan::kExperts] = llvm::json::Object{
+            {plan::kRouter, stringifyRouterKind(experts.getRouter())},
+            {plan::kCount, experts.getCount()},
+            {plan::kPerToken, experts.getPerToken()},
+            {plan::kNormalize, experts.getNormalize().getValue()},
+            {plan::kRouterKernel, kernelName(ffn.getRouterKernel())},
+            {plan::kRouterDtype, ::attn::dtypeName(routerType)},
+            {plan::kRouterPanel, int64_t(::attn::weightPanel(routerType))}};
+      }
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       // Whether the kernel also writes each token's greedy choice.
       auto kernel = head.getKernelAttr()

@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -52,8 +53,11 @@ llvm::StringMap<std::vector<std::string>> kernelUsers(ModelOp model) {
     } else if (auto norm = dyn_cast<NormOp>(op)) {
       use(norm.getKernel(), norm.getSymName(), "");
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
-      use(ffn.getUpKernel(), ffn.getSymName(), "up");
-      use(ffn.getDownKernel(), ffn.getSymName(), "down");
+      const bool experts = ffn.getExperts().has_value();
+      use(ffn.getRouterKernel(), ffn.getSymName(), "router");
+      use(ffn.getUpKernel(), ffn.getSymName(), experts ? "expert up" : "up");
+      use(ffn.getDownKernel(), ffn.getSymName(),
+          experts ? "expert down" : "down");
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       use(head.getKernel(), head.getSymName(), "");
     }
@@ -251,8 +255,11 @@ std::string renderReport(ModuleOp module) {
           cache && layer.getKind() != LayerKind::Cross)
         maxContext = std::max(maxContext, cache.getMaxLength());
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
-      f.perToken += linearFlops(model, ffn.getUpKernel()) +
-                    linearFlops(model, ffn.getDownKernel());
+      const int64_t experts =
+          ffn.getExperts() ? ffn.getExpertsAttr().getPerToken() : 1;
+      f.perToken += experts * (linearFlops(model, ffn.getUpKernel()) +
+                               linearFlops(model, ffn.getDownKernel())) +
+                    linearFlops(model, ffn.getRouterKernel());
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       f.perToken += linearFlops(model, head.getKernel());
     } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
@@ -309,6 +316,35 @@ std::string renderReport(ModuleOp module) {
        << ", "
        << formatBytes(perToken) << "/token read by a decoded token ("
        << perToken << " B)\n";
+  // A mixture of experts: what the experts hold against what a token reads.
+  int64_t sparse = 0, dense = 0, expertBytes = 0, activeBytes = 0;
+  std::set<std::pair<int64_t, int64_t>> shapes; // (count, per token)
+  for (FfnOp ffn : model.getBody().front().getOps<FfnOp>()) {
+    ExpertsAttr experts = ffn.getExpertsAttr();
+    if (!experts) {
+      dense++;
+      continue;
+    }
+    sparse++;
+    shapes.insert({experts.getCount(), experts.getPerToken()});
+    const int64_t one = weightBytes(model, ffn.getUpKernel()) +
+                        weightBytes(model, ffn.getDownKernel());
+    expertBytes += experts.getCount() * one;
+    activeBytes += experts.getPerToken() * one;
+  }
+  if (sparse) {
+    os << "experts: " << sparse << " FFNs of";
+    const char *separator = " ";
+    for (auto [count, perToken] : shapes) {
+      os << separator << count << " experts (" << perToken << " per token)";
+      separator = ", ";
+    }
+    if (dense)
+      os << " and " << dense << " dense";
+    os << "; expert weights " << formatBytes(expertBytes) << " ("
+       << expertBytes << " B), a token reads " << formatBytes(activeBytes)
+       << " of them (" << activeBytes << " B)\n";
+  }
   os << "KV cache: " << bytes("kv_bytes_per_token", "/token") << ", "
      << bytes("kv_bytes_per_sequence", "/sequence at max length") << ", "
      << bytes("kv_bytes",

@@ -378,6 +378,15 @@ int main(int argc, char **argv) {
                 " (from --weight-dtype, weight_dtype or torch_dtype): pass "
                 "--weight-dtype=f32");
   }
+  // Experts run on host views of their stacked weights (runtime Experts.h).
+  if (!targets->gpu.empty())
+    for (mlir::attn::FfnOp ffn :
+         model.getBody().front().getOps<mlir::attn::FfnOp>())
+      if (ffn.getExperts())
+        return fail("--target=" + targets->gpuApi + ": '" +
+                    ffn.getSymName().str() +
+                    "' is a mixture of experts, which attnc runs on the CPU "
+                    "only");
   if (failed(mlir::verify(*module)))
     return 1;
   if (emitKind != EmitKind::ImportedMLIR &&

@@ -46,7 +46,8 @@ static_assert(int(WeightNaming::Bart) == ATTN_NAMING_BART &&
                   int(WeightNaming::Gpt2) == ATTN_NAMING_GPT2 &&
                   int(WeightNaming::Gemma) == ATTN_NAMING_GEMMA &&
                   int(WeightNaming::Phi3) == ATTN_NAMING_PHI3 &&
-                  int(WeightNaming::Gemma3) == ATTN_NAMING_GEMMA3,
+                  int(WeightNaming::Gemma3) == ATTN_NAMING_GEMMA3 &&
+                  int(WeightNaming::Mixtral) == ATTN_NAMING_MIXTRAL,
               "attn_weight_naming mirrors WeightNaming");
 static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
                   int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,
@@ -278,7 +279,7 @@ attn_model_load_on_device(const char *plan_json, const void *kernel_table,
       return invalid("attn_model_load: null argument");
     *model = nullptr;
     const int32_t rawNaming = rawEnum(naming);
-    if (rawNaming < ATTN_NAMING_BART || rawNaming > ATTN_NAMING_GEMMA3)
+    if (rawNaming < ATTN_NAMING_BART || rawNaming > ATTN_NAMING_MIXTRAL)
       return invalid("attn_model_load: unknown weight naming");
     auto result = std::make_unique<attn_model>();
     const auto *table = static_cast<const KernelEntry *>(kernel_table);

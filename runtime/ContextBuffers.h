@@ -111,6 +111,24 @@ struct AttentionBuffers {
   Activations noCachePool;
 };
 
+/// One expert a token runs and the weight of its output.
+struct ExpertChoice {
+  int32_t expert;
+  float weight;
+};
+
+/// What a mixture of experts computes between its input and its output.
+struct ExpertBuffers {
+  Activations logits;   ///< [tokens][widest expert count]: the router's
+  Activations gathered; ///< [tokens][dModel]: the rows one expert runs
+  Activations output;   ///< [tokens][dModel]: that expert's outputs
+  std::vector<ExpertChoice> choices; ///< [tokens][per token]
+  /// Entries of `choices` by expert (a counting sort: each expert's rows
+  /// consecutive, in token order), and where each expert's begin
+  /// [experts + 1].
+  std::vector<int32_t> byExpert, firstOfExpert;
+};
+
 /// The output head's input rows and their greedy tokens.
 struct HeadBuffers {
   Activations rows; ///< [head rows][dModel]: the rows whose logits are asked
@@ -135,6 +153,7 @@ struct ExecutionContext::Buffers {
 
   StreamBuffers stream;
   AttentionBuffers attention;
+  ExpertBuffers experts;
   HeadBuffers head;
   /// [encoder tokens][2 · Hkv · D]: K | V of a plan without a fused append,
   /// written into the cross cache by the host.

@@ -14,7 +14,7 @@ namespace attn::runtime {
 /// The widths the plan's ops ask of the buffers (elements a row).
 struct BufferWidths {
   int64_t dModel, projected = 0, keyValue = 0, query = 0, kv = 0, hidden = 0,
-          crossKeyValue = 0;
+          crossKeyValue = 0, experts = 0, expertRows = 0;
   explicit BufferWidths(const ModelPlan &plan) : dModel(plan.dModel) {
     for (const PlanOp &op : plan.ops) {
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
@@ -29,6 +29,9 @@ struct BufferWidths {
       } else if (op.kind == OpKind::Ffn) {
         hidden =
             std::max(hidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
+        experts = std::max(experts, int64_t(op.experts.count));
+        if (op.experts.count)
+          expertRows = dModel;
       }
     }
   }
@@ -55,6 +58,12 @@ ExecutionContext::Buffers::Buffers(const BufferWidths &w,
                 {1, nullptr},
                 {1, nullptr},
                 {w.kv, nullptr}},
+      experts{{w.experts, nullptr},
+              {w.expertRows, nullptr},
+              {w.expertRows, nullptr},
+              {},
+              {},
+              {}},
       head{{w.dModel, device}, {1, nullptr}},
       crossRows(w.crossKeyValue, nullptr) {}
 
@@ -66,7 +75,8 @@ Status ExecutionContext::Buffers::reserve(const PassRows &rows) {
       s = buffer.reserve(count);
   };
   for (Activations *b : {&stream.x, &stream.residual, &stream.normed,
-                         &stream.hidden, &attention.query, &attention.output})
+                         &stream.hidden, &attention.query, &attention.output,
+                         &experts.logits, &experts.gathered, &experts.output})
     grow(*b, t);
   grow(attention.projected, t);
   grow(attention.keyValue, projectedRows);

@@ -87,7 +87,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
 Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
   for (WeightNaming candidate :
        {WeightNaming::Llama, WeightNaming::Gemma, WeightNaming::Gemma3,
-        WeightNaming::Phi3, WeightNaming::Gpt2, WeightNaming::Bart})
+        WeightNaming::Phi3, WeightNaming::Mixtral, WeightNaming::Gpt2,
+        WeightNaming::Bart})
     if (plan.weightNaming == name(candidate)) {
       naming = candidate;
       return Status::ok();
@@ -172,6 +173,12 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       !status)
     return status;
   const ModelPlan &plan = result->plan_;
+  // Experts run on host views of their stacked weights (Experts.h).
+  for (const PlanOp &op : plan.ops)
+    if (device && op.experts.count)
+      return Status(StatusCode::InvalidArgument,
+                    "'" + op.name + "' is a mixture of experts: attnc runs "
+                    "those on the CPU only, not on " + device->name);
   Checkpoint file;
   if (Status status = Checkpoint::open(weightsPath, file); !status)
     return status;

@@ -212,6 +212,27 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.gated = at.boolean(plan::kGated);
       resolve(at, plan::kUpKernel, op.up);
       resolve(at, plan::kDownKernel, op.down);
+      if (auto experts = entry.find(plan::kExperts); experts != entry.end()) {
+        if (!experts->is_object())
+          return planError("op '" + op.name + "': experts must be an object");
+        Fields e(*experts, "op '" + op.name + "' experts");
+        PlanOp::Experts &x = op.experts;
+        if (e.string(plan::kRouter) != plan::kRouterSoftmaxTopK)
+          e.fail(std::string("router must be \"") + plan::kRouterSoftmaxTopK +
+                 "\"");
+        x.count = e.integer(plan::kCount, 2, 1 << 16);
+        x.perToken = e.integer(plan::kPerToken, 1, x.count);
+        x.normalize = e.boolean(plan::kNormalize);
+        resolve(e, plan::kRouterKernel, x.router);
+        const std::string dtype = e.string(plan::kRouterDtype);
+        if (e.status() && (!parseDType(dtype, x.routerType) ||
+                           x.routerType == DType::I4 ||
+                           x.routerType == DType::I8))
+          e.fail("router_dtype must be f32, f16 or bf16, got '" + dtype + "'");
+        x.routerPanel = e.integer(plan::kRouterPanel, 1, 1024);
+        if (!e.status())
+          return e.status();
+      }
     } else if (kind == plan::kOpOutputHead) {
       op.kind = OpKind::OutputHead;
       op.vocabSize = at.integer(plan::kVocabSize);

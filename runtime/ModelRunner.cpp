@@ -16,6 +16,7 @@
 
 #include "ContextBuffers.h"
 #include "CrossAttentionTrace.h"
+#include "Experts.h"
 #include "KernelCalls.h"
 
 #include <algorithm>
@@ -471,6 +472,15 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       break;
     }
     case OpKind::Ffn: {
+      if (op.experts.count) { // Experts.h; CPU only (Model::load)
+        status = mixtureOfExperts(
+            op, {w.router, w.up, w.down, w.upBias, w.downBias}, current.data,
+            t, d, buffers.experts, hidden.data,
+            normAddsOutput ? nullptr : x.data, residual.data);
+        if (status && !normAddsOutput)
+          std::swap(x, residual);
+        break;
+      }
       const int64_t width = (op.gated ? 2 : 1) * op.intermediateSize;
       status =
           linear(device, {op.up, w.up, w.upBias, current, t, d, width, hidden});

@@ -62,6 +62,18 @@ public:
     return array;
   }
 
+  /// A view of values [offset, offset + count) of this array, valid while
+  /// it is (keeping its mapping, if any); no device copy.
+  WeightArray slice(size_t offset, size_t count) const {
+    // An owned array is kept by its owner: the aliasing pointer owns
+    // nothing and only marks the result a view.
+    std::shared_ptr<const void> keep =
+        mapping_ ? mapping_
+                 : std::shared_ptr<const void>(std::shared_ptr<const void>(),
+                                               data());
+    return mapped(std::move(keep), data() + offset, count);
+  }
+
   const T *data() const { return mapping_ ? view_ : owned_.data(); }
   size_t size() const { return mapping_ ? viewSize_ : owned_.size(); }
   bool empty() const { return size() == 0; }
@@ -131,6 +143,12 @@ struct WeightMatrix {
   void pack(const std::vector<WeightRows> &blocks, int64_t in, int64_t panel,
             DType to, int64_t group = 0, bool withZeros = false);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
+  /// Output features [first, first + count) as a matrix of their own,
+  /// viewing this one's arrays (every one of them panel-major, int8's
+  /// scales per feature), valid while this one is: one expert of a stack
+  /// of them. `first` and `count` are multiples of the panel; CPU only (no
+  /// device copy).
+  WeightMatrix outputs(int64_t first, int64_t count) const;
   /// Whether the kernel reads it as bf16 pairs in uint32 words.
   bool pairs() const { return type == DType::BF16; }
   Int4Layout int4Layout() const { return {in, out, group}; }
@@ -176,8 +194,11 @@ struct Model::Weights {
   // Empty without QK-norm.
   Floats queryNorm, keyValueNorm;
   Floats sinks;                // attention's sink logit per query head [Hq]
-  WeightMatrix up, down;       // FFN [d][ffn], [ffn][d]
-  Floats upBias, downBias;     // [ffn], [d]
+  // FFN [d][ffn], [ffn][d]. Experts: every expert's stacked along the
+  // outputs, [d][experts · ffn] and [ffn][experts · d] (gated: each
+  // expert's gate | up), and router [d][experts].
+  WeightMatrix up, down, router;
+  Floats upBias, downBias;     // [(experts ·) ffn], [(experts ·) d]
   WeightMatrix head;           // output head [d][vocab]
   Floats headBias;             // [vocab]
 
@@ -193,7 +214,7 @@ struct Model::Weights {
                     &self.sinks})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
-                    &self.down, &self.head}) {
+                    &self.down, &self.head, &self.router}) {
       onMatrix(*m);
       onArray(m->f32);
       onArray(m->narrow);

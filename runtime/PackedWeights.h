@@ -62,7 +62,8 @@ public:
                       const OpWeights &weights);
 
   /// The format's version: part of the key and of the header.
-  static constexpr uint32_t kVersion = 3; // 2: QK-norm weights; 3: sinks
+  // 2: QK-norm weights; 3: sinks; 4: routers of experts
+  static constexpr uint32_t kVersion = 4;
 };
 
 } // namespace attn::runtime

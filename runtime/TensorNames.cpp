@@ -42,6 +42,12 @@ struct FamilyNames {
   std::vector<const char *> harmlessSuffixes, harmlessNames;
   /// ... and names starting so (a multimodal checkpoint's other towers).
   std::vector<const char *> harmlessPrefixes = {};
+  /// A mixture of experts, after the block's prefix: the router, and
+  /// expert {e}'s gate, up and down projections (Qwen3-MoE's names).
+  const char *router = "mlp.gate";
+  const char *expertGate = "mlp.experts.{e}.gate_proj",
+             *expertUp = "mlp.experts.{e}.up_proj",
+             *expertDown = "mlp.experts.{e}.down_proj";
 
   std::string normBefore(const PlanOp &sublayer) const {
     return sublayer.kind == OpKind::Ffn ? ffnNorm
@@ -50,6 +56,13 @@ struct FamilyNames {
   }
   std::string ffn(const std::string &role) const {
     return role == "up" ? up : role == "down" ? down : gate;
+  }
+  std::string expert(const std::string &role, int e) const {
+    std::string name = role == "up"     ? expertUp
+                       : role == "down" ? expertDown
+                                        : expertGate;
+    const size_t at = name.find("{e}");
+    return name.replace(at, 3, std::to_string(e));
   }
 };
 
@@ -116,6 +129,18 @@ const FamilyNames kPhi3 = {WeightNaming::Phi3,
                            true,
                            {},
                            {}};
+
+/// Mixtral: Llama's names, the experts under block_sparse_moe.
+const FamilyNames kMixtral = [] {
+  FamilyNames names = kLlama;
+  names.naming = WeightNaming::Mixtral;
+  names.name = "mixtral";
+  names.router = "block_sparse_moe.gate";
+  names.expertGate = "block_sparse_moe.experts.{e}.w1";
+  names.expertUp = "block_sparse_moe.experts.{e}.w3";
+  names.expertDown = "block_sparse_moe.experts.{e}.w2";
+  return names;
+}();
 
 /// Gemma 2 and Gemma 3 text: Llama's names, a norm on each side of each
 /// sublayer, the head tied to the embedding. OLMo 2 names its norms of the
@@ -239,6 +264,8 @@ const FamilyNames &family(WeightNaming naming) {
     return kGemma3;
   case WeightNaming::Phi3:
     return kPhi3;
+  case WeightNaming::Mixtral:
+    return kMixtral;
   case WeightNaming::Gpt2:
     return kGpt2;
   case WeightNaming::Bart:
@@ -316,6 +343,10 @@ void gpt2Names(const ModelPlan &plan, size_t i, int block, OpTensorNames &n) {
 } // namespace
 
 const char *name(WeightNaming naming) { return family(naming).name; }
+
+std::string expertRole(int expert, const std::string &role) {
+  return "experts." + std::to_string(expert) + "." + role;
+}
 
 std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
                                        WeightNaming namingKind) {
@@ -462,6 +493,20 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
           {"up", {f, d}}, {"down", {d, f}}};
       if (op.gated)
         roles.insert(roles.begin(), {"gate", {f, d}});
+      if (op.experts.count) {
+        // The router's logits, then each expert's FFN.
+        n.add("router.weight", prefix + naming.router + ".weight",
+              {op.experts.count, d});
+        for (int e = 0; e < op.experts.count; e++)
+          for (const auto &[role, shape] : roles) {
+            const std::string base = prefix + naming.expert(role, e);
+            addLinear(n, expertRole(e, role), base, shape[0], shape[1]);
+            if (op.bias)
+              n.add(expertRole(e, role) + ".bias", base + ".bias", {shape[0]});
+          }
+        blockOfStack[stack]++;
+        break;
+      }
       for (const auto &[role, shape] : roles) {
         const std::string base = prefix + naming.ffn(role);
         if (naming.fusedGateUp && op.gated && role != "down") {

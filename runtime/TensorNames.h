@@ -56,6 +56,10 @@ struct OpTensorNames {
   const Entry *find(const std::string &role) const;
 };
 
+/// The role of expert `expert`'s `role` ("gate", "up", "down") in a
+/// mixture of experts; its router's is "router.weight".
+std::string expertRole(int expert, const std::string &role);
+
 /// Every op's tensors under `naming`, parallel to plan.ops.
 std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
                                        WeightNaming naming);

@@ -83,7 +83,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
   auto rows = [&](const OpTensorNames &n, const char *role) -> WeightRows {
     const OpTensorNames::Entry *entry = n.find(role);
     const std::string quantizedRole =
-        std::string(role).substr(0, std::string(role).find('.')) + ".qweight";
+        std::string(role).substr(0, std::string(role).rfind('.')) + ".qweight";
     if (const OpTensorNames::Entry *q = n.find(quantizedRole);
         !entry && q && plan.weightFormat) {
       // [in/8][out] (GPTQ) or [in][out/8] (AWQ): the layer's shape.
@@ -215,6 +215,36 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     case OpKind::Ffn: {
       // Gated: up is gate | up, the halves the down kernel pairs.
       const int64_t f = op.intermediateSize;
+      if (op.experts.count) {
+        // Every expert's, stacked along the outputs (each a whole number
+        // of panels: the verifier's multiples of 32), and the router.
+        std::vector<WeightRows> ups, downs;
+        PooledVector<float> &upBias = w->upBias.edit(),
+                            &downBias = w->downBias.edit();
+        for (int e = 0; e < op.experts.count; e++) {
+          auto role = [&](const char *r) { return expertRole(e, r); };
+          if (op.gated)
+            ups.push_back(rows(n, (role("gate") + ".weight").c_str()));
+          ups.push_back(rows(n, (role("up") + ".weight").c_str()));
+          downs.push_back(rows(n, (role("down") + ".weight").c_str()));
+          for (const char *r : {"gate", "up", "down"}) {
+            if (!op.gated && std::string(r) == "gate")
+              continue;
+            const PooledVector<float> bias = get(n, (role(r) + ".bias").c_str());
+            PooledVector<float> &to = std::string(r) == "down" ? downBias
+                                                               : upBias;
+            to.insert(to.end(), bias.begin(), bias.end());
+          }
+        }
+        w->router.pack({rows(n, "router.weight")}, d, op.experts.routerPanel,
+                       op.experts.routerType);
+        w->up.pack(ups, d, plan.weightPanel, plan.weightType, plan.weightGroup,
+                   zeros);
+        w->down.pack(downs, f, plan.weightPanel, plan.weightType,
+                     plan.weightGroup, zeros);
+        done();
+        break;
+      }
       const WeightRows gate = rows(n, "gate.weight"), up = rows(n, "up.weight"),
                        down = rows(n, "down.weight");
       if (op.gated) {

@@ -146,4 +146,24 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   }
 }
 
+WeightMatrix WeightMatrix::outputs(int64_t first, int64_t count) const {
+  WeightMatrix view;
+  view.type = type;
+  view.in = in, view.out = count, view.panel = panel, view.group = group;
+  // Every array holds the same number of elements per panel.
+  const int64_t from = first / panel, n = count / panel, all = panels();
+  auto slice = [&](const auto &array, auto &to) {
+    if (!array.empty())
+      to = array.slice(size_t(from) * (array.size() / size_t(all)),
+                       size_t(n) * (array.size() / size_t(all)));
+  };
+  slice(f32, view.f32);
+  slice(narrow, view.narrow);
+  slice(int8, view.int8);
+  slice(int4, view.int4);
+  slice(scales, view.scales);
+  slice(zeros, view.zeros);
+  return view;
+}
+
 } // namespace attn::runtime

@@ -264,10 +264,54 @@ def output_head(config, w):
     return head
 
 
+def mixture_of_experts(config, w, p, h, act):
+    """A sparse MoE block on h [t][hidden]: each token's router logits,
+    softmax over all experts, the num_experts_per_tok most probable (the
+    lower expert first among equals), their probabilities as weights,
+    renormalized to sum 1 for Mixtral and where Qwen3-MoE's norm_topk_prob
+    says; the output is the weighted sum of the chosen experts' SwiGLU
+    MLPs. Mixtral names them block_sparse_moe.{gate, experts.E.w1/w3/w2},
+    Qwen3-MoE mlp.{gate, experts.E.gate_proj/up_proj/down_proj}."""
+    mixtral = config["model_type"] == "mixtral"
+    k = config.get("num_experts_per_tok", 2 if mixtral else 8)
+    normalize = True if mixtral else config.get("norm_topk_prob", False)
+    base = p + ("block_sparse_moe." if mixtral else "mlp.")
+    names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
+    logits = h @ w[base + "gate.weight"].T
+    out = np.zeros_like(h)
+    for i in range(h.shape[0]):
+        probs = np.exp(logits[i] - logits[i].max())
+        probs /= probs.sum()
+        chosen = np.argsort(-probs, kind="stable")[:k]
+        weights = probs[chosen] / (probs[chosen].sum() if normalize else 1.0)
+        for e, weight in zip(chosen, weights):
+            gate, up, down = (w[f"{base}experts.{e}.{n}.weight"] for n in names)
+            out[i] += weight * ((act(h[i] @ gate.T) * (h[i] @ up.T)) @ down.T)
+    return out
+
+
+def sparse_layers(config):
+    """Which layers' MLP is a mixture of experts: every Mixtral layer; for
+    Qwen3-MoE those not in mlp_only_layers whose index + 1 is a multiple of
+    decoder_sparse_step (none with num_experts 0); no other family's."""
+    layers = config["num_hidden_layers"]
+    if config["model_type"] == "mixtral":
+        return [True] * layers
+    if config["model_type"] != "qwen3_moe":
+        return [False] * layers
+    only = set(config.get("mlp_only_layers") or [])
+    step = config.get("decoder_sparse_step", 1)
+    experts = config.get("num_experts", 128)
+    return [i not in only and experts > 0 and (i + 1) % step == 0
+            for i in range(layers)]
+
+
 def llama_logits(config, w, tokens):
-    """LlamaForCausalLM and its Mistral / Qwen2 / Qwen3 variants: logits
-    [t][vocab]. Qwen3 adds an RMS norm of each query and key head (q_norm,
-    k_norm: [head_dim] weights, rms_norm_eps) before RoPE."""
+    """LlamaForCausalLM and its Mistral / Mixtral / Qwen2 / Qwen3 /
+    Qwen3-MoE variants: logits [t][vocab]. Qwen3 adds an RMS norm of each
+    query and key head (q_norm, k_norm: [head_dim] weights, rms_norm_eps)
+    before RoPE; Mixtral and Qwen3-MoE replace MLPs by mixtures of experts
+    (mixture_of_experts)."""
     kind = config["model_type"]
     hidden = config["hidden_size"]
     hq = config["num_attention_heads"]
@@ -276,18 +320,20 @@ def llama_logits(config, w, tokens):
     eps = config.get("rms_norm_eps", 1e-6)
     act = activation(config.get("hidden_act", "silu"))
     window = None
-    if kind == "mistral":
+    if kind in ("mistral", "mixtral"):
         window = config.get("sliding_window")
     first_windowed = 0
     layers = config["num_hidden_layers"]
-    if kind in ("qwen2", "qwen3") and config.get("use_sliding_window"):
+    qwen = kind in ("qwen2", "qwen3", "qwen3_moe")
+    if qwen and config.get("use_sliding_window"):
         window = config.get("sliding_window")
         first_windowed = config.get("max_window_layers", 28)
     # transformers >= 4.53: layer_types, where given, says which layers slide.
     sliding = [layer >= first_windowed for layer in range(layers)]
-    if kind in ("qwen2", "qwen3") and config.get("layer_types"):
+    if qwen and config.get("layer_types"):
         sliding = [kind_ == "sliding_attention" for kind_ in config["layer_types"]]
-    qk_norm = kind == "qwen3"
+    qk_norm = kind in ("qwen3", "qwen3_moe")
+    sparse = sparse_layers(config)
     inv = inverse_frequencies(config, d)
     t = len(tokens)
     positions = np.arange(t, dtype=np.float64)
@@ -310,6 +356,9 @@ def llama_logits(config, w, tokens):
         o = attend(q, k, v, 1.0 / math.sqrt(d), layer_window)
         x = x + project(p + "self_attn.o_proj", o.transpose(1, 0, 2).reshape(t, hq * d))
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        if sparse[layer]:
+            x = x + mixture_of_experts(config, w, p, h, act)
+            continue
         gated = act(project(p + "mlp.gate_proj", h)) * project(p + "mlp.up_proj", h)
         x = x + project(p + "mlp.down_proj", gated)
     x = rms_norm(x, w["model.norm.weight"], eps)
@@ -577,6 +626,7 @@ def main():
         weights = dequantize(config, weights)
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "qwen3": llama_logits,
+               "mixtral": llama_logits, "qwen3_moe": llama_logits,
                "gemma2": gemma_logits, "gemma3_text": gemma_logits,
                "phi3": phi3_logits, "olmo2": olmo2_logits,
                "gpt2": gpt2_logits}.get(config["model_type"])

@@ -57,6 +57,20 @@ LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  RouterKind, int64_t count, int64_t perToken,
+                                  BoolAttr normalize) {
+  if (count < 2 || count > limits::kExperts)
+    return emitError() << "experts count must be in [2, " << limits::kExperts
+                       << "], got " << count;
+  if (perToken < 1 || perToken > count)
+    return emitError() << "experts per_token must be in [1, count = " << count
+                       << "], got " << perToken;
+  if (!normalize)
+    return emitError() << "experts normalize must be true or false";
+  return success();
+}
+
 LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t queryBlock, int64_t kvChunk,
                                    int64_t qkTileKeys, int64_t pvTileRows,

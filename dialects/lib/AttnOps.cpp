@@ -296,10 +296,10 @@ LogicalResult ModelOp::verify() {
   }
   if (std::optional<StringRef> naming = getWeightNaming();
       naming && *naming != "llama" && *naming != "gemma" &&
-      *naming != "gemma3" && *naming != "phi3" && *naming != "gpt2" &&
-      *naming != "bart")
-    return emitOpError()
-           << "weight_naming must be llama, gemma, gemma3, phi3, gpt2 or bart";
+      *naming != "gemma3" && *naming != "phi3" && *naming != "mixtral" &&
+      *naming != "gpt2" && *naming != "bart")
+    return emitOpError() << "weight_naming must be llama, gemma, gemma3, "
+                            "phi3, mixtral, gpt2 or bart";
   if (std::optional<APFloat> offset = getNormWeightOffset();
       offset && !std::isfinite(offset->convertToFloat()))
     return emitOpError() << "norm_weight_offset must be finite";
@@ -606,10 +606,23 @@ LogicalResult FfnOp::verify() {
   if (getActivation() == Activation::None)
     return emitOpError() << "an FFN needs an activation (gelu, gelu_tanh, "
                             "relu or silu)";
+  if (getExperts()) {
+    // Each expert's rows of the stacked weights begin a panel (at most 32
+    // output features: bf16 pairs), so the runtime slices them in place.
+    const int64_t dModel = (*this)->getParentOfType<ModelOp>().getDModel();
+    if (dModel % 32 || getIntermediateSize() % 32)
+      return emitOpError()
+             << "experts need d_model and intermediate_size to be multiples "
+                "of 32, got "
+             << dModel << " and " << getIntermediateSize();
+  } else if (getRouterKernel()) {
+    return emitOpError() << "a router_kernel needs experts";
+  }
   return failure(
       failed(verifyStack(*this, getStack())) ||
       failed(verifyKernelRefs(*this, {{"up_kernel", getUpKernelAttr()},
-                                      {"down_kernel", getDownKernelAttr()}})));
+                                      {"down_kernel", getDownKernelAttr()},
+                                      {"router_kernel", getRouterKernelAttr()}})));
 }
 
 LogicalResult OutputHeadOp::verify() {

@@ -362,6 +362,34 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
-// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, gpt2 or bart}}
+// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, mixtral, gpt2 or bart}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_naming = "phi"} {
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts per_token must be in [1, count = 4], got 5}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 96 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 5, normalize = true>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts count must be in [2, 4096], got 1}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 96 : i64, experts = #attn.experts<softmax_top_k, count = 1, per_token = 1, normalize = true>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 48 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts need d_model and intermediate_size to be multiples of 32, got 48 and 96}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 96 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = false>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{a router_kernel needs experts}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 96 : i64, router_kernel = @k}
 }

@@ -58,3 +58,13 @@ attn.model @gemma attributes {d_model = 64 : i64, kind = "decoder-only", max_bat
   attn.norm_kernel @n rms_norm {dim = 64 : i64, eps = 1.0e-6 : f32, residual}
   attn.linear_kernel @h {activation = #attn.activation<none>, argmax, in_features = 64 : i64, out_features = 100 : i64, softcap = 30.0 : f32}
 }
+
+// A mixture of experts: its rule and its router kernel.
+// CHECK-LABEL: attn.model @moe
+// CHECK-NEXT: attn.ffn @f {activation = #attn.activation<silu>, down_kernel = @d, experts = #attn.experts<softmax_top_k, count = 8, per_token = 2, normalize = false>, gated, intermediate_size = 96 : i64, router_kernel = @r, up_kernel = @u}
+attn.model @moe attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.ffn @f {activation = #attn.activation<silu>, down_kernel = @d, experts = #attn.experts<softmax_top_k, count = 8, per_token = 2, normalize = false>, gated, intermediate_size = 96 : i64, router_kernel = @r, up_kernel = @u}
+  attn.linear_kernel @r {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 8 : i64, weight_dtype = bf16}
+  attn.linear_kernel @u {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 192 : i64}
+  attn.linear_kernel @d {activation = #attn.activation<none>, in_features = 96 : i64, out_features = 64 : i64, input_gate = #attn.activation<silu>}
+}

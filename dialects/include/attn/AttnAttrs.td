@@ -137,6 +137,38 @@ def Attn_QkNormAttr : AttrDef<Attn_Dialect, "QkNorm"> {
   }];
 }
 
+def Attn_RouterKind : I32EnumAttr<"RouterKind",
+                                  "how a token's experts are chosen and weighted", [
+    I32EnumAttrCase<"SoftmaxTopK", 0, "softmax_top_k">]> {
+  let cppNamespace = "::mlir::attn";
+}
+
+def Attn_ExpertsAttr : AttrDef<Attn_Dialect, "Experts"> {
+  let mnemonic = "experts";
+  let summary = "a mixture-of-experts FFN: how many experts, how many a token uses";
+  let description = [{
+    The FFN holds `count` experts of the FFN's shape; a router (a linear map
+    of the normed token to `count` logits) picks `per_token` of them for
+    each token, and the FFN's output is the weighted sum of theirs.
+    `softmax_top_k` (Mixtral, Qwen3-MoE): softmax over all the logits, the
+    `per_token` largest (the lower expert first on ties), their
+    probabilities as the weights, divided by their sum when `normalize`
+    (Mixtral always; Qwen3-MoE's `norm_topk_prob`).
+
+    ```mlir
+    #attn.experts<softmax_top_k, count = 8, per_token = 2, normalize = true>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Attn_RouterKind>:$router,
+                        "int64_t":$count, "int64_t":$perToken,
+                        "::mlir::BoolAttr":$normalize);
+  let assemblyFormat = [{
+    `<` $router `,` `count` `=` $count `,` `per_token` `=` $perToken `,`
+    `normalize` `=` $normalize `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
 def Attn_ScheduleAttr : AttrDef<Attn_Dialect, "Schedule"> {
   let mnemonic = "schedule";
   let summary = "the tunable loop-nest parameters of a kernel";

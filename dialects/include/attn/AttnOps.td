@@ -414,9 +414,23 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
     biases. After specialization `up_kernel` and `down_kernel` name the
     linear kernels (the down projection adds the residual).
 
+    With `experts` (a mixture of experts: Mixtral, Qwen3-MoE), the FFN is
+    `count` FFNs of this shape, each token running the `per_token` that the
+    router picks and the stream receiving their outputs weighted by it;
+    `router_kernel` names the router's linear kernel (`d_model` → `count`
+    logits), `up_kernel` and `down_kernel` one expert's (the runtime adds
+    the weighted sum to the stream). An expert's weights start on a panel
+    boundary of the matrix that stacks them all, so `d_model` and
+    `intermediate_size` are multiples of 32 (the widest panel).
+
     ```mlir
     attn.ffn @block0_ffn {activation = #attn.activation<gelu_tanh>,
                           intermediate_size = 512 : i64, bias}
+    attn.ffn @block1_ffn {activation = #attn.activation<silu>, gated,
+                          intermediate_size = 768 : i64,
+                          experts = #attn.experts<softmax_top_k, count = 128,
+                                                  per_token = 8,
+                                                  normalize = true>}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
@@ -424,7 +438,9 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
                        Attn_PositiveI64:$intermediate_size, UnitAttr:$bias,
                        UnitAttr:$gated, OptionalAttr<StrAttr>:$stack,
                        OptionalAttr<FlatSymbolRefAttr>:$up_kernel,
-                       OptionalAttr<FlatSymbolRefAttr>:$down_kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$down_kernel,
+                       OptionalAttr<Attn_ExpertsAttr>:$experts,
+                       OptionalAttr<FlatSymbolRefAttr>:$router_kernel);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -23,6 +23,7 @@ constexpr int64_t kPageSize = int64_t(1) << 20;  ///< tokens per cache page
 constexpr int64_t kVocabulary = int64_t(1) << 24;
 constexpr int64_t kPositions = int64_t(1) << 24; ///< learned position rows
 constexpr int64_t kFfn = int64_t(1) << 24;       ///< FFN hidden width
+constexpr int64_t kExperts = 4096;               ///< experts of one FFN
 constexpr int64_t kRepeat = 4096;                ///< layers or blocks repeated
 /// Output or input features of one projection (a fused QKV's
 /// (query + 2 · KV heads) · head_dim, a vocabulary, an FFN): 2^26 keeps a

@@ -99,7 +99,17 @@ public:
     Type appendDtype;
     bool argmax = false; // an output head's greedy token
     float softcap = 0;   // an output head's logit cap; 0: none
+    Type weights;        // null: the model's weight dtype
   };
+
+  /// A router's weights: as the model's float weights, or bf16 where the
+  /// model quantizes to i8 / i4. The router is a sliver of the bytes a
+  /// token reads (count · d_model) and decides which experts run; int
+  /// rounding of it would change the choice where two experts are close.
+  Type routerWeights() {
+    Type weights = model.getWeightDtype().value_or(builder.getF32Type());
+    return isa<IntegerType>(weights) ? builder.getBF16Type() : weights;
+  }
 
   /// Whether `op`'s output joins the residual stream through the norm after
   /// it (a residual_add norm) rather than in its own output projection.
@@ -153,9 +163,14 @@ public:
       name += "_cap" + nameNumber(l.softcap);
     if (l.argmax)
       name += "_argmax";
-    // Every linear kernel of a model reads the model's weight dtype.
-    Type weights = model.getWeightDtype().value_or(builder.getF32Type());
-    std::optional<uint64_t> group = model.getWeightGroup();
+    // Every linear kernel of a model reads the model's weight dtype but a
+    // router (routerWeights).
+    Type weights = l.weights
+                       ? l.weights
+                       : model.getWeightDtype().value_or(builder.getF32Type());
+    std::optional<uint64_t> group;
+    if (weights.isSignlessInteger(4))
+      group = model.getWeightGroup();
     if (!weights.isF32()) {
       std::string dtype;
       llvm::raw_string_ostream(dtype) << weights;
@@ -164,7 +179,7 @@ public:
     if (group)
       name += "_g" + std::to_string(*group);
     // A checkpoint's own int4 format: zero points per group.
-    const bool zeros = model.getWeightFormat().has_value();
+    const bool zeros = group && model.getWeightFormat().has_value();
     if (zeros)
       name += "z";
     auto positive = [&](int64_t value) {
@@ -249,20 +264,27 @@ public:
     }
     if (auto ffn = dyn_cast<FfnOp>(op)) {
       const int64_t size = ffn.getIntermediateSize();
+      // Experts: one expert's kernels; the runtime sums the chosen experts'
+      // outputs, weighted, into the stream (no residual in the kernel).
+      const bool residual = !ffn.getExperts() && addsResidualItself(ffn);
+      if (ExpertsAttr experts = ffn.getExpertsAttr()) {
+        Linear router{dModel, experts.getCount()};
+        router.weights = routerWeights();
+        ffn.setRouterKernelAttr(linear(router, ffn.getLoc()));
+      }
       if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
         ffn.setUpKernelAttr(
             linear({dModel, 2 * size, ffn.getBias()}, ffn.getLoc()));
-        Linear down{size, dModel, ffn.getBias(), Activation::None,
-                    addsResidualItself(ffn)};
+        Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
         down.inputGate = ffn.getActivation();
         ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
         return success();
       }
       ffn.setUpKernelAttr(linear(
           {dModel, size, ffn.getBias(), ffn.getActivation()}, ffn.getLoc()));
-      ffn.setDownKernelAttr(linear({size, dModel, ffn.getBias(),
-                                    Activation::None, addsResidualItself(ffn)},
-                                   ffn.getLoc()));
+      ffn.setDownKernelAttr(linear(
+          {size, dModel, ffn.getBias(), Activation::None, residual},
+          ffn.getLoc()));
       return success();
     }
     if (auto head = dyn_cast<OutputHeadOp>(op)) {

@@ -64,6 +64,10 @@ enum class WeightNaming {
   /// published) or model.language_model.* (as transformers >= 4.52 saves
   /// them); the vision tower and its projector are not read.
   Gemma3,
+  /// Hugging Face Mixtral: Llama's names with the mixture of experts under
+  /// model.layers.N.block_sparse_moe.{gate (the router), experts.E.{w1
+  /// (gate), w3 (up), w2 (down)}}.
+  Mixtral,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per

@@ -69,7 +69,16 @@ struct PlanOp {
   Kernel kernel;                  ///< embedding, norm, output head
   Kernel prefill, decode;         ///< attention
   Kernel query, keyValue, output; ///< attention projections
-  Kernel up, down;                ///< FFN
+  Kernel up, down;                ///< FFN (of one expert, with experts)
+
+  /// FFN: a mixture of experts (plan::kExperts); count 0: a dense FFN.
+  struct Experts {
+    int count = 0, perToken = 0;
+    bool normalize = false; ///< the chosen weights divided by their sum
+    Kernel router;          ///< d_model -> count logits
+    DType routerType = DType::F32; ///< its weights' element type
+    int routerPanel = 0;           ///< and output features per panel
+  } experts;
 };
 
 struct ModelPlan {

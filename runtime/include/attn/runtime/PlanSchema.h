@@ -29,6 +29,7 @@
 //                               pv_tile_rows, split_keys, vector_width,
 //                               source } } ],
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
+// (version 7: an FFN's experts)
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,7 +40,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 6;
+inline constexpr int kVersion = 7;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -150,6 +151,21 @@ inline constexpr char kIntermediateSize[] = "intermediate_size";
 inline constexpr char kGated[] = "gated";
 inline constexpr char kUpKernel[] = "up_kernel";
 inline constexpr char kDownKernel[] = "down_kernel";
+/// A mixture-of-experts FFN (absent: dense): { router, count, per_token,
+/// normalize, router_kernel, router_dtype, router_panel }; up_kernel and
+/// down_kernel are then one expert's, and the runtime adds the chosen
+/// experts' weighted outputs to the stream.
+inline constexpr char kExperts[] = "experts";
+inline constexpr char kRouter[] = "router"; ///< "softmax_top_k"
+inline constexpr char kRouterSoftmaxTopK[] = "softmax_top_k";
+inline constexpr char kCount[] = "count";
+inline constexpr char kPerToken[] = "per_token";
+inline constexpr char kNormalize[] = "normalize";
+inline constexpr char kRouterKernel[] = "router_kernel";
+/// The router's weights' element type and panel (not the model's where it
+/// quantizes to integers: the router stays bf16).
+inline constexpr char kRouterDtype[] = "router_dtype";
+inline constexpr char kRouterPanel[] = "router_panel";
 inline constexpr char kOpOutputHead[] = "output_head";
 inline constexpr char kArgmax[] = "argmax";
 inline constexpr char kTied[] = "tied";

@@ -1,0 +1,125 @@
+//===- Experts.cpp - a mixture-of-experts FFN -----------------------------===//
+
+#include "Experts.h"
+
+#include "KernelCalls.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace attn::runtime {
+
+void routeTokens(const PlanOp::Experts &experts, const float *logits,
+                 int64_t tokens, ExpertChoice *choices) {
+  const int count = experts.count, k = experts.perToken;
+  std::vector<int32_t> order(size_t(count), 0);
+  for (int64_t t = 0; t < tokens; t++) {
+    const float *row = logits + t * count;
+    // The k largest, the lower expert first among equals, NaN last: a
+    // strict weak order, so the choice never depends on the sort.
+    auto before = [row](int32_t a, int32_t b) {
+      const float x = row[a], y = row[b];
+      if (std::isnan(x) || std::isnan(y))
+        return !std::isnan(x) && std::isnan(y) ? true
+               : std::isnan(x) == std::isnan(y) ? a < b
+                                               : false;
+      return x > y || (x == y && a < b);
+    };
+    for (int e = 0; e < count; e++)
+      order[size_t(e)] = e;
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    // Softmax probabilities, in double: exp(l - max) / sum over all.
+    double largest = -INFINITY;
+    for (int e = 0; e < count; e++)
+      if (!std::isnan(row[e]))
+        largest = std::max(largest, double(row[e]));
+    double all = 0, chosen = 0;
+    for (int e = 0; e < count; e++)
+      all += std::exp(double(row[e]) - largest);
+    for (int j = 0; j < k; j++)
+      chosen += std::exp(double(row[order[size_t(j)]]) - largest);
+    const double denominator = experts.normalize ? chosen : all;
+    for (int j = 0; j < k; j++) {
+      const int32_t e = order[size_t(j)];
+      choices[t * k + j] = {
+          e, float(std::exp(double(row[e]) - largest) / denominator)};
+    }
+  }
+}
+
+Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
+                        const float *input, int64_t tokens, int64_t d,
+                        ExpertBuffers &buffers, float *hidden,
+                        const float *residual, float *out) {
+  const PlanOp::Experts &experts = op.experts;
+  const int64_t count = experts.count, k = experts.perToken,
+                f = op.intermediateSize,
+                width = (op.gated ? 2 : 1) * f; // one expert's up outputs
+  float *logits = buffers.logits.data();
+  if (Status s = linear(nullptr, {experts.router, w.router, Floats(), input,
+                                  tokens, d, count, logits});
+      !s)
+    return s;
+  buffers.choices.resize(size_t(tokens * k));
+  routeTokens(experts, logits, tokens, buffers.choices.data());
+
+  // Group the choices by expert (counting sort, stable in token order).
+  std::vector<int32_t> &first = buffers.firstOfExpert, &byExpert = buffers.byExpert;
+  first.assign(size_t(count + 1), 0);
+  for (const ExpertChoice &c : buffers.choices)
+    first[size_t(c.expert + 1)]++;
+  for (int64_t e = 0; e < count; e++)
+    first[size_t(e + 1)] += first[size_t(e)];
+  byExpert.resize(buffers.choices.size());
+  std::vector<int32_t> next(first.begin(), first.end() - 1);
+  for (size_t i = 0; i < buffers.choices.size(); i++)
+    byExpert[size_t(next[size_t(buffers.choices[i].expert)]++)] = int32_t(i);
+
+  if (residual)
+    std::memcpy(out, residual, size_t(tokens * d) * sizeof(float));
+  else
+    std::fill(out, out + tokens * d, 0.0f);
+  float *gathered = buffers.gathered.data(), *output = buffers.output.data();
+  for (int64_t e = 0; e < count; e++) {
+    const int64_t begin = first[size_t(e)], rows = first[size_t(e + 1)] - begin;
+    if (rows == 0)
+      continue; // never read
+    // One token (a decode step of one sequence) reads its row in place.
+    const float *x = input;
+    if (tokens > 1) {
+      for (int64_t r = 0; r < rows; r++)
+        std::memcpy(gathered + r * d,
+                    input + int64_t(byExpert[size_t(begin + r)] / k) * d,
+                    size_t(d) * sizeof(float));
+      x = gathered;
+    }
+    const WeightMatrix up = w.up.outputs(e * width, width),
+                       down = w.down.outputs(e * d, d);
+    const Floats upBias = w.upBias.empty()
+                              ? Floats()
+                              : w.upBias.slice(size_t(e * width), size_t(width)),
+                 downBias = w.downBias.empty()
+                                ? Floats()
+                                : w.downBias.slice(size_t(e * d), size_t(d));
+    if (Status s = linear(nullptr,
+                          {op.up, up, upBias, x, rows, d, width, hidden});
+        !s)
+      return s;
+    LinearCall downCall{op.down, down, downBias, hidden, rows, f, d, output};
+    downCall.gatedInput = op.gated;
+    if (Status s = linear(nullptr, downCall); !s)
+      return s;
+    for (int64_t r = 0; r < rows; r++) {
+      const int32_t choice = byExpert[size_t(begin + r)];
+      const float weight = buffers.choices[size_t(choice)].weight;
+      float *to = out + int64_t(choice / k) * d;
+      const float *from = output + r * d;
+      for (int64_t c = 0; c < d; c++)
+        to[c] += weight * from[c];
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace attn::runtime

@@ -1,0 +1,52 @@
+//===- Experts.h - a mixture-of-experts FFN ---------------------*- C++ -*-===//
+//
+// Private to the runtime. A mixture of experts (PlanOp::Experts): the
+// router's logits, each token's choice of experts by the plan's rule, then
+// per expert one up and one down kernel over the tokens that chose it
+// (gathered into consecutive rows: one GEMM per active expert in a prompt,
+// one GEMV per chosen expert in a decode step), their outputs added to the
+// stream weighted. The experts a token did not choose are never read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_RUNTIME_EXPERTS_H
+#define ATTN_RUNTIME_EXPERTS_H
+
+#include "ContextBuffers.h"
+#include "ModelWeights.h"
+
+#include "attn/runtime/ModelPlan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace attn::runtime {
+
+/// The router's rule (plan::kRouterSoftmaxTopK): for each of `tokens` rows
+/// of `logits` [tokens][experts.count], the experts.perToken largest
+/// (the lower expert first among equal logits, a NaN logit last), weighted
+/// by their softmax probability over all the logits, divided by the
+/// chosen ones' sum when experts.normalize: `choices`
+/// [tokens][experts.perToken], largest first.
+void routeTokens(const PlanOp::Experts &experts, const float *logits,
+                 int64_t tokens, ExpertChoice *choices);
+
+/// A mixture's weights (Model::Weights): the router [d][experts], every
+/// expert's up [d][experts · width] and down [f][experts · d] and their
+/// biases (empty: none).
+struct ExpertWeights {
+  const WeightMatrix &router, &up, &down;
+  const Floats &upBias, &downBias;
+};
+
+/// `out` [tokens][d] = `residual` (null: zero) + the weighted sum of the
+/// chosen experts' FFNs of `input` [tokens][d], with `hidden` [tokens][one
+/// expert's (gate | up)] for their hidden rows. CPU only.
+Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
+                        const float *input, int64_t tokens, int64_t d,
+                        ExpertBuffers &buffers, float *hidden,
+                        const float *residual, float *out);
+
+} // namespace attn::runtime
+
+#endif // ATTN_RUNTIME_EXPERTS_H
