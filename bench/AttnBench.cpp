@@ -587,7 +587,19 @@ void registerLinear() {
                                 {512, 1024, 4096, "qkv_rope_qknorm_projection",
                                  DType::BF16},
                                 {1, 1024, 4096, "qkv_rope_qknorm_projection",
-                                 DType::BF16}};
+                                 DType::BF16},
+                                // One expert of attn-model-bench's
+                                // half-width Qwen3-30B-A3B (gate | up
+                                // 1024 -> 2 x 384, down 384 -> 1024): a
+                                // 512-token prompt's dense rate, the 32
+                                // rows an expert gets of it (8 of 128
+                                // experts a token), one decoded token.
+                                {512, 1024, 768, "bias", DType::BF16},
+                                {32, 1024, 768, "bias", DType::BF16},
+                                {1, 1024, 768, "bias", DType::BF16},
+                                {512, 384, 1024, "swiglu_down", DType::BF16},
+                                {32, 384, 1024, "swiglu_down", DType::BF16},
+                                {1, 384, 1024, "swiglu_down", DType::BF16}};
   for (const LinearShape &s : shapes) {
     char name[128];
     const char *weights = s.weights == DType::BF16  ? "_wbf16"

@@ -897,8 +897,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       .vectorize(ni, vec, guard);
   // A one-row (decode) product of a small matrix is a few microseconds of
   // work, less than waking a worker thread: measured in the translator
-  // (d_model 128), a third of the time went to the thread pool's hand-offs.
-  const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 20);
+  // (d_model 128, matrices up to 128 x 512), a third of the time went to the
+  // thread pool's hand-offs. From 2^17 weights on (256 KiB of bf16) one
+  // core's stream is the limit: a mixture's expert GEMVs (1024 x 768 and
+  // 384 x 1024) ran serially below 2^20 and decoded at 34% of the read
+  // bandwidth (bench/README.md, session 28).
+  const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 17);
   if (!smallGemv)
     tiled.parallel(no);
   if (amx) {
