@@ -34,11 +34,12 @@ def render_chat(messages):
         messages=messages, add_generation_prompt=True, bos_token="<s>")
 
 
-def make_model_folder(work, bin_dir, data):
-    """Returns (model folder, cache folder, compile-only result)."""
-    model = os.path.join(work, "model")
+def make_model_folder(work, bin_dir, data, family="text_llama"):
+    """Returns (model folder, cache folder, compile-only result); `family`:
+    the folder of its config.json (text_llama, text_mixtral)."""
+    model = os.path.join(work, family if family != "text_llama" else "model")
     os.makedirs(model)
-    shutil.copy(os.path.join(HERE, "text_llama", "config.json"), model)
+    shutil.copy(os.path.join(HERE, family, "config.json"), model)
     tokenizer = os.path.join(data, "node_modules", "@lenml", "tokenizer-llama2", "models")
     shutil.copy(os.path.join(tokenizer, "tokenizer.json"), model)
     with open(os.path.join(tokenizer, "tokenizer_config.json"), encoding="utf-8") as f:
