@@ -93,6 +93,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 
 using namespace attn::runtime;
@@ -501,3 +502,39 @@ TEST(Int4CheckpointTest, PermutedGroupsAreRefused) {
 }
 
 } // namespace
+
+// A plan whose experts the runtime cannot run as stated (a tampered or
+// hand-written one) is refused naming the problem, before any weight is
+// read: an integer router, experts that are not whole panels of the
+// stacked weights (their views would reach past them), an unknown rule.
+TEST(ExpertsPlanTest, MalformedExpertsAreRefused) {
+  struct Tamper {
+    const char *what;
+    std::function<void(nlohmann::json &)> change;
+  };
+  const Tamper tampers[] = {
+      {"router_dtype must be f32, f16 or bf16",
+       [](nlohmann::json &ffn) { ffn["experts"]["router_dtype"] = "i4"; }},
+      {"are not whole panels",
+       [](nlohmann::json &ffn) { ffn["intermediate_size"] = 100; }},
+      {"router must be",
+       [](nlohmann::json &ffn) { ffn["experts"]["router"] = "sigmoid"; }},
+      {"experts must be an object",
+       [](nlohmann::json &ffn) { ffn["experts"] = 8; }}};
+  for (const Tamper &tamper : tampers) {
+    nlohmann::json plan = nlohmann::json::parse(ref_mixtral_plan_json);
+    bool changed = false;
+    for (nlohmann::json &op : plan["ops"])
+      if (op["op"] == "ffn" && !changed) {
+        tamper.change(op);
+        changed = true;
+      }
+    ASSERT_TRUE(changed);
+    ModelPlan parsed;
+    Status s = parsePlan(plan.dump(), entries(ref_mixtral_kernel_table),
+                         REF_MIXTRAL_KERNEL_TABLE_SIZE, parsed);
+    EXPECT_EQ(s.code(), StatusCode::InvalidArgument) << tamper.what;
+    EXPECT_NE(s.message().find(tamper.what), std::string::npos)
+        << s.message();
+  }
+}
