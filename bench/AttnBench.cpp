@@ -476,6 +476,102 @@ void linear(benchmark::State &state, LinearShape s) {
       [&] { kernel.pipeline.realize(outputs, gTarget, params); });
 }
 
+/// A decode step's experts of one layer: `chosen` of `experts` matrices
+/// (in -> out each, stacked as the runtime stacks them) applied to one
+/// token, either as a call of the one-row kernel per chosen expert (on a
+/// view of its panels: what the runtime did first) or as one call of the
+/// grouped variant, row j reading expert index[j]'s (schedules/Linear.cpp).
+/// The stack (128 experts: 200 MB bf16) is far beyond the LLC, as a real
+/// mixture's is; the chosen experts change every call, so each call reads
+/// its experts from memory. GBps: the chosen experts' bytes.
+struct ExpertShape {
+  int in, out, experts, chosen;
+  bool gated; ///< a down projection: input SiLU(gate)·up
+  DType weights;
+  bool grouped;
+};
+
+void expertDecode(benchmark::State &state, ExpertShape s) {
+  attn::LinearSpec spec;
+  spec.functionName = "bench";
+  spec.inFeatures = s.in;
+  spec.outFeatures = s.out;
+  spec.inputGate = s.gated ? attn::Activation::Silu : attn::Activation::None;
+  spec.weightElement = s.weights;
+  spec.weightGroup = s.weights == DType::I4 ? 128 : 0;
+  spec.experts = s.experts;
+  spec.groupedExperts = s.grouped;
+  spec.schedule.tileRows = 1;
+  attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, gTarget);
+  compileForBench(kernel.pipeline);
+  const int stacked = s.experts * s.out, width = s.gated ? 2 * s.in : s.in;
+  const int panels = s.out / attn::weightPanel(s.weights);
+  Buffer<float> input(width, s.chosen), weight(stacked, s.in),
+      output(s.out, s.chosen);
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Buffer<float> *buffer : {&input, &weight})
+    buffer->for_each_value([&](float &x) { x = uniform(rng); });
+  Buffer<float> scales;
+  Buffer<> packed = attn::packLinearWeights(
+      weight.data(), s.in, stacked, s.weights, &scales, spec.weightGroup);
+  const bool int4 = s.weights == DType::I4;
+  // Each call a fresh draw of distinct experts, cycling through 64 draws.
+  std::vector<std::vector<int32_t>> draws(64);
+  for (std::vector<int32_t> &draw : draws) {
+    std::vector<int32_t> all(size_t(s.experts));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    draw.assign(all.begin(), all.begin() + s.chosen);
+  }
+  Buffer<int32_t> index(s.chosen);
+  size_t call = 0;
+  const double bytes =
+      double(s.chosen) * double(attn::linearWeightBytes(
+                             s.weights, size_t(s.in), size_t(s.out),
+                             size_t(spec.weightGroup)));
+  // A view of expert e's panels (and int4 scales), starting at 0 as the
+  // kernel requires.
+  auto view = [&](const Buffer<> &stack, int e) {
+    Halide::Runtime::Buffer<void> one =
+        stack.get()->cropped(2, e * panels, panels);
+    one.translate(2, -e * panels);
+    return Buffer<>(std::move(one));
+  };
+  // Row j of `rows` as a one-row buffer starting at 0.
+  auto rowOf = [](Buffer<float> &rows, int j) {
+    Halide::Runtime::Buffer<float> one = rows.get()->cropped(1, j, 1);
+    one.translate(1, -j);
+    return Buffer<float>(std::move(one));
+  };
+  attn::bench::timeCalls(
+      state, 2.0 * s.chosen * s.in * s.out, bytes,
+      {gRoofline.fmaGflops, gRoofline.readGBps}, [&] {
+        const std::vector<int32_t> &draw = draws[call++ % draws.size()];
+        ParamMap params;
+        if (s.grouped) {
+          for (int j = 0; j < s.chosen; j++)
+            index(j) = draw[size_t(j)];
+          size_t next = 0;
+          params.set(kernel.inputs[next++], input);
+          params.set(kernel.inputs[next++], index);
+          params.set(kernel.inputs[next++], packed);
+          if (int4)
+            params.set(kernel.inputs[next++], scales);
+          kernel.pipeline.realize(output, gTarget, params);
+          return;
+        }
+        for (int j = 0; j < s.chosen; j++) {
+          params.set(kernel.inputs[0], rowOf(input, j));
+          params.set(kernel.inputs[1], view(packed, draw[size_t(j)]));
+          if (int4)
+            params.set(kernel.inputs[2], view(scales, draw[size_t(j)]));
+          Buffer<float> out = rowOf(output, j);
+          kernel.pipeline.realize(out, gTarget, params);
+        }
+      });
+}
+
 /// The AMX-BF16 micro-kernel (schedules/AmxLinear.h) alone on a
 /// projection's product, without the pipeline around it: X rounded to bf16
 /// (rows split among the threads), then panels split among them, one
@@ -613,6 +709,22 @@ void registerLinear() {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
+  // attn-model-bench's half-width Qwen3-30B-A3B: 8 of 128 experts, gate |
+  // up 1024 -> 2 x 384 and down 384 -> 1024, per call or grouped.
+  for (DType weights : {DType::BF16, DType::I4})
+    for (bool gated : {false, true})
+      for (bool grouped : {false, true}) {
+        ExpertShape e{gated ? 384 : 1024, gated ? 1024 : 768, 128, 8,
+                      gated, weights, grouped};
+        char name[128];
+        std::snprintf(name, sizeof name, "experts/T1_%s_8of128_%s_%s",
+                      gated ? "down384x1024" : "up1024x768",
+                      weights == DType::BF16 ? "wbf16" : "wi4",
+                      grouped ? "grouped" : "calls");
+        benchmark::RegisterBenchmark(name, expertDecode, e)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
   const LinearShape amxShapes[] = {{16, 4096, 4096},
                                    {512, 4096, 4096},
                                    {512, 11008, 4096},

@@ -203,6 +203,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.weightElement = toDType(kernel.getWeightDtype().value_or(Type()));
       spec.weightGroup = int(kernel.getWeightGroup().value_or(0));
       spec.weightZeros = kernel.getWeightZeros();
+      spec.experts = int(kernel.getExperts().value_or(0));
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {
       ::attn::NormSpec spec;

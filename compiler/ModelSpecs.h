@@ -47,8 +47,10 @@ struct ModelSpecs {
 
   /// Every linear kernel, and with `fewTokens` beside each its one-token
   /// variant `<name>_gemv` (one-row register tiles: a decode step of one
-  /// sequence would otherwise compute the whole row tile, 6x the work). The
-  /// GPU set has none: its schedule has no row tiles.
+  /// sequence would otherwise compute the whole row tile, 6x the work) and
+  /// beside an expert kernel its grouped variant `<name>_experts` (every
+  /// expert a decode step chose, one call). The GPU set has neither: its
+  /// schedule has no row tiles, and experts run on the CPU.
   std::vector<attn::LinearSpec> linearVariants(bool fewTokens = true) const {
     std::vector<attn::LinearSpec> variants;
     for (const attn::LinearSpec &spec : linear) {
@@ -58,6 +60,11 @@ struct ModelSpecs {
       variants.push_back(spec);
       variants.back().functionName += "_gemv";
       variants.back().schedule.tileRows = 1;
+      if (spec.experts > 0) {
+        variants.push_back(variants.back());
+        variants.back().functionName = spec.functionName + "_experts";
+        variants.back().groupedExperts = true;
+      }
     }
     return variants;
   }

@@ -17,6 +17,7 @@
 #include "attn/runtime/KernelCall.h"
 #include "attn/runtime/Model.h"
 
+#include <algorithm>
 #include <memory>
 #include <new>
 #include <vector>
@@ -118,15 +119,27 @@ struct ExpertChoice {
 };
 
 /// What a mixture of experts computes between its input and its output.
+/// A grouped step (every chosen expert once, Experts.h) runs a row per
+/// choice: at most min(tokens · per token, count) rows, `groupedRows`.
 struct ExpertBuffers {
   Activations logits;   ///< [tokens][widest expert count]: the router's
-  Activations gathered; ///< [tokens][dModel]: the rows one expert runs
-  Activations output;   ///< [tokens][dModel]: that expert's outputs
+  Activations gathered; ///< [max(tokens, grouped rows)][dModel]: the rows
+                        ///< one expert runs, or a grouped step's inputs
+  Activations output;   ///< [max(tokens, grouped rows)][dModel]: their
+                        ///< outputs
+  Activations hidden;   ///< [grouped rows][widest expert up]: a grouped
+                        ///< step's (gate | up) rows
+  IndexRows expertOfRow; ///< [grouped rows]: a grouped step's experts
   std::vector<ExpertChoice> choices; ///< [tokens][per token]
   /// Entries of `choices` by expert (a counting sort: each expert's rows
   /// consecutive, in token order), and where each expert's begin
   /// [experts + 1].
   std::vector<int32_t> byExpert, firstOfExpert;
+  /// The plan's largest expert count and experts per token.
+  int64_t count = 0, perToken = 0;
+  int64_t groupedRows(int64_t tokens) const {
+    return std::min(tokens * perToken, count);
+  }
 };
 
 /// The output head's input rows and their greedy tokens.

@@ -14,7 +14,8 @@ namespace attn::runtime {
 /// The widths the plan's ops ask of the buffers (elements a row).
 struct BufferWidths {
   int64_t dModel, projected = 0, keyValue = 0, query = 0, kv = 0, hidden = 0,
-          crossKeyValue = 0, experts = 0, expertRows = 0;
+          crossKeyValue = 0, experts = 0, expertRows = 0, expertHidden = 0,
+          expertsPerToken = 0;
   explicit BufferWidths(const ModelPlan &plan) : dModel(plan.dModel) {
     for (const PlanOp &op : plan.ops) {
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
@@ -30,8 +31,13 @@ struct BufferWidths {
         hidden =
             std::max(hidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
         experts = std::max(experts, int64_t(op.experts.count));
-        if (op.experts.count)
+        expertsPerToken =
+            std::max(expertsPerToken, int64_t(op.experts.perToken));
+        if (op.experts.count) {
           expertRows = dModel;
+          expertHidden = std::max(
+              expertHidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
+        }
       }
     }
   }
@@ -61,9 +67,13 @@ ExecutionContext::Buffers::Buffers(const BufferWidths &w,
       experts{{w.experts, nullptr},
               {w.expertRows, nullptr},
               {w.expertRows, nullptr},
+              {w.expertHidden, nullptr},
+              {1, nullptr},
               {},
               {},
-              {}},
+              {},
+              w.experts,
+              w.expertsPerToken},
       head{{w.dModel, device}, {1, nullptr}},
       crossRows(w.crossKeyValue, nullptr) {}
 
@@ -76,8 +86,13 @@ Status ExecutionContext::Buffers::reserve(const PassRows &rows) {
   };
   for (Activations *b : {&stream.x, &stream.residual, &stream.normed,
                          &stream.hidden, &attention.query, &attention.output,
-                         &experts.logits, &experts.gathered, &experts.output})
+                         &experts.logits})
     grow(*b, t);
+  const int64_t grouped = experts.groupedRows(t);
+  grow(experts.gathered, std::max(t, grouped));
+  grow(experts.output, std::max(t, grouped));
+  grow(experts.hidden, grouped);
+  grow(experts.expertOfRow, grouped);
   grow(attention.projected, t);
   grow(attention.keyValue, projectedRows);
   grow(attention.keys, rows.denseKeys);

@@ -81,6 +81,45 @@ Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
   else
     std::fill(out, out + tokens * d, 0.0f);
   float *gathered = buffers.gathered.data(), *output = buffers.output.data();
+
+  // No expert chosen twice (a decode step of one sequence, or a batch whose
+  // rows all chose different experts): the per-expert calls would be GEMVs
+  // reading each chosen expert once, which the grouped variants read as
+  // well, in one call for every up and one for every down instead of two
+  // calls per expert, each waking the thread pool.
+  bool distinct = true;
+  for (int64_t e = 0; e < count && distinct; e++)
+    distinct = first[size_t(e + 1)] - first[size_t(e)] <= 1;
+  if (distinct && op.up.grouped && op.down.grouped) {
+    const int64_t rows = tokens * k; // row i: choice i, of token i / k
+    int32_t *expertOf = buffers.expertOfRow.data();
+    float *hiddenRows = buffers.hidden.data();
+    for (int64_t i = 0; i < rows; i++) {
+      expertOf[i] = buffers.choices[size_t(i)].expert;
+      std::memcpy(gathered + i * d, input + (i / k) * d,
+                  size_t(d) * sizeof(float));
+    }
+    LinearCall upCall{op.up,    w.up,  w.upBias,  gathered,
+                      rows,     d,     width,     hiddenRows};
+    upCall.experts = expertOf;
+    if (Status s = linear(nullptr, upCall); !s)
+      return s;
+    LinearCall downCall{op.down, w.down, w.downBias, hiddenRows,
+                        rows,    f,      d,          output};
+    downCall.gatedInput = op.gated;
+    downCall.experts = expertOf;
+    if (Status s = linear(nullptr, downCall); !s)
+      return s;
+    for (int64_t i = 0; i < rows; i++) {
+      const float weight = buffers.choices[size_t(i)].weight;
+      float *to = out + (i / k) * d;
+      const float *from = output + i * d;
+      for (int64_t c = 0; c < d; c++)
+        to[c] += weight * from[c];
+    }
+    return Status::ok();
+  }
+
   for (int64_t e = 0; e < count; e++) {
     const int64_t begin = first[size_t(e)], rows = first[size_t(e + 1)] - begin;
     if (rows == 0)

@@ -3,9 +3,11 @@
 // Private to the runtime. A mixture of experts (PlanOp::Experts): the
 // router's logits, each token's choice of experts by the plan's rule, then
 // per expert one up and one down kernel over the tokens that chose it
-// (gathered into consecutive rows: one GEMM per active expert in a prompt,
-// one GEMV per chosen expert in a decode step), their outputs added to the
-// stream weighted. The experts a token did not choose are never read.
+// (gathered into consecutive rows: one GEMM per active expert of a prompt),
+// or, where no expert was chosen twice (a decode step), one call of each
+// kernel's grouped variant for all the choices (a row per choice, each
+// reading its expert's weights); their outputs added to the stream
+// weighted. The experts a token did not choose are never read.
 //
 //===----------------------------------------------------------------------===//
 

@@ -79,12 +79,17 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   const Kernel &kernel = call.kernel;
   const WeightMatrix &w = call.weights;
   const int64_t tokens = call.tokens, inF = call.inputs, outF = call.outputs;
-  if (w.in != inF || w.out != outF)
+  // The grouped expert variant reads the whole stack: `stacked` experts.
+  const int64_t stacked = call.experts && outF > 0 ? w.out / outF : 1;
+  if (w.in != inF || w.out != stacked * outF)
     return Status(StatusCode::InvalidArgument,
                   "kernel " + kernel.name + ": weights of " +
                       std::to_string(w.in) + " x " + std::to_string(w.out) +
                       " for a " + std::to_string(inF) + " -> " +
                       std::to_string(outF) + " projection");
+  if (call.experts && !kernel.grouped)
+    return Status(StatusCode::InvalidArgument,
+                  "kernel " + kernel.name + " has no grouped expert variant");
   // A gated input holds [gate | up] halves of inF each.
   const int64_t width = call.gatedInput ? 2 * inF : inF;
   // W: [panels][rows][words] (Model::Weights; bf16 pairs as uint32 words,
@@ -105,9 +110,11 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   const int64_t groups = w.type == DType::I4 ? w.int4Layout().groups() : 0;
   const BufferShape groupShape = {
       {kInt4Panel, 1}, {groups, kInt4Panel}, {w.panels(), groups * kInt4Panel}};
+  if (call.experts)
+    args.push_back({"expert_index", call.experts, int32Type(), {{tokens, 1}}});
   if (w.type == DType::I8)
     args.push_back(
-        {"weight_scales", w.scales.placed(), float32Type(), {{outF, 1}}});
+        {"weight_scales", w.scales.placed(), float32Type(), {{w.out, 1}}});
   if (w.type == DType::I4)
     args.push_back(
         {"weight_scales", w.scales.placed(), float32Type(), groupShape});
@@ -115,7 +122,7 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
     args.push_back({"weight_zeros", w.zeros.placed(),
                     halide_type_t{halide_type_uint, 8, 1}, groupShape});
   if (!call.bias.empty())
-    args.push_back({"bias", call.bias.placed(), float32Type(), {{outF, 1}}});
+    args.push_back({"bias", call.bias.placed(), float32Type(), {{w.out, 1}}});
   if (call.positions)
     args.push_back({"positions", call.positions, int32Type(), {{tokens, 1}}});
   if (call.qkNorm)
@@ -148,6 +155,17 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   }
   if (call.best)
     args.push_back({"best_token", call.best, int32Type(), {{tokens, 1}}});
+  if (call.experts) {
+    for (int64_t m = 0; m < tokens; m++)
+      if (call.experts[m] < 0 || call.experts[m] >= stacked)
+        return Status(StatusCode::InvalidArgument,
+                      "kernel " + kernel.name + ": expert " +
+                          std::to_string(call.experts[m]) + " of " +
+                          std::to_string(stacked));
+    Kernel grouped{kernel.name + "_experts", kernel.grouped,
+                   kernel.groupedMetadata};
+    return callKernel(grouped, args, device);
+  }
   if (tokens <= 2 && kernel.fewTokens) {
     Kernel gemv{kernel.name + "_gemv", kernel.fewTokens,
                 kernel.fewTokensMetadata};

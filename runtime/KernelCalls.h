@@ -66,6 +66,11 @@ struct LinearCall {
   bool gatedInput = false;            ///< gate | up halves, SiLU(gate)·up
   const CacheAppendArgs *append = nullptr;
   int32_t *best = nullptr; ///< [tokens]
+  /// An expert kernel's grouped variant (Kernel::grouped): `weights` (and
+  /// `bias`) stack the experts, `outputs` features each, and row m
+  /// multiplies expert experts[m]'s matrix, experts [tokens], each in
+  /// [0, weights.out / outputs).
+  const int32_t *experts = nullptr;
 };
 Status linear(const DeviceApi *device, const LinearCall &call);
 

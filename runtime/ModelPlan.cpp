@@ -190,6 +190,11 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         kernel.fewTokens = gemv->second->function;
         kernel.fewTokensMetadata = gemv->second->metadata;
       }
+      auto grouped = kernels.find(name + "_experts");
+      if (grouped != kernels.end()) {
+        kernel.grouped = grouped->second->function;
+        kernel.groupedMetadata = grouped->second->metadata;
+      }
     };
     if (kind == plan::kOpEmbedding) {
       op.kind = OpKind::Embedding;

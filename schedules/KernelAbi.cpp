@@ -95,6 +95,11 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
   std::vector<KernelBuffer> buffers = {
       {"input", E::F32,
        gated ? "[tokens][2 * in_features]" : "[tokens][in_features]"}};
+  // The grouped expert variant: W, its scales and bias stack `experts`
+  // matrices ([experts * panels] panels, [experts * out_features] scales),
+  // row m using expert_index[m]'s.
+  if (spec.groupedExperts)
+    buffers.push_back({"expert_index", E::I32, "[tokens]"});
   switch (spec.weightElement) {
   case DType::BF16:
     buffers.push_back({"weight", E::U32, "[panels][in_features][16]"});

@@ -390,6 +390,21 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
   const int groups = int4 ? (in + group - 1) / group : 0;
+  // The grouped expert variant: W stacks `experts` matrices of `panels`
+  // panels each, and token row m reads expert expert_index[m]'s (clamped:
+  // an index out of range reads a real expert, never past W; the runtime
+  // checks its indices first).
+  const bool grouped = spec.groupedExperts;
+  if (grouped && (gpu || spec.experts < 1 || out % P != 0 ||
+                  spec.ropeTheta > 0 || spec.cacheAppend.kvHeads > 0 ||
+                  spec.argmax || spec.schedule.tileRows != 1))
+    throw std::invalid_argument(
+        "linear kernel " + spec.functionName +
+        ": a grouped expert kernel needs experts > 0 of whole panels, one-row "
+        "tiles, a CPU, and no RoPE, cache append or argmax");
+  const int stacked = grouped ? spec.experts : 1;
+  ImageParam expertIndex =
+      grouped ? buffers.input("expert_index") : ImageParam(); // (m)
   ImageParam weight = buffers.input("weight");
   // int8: (n); int4: (p, g, q), as are the zero points.
   ImageParam weightScales =
@@ -418,6 +433,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   int tileN = std::max(unit, s.tileVectors * vec / unit * unit);
   const int tilePanels = tileN / P;
   Expr row = min(m, input.dim(1).extent() - 1);
+  // Row m's expert and the first of its output features in the stack.
+  Expr expert = grouped ? clamp(expertIndex(row), 0, stacked - 1) : Expr(0);
+  Expr firstOutput = expert * out;
   // A gated input: act(gate) · up, computed once per element (below).
   const bool gated = spec.inputGate != Activation::None;
   Var k("k");
@@ -443,7 +461,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // the last panel again (clamped) and padded features (zero weights);
   // the output never stores them.
   Var p("p"), q("q");
-  Expr panel = min(q, panels - 1);
+  Expr panel = expert * panels + min(q, panels - 1);
   auto weightAt = [&](Expr k) -> Expr {
     if (!pairs)
       return cast<float>(weight(p, k, panel));
@@ -457,7 +475,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   };
   Func accumulate("accumulate");
   accumulate(p, q, m) =
-      spec.bias && !int8 ? bias(min(q * P + p, out - 1)) : 0.0f;
+      spec.bias && !int8 ? bias(firstOutput + min(q * P + p, out - 1)) : 0.0f;
   Func partial("partial"); // (p, q, m, block): one block's share of the sum
   Var kb("kb");
   RDom rki(0, std::max(kBlock, 1), "rki");
@@ -581,9 +599,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     sum(n, m) = registerTileSum;
   }
   if (int8) {
-    Expr scaled = sum(n, m) * weightScales(n);
+    Expr scaled = sum(n, m) * weightScales(firstOutput + n);
     sum = Func("scaled_sum");
-    sum(n, m) = spec.bias ? scaled + bias(n) : scaled;
+    sum(n, m) = spec.bias ? scaled + bias(firstOutput + n) : scaled;
   }
   Func output("projected");
   ImageParam positions = rope ? buffers.input("positions") : ImageParam(); // (m)
@@ -792,17 +810,27 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const int words = int8 ? 32 : int4 ? int(kInt4RowWords) : 16;
   weight.dim(0).set_min(0).set_extent(words).set_stride(1);
   weight.dim(1).set_min(0).set_extent(weightRows).set_stride(words);
-  weight.dim(2).set_min(0).set_extent(panels).set_stride(words * weightRows);
+  weight.dim(2)
+      .set_min(0)
+      .set_extent(stacked * panels)
+      .set_stride(words * weightRows);
   if (spec.bias)
-    bias.dim(0).set_min(0).set_extent(out).set_stride(1);
+    bias.dim(0).set_min(0).set_extent(stacked * out).set_stride(1);
   if (int8)
-    weightScales.dim(0).set_min(0).set_extent(out).set_stride(1);
+    weightScales.dim(0).set_min(0).set_extent(stacked * out).set_stride(1);
   for (ImageParam perGroup : {weightScales, weightZeros})
     if (int4 && perGroup.defined()) {
       perGroup.dim(0).set_min(0).set_extent(P).set_stride(1);
       perGroup.dim(1).set_min(0).set_extent(groups).set_stride(P);
-      perGroup.dim(2).set_min(0).set_extent(panels).set_stride(P * groups);
+      perGroup.dim(2)
+          .set_min(0)
+          .set_extent(stacked * panels)
+          .set_stride(P * groups);
     }
+  if (grouped) {
+    expertIndex.dim(0).set_min(0).set_stride(1);
+    expertIndex.dim(0).set_extent(input.dim(1).extent());
+  }
   output.output_buffer().dim(0).set_min(0).set_extent(out).set_stride(1);
   output.output_buffer().dim(1).set_min(0).set_stride(out);
 
@@ -895,6 +923,17 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       .split(m, mo, mi, s.tileRows, guard)
       .reorder(ni, mi, mo, no)
       .vectorize(ni, vec, guard);
+  // Where a task's tile is computed: per (token tile, feature tile). The
+  // grouped expert variant's rows read different experts' W: a task per row
+  // streams its expert's panels from first to last (one contiguous run of
+  // memory). One call for a decode step's 8 experts where a call per expert
+  // woke the thread pool 8 times; tasks of (row, feature tile) pairs, which
+  // hop between experts, measured up to 1.75x slower (bench/README.md).
+  Var tileLoop = mo;
+  if (grouped) {
+    tiled.reorder(ni, mi, no, mo).parallel(mo);
+    tileLoop = no;
+  }
   // A one-row (decode) product of a small matrix is a few microseconds of
   // work, less than waking a worker thread: measured in the translator
   // (d_model 128, matrices up to 128 x 512), a third of the time went to the
@@ -903,7 +942,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // 384 x 1024) ran serially below 2^20 and decoded at 34% of the read
   // bandwidth (bench/README.md, session 28).
   const bool smallGemv = s.tileRows == 1 && int64_t(in) * out < (1 << 17);
-  if (!smallGemv)
+  if (!smallGemv && !grouped)
     tiled.parallel(no);
   if (amx) {
     // Where the CPU has AMX: the extern stage computes each task's tileN
@@ -936,7 +975,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   if (int8 || int4) {
     // Per block, the int32 dot products of a register tile, scaled into
     // the fp32 tile (in registers or L1) once per block.
-    accumulate.compute_at(tiled, mo);
+    accumulate.compute_at(tiled, tileLoop);
     registerTile(accumulate, rb);
     blockDot.compute_at(accumulate, rb);
     unrollTile(boundTile(blockDot));
@@ -982,7 +1021,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     partial.compute_at(accumulate, mo2);
     registerTile(partial, rki);
   } else {
-    accumulate.compute_at(tiled, mo);
+    accumulate.compute_at(tiled, tileLoop);
     registerTile(accumulate, rk);
   }
   if (qkNorm && !projectionNorm) {

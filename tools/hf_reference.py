@@ -271,9 +271,14 @@ def mixture_of_experts(config, w, p, h, act):
     renormalized to sum 1 for Mixtral and where Qwen3-MoE's norm_topk_prob
     says; the output is the weighted sum of the chosen experts' SwiGLU
     MLPs. Mixtral names them block_sparse_moe.{gate, experts.E.w1/w3/w2},
-    Qwen3-MoE mlp.{gate, experts.E.gate_proj/up_proj/down_proj}."""
+    Qwen3-MoE mlp.{gate, experts.E.gate_proj/up_proj/down_proj}. Qwen2-MoE
+    (Qwen1.5-MoE, Qwen2-57B-A14B) adds a shared expert every token runs,
+    mlp.shared_expert.*, an MLP of shared_expert_intermediate_size whose
+    output is scaled by sigmoid(h · mlp.shared_expert_gate) before it joins
+    the sum."""
     mixtral = config["model_type"] == "mixtral"
-    k = config.get("num_experts_per_tok", 2 if mixtral else 8)
+    qwen2 = config["model_type"] == "qwen2_moe"
+    k = config.get("num_experts_per_tok", 2 if mixtral else 4 if qwen2 else 8)
     normalize = True if mixtral else config.get("norm_topk_prob", False)
     base = p + ("block_sparse_moe." if mixtral else "mlp.")
     names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
@@ -287,21 +292,27 @@ def mixture_of_experts(config, w, p, h, act):
         for e, weight in zip(chosen, weights):
             gate, up, down = (w[f"{base}experts.{e}.{n}.weight"] for n in names)
             out[i] += weight * ((act(h[i] @ gate.T) * (h[i] @ up.T)) @ down.T)
+    if qwen2:
+        gate, up, down = (w[f"{base}shared_expert.{n}.weight"] for n in names)
+        shared = (act(h @ gate.T) * (h @ up.T)) @ down.T
+        scale = 1.0 / (1.0 + np.exp(-(h @ w[base + "shared_expert_gate.weight"].T)))
+        out += scale * shared
     return out
 
 
 def sparse_layers(config):
     """Which layers' MLP is a mixture of experts: every Mixtral layer; for
-    Qwen3-MoE those not in mlp_only_layers whose index + 1 is a multiple of
+    Qwen3-MoE and Qwen2-MoE those not in mlp_only_layers whose index + 1 is a multiple of
     decoder_sparse_step (none with num_experts 0); no other family's."""
     layers = config["num_hidden_layers"]
     if config["model_type"] == "mixtral":
         return [True] * layers
-    if config["model_type"] != "qwen3_moe":
+    if config["model_type"] not in ("qwen3_moe", "qwen2_moe"):
         return [False] * layers
     only = set(config.get("mlp_only_layers") or [])
     step = config.get("decoder_sparse_step", 1)
-    experts = config.get("num_experts", 128)
+    experts = config.get("num_experts",
+                         60 if config["model_type"] == "qwen2_moe" else 128)
     return [i not in only and experts > 0 and (i + 1) % step == 0
             for i in range(layers)]
 
@@ -324,7 +335,7 @@ def llama_logits(config, w, tokens):
         window = config.get("sliding_window")
     first_windowed = 0
     layers = config["num_hidden_layers"]
-    qwen = kind in ("qwen2", "qwen3", "qwen3_moe")
+    qwen = kind in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe")
     if qwen and config.get("use_sliding_window"):
         window = config.get("sliding_window")
         first_windowed = config.get("max_window_layers", 28)
@@ -627,6 +638,7 @@ def main():
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "qwen3": llama_logits,
                "mixtral": llama_logits, "qwen3_moe": llama_logits,
+               "qwen2_moe": llama_logits,
                "gemma2": gemma_logits, "gemma3_text": gemma_logits,
                "phi3": phi3_logits, "olmo2": olmo2_logits,
                "gpt2": gpt2_logits}.get(config["model_type"])

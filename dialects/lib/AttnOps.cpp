@@ -718,5 +718,18 @@ LogicalResult LinearKernelOp::verify() {
   if (getArgmax() && append)
     return emitOpError() << "argmax (an output head's) and the cache append "
                             "do not combine";
+  if (std::optional<uint64_t> experts = getExperts()) {
+    if (*experts < 2 || *experts > uint64_t(limits::kExperts))
+      return emitOpError() << "experts must be in [2, " << limits::kExperts
+                           << "], got " << *experts;
+    // Each expert begins a panel of the stack (at most 32 features).
+    if (getOutFeatures() % 32)
+      return emitOpError() << "experts need out_features to be a multiple "
+                              "of 32, got "
+                           << getOutFeatures();
+    if (rope || append || getArgmax())
+      return emitOpError() << "an expert kernel has no RoPE, cache append or "
+                              "argmax";
+  }
   return success();
 }

@@ -110,6 +110,27 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts must be in [2, 4096], got 1}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, experts = 1 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts need out_features to be a multiple of 32, got 48}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 48 : i64, experts = 4 : i64}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{an expert kernel has no RoPE, cache append or argmax}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 8 : i64, out_features = 32 : i64, experts = 4 : i64, argmax}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   // expected-error @+1 {{fused_cache_append needs a layer with a cache}}
   attn.attention_layer @l self {fused_cache_append, head_dim = 8 : i64, mask = #attn.mask<causal>, num_kv_heads = 1 : i64, num_query_heads = 1 : i64}
 }

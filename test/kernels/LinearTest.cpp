@@ -628,4 +628,151 @@ INSTANTIATE_TEST_SUITE_P(
                     ArgmaxCase{5000, 129, 4, {}}, // K-blocked reduction
                     ArgmaxCase{16, 5, 1, {}}));   // tiny
 
+// The grouped expert variant (LinearSpec::groupedExperts): W stacks
+// `experts` matrices, and row m multiplies expert index[m]'s, as a decode
+// step runs every chosen expert in one call. Against a double reference over
+// the stacked W as packed (dequantized for int8 and int4), the inputs as the
+// kernel rounds them within their rounding's bound (LinearTest's tolerance).
+// Rows choose experts at random, one expert twice, the last expert always;
+// gated inputs (a down projection's SiLU(gate)·up) and biases included.
+struct GroupedCase {
+  int in, out, experts, rows;
+  bool bias, gated;
+  attn::DType weights = attn::DType::F32;
+  int group = 0; ///< I4: inputs per scale
+  bool zeros = false;
+};
+
+class GroupedExpertsTest : public testing::TestWithParam<GroupedCase> {};
+
+TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
+  const GroupedCase &c = GetParam();
+  attn::LinearSpec spec;
+  spec.functionName = "experts";
+  spec.inFeatures = c.in;
+  spec.outFeatures = c.out;
+  spec.bias = c.bias;
+  spec.inputGate = c.gated ? attn::Activation::Silu : attn::Activation::None;
+  spec.weightElement = c.weights;
+  spec.weightGroup = c.group;
+  spec.weightZeros = c.zeros;
+  spec.experts = c.experts;
+  spec.groupedExperts = true;
+  spec.schedule.tileRows = 1;
+  Halide::Target target = Halide::get_jit_target_from_environment();
+  attn::KernelPipeline kernel = attn::buildLinearPipeline(spec, target);
+  kernel.pipeline.compile_jit(target);
+
+  const int stacked = c.experts * c.out, width = c.gated ? 2 * c.in : c.in;
+  std::mt19937 rng(c.in * 17 + c.out + c.experts);
+  std::vector<float> x = randomVector(size_t(c.rows) * width, rng),
+                     w = randomVector(size_t(c.in) * stacked, rng),
+                     b = randomVector(stacked, rng);
+  std::vector<int32_t> index(c.rows);
+  std::uniform_int_distribution<int> pick(0, c.experts - 1);
+  for (int32_t &e : index)
+    e = pick(rng);
+  index[0] = c.experts - 1;
+  if (c.rows > 2)
+    index[2] = index[1];
+  for (float &v : w)
+    v = c.weights == attn::DType::BF16  ? float(Halide::bfloat16_t(v))
+        : c.weights == attn::DType::F16 ? float(Halide::float16_t(v))
+                                        : v;
+  Halide::Buffer<float> scales;
+  Halide::Buffer<> packed = attn::packLinearWeights(
+      w.data(), c.in, stacked, c.weights, &scales, c.group);
+  // What the kernel multiplies: the packed values, dequantized.
+  const bool int8 = c.weights == attn::DType::I8,
+             int4 = c.weights == attn::DType::I4;
+  const attn::Int4Layout layout{c.in, stacked, c.group};
+  Halide::Buffer<uint8_t> zeros;
+  if (int4) {
+    zeros = Halide::Buffer<uint8_t>(scales.width(), scales.height(),
+                                    scales.channels());
+    std::uniform_int_distribution<int> zero(0, 15);
+    zeros.for_each_value([&](uint8_t &z) {
+      z = c.zeros ? uint8_t(zero(rng)) : attn::kInt4SymmetricZero;
+    });
+  }
+  for (int k = 0; k < c.in; k++)
+    for (int n = 0; n < stacked; n++) {
+      float &v = w[size_t(k) * stacked + n];
+      if (int8)
+        v = float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
+            scales(n);
+      if (int4) {
+        const size_t at = layout.scaleOf(k / c.group, n);
+        v = float(int(layout.get(packed.as<uint16_t>().data(), k, n)) -
+                  int(zeros.data()[at])) *
+            scales.data()[at];
+      }
+    }
+
+  Halide::Buffer<float> input(x.data(), width, c.rows), bias(b.data(), stacked),
+      output(c.out, c.rows);
+  Halide::Buffer<int32_t> experts(index.data(), c.rows);
+  Halide::ParamMap params;
+  size_t next = 0;
+  params.set(kernel.inputs[next++], input);
+  params.set(kernel.inputs[next++], experts);
+  params.set(kernel.inputs[next++], packed);
+  if (int8 || int4)
+    params.set(kernel.inputs[next++], scales);
+  if (c.zeros)
+    params.set(kernel.inputs[next++], zeros);
+  if (c.bias)
+    params.set(kernel.inputs[next++], bias);
+  ASSERT_EQ(next, kernel.inputs.size());
+  kernel.pipeline.realize(output, target, params);
+
+  const double tolerance = 1e-5 * std::sqrt(double(c.in));
+  for (int m = 0; m < c.rows; m++) {
+    // The row's input (SiLU(gate)·up for a gated one) and, for int8 and
+    // int4, half a step of its rounding to int16 per block.
+    std::vector<double> row(c.in), halfStep(c.in, 0.0);
+    const float *xm = x.data() + size_t(m) * width;
+    for (int k = 0; k < c.in; k++)
+      row[k] = c.gated ? double(xm[k]) / (1.0 + std::exp(-double(xm[k]))) *
+                             xm[c.in + k]
+                       : xm[k];
+    if (int8 || int4) {
+      const int block = int4 ? c.group : attn::kInt8InputBlock;
+      for (int b0 = 0; b0 < c.in; b0 += block) {
+        double largest = 0;
+        for (int k = b0; k < std::min(c.in, b0 + block); k++)
+          largest = std::max(largest, std::fabs(row[k]));
+        for (int k = b0; k < std::min(c.in, b0 + block); k++)
+          halfStep[k] = largest / 32767.0 / 2.0 * 1.01;
+      }
+    }
+    const int first = index[m] * c.out;
+    for (int n = 0; n < c.out; n++) {
+      double exact = c.bias ? b[first + n] : 0.0, bound = 0;
+      for (int k = 0; k < c.in; k++) {
+        const double weight = w[size_t(k) * stacked + first + n];
+        exact += row[k] * weight;
+        bound += std::fabs(weight) * halfStep[k];
+      }
+      ASSERT_LE(std::fabs(output(n, m) - exact), bound + tolerance)
+          << "row " << m << " (expert " << index[m] << "), feature " << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, GroupedExpertsTest,
+    testing::Values(
+        // A half-width Qwen3-30B-A3B's gate | up and down, 8 of 16.
+        GroupedCase{256, 2 * 96, 16, 8, false, false, attn::DType::BF16},
+        GroupedCase{96, 256, 16, 8, false, true, attn::DType::BF16},
+        GroupedCase{64, 64, 4, 3, true, false},         // f32, bias
+        GroupedCase{64, 32, 5, 2, true, true, attn::DType::F16},
+        GroupedCase{128, 64, 8, 4, true, false, attn::DType::I8},
+        GroupedCase{96, 128, 8, 4, false, true, attn::DType::I8},
+        GroupedCase{256, 64, 6, 5, false, false, attn::DType::I4, 128},
+        GroupedCase{128, 96, 6, 5, true, true, attn::DType::I4, 32},
+        GroupedCase{128, 64, 3, 4, false, false, attn::DType::I4, 64, true},
+        GroupedCase{64, 64, 2, 1, false, false}));      // one row
+
 } // namespace

@@ -493,7 +493,11 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     kernel), a second output holds each token's greedy choice: the lowest
     index of its largest output, -1 when one of them is NaN. With `softcap`
     (an output head's), each output becomes softcap·tanh(output/softcap)
-    first.
+    first. With `experts` (a mixture's expert up or down kernel), W stacks
+    that many matrices of out_features outputs each, whole panels one
+    expert after another: the kernel runs on a view of one, and its grouped
+    variant (`<name>_experts`) on the stack, input row m multiplying expert
+    `expert_index[m]`'s (every expert a decode step chose, in one call).
 
     ```mlir
     attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
@@ -519,7 +523,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        UnitAttr:$weight_zeros,
                        OptionalAttr<Attn_QkNormAttr>:$qk_norm,
                        OptionalAttr<F32Attr>:$softcap,
-                       OptionalAttr<Attn_PositiveI64>:$rope_dim);
+                       OptionalAttr<Attn_PositiveI64>:$rope_dim,
+                       OptionalAttr<Attn_PositiveI64>:$experts);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -100,6 +100,7 @@ public:
     bool argmax = false; // an output head's greedy token
     float softcap = 0;   // an output head's logit cap; 0: none
     Type weights;        // null: the model's weight dtype
+    int64_t experts = 0; // a mixture's expert kernel: the stack's experts
   };
 
   /// A router's weights: as the model's float weights, or bf16 where the
@@ -163,6 +164,8 @@ public:
       name += "_cap" + nameNumber(l.softcap);
     if (l.argmax)
       name += "_argmax";
+    if (l.experts > 0)
+      name += "_x" + std::to_string(l.experts);
     // Every linear kernel of a model reads the model's weight dtype but a
     // router (routerWeights).
     Type weights = l.weights
@@ -204,7 +207,8 @@ public:
           group ? builder.getI64IntegerAttr(int64_t(*group)) : IntegerAttr(),
           zeros, l.ropeTheta > 0 ? l.qkNorm : QkNormAttr(),
           l.softcap > 0 ? builder.getF32FloatAttr(l.softcap) : FloatAttr(),
-          l.ropeTheta > 0 ? positive(l.ropeDim) : IntegerAttr());
+          l.ropeTheta > 0 ? positive(l.ropeDim) : IntegerAttr(),
+          positive(l.experts));
     });
   }
 
@@ -267,24 +271,29 @@ public:
       // Experts: one expert's kernels; the runtime sums the chosen experts'
       // outputs, weighted, into the stream (no residual in the kernel).
       const bool residual = !ffn.getExperts() && addsResidualItself(ffn);
-      if (ExpertsAttr experts = ffn.getExpertsAttr()) {
-        Linear router{dModel, experts.getCount()};
+      int64_t experts = 0;
+      if (ExpertsAttr attr = ffn.getExpertsAttr()) {
+        experts = attr.getCount();
+        Linear router{dModel, experts};
         router.weights = routerWeights();
         ffn.setRouterKernelAttr(linear(router, ffn.getLoc()));
       }
       if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
-        ffn.setUpKernelAttr(
-            linear({dModel, 2 * size, ffn.getBias()}, ffn.getLoc()));
+        Linear up{dModel, 2 * size, ffn.getBias()};
+        up.experts = experts;
+        ffn.setUpKernelAttr(linear(up, ffn.getLoc()));
         Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
         down.inputGate = ffn.getActivation();
+        down.experts = experts;
         ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
         return success();
       }
-      ffn.setUpKernelAttr(linear(
-          {dModel, size, ffn.getBias(), ffn.getActivation()}, ffn.getLoc()));
-      ffn.setDownKernelAttr(linear(
-          {size, dModel, ffn.getBias(), Activation::None, residual},
-          ffn.getLoc()));
+      Linear up{dModel, size, ffn.getBias(), ffn.getActivation()};
+      up.experts = experts;
+      ffn.setUpKernelAttr(linear(up, ffn.getLoc()));
+      Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
+      down.experts = experts;
+      ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
       return success();
     }
     if (auto head = dyn_cast<OutputHeadOp>(op)) {

@@ -42,6 +42,10 @@ struct Kernel {
   /// null when the table has none.
   void (*fewTokens)(void) = nullptr;
   KernelMetadata fewTokensMetadata = nullptr;
+  /// Expert kernels: the grouped variant over the whole stack of experts
+  /// (`<name>_experts`, LinearCall::experts), null when the table has none.
+  void (*grouped)(void) = nullptr;
+  KernelMetadata groupedMetadata = nullptr;
   explicit operator bool() const { return function != nullptr; }
 };
 

@@ -280,6 +280,15 @@ struct LinearSpec {
   /// dequantized W) rounded to bf16 on AMX tiles (linearUsesAmx,
   /// Pipelines.h); false keeps the kernel's own product.
   bool bf16Products = true;
+  /// > 0: a mixture's expert kernel. W stacks `experts` matrices of
+  /// outFeatures outputs each (whole panels, one expert after another);
+  /// the kernel itself runs on a view of one of them.
+  int experts = 0;
+  /// The grouped variant of an expert kernel (`<name>_experts`): W is the
+  /// whole stack and row m of the input multiplies expert expert_index[m]'s
+  /// matrix, so one call runs every expert a decode step chose. One-row
+  /// tiles; no RoPE, cache append or argmax.
+  bool groupedExperts = false;
   LinearSchedule schedule;
 };
 
