@@ -306,14 +306,20 @@ bool readStack(const json::Object &object, const JsonPath &path,
         std::optional<int64_t> perToken =
             experts.getInt("per_token", true, 1, limits::kExperts);
         bool normalize = experts.optionalBool("normalize").value_or(true);
+        std::optional<int64_t> shared =
+            experts.getInt("shared", false, 0, limits::kFfn, 0);
+        bool sharedGate = experts.optionalBool("shared_gate").value_or(false);
         if (count && perToken && *perToken > *count)
           experts.error("per_token", "per_token (" + llvm::Twine(*perToken) +
                                          ") exceeds count (" +
                                          llvm::Twine(*count) + ")");
-        if (!experts.finish() || !count || !perToken)
+        if (sharedGate && shared && *shared == 0)
+          experts.error("shared_gate", "shared_gate needs shared experts "
+                                       "('shared' hidden features)");
+        if (!experts.finish() || !count || !perToken || !shared)
           return false;
         ffnExperts = builder.experts(*symbolizeRouterKind(router), *count,
-                                     *perToken, normalize);
+                                     *perToken, normalize, *shared, sharedGate);
       }
     }
     // Pre-norm: norm, then the sublayer reads it. Post-norm: the sublayer

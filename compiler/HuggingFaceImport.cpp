@@ -201,8 +201,10 @@ struct DecoderFamily {
   /// Mixtral's (every layer: num_local_experts, num_experts_per_tok, the
   /// chosen weights renormalized); Qwen3-MoE's (num_experts,
   /// num_experts_per_tok, moe_intermediate_size, norm_topk_prob, and
-  /// decoder_sparse_step and mlp_only_layers choosing the sparse layers).
-  enum class Moe { None, Mixtral, Qwen } moe = Moe::None;
+  /// decoder_sparse_step and mlp_only_layers choosing the sparse layers);
+  /// Qwen2-MoE's (Qwen3-MoE's keys, with other defaults, and a shared
+  /// expert of shared_expert_intermediate_size behind a sigmoid gate).
+  enum class Moe { None, Mixtral, Qwen, Qwen2 } moe = Moe::None;
 };
 
 using mlir::attn::QkNormScope;
@@ -221,6 +223,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"gpt2",    "gpt2",  Window::Ignored, false, {},                      1e-5, false,  false},
     {"mixtral", "mixtral", Window::Every, false, {},                      1e-5, false,  false, DecoderFamily::Moe::Mixtral},
     {"qwen3_moe", "llama", Window::Qwen,  false, QkNormScope::Head,       1e-6, false,  false, DecoderFamily::Moe::Qwen},
+    {"qwen2_moe", "llama", Window::Qwen,  true,  {},                      1e-6, false,  false, DecoderFamily::Moe::Qwen2},
 };
 // clang-format on
 
@@ -412,18 +415,26 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   // A mixture of experts: which layers, how many experts, how many a token
   // runs (the config classes' defaults where a key is left out).
   using Moe = DecoderFamily::Moe;
-  std::optional<int64_t> expertCount, expertsPerToken, expertSize;
+  std::optional<int64_t> expertCount, expertsPerToken, expertSize,
+      sharedSize = 0;
   bool normalizeExperts = true;
   std::vector<bool> sparseLayers(size_t(*layers), family.moe != Moe::None);
   if (family.moe == Moe::Mixtral) {
     expertCount = config.getInt("num_local_experts", false, 2, 4096, 8);
     expertsPerToken = config.getInt("num_experts_per_tok", false, 1, 4096, 2);
     expertSize = intermediate;
-  } else if (family.moe == Moe::Qwen) {
-    // num_experts 0: every layer dense (Qwen3MoeDecoderLayer).
-    expertCount = config.getInt("num_experts", false, 0, 4096, 128);
-    expertsPerToken = config.getInt("num_experts_per_tok", false, 1, 4096, 8);
-    expertSize = config.getInt("moe_intermediate_size", false, 1, kMaxInt, 768);
+  } else if (family.moe == Moe::Qwen || family.moe == Moe::Qwen2) {
+    // num_experts 0: every layer dense (Qwen3MoeDecoderLayer). The config
+    // classes' defaults: Qwen3-30B-A3B's, Qwen1.5-MoE-A2.7B's.
+    const bool qwen2 = family.moe == Moe::Qwen2;
+    expertCount = config.getInt("num_experts", false, 0, 4096, qwen2 ? 60 : 128);
+    expertsPerToken =
+        config.getInt("num_experts_per_tok", false, 1, 4096, qwen2 ? 4 : 8);
+    expertSize = config.getInt("moe_intermediate_size", false, 1, kMaxInt,
+                               qwen2 ? 1408 : 768);
+    if (qwen2)
+      sharedSize = config.getInt("shared_expert_intermediate_size", false, 1,
+                                 kMaxInt, 5632);
     normalizeExperts = config.optionalBool("norm_topk_prob").value_or(false);
     std::optional<int64_t> step =
         config.getInt("decoder_sparse_step", false, 1, 4096, 1);
@@ -455,7 +466,7 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                      (family.moe == Moe::Mixtral ? "num_local_experts"
                                                  : "num_experts") +
                      " (" + llvm::Twine(*expertCount) + ")");
-  if (!config.ok() || !activation)
+  if (!config.ok() || !activation || !sharedSize)
     return nullptr;
   // Layers point at the key that makes them what they are: the window when
   // there is one, else the layer count.
@@ -514,7 +525,8 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
                      /*bias=*/false, /*gated=*/true, "", at,
                      builder.experts(mlir::attn::RouterKind::SoftmaxTopK,
                                      *expertCount, *expertsPerToken,
-                                     normalizeExperts));
+                                     normalizeExperts, *sharedSize,
+                                     /*sharedGate=*/*sharedSize > 0));
     else
       builder.addFfn(block + "_ffn", *activation, *intermediate,
                      gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
@@ -897,7 +909,7 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
     return importEncoderDecoder(config, *type, locator, context, options, name);
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
-      << "' (attnc imports llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, "
+      << "' (attnc imports llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
          "gemma2, gemma3_text, gemma3, phi3, olmo2, gpt2, marian and bart)";
   return nullptr;
 }

@@ -68,15 +68,17 @@ void ModelBuilder::addFfn(llvm::StringRef name,
       bias ? builder.getUnitAttr() : UnitAttr(),
       gated ? builder.getUnitAttr() : UnitAttr(),
       optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
-      experts, FlatSymbolRefAttr());
+      experts, FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr());
 }
 
 mlir::attn::ExpertsAttr
 ModelBuilder::experts(mlir::attn::RouterKind router, int64_t count,
-                      int64_t perToken, bool normalize) {
-  return mlir::attn::ExpertsAttr::get(builder.getContext(), router, count,
-                                      perToken,
-                                      builder.getBoolAttr(normalize));
+                      int64_t perToken, bool normalize, int64_t shared,
+                      bool sharedGate) {
+  return mlir::attn::ExpertsAttr::get(
+      builder.getContext(), router, count, perToken,
+      builder.getBoolAttr(normalize), shared,
+      sharedGate ? builder.getBoolAttr(true) : BoolAttr());
 }
 
 void setWeights(mlir::attn::ModelOp model, Type type,

@@ -64,9 +64,12 @@ public:
               int64_t intermediateSize, bool bias, bool gated,
               llvm::StringRef stack, mlir::Location loc,
               mlir::attn::ExpertsAttr experts = {});
-  /// A mixture of experts for addFfn (ExpertsAttr: the router's rule).
+  /// A mixture of experts for addFfn (ExpertsAttr: the router's rule; shared
+  /// experts of `shared` hidden features, 0: none, their output gated by
+  /// sigmoid(x · g) with `sharedGate`).
   mlir::attn::ExpertsAttr experts(mlir::attn::RouterKind router, int64_t count,
-                                  int64_t perToken, bool normalize);
+                                  int64_t perToken, bool normalize,
+                                  int64_t shared = 0, bool sharedGate = false);
   /// How the model's linear kernels read their weights (setWeights).
   void setWeightDtype(mlir::Type type,
                       std::optional<int64_t> group = std::nullopt,

@@ -53,12 +53,14 @@ int64_t weightBytesPerToken(ModelOp model) {
       if (layer.getKind() != LayerKind::Cross)
         bytes += weightBytes(model, layer.getKeyValueKernel());
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
-      // Experts: the router and the experts a token runs.
+      // Experts: the router, the experts a token runs and the shared ones.
       const int64_t experts =
           ffn.getExperts() ? ffn.getExpertsAttr().getPerToken() : 1;
       bytes += experts * (weightBytes(model, ffn.getUpKernel()) +
                           weightBytes(model, ffn.getDownKernel())) +
-               weightBytes(model, ffn.getRouterKernel());
+               weightBytes(model, ffn.getRouterKernel()) +
+               weightBytes(model, ffn.getSharedUpKernel()) +
+               weightBytes(model, ffn.getSharedDownKernel());
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       bytes += weightBytes(model, head.getKernel());
     }

@@ -123,6 +123,14 @@ std::string renderPlanJson(ModuleOp module,
             {plan::kRouterKernel, kernelName(ffn.getRouterKernel())},
             {plan::kRouterDtype, ::attn::dtypeName(routerType)},
             {plan::kRouterPanel, int64_t(::attn::weightPanel(routerType))}};
+        if (experts.getShared() > 0)
+          (*entry[plan::kExperts].getAsObject())[plan::kShared] =
+              llvm::json::Object{
+                  {plan::kIntermediateSize, experts.getShared()},
+                  {plan::kSharedGate, experts.getSharedGate() &&
+                                          experts.getSharedGate().getValue()},
+                  {plan::kUpKernel, kernelName(ffn.getSharedUpKernel())},
+                  {plan::kDownKernel, kernelName(ffn.getSharedDownKernel())}};
       }
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       // Whether the kernel also writes each token's greedy choice.

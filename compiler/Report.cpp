@@ -58,6 +58,8 @@ llvm::StringMap<std::vector<std::string>> kernelUsers(ModelOp model) {
       use(ffn.getUpKernel(), ffn.getSymName(), experts ? "expert up" : "up");
       use(ffn.getDownKernel(), ffn.getSymName(),
           experts ? "expert down" : "down");
+      use(ffn.getSharedUpKernel(), ffn.getSymName(), "shared up");
+      use(ffn.getSharedDownKernel(), ffn.getSymName(), "shared down");
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       use(head.getKernel(), head.getSymName(), "");
     }
@@ -259,7 +261,9 @@ std::string renderReport(ModuleOp module) {
           ffn.getExperts() ? ffn.getExpertsAttr().getPerToken() : 1;
       f.perToken += experts * (linearFlops(model, ffn.getUpKernel()) +
                                linearFlops(model, ffn.getDownKernel())) +
-                    linearFlops(model, ffn.getRouterKernel());
+                    linearFlops(model, ffn.getRouterKernel()) +
+                    linearFlops(model, ffn.getSharedUpKernel()) +
+                    linearFlops(model, ffn.getSharedDownKernel());
     } else if (auto head = dyn_cast<OutputHeadOp>(op)) {
       f.perToken += linearFlops(model, head.getKernel());
     } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
@@ -317,7 +321,8 @@ std::string renderReport(ModuleOp module) {
        << formatBytes(perToken) << "/token read by a decoded token ("
        << perToken << " B)\n";
   // A mixture of experts: what the experts hold against what a token reads.
-  int64_t sparse = 0, dense = 0, expertBytes = 0, activeBytes = 0;
+  int64_t sparse = 0, dense = 0, expertBytes = 0, activeBytes = 0,
+          sharedBytes = 0;
   std::set<std::pair<int64_t, int64_t>> shapes; // (count, per token)
   for (FfnOp ffn : model.getBody().front().getOps<FfnOp>()) {
     ExpertsAttr experts = ffn.getExpertsAttr();
@@ -331,6 +336,8 @@ std::string renderReport(ModuleOp module) {
                         weightBytes(model, ffn.getDownKernel());
     expertBytes += experts.getCount() * one;
     activeBytes += experts.getPerToken() * one;
+    sharedBytes += weightBytes(model, ffn.getSharedUpKernel()) +
+                   weightBytes(model, ffn.getSharedDownKernel());
   }
   if (sparse) {
     os << "experts: " << sparse << " FFNs of";
@@ -343,7 +350,11 @@ std::string renderReport(ModuleOp module) {
       os << " and " << dense << " dense";
     os << "; expert weights " << formatBytes(expertBytes) << " ("
        << expertBytes << " B), a token reads " << formatBytes(activeBytes)
-       << " of them (" << activeBytes << " B)\n";
+       << " of them (" << activeBytes << " B)";
+    if (sharedBytes)
+      os << " and every token the shared experts' " << formatBytes(sharedBytes)
+         << " (" << sharedBytes << " B)";
+    os << "\n";
   }
   os << "KV cache: " << bytes("kv_bytes_per_token", "/token") << ", "
      << bytes("kv_bytes_per_sequence", "/sequence at max length") << ", "

@@ -28,8 +28,9 @@ struct BufferWidths {
         if (op.cross)
           crossKeyValue = std::max(crossKeyValue, 2 * k);
       } else if (op.kind == OpKind::Ffn) {
-        hidden =
-            std::max(hidden, int64_t(op.gated ? 2 : 1) * op.intermediateSize);
+        hidden = std::max(hidden, int64_t(op.gated ? 2 : 1) *
+                                      std::max(op.intermediateSize,
+                                               op.experts.shared.intermediateSize));
         experts = std::max(experts, int64_t(op.experts.count));
         expertsPerToken =
             std::max(expertsPerToken, int64_t(op.experts.perToken));

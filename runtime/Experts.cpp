@@ -48,10 +48,12 @@ void routeTokens(const PlanOp::Experts &experts, const float *logits,
   }
 }
 
-Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
+namespace {
+/// Adds to `out` [tokens][d] the weighted outputs of the experts the router
+/// chooses for each row of `input`.
+Status addChosenExperts(const PlanOp &op, const ExpertWeights &w,
                         const float *input, int64_t tokens, int64_t d,
-                        ExpertBuffers &buffers, float *hidden,
-                        const float *residual, float *out) {
+                        ExpertBuffers &buffers, float *hidden, float *out) {
   const PlanOp::Experts &experts = op.experts;
   const int64_t count = experts.count, k = experts.perToken,
                 f = op.intermediateSize,
@@ -76,10 +78,6 @@ Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
   for (size_t i = 0; i < buffers.choices.size(); i++)
     byExpert[size_t(next[size_t(buffers.choices[i].expert)]++)] = int32_t(i);
 
-  if (residual)
-    std::memcpy(out, residual, size_t(tokens * d) * sizeof(float));
-  else
-    std::fill(out, out + tokens * d, 0.0f);
   float *gathered = buffers.gathered.data(), *output = buffers.output.data();
 
   // No expert chosen twice (a decode step of one sequence, or a batch whose
@@ -159,6 +157,55 @@ Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
     }
   }
   return Status::ok();
+}
+
+/// Adds to `out` the shared experts' FFN of every row of `input`, each
+/// row's scaled by sigmoid(x · g) where the plan gates it.
+Status addSharedExperts(const PlanOp &op, const ExpertWeights &w,
+                        const float *input, int64_t tokens, int64_t d,
+                        ExpertBuffers &buffers, float *hidden, float *out) {
+  const PlanOp::Experts::Shared &shared = op.experts.shared;
+  const int64_t s = shared.intermediateSize, width = (op.gated ? 2 : 1) * s;
+  float *output = buffers.output.data();
+  if (Status status = linear(nullptr, {shared.up, w.sharedUp, w.sharedUpBias,
+                                       input, tokens, d, width, hidden});
+      !status)
+    return status;
+  LinearCall down{shared.down, w.sharedDown, w.sharedDownBias, hidden,
+                  tokens,      s,            d,                output};
+  down.gatedInput = op.gated;
+  if (Status status = linear(nullptr, down); !status)
+    return status;
+  for (int64_t t = 0; t < tokens; t++) {
+    double scale = 1.0;
+    if (shared.gate) { // sigmoid of the token's dot product with g, in double
+      double dot = 0;
+      for (int64_t c = 0; c < d; c++)
+        dot += double(input[t * d + c]) * double(w.sharedGate[size_t(c)]);
+      scale = 1.0 / (1.0 + std::exp(-dot));
+    }
+    for (int64_t c = 0; c < d; c++)
+      out[t * d + c] += float(scale * double(output[t * d + c]));
+  }
+  return Status::ok();
+}
+} // namespace
+
+Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
+                        const float *input, int64_t tokens, int64_t d,
+                        ExpertBuffers &buffers, float *hidden,
+                        const float *residual, float *out) {
+  if (residual)
+    std::memcpy(out, residual, size_t(tokens * d) * sizeof(float));
+  else
+    std::fill(out, out + tokens * d, 0.0f);
+  if (Status s =
+          addChosenExperts(op, w, input, tokens, d, buffers, hidden, out);
+      !s)
+    return s;
+  if (op.experts.shared.intermediateSize == 0)
+    return Status::ok();
+  return addSharedExperts(op, w, input, tokens, d, buffers, hidden, out);
 }
 
 } // namespace attn::runtime

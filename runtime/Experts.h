@@ -35,15 +35,20 @@ void routeTokens(const PlanOp::Experts &experts, const float *logits,
 
 /// A mixture's weights (Model::Weights): the router [d][experts], every
 /// expert's up [d][experts · width] and down [f][experts · d] and their
-/// biases (empty: none).
+/// biases (empty: none); the shared experts' up [d][shared width] and down
+/// [shared][d], their biases, and their output's gate [d] (empty: none).
 struct ExpertWeights {
   const WeightMatrix &router, &up, &down;
   const Floats &upBias, &downBias;
+  const WeightMatrix &sharedUp, &sharedDown;
+  const Floats &sharedUpBias, &sharedDownBias, &sharedGate;
 };
 
 /// `out` [tokens][d] = `residual` (null: zero) + the weighted sum of the
-/// chosen experts' FFNs of `input` [tokens][d], with `hidden` [tokens][one
-/// expert's (gate | up)] for their hidden rows. CPU only.
+/// chosen experts' FFNs of `input` [tokens][d] + the shared experts' FFN
+/// (gated where the plan says), with `hidden` [tokens][the wider of one
+/// expert's and the shared experts' (gate | up)] for their hidden rows.
+/// CPU only.
 Status mixtureOfExperts(const PlanOp &op, const ExpertWeights &w,
                         const float *input, int64_t tokens, int64_t d,
                         ExpertBuffers &buffers, float *hidden,

@@ -246,6 +246,19 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                  std::to_string(result.weightPanel));
         if (!e.status())
           return e.status();
+        if (auto shared = experts->find(plan::kShared);
+            shared != experts->end()) {
+          if (!shared->is_object())
+            return planError("op '" + op.name +
+                             "': experts shared must be an object");
+          Fields s(*shared, "op '" + op.name + "' shared experts");
+          x.shared.intermediateSize = s.integer(plan::kIntermediateSize, 1);
+          x.shared.gate = s.boolean(plan::kSharedGate);
+          resolve(s, plan::kUpKernel, x.shared.up);
+          resolve(s, plan::kDownKernel, x.shared.down);
+          if (!s.status())
+            return s.status();
+        }
       }
     } else if (kind == plan::kOpOutputHead) {
       op.kind = OpKind::OutputHead;

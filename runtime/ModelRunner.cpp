@@ -474,7 +474,10 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
     case OpKind::Ffn: {
       if (op.experts.count) { // Experts.h; CPU only (Model::load)
         status = mixtureOfExperts(
-            op, {w.router, w.up, w.down, w.upBias, w.downBias}, current.data,
+            op,
+            {w.router, w.up, w.down, w.upBias, w.downBias, w.sharedUp,
+             w.sharedDown, w.sharedUpBias, w.sharedDownBias, w.sharedGate},
+            current.data,
             t, d, buffers.experts, hidden.data,
             normAddsOutput ? nullptr : x.data, residual.data);
         if (status && !normAddsOutput)

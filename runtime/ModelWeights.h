@@ -199,6 +199,10 @@ struct Model::Weights {
   // expert's gate | up), and router [d][experts].
   WeightMatrix up, down, router;
   Floats upBias, downBias;     // [(experts ·) ffn], [(experts ·) d]
+  // The experts' shared FFN: [d][shared] (gated: gate | up) and
+  // [shared][d], their biases, and its output's gate [d] (empty: none).
+  WeightMatrix sharedUp, sharedDown;
+  Floats sharedUpBias, sharedDownBias, sharedGate;
   WeightMatrix head;           // output head [d][vocab]
   Floats headBias;             // [vocab]
 
@@ -211,10 +215,12 @@ struct Model::Weights {
                     &self.normBias, &self.queryBias, &self.keyValueBias,
                     &self.outputBias, &self.upBias, &self.downBias,
                     &self.headBias, &self.queryNorm, &self.keyValueNorm,
-                    &self.sinks})
+                    &self.sinks, &self.sharedUpBias, &self.sharedDownBias,
+                    &self.sharedGate})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
-                    &self.down, &self.head, &self.router}) {
+                    &self.down, &self.head, &self.router, &self.sharedUp,
+                    &self.sharedDown}) {
       onMatrix(*m);
       onArray(m->f32);
       onArray(m->narrow);

@@ -48,6 +48,10 @@ struct FamilyNames {
   const char *expertGate = "mlp.experts.{e}.gate_proj",
              *expertUp = "mlp.experts.{e}.up_proj",
              *expertDown = "mlp.experts.{e}.down_proj";
+  /// Its shared experts' FFN, `{r}` the role's gate, up or down, and their
+  /// output's gate vector (Qwen2-MoE's names).
+  const char *sharedExpert = "mlp.shared_expert.{r}_proj",
+             *sharedExpertGate = "mlp.shared_expert_gate";
 
   std::string normBefore(const PlanOp &sublayer) const {
     return sublayer.kind == OpKind::Ffn ? ffnNorm
@@ -63,6 +67,10 @@ struct FamilyNames {
                                         : expertGate;
     const size_t at = name.find("{e}");
     return name.replace(at, 3, std::to_string(e));
+  }
+  std::string shared(const std::string &role) const {
+    std::string name = sharedExpert;
+    return name.replace(name.find("{r}"), 3, role);
   }
 };
 
@@ -504,6 +512,21 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
             if (op.bias)
               n.add(expertRole(e, role) + ".bias", base + ".bias", {shape[0]});
           }
+        // The shared experts' FFN, its roles "shared.gate" ... and the gate
+        // of its output, "shared_gate.weight" [1][d].
+        if (const int64_t s = op.experts.shared.intermediateSize) {
+          for (const auto &[role, shape] : roles) {
+            const int64_t rows = role == "down" ? d : s,
+                          cols = role == "down" ? s : d;
+            const std::string base = prefix + naming.shared(role);
+            addLinear(n, "shared." + role, base, rows, cols);
+            if (op.bias)
+              n.add("shared." + role + ".bias", base + ".bias", {rows});
+          }
+          if (op.experts.shared.gate)
+            n.add("shared_gate.weight",
+                  prefix + naming.sharedExpertGate + ".weight", {1, d});
+        }
         blockOfStack[stack]++;
         break;
       }

@@ -242,6 +242,26 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                    zeros);
         w->down.pack(downs, f, plan.weightPanel, plan.weightType,
                      plan.weightGroup, zeros);
+        if (const int64_t s = op.experts.shared.intermediateSize) {
+          std::vector<WeightRows> sharedUp;
+          if (op.gated)
+            sharedUp.push_back(rows(n, "shared.gate.weight"));
+          sharedUp.push_back(rows(n, "shared.up.weight"));
+          w->sharedUp.pack(sharedUp, d, plan.weightPanel, plan.weightType,
+                           plan.weightGroup, zeros);
+          w->sharedDown.pack({rows(n, "shared.down.weight")}, s,
+                             plan.weightPanel, plan.weightType,
+                             plan.weightGroup, zeros);
+          PooledVector<float> &bias = w->sharedUpBias.edit();
+          for (const char *r : {"shared.gate.bias", "shared.up.bias"}) {
+            if (!op.gated && std::string(r) == "shared.gate.bias")
+              continue;
+            const PooledVector<float> b = get(n, r);
+            bias.insert(bias.end(), b.begin(), b.end());
+          }
+          w->sharedDownBias = get(n, "shared.down.bias");
+          w->sharedGate = get(n, "shared_gate.weight");
+        }
         done();
         break;
       }

@@ -59,7 +59,8 @@ LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   RouterKind, int64_t count, int64_t perToken,
-                                  BoolAttr normalize) {
+                                  BoolAttr normalize, int64_t shared,
+                                  BoolAttr sharedGate) {
   if (count < 2 || count > limits::kExperts)
     return emitError() << "experts count must be in [2, " << limits::kExperts
                        << "], got " << count;
@@ -68,6 +69,11 @@ LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "], got " << perToken;
   if (!normalize)
     return emitError() << "experts normalize must be true or false";
+  if (shared < 0 || shared > limits::kFfn)
+    return emitError() << "experts shared must be in [0, " << limits::kFfn
+                       << "], got " << shared;
+  if (sharedGate && sharedGate.getValue() && shared == 0)
+    return emitError() << "experts shared_gate needs shared experts";
   return success();
 }
 

@@ -618,11 +618,17 @@ LogicalResult FfnOp::verify() {
   } else if (getRouterKernel()) {
     return emitOpError() << "a router_kernel needs experts";
   }
+  const bool shared = getExperts() && getExpertsAttr().getShared() > 0;
+  if (!shared && (getSharedUpKernel() || getSharedDownKernel()))
+    return emitOpError() << "shared expert kernels need experts with shared";
   return failure(
       failed(verifyStack(*this, getStack())) ||
       failed(verifyKernelRefs(*this, {{"up_kernel", getUpKernelAttr()},
                                       {"down_kernel", getDownKernelAttr()},
-                                      {"router_kernel", getRouterKernelAttr()}})));
+                                      {"router_kernel", getRouterKernelAttr()},
+                                      {"shared_up_kernel", getSharedUpKernelAttr()},
+                                      {"shared_down_kernel",
+                                       getSharedDownKernelAttr()}})));
 }
 
 LogicalResult OutputHeadOp::verify() {

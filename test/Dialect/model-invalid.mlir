@@ -414,3 +414,17 @@ attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch =
   // expected-error @+1 {{a router_kernel needs experts}}
   attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 96 : i64, router_kernel = @k}
 }
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts shared_gate needs shared experts}}
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true, shared_gate = true>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{shared expert kernels need experts with shared}}
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>, shared_up_kernel = @k}
+}

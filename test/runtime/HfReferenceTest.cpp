@@ -75,6 +75,7 @@
 #include "ref_qwen3.h"
 #include "ref_mixtral.h"
 #include "ref_mixtral_int4.h"
+#include "ref_qwen2_moe.h"
 #include "ref_qwen3_moe.h"
 #include "ref_qwen3_moe_int8.h"
 #include "ref_gemma2.h"
@@ -447,7 +448,19 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_qwen3_moe_int8_kernel_table,
                          REF_QWEN3_MOE_INT8_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16, DType::I8,
-                         "ref_qwen3_moe", nullptr, 12}),
+                         "ref_qwen3_moe", nullptr, 12},
+                    // Qwen2-MoE: 8 experts, 2 a token, not renormalized,
+                    // a shared expert (80 wide) behind its sigmoid gate on
+                    // every sparse layer, layer 2 dense; Q/K/V biases.
+                    Case{"ref_qwen2_moe", ref_qwen2_moe_plan_json,
+                         ref_qwen2_moe_kernel_table,
+                         REF_QWEN2_MOE_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::BF16, DType::F32, nullptr, nullptr, 12},
+                    Case{"ref_qwen2_moe_tied", ref_qwen2_moe_plan_json,
+                         ref_qwen2_moe_kernel_table,
+                         REF_QWEN2_MOE_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::BF16, DType::F32, "ref_qwen2_moe",
+                         nullptr, 12, true}),
     [](const auto &info) { return std::string(info.param.name); });
 
 // Layers GPTQ and AWQ cannot pack (8 values to an int32 along their packed
@@ -520,7 +533,19 @@ TEST(ExpertsPlanTest, MalformedExpertsAreRefused) {
       {"router must be",
        [](nlohmann::json &ffn) { ffn["experts"]["router"] = "sigmoid"; }},
       {"experts must be an object",
-       [](nlohmann::json &ffn) { ffn["experts"] = 8; }}};
+       [](nlohmann::json &ffn) { ffn["experts"] = 8; }},
+      {"experts shared must be an object",
+       [](nlohmann::json &ffn) { ffn["experts"]["shared"] = 64; }},
+      {"shared experts: missing 'up_kernel'",
+       [](nlohmann::json &ffn) {
+         ffn["experts"]["shared"] = {{"intermediate_size", 64}, {"gate", true}};
+       }},
+      {"shared experts: kernel 'nope' is not in the kernel table",
+       [](nlohmann::json &ffn) {
+         ffn["experts"]["shared"] = {{"intermediate_size", 64},
+                                     {"up_kernel", "nope"},
+                                     {"down_kernel", "nope"}};
+       }}};
   for (const Tamper &tamper : tampers) {
     nlohmann::json plan = nlohmann::json::parse(ref_mixtral_plan_json);
     bool changed = false;

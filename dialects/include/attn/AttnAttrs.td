@@ -155,16 +155,26 @@ def Attn_ExpertsAttr : AttrDef<Attn_Dialect, "Experts"> {
     probabilities as the weights, divided by their sum when `normalize`
     (Mixtral always; Qwen3-MoE's `norm_topk_prob`).
 
+    With `shared` (Qwen2-MoE, DeepSeek), every token also runs a shared
+    FFN of the FFN's kind with `shared` hidden features, added unweighted —
+    or, with `shared_gate` (Qwen2-MoE's `shared_expert_gate`), scaled by
+    sigmoid(x · g), g a learned `[d_model]` vector.
+
     ```mlir
     #attn.experts<softmax_top_k, count = 8, per_token = 2, normalize = true>
+    #attn.experts<softmax_top_k, count = 60, per_token = 4, normalize = false,
+                  shared = 5632, shared_gate = true>
     ```
   }];
   let parameters = (ins EnumParameter<Attn_RouterKind>:$router,
                         "int64_t":$count, "int64_t":$perToken,
-                        "::mlir::BoolAttr":$normalize);
+                        "::mlir::BoolAttr":$normalize,
+                        DefaultValuedParameter<"int64_t", "0">:$shared,
+                        OptionalParameter<"::mlir::BoolAttr">:$sharedGate);
   let assemblyFormat = [{
     `<` $router `,` `count` `=` $count `,` `per_token` `=` $perToken `,`
-    `normalize` `=` $normalize `>`
+    `normalize` `=` $normalize (`,` `shared` `=` $shared^)?
+    (`,` `shared_gate` `=` $sharedGate^)? `>`
   }];
   let genVerifyDecl = 1;
 }

@@ -421,7 +421,9 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
     logits), `up_kernel` and `down_kernel` one expert's (the runtime adds
     the weighted sum to the stream). An expert's weights start on a panel
     boundary of the matrix that stacks them all, so `d_model` and
-    `intermediate_size` are multiples of 32 (the widest panel).
+    `intermediate_size` are multiples of 32 (the widest panel). Shared
+    experts (the attribute's `shared`) have kernels of their own,
+    `shared_up_kernel` and `shared_down_kernel`.
 
     ```mlir
     attn.ffn @block0_ffn {activation = #attn.activation<gelu_tanh>,
@@ -440,7 +442,9 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<FlatSymbolRefAttr>:$up_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$down_kernel,
                        OptionalAttr<Attn_ExpertsAttr>:$experts,
-                       OptionalAttr<FlatSymbolRefAttr>:$router_kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$router_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$shared_up_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$shared_down_kernel);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -277,6 +277,17 @@ public:
         Linear router{dModel, experts};
         router.weights = routerWeights();
         ffn.setRouterKernelAttr(linear(router, ffn.getLoc()));
+        // Shared experts: a dense FFN of the same kind every token runs; the
+        // runtime adds its output (gated or not) to the stream.
+        if (const int64_t shared = attr.getShared()) {
+          Linear up{dModel, (ffn.getGated() ? 2 : 1) * shared, ffn.getBias(),
+                    ffn.getGated() ? Activation::None : ffn.getActivation()};
+          Linear down{shared, dModel, ffn.getBias()};
+          if (ffn.getGated())
+            down.inputGate = ffn.getActivation();
+          ffn.setSharedUpKernelAttr(linear(up, ffn.getLoc()));
+          ffn.setSharedDownKernelAttr(linear(down, ffn.getLoc()));
+        }
       }
       if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
         Linear up{dModel, 2 * size, ffn.getBias()};

@@ -78,6 +78,14 @@ struct PlanOp {
     Kernel router;          ///< d_model -> count logits
     DType routerType = DType::F32; ///< its weights' element type
     int routerPanel = 0;           ///< and output features per panel
+    /// Shared experts (plan::kShared): an FFN of the op's kind with
+    /// `intermediateSize` hidden features every token runs, its output
+    /// scaled by sigmoid(x · g) with `gate`; 0: none.
+    struct Shared {
+      int intermediateSize = 0;
+      bool gate = false;
+      Kernel up, down;
+    } shared;
   } experts;
 };
 

@@ -29,7 +29,7 @@
 //                               pv_tile_rows, split_keys, vector_width,
 //                               source } } ],
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
-// (version 7: an FFN's experts)
+// (version 7: an FFN's experts; 8: their shared experts)
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +40,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 7;
+inline constexpr int kVersion = 8;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -166,6 +166,11 @@ inline constexpr char kRouterKernel[] = "router_kernel";
 /// quantizes to integers: the router stays bf16).
 inline constexpr char kRouterDtype[] = "router_dtype";
 inline constexpr char kRouterPanel[] = "router_panel";
+/// The experts' shared FFN every token runs (absent: none): {
+/// intermediate_size, gate, up_kernel, down_kernel }; with `gate` its output
+/// is scaled by sigmoid(x · g) (a [d_model] weight) before it is added.
+inline constexpr char kShared[] = "shared";
+inline constexpr char kSharedGate[] = "gate";
 inline constexpr char kOpOutputHead[] = "output_head";
 inline constexpr char kArgmax[] = "argmax";
 inline constexpr char kTied[] = "tied";
