@@ -299,8 +299,8 @@ bool readStack(const json::Object &object, const JsonPath &path,
         return false;
       if (expertsObject) {
         JsonObjectReader experts(*expertsObject, expertsPath, locator);
-        llvm::StringRef router =
-            experts.optionalEnum("router", {"softmax_top_k"}, "softmax_top_k");
+        llvm::StringRef router = experts.optionalEnum(
+            "router", {"softmax_top_k", "sigmoid_top_k"}, "softmax_top_k");
         std::optional<int64_t> count =
             experts.getInt("count", true, 2, limits::kExperts);
         std::optional<int64_t> perToken =
@@ -309,6 +309,40 @@ bool readStack(const json::Object &object, const JsonPath &path,
         std::optional<int64_t> shared =
             experts.getInt("shared", false, 0, limits::kFfn, 0);
         bool sharedGate = experts.optionalBool("shared_gate").value_or(false);
+        ModelBuilder::ExpertRouting routing;
+        std::optional<int64_t> groups =
+            experts.getInt("groups", false, 1, limits::kExperts, 1);
+        std::optional<int64_t> groupTopK =
+            experts.getInt("group_top_k", false, 1, limits::kExperts, 1);
+        if (experts.has("scale"))
+          if (std::optional<double> scale =
+                  experts.optionalPositiveNumber("scale"))
+            routing.scale = *scale;
+        if (count && groups && (*count % *groups))
+          experts.error("groups", "groups (" + llvm::Twine(*groups) +
+                                      ") must divide count (" +
+                                      llvm::Twine(*count) + ")");
+        else if (groups && groupTopK && *groupTopK > *groups)
+          experts.error("group_top_k", "group_top_k (" +
+                                           llvm::Twine(*groupTopK) +
+                                           ") exceeds groups (" +
+                                           llvm::Twine(*groups) + ")");
+        else if (count && perToken && groups && groupTopK &&
+                 *perToken > *groupTopK * (*count / *groups))
+          experts.error("per_token",
+                        "per_token (" + llvm::Twine(*perToken) +
+                            ") exceeds the experts of group_top_k groups (" +
+                            llvm::Twine(*groupTopK * (*count / *groups)) +
+                            ")");
+        else if (router == "sigmoid_top_k" && count && groups && *groups > 1 &&
+                 *count / *groups < 2)
+          experts.error("groups", "sigmoid_top_k scores a group by its two "
+                                  "best experts: groups need 2 experts or "
+                                  "more");
+        if (groups)
+          routing.groups = *groups;
+        if (groupTopK)
+          routing.groupTopK = *groupTopK;
         if (count && perToken && *perToken > *count)
           experts.error("per_token", "per_token (" + llvm::Twine(*perToken) +
                                          ") exceeds count (" +
@@ -316,10 +350,12 @@ bool readStack(const json::Object &object, const JsonPath &path,
         if (sharedGate && shared && *shared == 0)
           experts.error("shared_gate", "shared_gate needs shared experts "
                                        "('shared' hidden features)");
-        if (!experts.finish() || !count || !perToken || !shared)
+        if (!experts.finish() || !count || !perToken || !shared || !groups ||
+            !groupTopK)
           return false;
-        ffnExperts = builder.experts(*symbolizeRouterKind(router), *count,
-                                     *perToken, normalize, *shared, sharedGate);
+        ffnExperts =
+            builder.experts(*symbolizeRouterKind(router), *count, *perToken,
+                            normalize, *shared, sharedGate, routing);
       }
     }
     // Pre-norm: norm, then the sublayer reads it. Post-norm: the sublayer

@@ -74,11 +74,14 @@ void ModelBuilder::addFfn(llvm::StringRef name,
 mlir::attn::ExpertsAttr
 ModelBuilder::experts(mlir::attn::RouterKind router, int64_t count,
                       int64_t perToken, bool normalize, int64_t shared,
-                      bool sharedGate) {
+                      bool sharedGate, ExpertRouting routing) {
   return mlir::attn::ExpertsAttr::get(
       builder.getContext(), router, count, perToken,
       builder.getBoolAttr(normalize), shared,
-      sharedGate ? builder.getBoolAttr(true) : BoolAttr());
+      sharedGate ? builder.getBoolAttr(true) : BoolAttr(), routing.groups,
+      routing.groupTopK,
+      routing.scale != 1.0 ? builder.getF32FloatAttr(float(routing.scale))
+                           : FloatAttr());
 }
 
 void setWeights(mlir::attn::ModelOp model, Type type,

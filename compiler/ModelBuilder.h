@@ -66,10 +66,16 @@ public:
               mlir::attn::ExpertsAttr experts = {});
   /// A mixture of experts for addFfn (ExpertsAttr: the router's rule; shared
   /// experts of `shared` hidden features, 0: none, their output gated by
-  /// sigmoid(x · g) with `sharedGate`).
+  /// sigmoid(x · g) with `sharedGate`; group-limited choice; the weights'
+  /// scale).
+  struct ExpertRouting {
+    int64_t groups = 1, groupTopK = 1;
+    double scale = 1.0;
+  };
   mlir::attn::ExpertsAttr experts(mlir::attn::RouterKind router, int64_t count,
                                   int64_t perToken, bool normalize,
-                                  int64_t shared = 0, bool sharedGate = false);
+                                  int64_t shared = 0, bool sharedGate = false,
+                                  ExpertRouting routing = {});
   /// How the model's linear kernels read their weights (setWeights).
   void setWeightDtype(mlir::Type type,
                       std::optional<int64_t> group = std::nullopt,

@@ -7,43 +7,101 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 namespace attn::runtime {
 
+namespace {
+/// a before b: the larger first, the lower index among equals, NaN last (a
+/// strict weak order, so a choice never depends on the sort).
+bool largerFirst(const double *value, int32_t a, int32_t b) {
+  const double x = value[a], y = value[b];
+  if (std::isnan(x) || std::isnan(y))
+    return std::isnan(x) == std::isnan(y) ? a < b : !std::isnan(x);
+  return x > y || (x == y && a < b);
+}
+} // namespace
+
 void routeTokens(const PlanOp::Experts &experts, const float *logits,
-                 int64_t tokens, ExpertChoice *choices) {
+                 const float *bias, int64_t tokens, ExpertChoice *choices) {
+  using Rule = PlanOp::Experts::Rule;
   const int count = experts.count, k = experts.perToken;
-  std::vector<int32_t> order(size_t(count), 0);
+  const bool sigmoid = experts.rule == Rule::SigmoidTopK;
+  const int groups = experts.groups, perGroup = count / groups;
+  std::vector<double> score(size_t(count)), select(size_t(count)),
+      groupScore(size_t(groups));
+  std::vector<int32_t> order(size_t(count)), groupOrder(size_t(groups));
+  auto before = [](const std::vector<double> &value) {
+    return [&value](int32_t a, int32_t b) {
+      return largerFirst(value.data(), a, b);
+    };
+  };
   for (int64_t t = 0; t < tokens; t++) {
     const float *row = logits + t * count;
-    // The k largest, the lower expert first among equals, NaN last: a
-    // strict weak order, so the choice never depends on the sort.
-    auto before = [row](int32_t a, int32_t b) {
-      const float x = row[a], y = row[b];
-      if (std::isnan(x) || std::isnan(y))
-        return !std::isnan(x) && std::isnan(y) ? true
-               : std::isnan(x) == std::isnan(y) ? a < b
-                                               : false;
-      return x > y || (x == y && a < b);
-    };
-    for (int e = 0; e < count; e++)
-      order[size_t(e)] = e;
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-    // Softmax probabilities, in double: exp(l - max) / sum over all.
-    double largest = -INFINITY;
-    for (int e = 0; e < count; e++)
-      if (!std::isnan(row[e]))
-        largest = std::max(largest, double(row[e]));
-    double all = 0, chosen = 0;
-    for (int e = 0; e < count; e++)
-      all += std::exp(double(row[e]) - largest);
+    // Scores: softmax probabilities (exp(l - max) over their sum) or
+    // sigmoids. Selection scores: the logits themselves for softmax (the
+    // same order as the probabilities, and a NaN logit, which makes every
+    // probability NaN, still comes last), the scores plus the sigmoid
+    // rule's bias.
+    if (sigmoid) {
+      for (int e = 0; e < count; e++) {
+        score[size_t(e)] = 1.0 / (1.0 + std::exp(-double(row[e])));
+        select[size_t(e)] = score[size_t(e)] + (bias ? double(bias[e]) : 0.0);
+      }
+    } else {
+      double largest = -INFINITY, total = 0;
+      for (int e = 0; e < count; e++)
+        if (!std::isnan(row[e]))
+          largest = std::max(largest, double(row[e]));
+      for (int e = 0; e < count; e++)
+        total += std::exp(double(row[e]) - largest);
+      for (int e = 0; e < count; e++) {
+        score[size_t(e)] = std::exp(double(row[e]) - largest) / total;
+        select[size_t(e)] = double(row[e]);
+      }
+    }
+    // Group-limited: the groupTopK best groups keep their experts' selection
+    // scores; the others' become 0 as transformers masks them (below every
+    // probability: -inf on the softmax rule's logits; a sigmoid score plus
+    // a negative bias can fall below 0).
+    if (groups > 1) {
+      for (int g = 0; g < groups; g++) {
+        const double *first = select.data() + g * perGroup;
+        std::iota(order.begin(), order.begin() + perGroup, 0);
+        const int best = sigmoid ? 2 : 1;
+        std::partial_sort(order.begin(), order.begin() + best,
+                          order.begin() + perGroup,
+                          [first](int32_t a, int32_t b) {
+                            return largerFirst(first, a, b);
+                          });
+        groupScore[size_t(g)] = 0;
+        for (int j = 0; j < best; j++)
+          groupScore[size_t(g)] += first[order[size_t(j)]];
+      }
+      std::iota(groupOrder.begin(), groupOrder.end(), 0);
+      std::partial_sort(groupOrder.begin(),
+                        groupOrder.begin() + experts.groupTopK,
+                        groupOrder.end(), before(groupScore));
+      std::vector<bool> kept(size_t(groups), false);
+      for (int j = 0; j < experts.groupTopK; j++)
+        kept[size_t(groupOrder[size_t(j)])] = true;
+      for (int e = 0; e < count; e++)
+        if (!kept[size_t(e / perGroup)])
+          select[size_t(e)] = sigmoid ? 0.0 : -INFINITY;
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      before(select));
+    double chosen = 0;
     for (int j = 0; j < k; j++)
-      chosen += std::exp(double(row[order[size_t(j)]]) - largest);
-    const double denominator = experts.normalize ? chosen : all;
+      chosen += score[size_t(order[size_t(j)])];
+    // DeepSeek-V3's normalization adds 1e-20 (sigmoid scores can all be 0).
+    const double denominator =
+        experts.normalize ? chosen + (sigmoid ? 1e-20 : 0.0) : 1.0;
     for (int j = 0; j < k; j++) {
       const int32_t e = order[size_t(j)];
       choices[t * k + j] = {
-          e, float(std::exp(double(row[e]) - largest) / denominator)};
+          e, float(score[size_t(e)] / denominator * experts.scale)};
     }
   }
 }
@@ -64,7 +122,8 @@ Status addChosenExperts(const PlanOp &op, const ExpertWeights &w,
       !s)
     return s;
   buffers.choices.resize(size_t(tokens * k));
-  routeTokens(experts, logits, tokens, buffers.choices.data());
+  routeTokens(experts, logits, w.routerBias.empty() ? nullptr : w.routerBias.data(),
+              tokens, buffers.choices.data());
 
   // Group the choices by expert (counting sort, stable in token order).
   std::vector<int32_t> &first = buffers.firstOfExpert, &byExpert = buffers.byExpert;

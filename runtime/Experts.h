@@ -24,21 +24,29 @@
 
 namespace attn::runtime {
 
-/// The router's rule (plan::kRouterSoftmaxTopK): for each of `tokens` rows
-/// of `logits` [tokens][experts.count], the experts.perToken largest
-/// (the lower expert first among equal logits, a NaN logit last), weighted
-/// by their softmax probability over all the logits, divided by the
-/// chosen ones' sum when experts.normalize: `choices`
-/// [tokens][experts.perToken], largest first.
+/// The router's rule (PlanOp::Experts, in double) for each of `tokens`
+/// rows of `logits` [tokens][experts.count]: each expert's score (softmax
+/// over the row, or the logit's sigmoid) and selection score (the score,
+/// plus bias[e] for the sigmoid rule; `bias` [count], null otherwise);
+/// with groups, only the experts of the groupTopK best groups keep their
+/// selection score (a group's: its largest, or for the sigmoid rule the sum
+/// of its two largest; the lower group first among equals), the others' 0;
+/// the experts.perToken largest selection scores (the lower expert first
+/// among equals, NaN last), weighted by their scores, divided by the chosen
+/// ones' sum when experts.normalize, times experts.scale: `choices`
+/// [tokens][experts.perToken], in the order chosen.
 void routeTokens(const PlanOp::Experts &experts, const float *logits,
-                 int64_t tokens, ExpertChoice *choices);
+                 const float *bias, int64_t tokens, ExpertChoice *choices);
 
-/// A mixture's weights (Model::Weights): the router [d][experts], every
+/// A mixture's weights (Model::Weights): the router [d][experts] (and a
+/// sigmoid router's selection bias [experts]), every
 /// expert's up [d][experts · width] and down [f][experts · d] and their
 /// biases (empty: none); the shared experts' up [d][shared width] and down
 /// [shared][d], their biases, and their output's gate [d] (empty: none).
 struct ExpertWeights {
-  const WeightMatrix &router, &up, &down;
+  const WeightMatrix &router;
+  const Floats &routerBias; ///< a sigmoid router's [experts]; else empty
+  const WeightMatrix &up, &down;
   const Floats &upBias, &downBias;
   const WeightMatrix &sharedUp, &sharedDown;
   const Floats &sharedUpBias, &sharedDownBias, &sharedGate;

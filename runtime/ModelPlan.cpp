@@ -49,6 +49,13 @@ public:
     const json *value = findOptional(key);
     return value && value->is_boolean() && value->get<bool>();
   }
+  /// A number (required); 0 when it is missing or not a number.
+  double number(const char *key) {
+    const json *value = find(key);
+    if (value && !value->is_number())
+      fail(std::string("'") + key + "' must be a number");
+    return value && value->is_number() ? value->get<double>() : 0.0;
+  }
   const Status &status() const { return status_; }
   void fail(const std::string &message) {
     if (status_)
@@ -222,12 +229,29 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
           return planError("op '" + op.name + "': experts must be an object");
         Fields e(*experts, "op '" + op.name + "' experts");
         PlanOp::Experts &x = op.experts;
-        if (e.string(plan::kRouter) != plan::kRouterSoftmaxTopK)
+        const std::string rule = e.string(plan::kRouter);
+        if (rule == plan::kRouterSigmoidTopK)
+          x.rule = PlanOp::Experts::Rule::SigmoidTopK;
+        else if (rule != plan::kRouterSoftmaxTopK)
           e.fail(std::string("router must be \"") + plan::kRouterSoftmaxTopK +
-                 "\"");
+                 "\" or \"" + plan::kRouterSigmoidTopK + "\"");
         x.count = e.integer(plan::kCount, 2, 1 << 16);
         x.perToken = e.integer(plan::kPerToken, 1, x.count);
         x.normalize = e.boolean(plan::kNormalize);
+        x.groups = e.integer(plan::kGroups, 1, x.count);
+        x.groupTopK = e.integer(plan::kGroupTopK, 1, x.groups);
+        x.scale = e.number(plan::kScale);
+        if (e.status() && (x.count % x.groups ||
+                           x.perToken > x.groupTopK * (x.count / x.groups)))
+          e.fail("groups " + std::to_string(x.groups) + " (top " +
+                 std::to_string(x.groupTopK) + ") cannot give " +
+                 std::to_string(x.perToken) + " of " +
+                 std::to_string(x.count) + " experts");
+        if (e.status() && x.rule == PlanOp::Experts::Rule::SigmoidTopK &&
+            x.groups > 1 && x.count / x.groups < 2)
+          e.fail("sigmoid_top_k groups need 2 experts or more");
+        if (e.status() && !(std::isfinite(x.scale) && x.scale > 0))
+          e.fail("'scale' must be a positive number");
         resolve(e, plan::kRouterKernel, x.router);
         const std::string dtype = e.string(plan::kRouterDtype);
         if (e.status() && (!parseDType(dtype, x.routerType) ||

@@ -475,8 +475,9 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       if (op.experts.count) { // Experts.h; CPU only (Model::load)
         status = mixtureOfExperts(
             op,
-            {w.router, w.up, w.down, w.upBias, w.downBias, w.sharedUp,
-             w.sharedDown, w.sharedUpBias, w.sharedDownBias, w.sharedGate},
+            {w.router, w.routerBias, w.up, w.down, w.upBias, w.downBias,
+             w.sharedUp, w.sharedDown, w.sharedUpBias, w.sharedDownBias,
+             w.sharedGate},
             current.data,
             t, d, buffers.experts, hidden.data,
             normAddsOutput ? nullptr : x.data, residual.data);

@@ -203,6 +203,7 @@ struct Model::Weights {
   // [shared][d], their biases, and its output's gate [d] (empty: none).
   WeightMatrix sharedUp, sharedDown;
   Floats sharedUpBias, sharedDownBias, sharedGate;
+  Floats routerBias; // a sigmoid router's selection bias [experts]
   WeightMatrix head;           // output head [d][vocab]
   Floats headBias;             // [vocab]
 
@@ -216,7 +217,7 @@ struct Model::Weights {
                     &self.outputBias, &self.upBias, &self.downBias,
                     &self.headBias, &self.queryNorm, &self.keyValueNorm,
                     &self.sinks, &self.sharedUpBias, &self.sharedDownBias,
-                    &self.sharedGate})
+                    &self.sharedGate, &self.routerBias})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
                     &self.down, &self.head, &self.router, &self.sharedUp,

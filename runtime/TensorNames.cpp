@@ -505,6 +505,11 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
         // The router's logits, then each expert's FFN.
         n.add("router.weight", prefix + naming.router + ".weight",
               {op.experts.count, d});
+        // A sigmoid router's selection bias (DeepSeek-V3's).
+        if (op.experts.rule == PlanOp::Experts::Rule::SigmoidTopK)
+          n.add("router.bias",
+                prefix + naming.router + ".e_score_correction_bias",
+                {op.experts.count});
         for (int e = 0; e < op.experts.count; e++)
           for (const auto &[role, shape] : roles) {
             const std::string base = prefix + naming.expert(role, e);

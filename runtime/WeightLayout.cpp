@@ -238,6 +238,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         }
         w->router.pack({rows(n, "router.weight")}, d, op.experts.routerPanel,
                        op.experts.routerType);
+        w->routerBias = get(n, "router.bias");
         w->up.pack(ups, d, plan.weightPanel, plan.weightType, plan.weightGroup,
                    zeros);
         w->down.pack(downs, f, plan.weightPanel, plan.weightType,

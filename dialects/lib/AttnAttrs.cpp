@@ -58,9 +58,11 @@ LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  RouterKind, int64_t count, int64_t perToken,
-                                  BoolAttr normalize, int64_t shared,
-                                  BoolAttr sharedGate) {
+                                  RouterKind router, int64_t count,
+                                  int64_t perToken, BoolAttr normalize,
+                                  int64_t shared, BoolAttr sharedGate,
+                                  int64_t groups, int64_t groupTopK,
+                                  FloatAttr scale) {
   if (count < 2 || count > limits::kExperts)
     return emitError() << "experts count must be in [2, " << limits::kExperts
                        << "], got " << count;
@@ -74,6 +76,22 @@ LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "], got " << shared;
   if (sharedGate && sharedGate.getValue() && shared == 0)
     return emitError() << "experts shared_gate needs shared experts";
+  if (groups < 1 || count % groups)
+    return emitError() << "experts groups must divide count = " << count
+                       << ", got " << groups;
+  if (groupTopK < 1 || groupTopK > groups)
+    return emitError() << "experts group_top_k must be in [1, groups = "
+                       << groups << "], got " << groupTopK;
+  if (perToken > groupTopK * (count / groups))
+    return emitError() << "experts per_token (" << perToken
+                       << ") exceeds the experts of group_top_k groups ("
+                       << groupTopK * (count / groups) << ")";
+  if (router == RouterKind::SigmoidTopK && groups > 1 && count / groups < 2)
+    return emitError() << "sigmoid_top_k scores a group by its two best "
+                          "experts: groups need 2 experts or more";
+  if (scale && !(std::isfinite(scale.getValueAsDouble()) &&
+                 scale.getValueAsDouble() > 0))
+    return emitError() << "experts scale must be positive and finite";
   return success();
 }
 

@@ -428,3 +428,24 @@ attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch =
   // expected-error @+1 {{shared expert kernels need experts with shared}}
   attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>, shared_up_kernel = @k}
 }
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts groups must divide count = 16, got 3}}
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<sigmoid_top_k, count = 16, per_token = 2, normalize = true, groups = 3>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{sigmoid_top_k scores a group by its two best experts: groups need 2 experts or more}}
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<sigmoid_top_k, count = 4, per_token = 1, normalize = true, groups = 4, group_top_k = 2>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{experts scale must be positive and finite}}
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 1, normalize = true, scale = -1.0 : f32>}
+}

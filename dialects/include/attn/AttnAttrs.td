@@ -139,7 +139,8 @@ def Attn_QkNormAttr : AttrDef<Attn_Dialect, "QkNorm"> {
 
 def Attn_RouterKind : I32EnumAttr<"RouterKind",
                                   "how a token's experts are chosen and weighted", [
-    I32EnumAttrCase<"SoftmaxTopK", 0, "softmax_top_k">]> {
+    I32EnumAttrCase<"SoftmaxTopK", 0, "softmax_top_k">,
+    I32EnumAttrCase<"SigmoidTopK", 1, "sigmoid_top_k">]> {
   let cppNamespace = "::mlir::attn";
 }
 
@@ -153,7 +154,19 @@ def Attn_ExpertsAttr : AttrDef<Attn_Dialect, "Experts"> {
     `softmax_top_k` (Mixtral, Qwen3-MoE): softmax over all the logits, the
     `per_token` largest (the lower expert first on ties), their
     probabilities as the weights, divided by their sum when `normalize`
-    (Mixtral always; Qwen3-MoE's `norm_topk_prob`).
+    (Mixtral always; Qwen3-MoE's `norm_topk_prob`). `sigmoid_top_k`
+    (DeepSeek-V3): each expert's score is the sigmoid of its logit; the
+    experts are chosen by score plus a learned per-expert bias (the
+    checkpoint's `e_score_correction_bias`, `[count]`), weighted by their
+    scores without it, divided by their sum when `normalize`.
+
+    With `groups` (DeepSeek's `n_group`), the experts form that many equal
+    groups and only the `group_top_k` best groups' experts can be chosen: a
+    group's score is its largest selection score (`softmax_top_k`,
+    DeepSeek-V2's group-limited greedy) or the sum of its two largest
+    (`sigmoid_top_k`, DeepSeek-V3's); the other experts' selection scores
+    become 0, as transformers masks them. `scale` (`routed_scaling_factor`)
+    multiplies the final weights.
 
     With `shared` (Qwen2-MoE, DeepSeek), every token also runs a shared
     FFN of the FFN's kind with `shared` hidden features, added unweighted —
@@ -164,17 +177,30 @@ def Attn_ExpertsAttr : AttrDef<Attn_Dialect, "Experts"> {
     #attn.experts<softmax_top_k, count = 8, per_token = 2, normalize = true>
     #attn.experts<softmax_top_k, count = 60, per_token = 4, normalize = false,
                   shared = 5632, shared_gate = true>
+    #attn.experts<sigmoid_top_k, count = 256, per_token = 8, normalize = true,
+                  shared = 2048, groups = 8, group_top_k = 4,
+                  scale = 2.500000e+00 : f32>
     ```
   }];
   let parameters = (ins EnumParameter<Attn_RouterKind>:$router,
                         "int64_t":$count, "int64_t":$perToken,
                         "::mlir::BoolAttr":$normalize,
                         DefaultValuedParameter<"int64_t", "0">:$shared,
-                        OptionalParameter<"::mlir::BoolAttr">:$sharedGate);
+                        OptionalParameter<"::mlir::BoolAttr">:$sharedGate,
+                        DefaultValuedParameter<"int64_t", "1">:$groups,
+                        DefaultValuedParameter<"int64_t", "1">:$groupTopK,
+                        OptionalParameter<"::mlir::FloatAttr">:$scale);
   let assemblyFormat = [{
     `<` $router `,` `count` `=` $count `,` `per_token` `=` $perToken `,`
     `normalize` `=` $normalize (`,` `shared` `=` $shared^)?
-    (`,` `shared_gate` `=` $sharedGate^)? `>`
+    (`,` `shared_gate` `=` $sharedGate^)? (`,` `groups` `=` $groups^)?
+    (`,` `group_top_k` `=` $groupTopK^)? (`,` `scale` `=` $scale^)? `>`
+  }];
+  let extraClassDeclaration = [{
+    /// `scale`, 1 when absent.
+    double getScaleValue() const {
+      return getScale() ? getScale().getValueAsDouble() : 1.0;
+    }
   }];
   let genVerifyDecl = 1;
 }

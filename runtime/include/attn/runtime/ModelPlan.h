@@ -73,8 +73,14 @@ struct PlanOp {
 
   /// FFN: a mixture of experts (plan::kExperts); count 0: a dense FFN.
   struct Experts {
+    /// The router's rule (plan::kRouter): softmax over the logits, or
+    /// sigmoid scores chosen with a per-expert bias.
+    enum class Rule { SoftmaxTopK, SigmoidTopK } rule = Rule::SoftmaxTopK;
     int count = 0, perToken = 0;
     bool normalize = false; ///< the chosen weights divided by their sum
+    /// Group-limited choice (plan::kGroups): 1 group, all eligible.
+    int groups = 1, groupTopK = 1;
+    double scale = 1.0; ///< multiplies the final weights
     Kernel router;          ///< d_model -> count logits
     DType routerType = DType::F32; ///< its weights' element type
     int routerPanel = 0;           ///< and output features per panel

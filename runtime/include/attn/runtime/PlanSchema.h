@@ -29,7 +29,8 @@
 //                               pv_tile_rows, split_keys, vector_width,
 //                               source } } ],
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
-// (version 7: an FFN's experts; 8: their shared experts)
+// (version 7: an FFN's experts; 8: their shared experts, sigmoid and
+// group-limited routers)
 //
 //===----------------------------------------------------------------------===//
 
@@ -152,12 +153,22 @@ inline constexpr char kGated[] = "gated";
 inline constexpr char kUpKernel[] = "up_kernel";
 inline constexpr char kDownKernel[] = "down_kernel";
 /// A mixture-of-experts FFN (absent: dense): { router, count, per_token,
-/// normalize, router_kernel, router_dtype, router_panel }; up_kernel and
+/// normalize, groups, group_top_k, scale, router_kernel, router_dtype,
+/// router_panel, shared? }; up_kernel and
 /// down_kernel are then one expert's, and the runtime adds the chosen
 /// experts' weighted outputs to the stream.
 inline constexpr char kExperts[] = "experts";
-inline constexpr char kRouter[] = "router"; ///< "softmax_top_k"
+inline constexpr char kRouter[] = "router"; ///< one of the two below
 inline constexpr char kRouterSoftmaxTopK[] = "softmax_top_k";
+/// Sigmoid scores, chosen with a per-expert bias (the router's
+/// e_score_correction_bias weight, [count]).
+inline constexpr char kRouterSigmoidTopK[] = "sigmoid_top_k";
+/// Group-limited choice: experts in `groups` equal groups, only the
+/// `group_top_k` best groups' eligible (ExpertsAttr); `scale` multiplies
+/// the weights.
+inline constexpr char kGroups[] = "groups";
+inline constexpr char kGroupTopK[] = "group_top_k";
+inline constexpr char kScale[] = "scale";
 inline constexpr char kCount[] = "count";
 inline constexpr char kPerToken[] = "per_token";
 inline constexpr char kNormalize[] = "normalize";
