@@ -309,7 +309,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
         std::optional<int64_t> shared =
             experts.getInt("shared", false, 0, limits::kFfn, 0);
         bool sharedGate = experts.optionalBool("shared_gate").value_or(false);
-        ModelBuilder::ExpertRouting routing;
+        ExpertRouting routing;
         std::optional<int64_t> groups =
             experts.getInt("groups", false, 1, limits::kExperts, 1);
         std::optional<int64_t> groupTopK =

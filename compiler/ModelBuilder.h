@@ -42,6 +42,14 @@ enum class NormPlacement { Pre, Post, ResidualAdd };
 
 /// Creates `module { attn.model @name {...} }` and appends layers named
 /// layer0, layer1, ... in execution order.
+/// How a mixture's router limits and scales its choice (ExpertsAttr): the
+/// experts in `groups` groups, the `groupTopK` best eligible; the weights
+/// times `scale`.
+struct ExpertRouting {
+  int64_t groups = 1, groupTopK = 1;
+  double scale = 1.0;
+};
+
 class ModelBuilder {
 public:
   ModelBuilder(mlir::MLIRContext &context, mlir::Location loc,
@@ -68,10 +76,6 @@ public:
   /// experts of `shared` hidden features, 0: none, their output gated by
   /// sigmoid(x · g) with `sharedGate`; group-limited choice; the weights'
   /// scale).
-  struct ExpertRouting {
-    int64_t groups = 1, groupTopK = 1;
-    double scale = 1.0;
-  };
   mlir::attn::ExpertsAttr experts(mlir::attn::RouterKind router, int64_t count,
                                   int64_t perToken, bool normalize,
                                   int64_t shared = 0, bool sharedGate = false,

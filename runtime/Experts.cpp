@@ -28,9 +28,9 @@ void routeTokens(const PlanOp::Experts &experts, const float *logits,
   const int count = experts.count, k = experts.perToken;
   const bool sigmoid = experts.rule == Rule::SigmoidTopK;
   const int groups = experts.groups, perGroup = count / groups;
-  std::vector<double> score(size_t(count)), select(size_t(count)),
-      groupScore(size_t(groups));
-  std::vector<int32_t> order(size_t(count)), groupOrder(size_t(groups));
+  const size_t n = size_t(count), m = size_t(groups);
+  std::vector<double> score(n), select(n), groupScore(m);
+  std::vector<int32_t> order(n), groupOrder(m);
   auto before = [](const std::vector<double> &value) {
     return [&value](int32_t a, int32_t b) {
       return largerFirst(value.data(), a, b);

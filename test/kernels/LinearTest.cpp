@@ -48,6 +48,52 @@ struct LinearCase {
   int ropeDim = 0;
 };
 
+/// `w` rounded to nearest even as bf16 or f16 weights store it.
+void roundTo(std::vector<float> &w, attn::DType type) {
+  for (float &v : w)
+    v = type == attn::DType::BF16  ? float(Halide::bfloat16_t(v))
+        : type == attn::DType::F16 ? float(Halide::float16_t(v))
+                                   : v;
+}
+
+/// Zero points for int4 weights of `scales`' shape: random per (group,
+/// feature) where `random`, else 8 (symmetric).
+Halide::Buffer<uint8_t> int4Zeros(const Halide::Buffer<float> &scales,
+                                  bool random, std::mt19937 &rng) {
+  Halide::Buffer<uint8_t> zeros(scales.width(), scales.height(),
+                                scales.channels());
+  std::uniform_int_distribution<int> zero(0, 15);
+  zeros.for_each_value([&](uint8_t &z) {
+    z = random ? uint8_t(zero(rng)) : attn::kInt4SymmetricZero;
+  });
+  return zeros;
+}
+
+/// `w` [in][out] replaced by what a kernel multiplies for int8 and int4
+/// weights packed from it: q · scale, and (u - z) · s (rounded to bf16 where
+/// `bf16`, as AMX tiles read it); other types keep their values.
+void dequantize(std::vector<float> &w, int in, int out, attn::DType type,
+                int group, const Halide::Buffer<> &packed,
+                const Halide::Buffer<float> &scales,
+                const Halide::Buffer<uint8_t> &zeros, bool bf16 = false) {
+  const attn::Int4Layout layout{in, out, group};
+  for (int k = 0; k < in; k++)
+    for (int n = 0; n < out; n++) {
+      float &v = w[size_t(k) * out + n];
+      if (type == attn::DType::I8)
+        v = float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
+            scales(n);
+      if (type == attn::DType::I4) {
+        const size_t at = layout.scaleOf(k / group, n);
+        const float value =
+            float(int(layout.get(packed.as<uint16_t>().data(), k, n)) -
+                  int(zeros.data()[at])) *
+            scales.data()[at];
+        v = bf16 ? float(Halide::bfloat16_t(value)) : value;
+      }
+    }
+}
+
 /// `c` with only the first `dim` features of each RoPE head rotating.
 LinearCase withRopeDim(LinearCase c, int dim) {
   c.ropeDim = dim;
@@ -170,11 +216,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       output(c.out, c.tokens);
   // Narrow weights: rounded to nearest even, and the rounded values are
   // what the reference multiplies. The kernel takes them in panels.
-  for (float &v : w)
-    v = c.weights == attn::DType::BF16
-            ? float(Halide::bfloat16_t(v))
-        : c.weights == attn::DType::F16 ? float(Halide::float16_t(v))
-                                                : v;
+  roundTo(w, c.weights);
   // int8: the reference multiplies the dequantized values q · scale;
   // int4 (u - z) · s, read back through Int4Layout, with z random per
   // (group, feature) for `zeros` (then W is no quantization of the drawn
@@ -188,32 +230,11 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   const bool int8 = c.weights == attn::DType::I8;
   const bool int4 = c.weights == attn::DType::I4;
   const std::vector<float> drawn = w;
-  if (int8)
-    for (int k = 0; k < c.in; k++)
-      for (int n = 0; n < c.out; n++)
-        w[size_t(k) * c.out + n] =
-            float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
-            scales(n);
   const attn::Int4Layout layout{c.in, c.out, c.group};
   Halide::Buffer<uint8_t> zeros;
-  if (int4) {
-    zeros = Halide::Buffer<uint8_t>(scales.width(), scales.height(),
-                                    scales.channels());
-    std::uniform_int_distribution<int> zero(0, 15);
-    zeros.for_each_value([&](uint8_t &z) {
-      z = c.zeros ? uint8_t(zero(rng)) : attn::kInt4SymmetricZero;
-    });
-    for (int k = 0; k < c.in; k++)
-      for (int n = 0; n < c.out; n++) {
-        const size_t at = layout.scaleOf(k / c.group, n);
-        const float value =
-            float(int(layout.get(packed.as<uint16_t>().data(), k, n)) -
-                  int(zeros.data()[at])) *
-            scales.data()[at];
-        w[size_t(k) * c.out + n] =
-            amx ? float(Halide::bfloat16_t(value)) : value;
-      }
-  }
+  if (int4)
+    zeros = int4Zeros(scales, c.zeros, rng);
+  dequantize(w, c.in, c.out, c.weights, c.group, packed, scales, zeros, amx);
   Halide::ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
@@ -675,39 +696,17 @@ TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
   index[0] = c.experts - 1;
   if (c.rows > 2)
     index[2] = index[1];
-  for (float &v : w)
-    v = c.weights == attn::DType::BF16  ? float(Halide::bfloat16_t(v))
-        : c.weights == attn::DType::F16 ? float(Halide::float16_t(v))
-                                        : v;
+  roundTo(w, c.weights);
   Halide::Buffer<float> scales;
   Halide::Buffer<> packed = attn::packLinearWeights(
       w.data(), c.in, stacked, c.weights, &scales, c.group);
   // What the kernel multiplies: the packed values, dequantized.
   const bool int8 = c.weights == attn::DType::I8,
              int4 = c.weights == attn::DType::I4;
-  const attn::Int4Layout layout{c.in, stacked, c.group};
   Halide::Buffer<uint8_t> zeros;
-  if (int4) {
-    zeros = Halide::Buffer<uint8_t>(scales.width(), scales.height(),
-                                    scales.channels());
-    std::uniform_int_distribution<int> zero(0, 15);
-    zeros.for_each_value([&](uint8_t &z) {
-      z = c.zeros ? uint8_t(zero(rng)) : attn::kInt4SymmetricZero;
-    });
-  }
-  for (int k = 0; k < c.in; k++)
-    for (int n = 0; n < stacked; n++) {
-      float &v = w[size_t(k) * stacked + n];
-      if (int8)
-        v = float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
-            scales(n);
-      if (int4) {
-        const size_t at = layout.scaleOf(k / c.group, n);
-        v = float(int(layout.get(packed.as<uint16_t>().data(), k, n)) -
-                  int(zeros.data()[at])) *
-            scales.data()[at];
-      }
-    }
+  if (int4)
+    zeros = int4Zeros(scales, c.zeros, rng);
+  dequantize(w, c.in, stacked, c.weights, c.group, packed, scales, zeros);
 
   Halide::Buffer<float> input(x.data(), width, c.rows), bias(b.data(), stacked),
       output(c.out, c.rows);

@@ -182,19 +182,19 @@ def Attn_ExpertsAttr : AttrDef<Attn_Dialect, "Experts"> {
                   scale = 2.500000e+00 : f32>
     ```
   }];
+  // Named as printed (a struct: the optional ones in any order, elided at
+  // their defaults); the getters are camel case (getPerToken).
   let parameters = (ins EnumParameter<Attn_RouterKind>:$router,
-                        "int64_t":$count, "int64_t":$perToken,
+                        "int64_t":$count, "int64_t":$per_token,
                         "::mlir::BoolAttr":$normalize,
                         DefaultValuedParameter<"int64_t", "0">:$shared,
-                        OptionalParameter<"::mlir::BoolAttr">:$sharedGate,
+                        OptionalParameter<"::mlir::BoolAttr">:$shared_gate,
                         DefaultValuedParameter<"int64_t", "1">:$groups,
-                        DefaultValuedParameter<"int64_t", "1">:$groupTopK,
+                        DefaultValuedParameter<"int64_t", "1">:$group_top_k,
                         OptionalParameter<"::mlir::FloatAttr">:$scale);
   let assemblyFormat = [{
-    `<` $router `,` `count` `=` $count `,` `per_token` `=` $perToken `,`
-    `normalize` `=` $normalize (`,` `shared` `=` $shared^)?
-    (`,` `shared_gate` `=` $sharedGate^)? (`,` `groups` `=` $groups^)?
-    (`,` `group_top_k` `=` $groupTopK^)? (`,` `scale` `=` $scale^)? `>`
+    `<` $router `,` struct($count, $per_token, $normalize, $shared,
+                           $shared_gate, $groups, $group_top_k, $scale) `>`
   }];
   let extraClassDeclaration = [{
     /// `scale`, 1 when absent.

@@ -164,11 +164,10 @@ inline constexpr char kRouterSoftmaxTopK[] = "softmax_top_k";
 /// e_score_correction_bias weight, [count]).
 inline constexpr char kRouterSigmoidTopK[] = "sigmoid_top_k";
 /// Group-limited choice: experts in `groups` equal groups, only the
-/// `group_top_k` best groups' eligible (ExpertsAttr); `scale` multiplies
-/// the weights.
+/// `group_top_k` best groups' eligible (ExpertsAttr); `scale` (kScale)
+/// multiplies the weights.
 inline constexpr char kGroups[] = "groups";
 inline constexpr char kGroupTopK[] = "group_top_k";
-inline constexpr char kScale[] = "scale";
 inline constexpr char kCount[] = "count";
 inline constexpr char kPerToken[] = "per_token";
 inline constexpr char kNormalize[] = "normalize";
