@@ -7,7 +7,9 @@ F32, F16 or BF16; GPTQ and AWQ int4 layers dequantized as those formats
 define them), runs the forward pass of its model_type in float64 with
 numpy, written from transformers' modeling code (LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
-Gemma3ForCausalLM, Phi3ForCausalLM, Olmo2ForCausalLM, GPT2LMHeadModel), not from attnc's, and
+Gemma3ForCausalLM, Phi3ForCausalLM, Olmo2ForCausalLM, GPT2LMHeadModel,
+MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM,
+DeepseekV3ForCausalLM and DeepSeek-V2's layout), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
 
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
@@ -173,8 +175,25 @@ def layer_norm(x, weight, bias, eps):
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
+def yarn_mscale(factor, mscale=1.0):
+    """YaRN's magnitude correction 0.1·mscale·ln(factor) + 1 (1 for factor <= 1)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def yarn_attention_factor(config):
+    """_compute_yarn_parameters' scaling of cos and sin."""
+    scaling = config["rope_scaling"]
+    if scaling.get("attention_factor") is not None:
+        return scaling["attention_factor"]
+    factor = scaling["factor"]
+    mscale, all_dim = scaling.get("mscale"), scaling.get("mscale_all_dim")
+    if mscale and all_dim:
+        return yarn_mscale(factor, mscale) / yarn_mscale(factor, all_dim)
+    return yarn_mscale(factor)
+
+
 def inverse_frequencies(config, dim, long=False):
-    """modeling_rope_utils: default, linear, llama3 and longrope rules
+    """modeling_rope_utils: default, linear, llama3, yarn and longrope rules
     (longrope: the short factors, or with `long` the long ones)."""
     base = config.get("rope_theta", 10000.0)
     inv = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
@@ -195,6 +214,28 @@ def inverse_frequencies(config, dim, long=False):
     elif kind == "longrope":
         factors = scaling["long_factor" if long else "short_factor"]
         inv = inv / np.array(factors, dtype=np.float64)
+    elif kind == "yarn":
+        # Each frequency blends its interpolated (divided by factor) and
+        # extrapolated values by a ramp over the dimensions whose rotations
+        # over the original context fall between beta_slow and beta_fast.
+        factor = scaling["factor"]
+        original = (scaling.get("original_max_position_embeddings")
+                    or config["max_position_embeddings"])
+
+        def dimension(rotations):
+            return (dim * math.log(original / (rotations * 2 * math.pi))
+                    / (2 * math.log(base)))
+
+        low = dimension(scaling.get("beta_fast") or 32)
+        high = dimension(scaling.get("beta_slow") or 1)
+        if scaling.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001
+        ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)
+        extrapolation = 1 - ramp
+        inv = inv / factor * (1 - extrapolation) + inv * extrapolation
     elif kind != "default":
         raise SystemExit(f"unsupported rope_scaling {kind}")
     return inv
@@ -418,6 +459,150 @@ def olmo2_logits(config, w, tokens):
     return x @ output_head(config, w).T
 
 
+def deepseek_route(config, logits):
+    """DeepSeek's router on logits [experts] of one token: (experts, weights).
+    V3 (topk_method noaux_tc): sigmoid scores, chosen by score plus
+    e_score_correction_bias (passed in config["_bias"]), groups scored by
+    their two best, the other groups masked to 0, weights the scores
+    normalized (+1e-20) when norm_topk_prob, times routed_scaling_factor.
+    V2 (greedy, group_limited_greedy): softmax scores, groups scored by their
+    best; weights normalized (+1e-20) when norm_topk_prob and top_k > 1,
+    else times routed_scaling_factor."""
+    k = config["num_experts_per_tok"]
+    count = len(logits)
+    method = config.get("topk_method", "noaux_tc" if config["model_type"] == "deepseek_v3"
+                        else "greedy")
+    if method == "noaux_tc":
+        scores = 1 / (1 + np.exp(-logits))
+        choice = scores + config["_bias"]
+    else:
+        scores = np.exp(logits - logits.max())
+        scores /= scores.sum()
+        choice = scores.copy()
+    groups = config.get("n_group") or 1
+    if method in ("noaux_tc", "group_limited_greedy") and groups > 1:
+        grouped = choice.reshape(groups, count // groups)
+        best = 2 if method == "noaux_tc" else 1
+        group_scores = -np.sort(-grouped, axis=1, kind="stable")[:, :best].sum(axis=1)
+        kept = np.argsort(-group_scores, kind="stable")[:config["topk_group"]]
+        mask = np.zeros(groups, dtype=bool)
+        mask[kept] = True
+        choice = np.where(np.repeat(mask, count // groups), choice, 0.0)
+    chosen = np.argsort(-choice, kind="stable")[:k]
+    weights = scores[chosen]
+    scale = config.get("routed_scaling_factor", 1.0)
+    if method == "noaux_tc":
+        if config.get("norm_topk_prob"):
+            weights = weights / (weights.sum() + 1e-20)
+        return chosen, weights * scale
+    if k > 1 and config.get("norm_topk_prob"):
+        return chosen, weights / (weights.sum() + 1e-20)
+    return chosen, weights * scale
+
+
+def deepseek_logits(config, w, tokens, absorbed=False):
+    """DeepseekV3ForCausalLM (and DeepSeek-V2's layout): Llama's blocks with
+    multi-head latent attention and DeepSeek's mixtures of experts.
+
+    Attention: the query directly (q_proj, q_lora_rank null as in
+    DeepSeek-V2-Lite) or through q_a_proj, q_a_layernorm, q_b_proj; per head
+    qk_nope_head_dim channels without RoPE and qk_rope_head_dim with.
+    kv_a_proj_with_mqa gives the latent (kv_lora_rank, then kv_a_layernorm)
+    and one RoPE key shared by every head; kv_b_proj takes the latent to
+    each head's no-RoPE key and its value (v_head_dim). RoPE pairs are
+    interleaved (rope_interleave, DeepSeek's checkpoints) or halves. Scores
+    scale by qk_head_dim^-1/2, times yarn_mscale(factor, mscale_all_dim)^2
+    under YaRN. With `absorbed`, the same attention as a decoder computes it
+    over a cache of latents: each head's query folded through its slice of
+    kv_b_proj's key rows (q·W_uk) and scored against the latents, the
+    weighted latents taken through its value rows — checked against the
+    expanded form by the callers that matter.
+
+    FFN: layers below first_k_dense_replace dense (intermediate_size); the
+    others every moe_layer_freq-th a mixture of n_routed_experts
+    (moe_intermediate_size each, deepseek_route) plus n_shared_experts as
+    one MLP of n_shared_experts · moe_intermediate_size."""
+    hidden = config["hidden_size"]
+    heads = config["num_attention_heads"]
+    nope, rope = config["qk_nope_head_dim"], config["qk_rope_head_dim"]
+    vdim, rank = config["v_head_dim"], config["kv_lora_rank"]
+    eps = config.get("rms_norm_eps", 1e-6)
+    act = activation(config.get("hidden_act", "silu"))
+    inv = inverse_frequencies(config, rope)
+    scaling = config.get("rope_scaling") or {}
+    cos_factor = 1.0
+    scale = (nope + rope) ** -0.5
+    if scaling.get("rope_type", scaling.get("type")) == "yarn":
+        cos_factor = yarn_attention_factor(config)
+        if scaling.get("mscale_all_dim"):
+            scale *= yarn_mscale(scaling["factor"], scaling["mscale_all_dim"]) ** 2
+    t = len(tokens)
+    positions = np.arange(t, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][tokens]
+    interleave = config.get("rope_interleave", True)
+
+    def to_halves(y):  # interleaved pairs (0,1), (2,3) … → rotate_half's order
+        return y.reshape(*y.shape[:-1], rope // 2, 2).swapaxes(-1, -2).reshape(y.shape)
+
+    def mlp(p, h):
+        return linear(w, p + "down_proj", act(linear(w, p + "gate_proj", h)) *
+                      linear(w, p + "up_proj", h))
+
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        a = p + "self_attn."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        if config.get("q_lora_rank") is None:
+            q = linear(w, a + "q_proj", h)
+        else:
+            q = linear(w, a + "q_b_proj",
+                       rms_norm(linear(w, a + "q_a_proj", h), w[a + "q_a_layernorm.weight"], eps))
+        q = q.reshape(t, heads, nope + rope).transpose(1, 0, 2)
+        q_nope, q_rot = q[..., :nope], q[..., nope:]
+        compressed = linear(w, a + "kv_a_proj_with_mqa", h)
+        latent = rms_norm(compressed[:, :rank], w[a + "kv_a_layernorm.weight"], eps)
+        k_rot = compressed[None, :, rank:]
+        if interleave:
+            q_rot, k_rot = to_halves(q_rot), to_halves(k_rot)
+        q_rot = rotate(q_rot, positions, inv) * cos_factor
+        k_rot = rotate(k_rot, positions, inv) * cos_factor
+        up = w[a + "kv_b_proj.weight"].reshape(heads, nope + vdim, rank)
+        up_key, up_value = up[:, :nope], up[:, nope:]  # [heads][nope|v][rank]
+        if absorbed:
+            folded = q_nope @ up_key  # [heads][t][rank]
+            scores = folded @ latent.T + q_rot @ k_rot[0].T
+            i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+            scores = np.where(j <= i, scores * scale, -np.inf)
+            scores -= scores.max(axis=-1, keepdims=True)
+            weights = np.exp(scores)
+            weights /= weights.sum(axis=-1, keepdims=True)
+            o = (weights @ latent) @ up_value.transpose(0, 2, 1)  # [heads][t][v]
+        else:
+            k_nope = np.einsum("hdr,tr->htd", up_key, latent)
+            v = np.einsum("hdr,tr->htd", up_value, latent)
+            k = np.concatenate([k_nope, np.repeat(k_rot, heads, axis=0)], axis=-1)
+            o = attend(np.concatenate([q_nope, q_rot], axis=-1), k, v, scale)
+        x = x + linear(w, a + "o_proj", o.transpose(1, 0, 2).reshape(t, heads * vdim))
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        sparse = (config.get("n_routed_experts") and
+                  layer >= config.get("first_k_dense_replace", 0) and
+                  layer % config.get("moe_layer_freq", 1) == 0)
+        if not sparse:
+            x = x + mlp(p + "mlp.", h)
+            continue
+        route = dict(config, _bias=w.get(p + "mlp.gate.e_score_correction_bias"))
+        logits = h @ w[p + "mlp.gate.weight"].T
+        out = np.zeros_like(h)
+        for i in range(t):
+            for e, weight in zip(*deepseek_route(route, logits[i])):
+                out[i] += weight * mlp(f"{p}mlp.experts.{e}.", h[i])
+        if config.get("n_shared_experts"):
+            out += mlp(p + "mlp.shared_experts.", h)
+        x = x + out
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    return x @ output_head(config, w).T
+
+
 def round_to(value, torch_dtype):
     """A number as a tensor of torch_dtype holds it (round to nearest even)."""
     if torch_dtype == "float16":
@@ -627,6 +812,8 @@ def main():
     parser.add_argument("--steps", type=int, default=32)
     parser.add_argument("--prompt-logits", action="store_true",
                         help="also the logits after every prompt token")
+    parser.add_argument("--absorbed", action="store_true",
+                        help="DeepSeek: latent attention in its absorbed form")
     args = parser.parse_args()
     with open(os.path.join(args.model_dir, "config.json")) as f:
         config = json.load(f)
@@ -641,7 +828,8 @@ def main():
                "qwen2_moe": llama_logits,
                "gemma2": gemma_logits, "gemma3_text": gemma_logits,
                "phi3": phi3_logits, "olmo2": olmo2_logits,
-               "gpt2": gpt2_logits}.get(config["model_type"])
+               "gpt2": gpt2_logits, "deepseek_v3": deepseek_logits,
+               "deepseek_v2": deepseek_logits}.get(config["model_type"])
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")
     tokens = [int(t) for t in args.prompt.split(",")]
@@ -649,7 +837,10 @@ def main():
     generated, all_logits, result = [], [], {}
     for step in range(args.steps):
         rows = (forward(config, weights, tokens, prompt_length)
-                if forward is phi3_logits else forward(config, weights, tokens))
+                if forward is phi3_logits
+                else forward(config, weights, tokens, args.absorbed)
+                if forward is deepseek_logits
+                else forward(config, weights, tokens))
         if step == 0 and args.prompt_logits:
             result["prompt_logits"] = [[float(v) for v in row] for row in rows]
         logits = rows[-1]
