@@ -31,6 +31,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -154,6 +155,28 @@ cl::opt<ComputeDtype> linearCompute(
 int fail(const Twine &message) {
   WithColor::error(errs(), "attnc") << message << "\n";
   return 1;
+}
+
+/// What a binary `input` is, in a few words, or nothing for text: a
+/// description is UTF-8 text, and a file with a NUL or another control
+/// character (but tab, line feeds and form feed) in its first 64 KiB is not
+/// one. GGUF files and safetensors checkpoints are named.
+std::optional<std::string> binaryKind(StringRef input) {
+  StringRef head = input.take_front(64 * 1024);
+  const bool binary = llvm::any_of(head, [](char c) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    return byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r' &&
+           byte != '\f';
+  });
+  if (!binary)
+    return std::nullopt;
+  if (input.starts_with("GGUF"))
+    return std::string("a GGUF model file, which attnc does not read yet");
+  // safetensors: an 8-byte little-endian header length, then its JSON.
+  if (input.size() > 10 && input.substr(8, 2) == "{\"")
+    return std::string("a safetensors checkpoint (weights: attnc reads the "
+                       "config.json beside it)");
+  return std::string("a binary file");
 }
 
 std::optional<int64_t> parseBytes(StringRef text) {
@@ -332,6 +355,11 @@ int main(int argc, char **argv) {
   auto input = mlir::openInputFile(inputPath, &errorMessage);
   if (!input)
     return fail(errorMessage);
+  // One line for a binary file, never its bytes echoed as a "source line".
+  if (std::optional<std::string> kind = binaryKind(input->getBuffer()))
+    return fail(inputPath + ": " + *kind +
+                ", not a model description (attnc reads attnc's JSON, a "
+                "Hugging Face config.json or the attn dialect's .mlir)");
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
   // Every diagnostic, from the JSON reader, a verifier or a pass, prints as

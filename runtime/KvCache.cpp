@@ -51,6 +51,11 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
       config.maxSequenceLength < 1)
     return invalid("KV cache: layers, KV heads, head size, page size, page "
                    "count and maximum length must all be positive");
+  if (config.numLayers > KvCacheConfig::kMaxLayers)
+    return invalid("KV cache: " + std::to_string(config.numLayers) +
+                   " layers exceed the " +
+                   std::to_string(KvCacheConfig::kMaxLayers) +
+                   " a cache holds");
   if (!config.windows.empty() &&
       config.windows.size() != size_t(config.numLayers))
     return invalid("KV cache: " + std::to_string(config.windows.size()) +

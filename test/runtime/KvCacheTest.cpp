@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -130,6 +131,16 @@ TEST(KvCache, RejectsBadConfigs) {
   config = paged(4, 8, 32);
   config.numKvHeads = -1;
   EXPECT_EQ(KvCache::create(config, cache).code(), StatusCode::InvalidArgument);
+  // Absurd layer counts are refused before any per-layer bookkeeping is
+  // allocated (2^31 - 1 layers asked for 48 GiB of it; an ASan build
+  // aborted there).
+  config = paged(4, 8, 32);
+  config.numLayers = std::numeric_limits<int>::max();
+  Status layers = KvCache::create(config, cache);
+  EXPECT_EQ(layers.code(), StatusCode::InvalidArgument);
+  EXPECT_NE(layers.message().find("2147483647 layers exceed the 65536"),
+            std::string::npos)
+      << layers.message();
   // int4 is a weight type: no cache stores it.
   config = paged(4, 8, 32, DType::I4);
   Status s = KvCache::create(config, cache);

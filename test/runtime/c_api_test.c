@@ -78,6 +78,13 @@ int main(void) {
     bad.max_sequence_length = 1 << 20;
     CHECK(attn_kv_cache_create(&bad, &none) == ATTN_OUT_OF_MEMORY &&
           none == NULL);
+    /* 2^31 - 1 layers of one tiny page: refused before 48 GiB of per-layer
+       bookkeeping was allocated (an ASan build aborted there). */
+    bad = config;
+    bad.num_layers = 2147483647;
+    CHECK(attn_kv_cache_create(&bad, &none) == ATTN_INVALID_ARGUMENT &&
+          strstr(attn_last_error(), "layers exceed the 65536") &&
+          none == NULL);
     /* A page of 2^21 tokens x 2^21 heads x 2^21 channels x 4 bytes is 2^65
        bytes: it used to wrap to 0, be accepted, and the first extend ran
        the process out of memory. */

@@ -37,6 +37,10 @@ namespace attn::runtime {
 using SequenceId = int32_t;
 
 struct KvCacheConfig {
+  /// The most layers a cache holds: far past any model's, and a bound on the
+  /// per-layer bookkeeping allocated before the pools (2^31 - 1 layers asked
+  /// for 48 GiB of it).
+  static constexpr int kMaxLayers = 1 << 16;
   int numLayers = 0;
   int numKvHeads = 0;
   int headDim = 0;
