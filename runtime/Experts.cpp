@@ -31,6 +31,7 @@ void routeTokens(const PlanOp::Experts &experts, const float *logits,
   const size_t n = size_t(count), m = size_t(groups);
   std::vector<double> score(n), select(n), groupScore(m);
   std::vector<int32_t> order(n), groupOrder(m);
+  std::vector<bool> kept(m);
   auto before = [](const std::vector<double> &value) {
     return [&value](int32_t a, int32_t b) {
       return largerFirst(value.data(), a, b);
@@ -82,7 +83,7 @@ void routeTokens(const PlanOp::Experts &experts, const float *logits,
       std::partial_sort(groupOrder.begin(),
                         groupOrder.begin() + experts.groupTopK,
                         groupOrder.end(), before(groupScore));
-      std::vector<bool> kept(size_t(groups), false);
+      std::fill(kept.begin(), kept.end(), false);
       for (int j = 0; j < experts.groupTopK; j++)
         kept[size_t(groupOrder[size_t(j)])] = true;
       for (int e = 0; e < count; e++)
