@@ -147,7 +147,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.keyPadding = kernel.getKeyPadding();
       if (kernel.getComputeDtype() && kernel.getComputeDtype()->isBF16())
         spec.compute = ::attn::SdpaCompute::BF16;
-      // The defaults' per-vendor tile goes with a heuristic schedule; a
+      // The defaults' per-family tile goes with a heuristic schedule; a
       // database entry was measured on one machine and stands as it is.
       if (schedule->getSource() == "heuristic")
         spec.schedule.intelQkTile =

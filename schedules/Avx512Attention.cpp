@@ -27,7 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/schedules/Avx512Attention.h"
-#include "attn/schedules/CpuVendor.h"
+#include "attn/schedules/CpuFamily.h"
 
 #include "AmxTiles.h"
 #include "ExternBuffers.h"
@@ -344,7 +344,7 @@ extern "C" __attribute__((weak)) int attn_avx512_attention_ready(void) {
   static int answer = -1;
   int ready = __atomic_load_n(&answer, __ATOMIC_RELAXED);
   if (ready < 0) {
-    ready = attn_cpu_is_intel() && attn::avx512::hasAvx512() ? 1 : 0;
+    ready = attn_cpu_avx512_attention() && attn::avx512::hasAvx512() ? 1 : 0;
     __atomic_store_n(&answer, ready, __ATOMIC_RELAXED);
   }
   return ready;

@@ -13,7 +13,7 @@
 
 #include "AttentionParts.h"
 #include "attn/schedules/Avx512Attention.h"
-#include "attn/schedules/CpuVendor.h"
+#include "attn/schedules/CpuFamily.h"
 
 #include <algorithm>
 #include <map>
@@ -165,7 +165,8 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   chunkOut(d, i, h, b, c) +=
       prob(i, chunkKey, h, b) * valueC(d, h, chunkKey, b);
 
-  // On an Intel CPU with AVX-512 (checked when the kernel runs), full
+  // Where the CPU family's row says so (CpuFamily.h, asked when the kernel
+  // runs) and the CPU has AVX-512, full
   // attention of a task's rows is the AVX-512 micro-kernels'
   // (Avx512Attention.h) as an extern stage, from Q as given, K in panels of
   // 32 keys and the packed V.
@@ -267,7 +268,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
       (intel.keys != sched.qkTileKeys || intel.rowVectors != 2);
   if (perVendor)
     tileScores(
-        logit.specialize(Internal::Call::make(Int(32), "attn_cpu_is_intel", {},
+        logit.specialize(Internal::Call::make(Int(32), "attn_cpu_intel_qk_tile", {},
                                               Internal::Call::PureExtern) != 0),
         intel.rowVectors, intel.keys);
   tileScores(logit, 2, sched.qkTileKeys);
@@ -295,7 +296,7 @@ KernelPipeline buildSdpaPipeline(const SdpaSpec &requested,
   // AVX-512 kernels in-process.
   std::map<std::string, JITExtern> externs;
   if (perVendor)
-    externs.emplace("attn_cpu_is_intel", JITExtern(attn_cpu_is_intel));
+    externs.emplace("attn_cpu_intel_qk_tile", JITExtern(attn_cpu_intel_qk_tile));
   if (avx512) {
     externs.emplace("attn_avx512_attention_ready",
                     JITExtern(attn_avx512_attention_ready));

@@ -11,7 +11,7 @@
 // uses and compared with the double reference.
 //
 // 60 variants (40 fp32, 20 with bf16 products), five shapes each; those
-// with a per-vendor tile run each shape as on an Intel and on another CPU.
+// with a per-family tile run each shape as on an Intel and on another CPU.
 //
 // Tolerance 1e-5 absolute in fp32, as in SdpaTest.cpp: inputs in [-1, 1],
 // outputs convex combinations of V rows, the exp2 polynomial is within 2e-7
@@ -141,7 +141,7 @@ TEST_P(SdpaScheduleTest, MatchesDoubleReference) {
   std::map<std::string, Halide::JITExtern> externs =
       kernel.pipeline.get_jit_externs();
   if (perVendor)
-    externs.insert_or_assign("attn_cpu_is_intel",
+    externs.insert_or_assign("attn_cpu_intel_qk_tile",
                              Halide::JITExtern(pretendVendor));
   if (externs.count("attn_avx512_attention_ready"))
     externs.insert_or_assign("attn_avx512_attention_ready",

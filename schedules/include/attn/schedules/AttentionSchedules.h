@@ -37,8 +37,8 @@ struct SdpaSchedule {
     int rowVectors = 2;
     int keys = 0;
   };
-  /// The fp32 tile on Intel cores (cpuid vendor, asked when the kernel
-  /// runs: CpuVendor.h), where elsewhere it is 2 vectors x qkTileKeys; keys
+  /// The fp32 tile on the CPU families whose row takes it (Intel cores;
+  /// asked when the kernel runs: CpuFamily.h), where elsewhere it is 2 vectors x qkTileKeys; keys
   /// 0: the same tile everywhere. Set by defaultSdpaSchedule; a
   /// tuning-database entry, measured on one machine, leaves it unset.
   QkTile intelQkTile;

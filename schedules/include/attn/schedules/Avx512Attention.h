@@ -12,7 +12,7 @@
 // these loops are the products as MLAS-style GEMM micro-kernels over the
 // block (bench/README.md has the figures). The pipeline calls it as an
 // extern stage per parallel task where attn_avx512_attention_ready() says
-// so (an Intel CPU with AVX-512F), and keeps its own products elsewhere.
+// so (a CPU with AVX-512F whose family's row takes it: CpuFamily.h), and keeps its own products elsewhere.
 //
 // What it computes is SdpaSpec's full attention with key padding: no causal
 // mask, sliding window, softcap or ALiBi (those kernels keep the Halide
@@ -52,9 +52,9 @@ inline int keyChunk(int kvChunk) {
 } // namespace attn::avx512
 
 extern "C" {
-/// 1 where the kernels below run: an x86-64 CPU from Intel with AVX-512F
-/// (on AMD's, whose AVX-512 the Halide schedule was tuned on, the pipeline
-/// keeps its own products).
+/// 1 where the kernels below run: an x86-64 CPU with AVX-512F whose family's
+/// row takes them (attn_cpu_avx512_attention, CpuFamily.h; elsewhere the
+/// pipeline keeps its own products).
 int attn_avx512_attention_ready(void);
 
 /// The extern stage panels(lane, d, jb, hk, b) =

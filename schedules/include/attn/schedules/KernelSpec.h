@@ -65,7 +65,7 @@ struct SdpaSpec : AttentionSettings {
   /// The kernel may call attnc's x86-64 object (schedules/AttnAmxObject):
   /// bf16 products then run on AMX tiles where the CPU has them
   /// (sdpaUsesAmx, Pipelines.h), and fp32 products take the schedule's
-  /// Intel tiles on Intel cores (CpuVendor.h). False keeps the Halide
+  /// Intel tiles where the CPU family's row says so (CpuFamily.h). False keeps the Halide
   /// products and one schedule (attnc clears it where it has no x86-64
   /// object to put in the library).
   bool x86Object = true;
