@@ -341,6 +341,13 @@ double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim) {
                                         : scale(1.0);
 }
 
+bool linearUsesInt8Inputs(const LinearSpec &spec, const Target &target) {
+  return spec.weightElement == DType::I4 && spec.schedule.tileRows > 1 &&
+         !spec.groupedExperts && target.arch == Target::X86 &&
+         !target.has_gpu_feature() &&
+         target.has_feature(Target::AVX512_SapphireRapids);
+}
+
 bool linearUsesAmx(const LinearSpec &spec, const Target &target) {
   return spec.bf16Products &&
          (spec.weightElement == DType::BF16 ||
@@ -381,6 +388,13 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool pairs = spec.weightElement == DType::BF16;
   const bool int8 = spec.weightElement == DType::I8;
   const bool int4 = spec.weightElement == DType::I4;
+  // int4 prompt tiles where the CPU has AVX512-VNNI's vpdpbusd (the
+  // Sapphire Rapids variant: Zen 4/5 and Intel with AMX): inputs rounded to
+  // int8 per group and four weight nibbles of a 32-bit lane against four
+  // inputs an instruction, twice vpdpwssd's products, the nibbles taken
+  // from the packed words as they are (Int4Weights.h) by a shift or a mask
+  // per 64 of them.
+  const bool int8Inputs = linearUsesInt8Inputs(spec, target);
   const int group = spec.weightGroup;
   if (int4 && !isInt4Group(group))
     throw std::invalid_argument("linear kernel " + spec.functionName +
@@ -501,23 +515,45 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   Var chain("chain");
   RDom rn(0, 2, 0, 4 / chains, 0, std::max(group, 8) / int(kInt4RowInputs),
           "rn");
+  // int8 inputs: (byte b of a lane, nibble half h, row j of the group).
+  RDom rv(0, 4, 0, 2, 0, std::max(group, 8) / int(kInt4RowInputs), "rv");
   RDom rb(0, inputBlocks, "rb");
   if (int8 || int4) {
     auto x = [&](Expr k, Expr t) {
-      Expr kk = min(k, in - 1);
+      Expr kk = clamp(k, 0, in - 1);
       return gated ? gatedInput(kk, t) : input(kk, t);
     };
     Expr v = x(kb * inputBlock + rq, m);
+    const float levels = int8Inputs ? 127.0f : 32767.0f;
     inputScale(kb, m) =
         maximum(select(kb * inputBlock + rq >= in, 0.0f,
                        select(is_finite(v), abs(v),
                               std::numeric_limits<float>::infinity()))) /
-        32767.0f;
+        levels;
     Expr scale = inputScale(k / inputBlock, m);
-    // |x / scale| <= 32767 by construction; an infinite scale gives 0.
+    // |x / scale| <= levels by construction; an infinite scale gives 0.
     input16(k, m) = select(k < in && scale > 0.0f,
                            cast<int16_t>(round(x(k, m) / scale)),
                            cast<int16_t>(0));
+  }
+  // int8 inputs in the order a 32-bit lane of a packed row holds its
+  // weights (Int4Weights.h): byte b of lane p is word 2p + b / 2's low
+  // byte (b even) or high byte, whose low nibbles are inputs 8j + {0, 4, 1,
+  // 5} and high nibbles 8j + {2, 6, 3, 7}; slot 8j + 4h + b holds input
+  // 8j + 2h + 4(b % 2) + b / 2, so each vpdpbusd reads its four inputs as
+  // one broadcast. Rounded from the fp32 input itself: a gather of int16
+  // elements compiles to AVX512-FP16's vmovw in this variant (Halide 14
+  // targets LLVM's sapphirerapids CPU), which Zen 4/5 lack.
+  Func inputBytes("input_bytes");
+  if (int8Inputs) {
+    Expr slot = k % 8, h = slot / 4, b = slot % 4;
+    Expr source = max(k - slot + 2 * h + 4 * (b % 2) + b / 2, 0);
+    Expr scale = inputScale(source / group, m);
+    Expr xk = gated ? gatedInput(min(source, in - 1), m)
+                    : input(min(source, in - 1), m);
+    inputBytes(k, m) = select(source < in && scale > 0.0f,
+                              cast<int8_t>(round(xk / scale)),
+                              cast<int8_t>(0));
   }
   if (int8) {
     // Rows past the last pair are clamped and meet zero inputs.
@@ -528,6 +564,21 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         cast<int32_t>(input16(kb * kInt8InputBlock + 2 * rd.y + rd.x, row));
     accumulate(p, q, m) +=
         cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
+  } else if (int8Inputs) {
+    inputSum(kb, m) = sum(cast<int32_t>(inputBytes(kb * group + rq, m)));
+    Expr word = weight(2 * p + rv.x / 2, kb * (group / 8) + rv.z, panel);
+    Expr byte = cast<uint8_t>(word >> cast<uint16_t>(8 * (rv.x % 2)));
+    Expr u = select(rv.y == 0, byte & cast<uint8_t>(15),
+                    byte >> cast<uint8_t>(4));
+    blockDot(p, q, m, kb) = 0;
+    blockDot(p, q, m, kb) +=
+        cast<int32_t>(u) *
+        cast<int32_t>(inputBytes(kb * group + 8 * rv.z + 4 * rv.y + rv.x, row));
+    Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
+                                 : Expr(int(kInt4SymmetricZero));
+    accumulate(p, q, m) +=
+        cast<float>(blockDot(p, q, m, rb) - zero * inputSum(rb, row)) *
+        (weightScales(p, rb, panel) * inputScale(rb, row));
   } else if (int4) {
     inputSum(kb, m) = sum(cast<int32_t>(input16(kb * group + rq, m)));
     Expr word = weight(2 * p + rn.x, kb * (group / 8) + rn.z, panel);
@@ -988,6 +1039,14 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                      .reorder(rd.x, p, q, m, rd.y)
                      .atomic()
                      .vectorize(rd.x));
+    } else if (int8Inputs) {
+      // A lane's four bytes and its features together: vpdpbusd, both
+      // nibble halves of a loaded row unrolled.
+      unrollTile(blockDot.update()
+                     .reorder(rv.x, p, q, m, rv.y, rv.z)
+                     .atomic()
+                     .vectorize(rv.x)
+                     .unroll(rv.y));
     } else {
       blockDot.bound_extent(chain, chains).unroll(chain);
       unrollTile(blockDot.update()
@@ -1000,9 +1059,14 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     if (int4)
       inputSum.compute_root();
     inputScale.compute_root();
-    input16.compute_root()
-        .parallel(m, 8, TailStrategy::GuardWithIf)
-        .vectorize(k, vec, guard);
+    if (!int8Inputs)
+      input16.compute_root()
+          .parallel(m, 8, TailStrategy::GuardWithIf)
+          .vectorize(k, vec, guard);
+    else
+      inputBytes.compute_root()
+          .parallel(m, 8, TailStrategy::GuardWithIf)
+          .vectorize(k, 4 * vec, guard);
   } else if (kBlock) {
     // All of the task's tokens x tileN in L2; per block, per token tile,
     // a register tile of the block's partial sums added in.

@@ -261,7 +261,9 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   kernel.pipeline.realize(output, target, params);
 
   // int8 kernels see each input rounded to int16 per block of
-  // kInt8InputBlock (scale: the block's max |x| / 32767): the reference
+  // kInt8InputBlock (scale: the block's max |x| / 32767), int4 ones per
+  // group, to int16 or, for vpdpbusd (linearUsesInt8Inputs), int8 (max |x|
+  // / 127): the reference
   // takes the same values, and the exact inputs' result must lie within
   // the rounding's bound, sum_k |W(k, n)| · scale(k) / 2. bf16 weights on
   // AMX tiles (a CPU with AMX, prompt-sized variants): each input rounded
@@ -280,12 +282,14 @@ TEST_P(LinearTest, MatchesDoubleReference) {
     if (!int8 && !int4)
       return std::pair{row, halfStep};
     const int block = int4 ? c.group : attn::kInt8InputBlock;
+    const float levels =
+        int4 && attn::linearUsesInt8Inputs(spec, target) ? 127.0f : 32767.0f;
     for (int b0 = 0; b0 < c.in; b0 += block) {
       const int b1 = std::min(c.in, b0 + block);
       float largest = 0;
       for (int k = b0; k < b1; k++)
         largest = std::max(largest, std::fabs(float(row[k])));
-      const float scale = largest / 32767.0f;
+      const float scale = largest / levels;
       for (int k = b0; k < b1; k++) {
         row[k] = std::nearbyint(float(row[k]) / scale) * double(scale);
         halfStep[k] = scale / 2.0;

@@ -141,7 +141,9 @@ enum class Activation {
 ///           and feature 16q + p at (q, g, p); weight_zeros (I4 with
 ///           weightZeros): the same shape in uint8, z; without them z = 8
 ///           (symmetric: u - 8 in [-8, 7]). The input is rounded to int16
-///           per group and token (scale: its max |x| / 32767); each group's
+///           per group and token (scale: its max |x| / 32767), or to int8
+///           (max |x| / 127) where linearUsesInt8Inputs (Pipelines.h) says
+///           the kernel multiplies with vpdpbusd; each group's
 ///           integer sum of u · x, less z times the group's sum of x, is
 ///           scaled by s times the input's scale into the fp32 sum.
 ///   residual (when `residual`): added after the activation, so an output

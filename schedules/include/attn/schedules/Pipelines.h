@@ -59,6 +59,13 @@ KernelPipeline buildDecodePipeline(const DecodeSpec &spec,
 KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                    const Halide::Target &target);
 
+/// Whether buildLinearPipeline(spec, target) rounds its inputs to int8 per
+/// group of the weights' scales (absmax / 127; elsewhere int16, absmax /
+/// 32767) for AVX512-VNNI's vpdpbusd: int4 weights, the prompt-sized
+/// variant, an x86-64 target with Sapphire Rapids' features (Zen 4/5 and
+/// Intel with AMX, where a CPU without AMX tiles runs it).
+bool linearUsesInt8Inputs(const LinearSpec &spec, const Halide::Target &target);
+
 /// Whether buildLinearPipeline(spec, target) multiplies on AMX tiles where
 /// the CPU running it has them (bf16 or int4 weights, the prompt-sized
 /// variant, an x86-64 target with Sapphire Rapids' features): X is then
