@@ -504,6 +504,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                 : in;
   Func inputScale("input_scale"), input16("input16"), blockDot("block_dot");
   Func inputSum("input_sum"); // int4: (g, m), the group's sum of int16s
+  Func inputBytes("input_bytes"); // int8 inputs: (slot, m), below
   RDom rq(0, inputBlock, "rq");
   RDom rd(0, 2, 0, kInt8InputBlock / 2, "rd"); // (pair member, pair)
   // int4: (pair member r, nibble step, row j): input 8j + 2t + r of a
@@ -520,7 +521,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   RDom rb(0, inputBlocks, "rb");
   if (int8 || int4) {
     auto x = [&](Expr k, Expr t) {
-      Expr kk = clamp(k, 0, in - 1);
+      Expr kk = min(k, in - 1);
       return gated ? gatedInput(kk, t) : input(kk, t);
     };
     Expr v = x(kb * inputBlock + rq, m);
@@ -535,6 +536,16 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     input16(k, m) = select(k < in && scale > 0.0f,
                            cast<int16_t>(round(x(k, m) / scale)),
                            cast<int16_t>(0));
+    if (int8Inputs) {
+      // The order of a packed row's lanes (below), from the fp32 input.
+      Expr slot = k % 8, h = slot / 4, b = slot % 4;
+      Expr source = max(k - slot + 2 * h + 4 * (b % 2) + b / 2, 0);
+      Expr sourceScale = inputScale(source / group, m);
+      inputBytes(k, m) =
+          select(source < in && sourceScale > 0.0f,
+                 cast<int8_t>(round(x(source, m) / sourceScale)),
+                 cast<int8_t>(0));
+    }
   }
   // int8 inputs in the order a 32-bit lane of a packed row holds its
   // weights (Int4Weights.h): byte b of lane p is word 2p + b / 2's low
@@ -544,17 +555,6 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // one broadcast. Rounded from the fp32 input itself: a gather of int16
   // elements compiles to AVX512-FP16's vmovw in this variant (Halide 14
   // targets LLVM's sapphirerapids CPU), which Zen 4/5 lack.
-  Func inputBytes("input_bytes");
-  if (int8Inputs) {
-    Expr slot = k % 8, h = slot / 4, b = slot % 4;
-    Expr source = max(k - slot + 2 * h + 4 * (b % 2) + b / 2, 0);
-    Expr scale = inputScale(source / group, m);
-    Expr xk = gated ? gatedInput(min(source, in - 1), m)
-                    : input(min(source, in - 1), m);
-    inputBytes(k, m) = select(source < in && scale > 0.0f,
-                              cast<int8_t>(round(xk / scale)),
-                              cast<int8_t>(0));
-  }
   if (int8) {
     // Rows past the last pair are clamped and meet zero inputs.
     Expr pair = min(kb * (kInt8InputBlock / 2) + rd.y, weightRows - 1);
@@ -564,33 +564,32 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         cast<int32_t>(input16(kb * kInt8InputBlock + 2 * rd.y + rd.x, row));
     accumulate(p, q, m) +=
         cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
-  } else if (int8Inputs) {
-    inputSum(kb, m) = sum(cast<int32_t>(inputBytes(kb * group + rq, m)));
-    Expr word = weight(2 * p + rv.x / 2, kb * (group / 8) + rv.z, panel);
-    Expr byte = cast<uint8_t>(word >> cast<uint16_t>(8 * (rv.x % 2)));
-    Expr u = select(rv.y == 0, byte & cast<uint8_t>(15),
-                    byte >> cast<uint8_t>(4));
-    blockDot(p, q, m, kb) = 0;
-    blockDot(p, q, m, kb) +=
-        cast<int32_t>(u) *
-        cast<int32_t>(inputBytes(kb * group + 8 * rv.z + 4 * rv.y + rv.x, row));
-    Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
-                                 : Expr(int(kInt4SymmetricZero));
-    accumulate(p, q, m) +=
-        cast<float>(blockDot(p, q, m, rb) - zero * inputSum(rb, row)) *
-        (weightScales(p, rb, panel) * inputScale(rb, row));
   } else if (int4) {
-    inputSum(kb, m) = sum(cast<int32_t>(input16(kb * group + rq, m)));
-    Expr word = weight(2 * p + rn.x, kb * (group / 8) + rn.z, panel);
-    Expr t = rn.y * chains + chain;
-    Expr u = cast<int16_t>((word >> cast<uint16_t>(4 * t)) & 15);
-    blockDot(p, q, m, kb, chain) = 0;
-    blockDot(p, q, m, kb, chain) +=
-        cast<int32_t>(u) *
-        cast<int32_t>(input16(kb * group + 8 * rn.z + 2 * t + rn.x, row));
-    Expr dot = blockDot(p, q, m, rb, 0);
-    for (int c = 1; c < chains; c++)
-      dot += blockDot(p, q, m, rb, c);
+    Expr dot;
+    if (int8Inputs) {
+      inputSum(kb, m) = sum(cast<int32_t>(inputBytes(kb * group + rq, m)));
+      Expr word = weight(2 * p + rv.x / 2, kb * (group / 8) + rv.z, panel);
+      Expr byte = cast<uint8_t>(word >> cast<uint16_t>(8 * (rv.x % 2)));
+      Expr u = select(rv.y == 0, byte & cast<uint8_t>(15),
+                      byte >> cast<uint8_t>(4));
+      blockDot(p, q, m, kb) = 0;
+      blockDot(p, q, m, kb) +=
+          cast<int32_t>(u) * cast<int32_t>(inputBytes(
+                                 kb * group + 8 * rv.z + 4 * rv.y + rv.x, row));
+      dot = blockDot(p, q, m, rb);
+    } else {
+      inputSum(kb, m) = sum(cast<int32_t>(input16(kb * group + rq, m)));
+      Expr word = weight(2 * p + rn.x, kb * (group / 8) + rn.z, panel);
+      Expr t = rn.y * chains + chain;
+      Expr u = cast<int16_t>((word >> cast<uint16_t>(4 * t)) & 15);
+      blockDot(p, q, m, kb, chain) = 0;
+      blockDot(p, q, m, kb, chain) +=
+          cast<int32_t>(u) *
+          cast<int32_t>(input16(kb * group + 8 * rn.z + 2 * t + rn.x, row));
+      dot = blockDot(p, q, m, rb, 0);
+      for (int c = 1; c < chains; c++)
+        dot += blockDot(p, q, m, rb, c);
+    }
     Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
                                  : Expr(int(kInt4SymmetricZero));
     accumulate(p, q, m) +=

@@ -30,8 +30,8 @@ int attn_cpu_family(void);
 int attn_cpu_intel_qk_tile(void);
 /// 1 where the family's row runs full fp32 prefill attention on the AVX-512
 /// micro-kernels (Avx512Attention.h), else 0. The environment variable
-/// ATTN_AVX512_ATTENTION=0 or 1, read once, overrides the row: for an A/B on
-/// a new CPU without a rebuild.
+/// ATTN_AVX512_ATTENTION=0 or 1, read once, overrides the row (any other
+/// value leaves it): for an A/B on a new CPU without a rebuild.
 int attn_cpu_avx512_attention(void);
 }
 
