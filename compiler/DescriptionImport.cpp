@@ -67,12 +67,38 @@ bool readLayer(const json::Object &object, const JsonPath &path,
   layer.kind = reader.optionalEnum("kind", {"self", "cross"}, "self") == "cross"
                    ? LayerKind::Cross
                    : LayerKind::Self;
+  // A latent layer (#attn.latent) states its sizes there: its one key head
+  // of rope_dim + rank channels follows.
+  JsonPath latentPath;
+  if (const json::Object *latent =
+          reader.getObject("latent", false, latentPath)) {
+    JsonObjectReader l(*latent, latentPath, locator);
+    std::optional<int64_t> rank = l.getInt("rank", true, 1, limits::kHeadDim),
+                           ropeDim =
+                               l.getInt("rope_dim", true, 1, limits::kHeadDim),
+                           nopeDim =
+                               l.getInt("nope_dim", true, 1, limits::kHeadDim),
+                           valueDim =
+                               l.getInt("value_dim", true, 1, limits::kHeadDim),
+                           queryRank = l.getInt("query_rank", false, 0,
+                                                limits::kFeatures, 0);
+    double eps = l.optionalPositiveNumber("eps").value_or(1e-6);
+    if (!l.finish())
+      return false;
+    layer.latent = makeLatent(context, l.location(), *rank, *ropeDim, *nopeDim,
+                              *valueDim, *queryRank, float(eps));
+    if (!layer.latent)
+      return false;
+  }
+  const bool latent = bool(layer.latent);
   layer.queryHeads =
       reader.getInt("num_query_heads", true, 1, limits::kHeads).value_or(1);
-  layer.kvHeads =
-      reader.getInt("num_kv_heads", true, 1, limits::kHeads).value_or(1);
+  layer.kvHeads = reader.getInt("num_kv_heads", !latent, 1, limits::kHeads)
+                      .value_or(1);
   layer.headDim =
-      reader.getInt("head_dim", true, 1, limits::kHeadDim).value_or(1);
+      reader.getInt("head_dim", !latent, 1, limits::kHeadDim)
+          .value_or(latent ? layer.latent.getRopeDim() + layer.latent.getRank()
+                           : 1);
   layer.mask = *symbolizeMaskKind(reader.optionalEnum(
       "mask", {"none", "causal", "sliding_window"}, "none"));
   layer.window = reader.getInt("window", false, 1, limits::kLength);
@@ -441,7 +467,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming = model.optionalEnum(
       "weight_naming",
-      {"llama", "gemma", "gemma3", "phi3", "mixtral", "gpt2", "bart"},
+      {"llama", "gemma", "gemma3", "phi3", "mixtral", "deepseek", "gpt2",
+       "bart"},
       "");
   // What the checkpoint's RMS norm weights lack (Gemma's 1).
   std::optional<double> normWeightOffset =

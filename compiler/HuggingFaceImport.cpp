@@ -203,8 +203,13 @@ struct DecoderFamily {
   /// num_experts_per_tok, moe_intermediate_size, norm_topk_prob, and
   /// decoder_sparse_step and mlp_only_layers choosing the sparse layers);
   /// Qwen2-MoE's (Qwen3-MoE's keys, with other defaults, and a shared
-  /// expert of shared_expert_intermediate_size behind a sigmoid gate).
-  enum class Moe { None, Mixtral, Qwen, Qwen2 } moe = Moe::None;
+  /// expert of shared_expert_intermediate_size behind a sigmoid gate);
+  /// DeepSeek's (n_routed_experts from first_k_dense_replace on, every
+  /// moe_layer_freq-th layer; topk_method and scoring_func choosing the
+  /// router's rule; n_shared_experts as one shared FFN).
+  enum class Moe { None, Mixtral, Qwen, Qwen2, DeepSeek } moe = Moe::None;
+  /// DeepSeek's multi-head latent attention (#attn.latent).
+  bool latent = false;
 };
 
 using mlir::attn::QkNormScope;
@@ -224,6 +229,8 @@ const DecoderFamily kDecoderFamilies[] = {
     {"mixtral", "mixtral", Window::Every, false, {},                      1e-5, false,  false, DecoderFamily::Moe::Mixtral},
     {"qwen3_moe", "llama", Window::Qwen,  false, QkNormScope::Head,       1e-6, false,  false, DecoderFamily::Moe::Qwen},
     {"qwen2_moe", "llama", Window::Qwen,  true,  {},                      1e-6, false,  false, DecoderFamily::Moe::Qwen2},
+    {"deepseek_v2", "deepseek", Window::Ignored, false, {},               1e-6, false,  false, DecoderFamily::Moe::DeepSeek, true},
+    {"deepseek_v3", "deepseek", Window::Ignored, false, {},               1e-6, false,  false, DecoderFamily::Moe::DeepSeek, true},
 };
 // clang-format on
 
@@ -412,9 +419,58 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
       config.error("clip_qkv", "attnc does not clamp Q, K and V (OLMo 1's "
                                "clip_qkv); OLMo 2 has no clip_qkv");
   }
+  // DeepSeek's multi-head latent attention: one key head of the cache rows
+  // [rotated shared key, latent], the logits scaled over the query's nope +
+  // rope channels, times YaRN's mscale(factor, mscale_all_dim)² where the
+  // config scales RoPE so (DeepseekV3Attention); the config classes'
+  // defaults where a key is left out.
+  if (family.latent) {
+    std::optional<int64_t> rank =
+        config.getInt("kv_lora_rank", false, 1, kMaxInt, 512);
+    std::optional<int64_t> rope =
+        config.getInt("qk_rope_head_dim", false, 1, kMaxInt, 64);
+    std::optional<int64_t> nope =
+        config.getInt("qk_nope_head_dim", false, 1, kMaxInt, 128);
+    std::optional<int64_t> value =
+        config.getInt("v_head_dim", false, 1, kMaxInt, 128);
+    std::optional<int64_t> queryRank = 0;
+    if (!config.isNull("q_lora_rank", root))
+      queryRank = config.getInt("q_lora_rank", false, 1, kMaxInt, 1536);
+    if (!config.optionalBool("rope_interleave").value_or(true))
+      config.error("rope_interleave",
+                   "attnc reads DeepSeek's RoPE channels as interleaved "
+                   "pairs, as its checkpoints store them; rope_interleave "
+                   "false is not supported");
+    if (layer.projectionBias)
+      config.error("attention_bias", "attnc's latent attention has no "
+                                     "projection biases; attention_bias "
+                                     "true is not supported");
+    if (!config.ok() || !rank || !rope || !nope || !value || !queryRank)
+      return nullptr;
+    layer.latent = makeLatent(context,
+                              locator.at(JsonPath{std::string("kv_lora_rank")}),
+                              *rank, *rope, *nope, *value, *queryRank, rmsEps);
+    if (!layer.latent)
+      return nullptr;
+    layer.kvHeads = 1;
+    layer.headDim = *rope + *rank;
+    double scale = 1.0 / std::sqrt(double(*nope + *rope));
+    if (layer.ropeScaling && ropeScalingType(layer.ropeScaling) == "yarn") {
+      const double factor = *ropeScalingNumber(layer.ropeScaling, "factor");
+      if (std::optional<double> all =
+              ropeScalingNumber(layer.ropeScaling, "mscale_all_dim");
+          all && *all != 0 && factor > 1) {
+        const double mscale = 0.1 * *all * std::log(factor) + 1.0;
+        scale *= mscale * mscale;
+      }
+    }
+    layer.scale = float(scale);
+  }
   // A mixture of experts: which layers, how many experts, how many a token
   // runs (the config classes' defaults where a key is left out).
   using Moe = DecoderFamily::Moe;
+  mlir::attn::RouterKind router = mlir::attn::RouterKind::SoftmaxTopK;
+  ExpertRouting routing;
   std::optional<int64_t> expertCount, expertsPerToken, expertSize,
       sharedSize = 0;
   bool normalizeExperts = true;
@@ -457,14 +513,75 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     for (int64_t i = 0; i < *layers && step; i++)
       sparseLayers[size_t(i)] = !denseOnly[size_t(i)] && expertCount &&
                                 *expertCount > 0 && (i + 1) % *step == 0;
+  } else if (family.moe == Moe::DeepSeek) {
+    // DeepseekV2Config's and DeepseekV3Config's defaults (V2-Lite's,
+    // V3's); n_routed_experts null: every layer dense.
+    const bool v3 = type == "deepseek_v3";
+    expertCount = 0;
+    if (!config.isNull("n_routed_experts", root))
+      expertCount =
+          config.getInt("n_routed_experts", false, 1, 4096, v3 ? 256 : 64);
+    expertsPerToken =
+        config.getInt("num_experts_per_tok", false, 1, 4096, v3 ? 8 : 6);
+    expertSize = config.getInt("moe_intermediate_size", false, 1, kMaxInt,
+                               v3 ? 2048 : 1407);
+    std::optional<int64_t> sharedCount = 0;
+    if (!config.isNull("n_shared_experts", root))
+      sharedCount =
+          config.getInt("n_shared_experts", false, 0, 4096, v3 ? 1 : 2);
+    if (sharedCount && expertSize)
+      sharedSize = *sharedCount * *expertSize;
+    std::optional<int64_t> firstSparse =
+        config.getInt("first_k_dense_replace", false, 0, 4096, v3 ? 3 : 0);
+    std::optional<int64_t> frequency =
+        config.getInt("moe_layer_freq", false, 1, 4096, 1);
+    // The rule: V3's noaux_tc (sigmoid scores, a selection bias, groups by
+    // their two best), V2's greedy and group_limited_greedy (softmax,
+    // groups by their best); the weights normalized with norm_topk_prob,
+    // V2's only for more than one expert a token and then not scaled.
+    llvm::StringRef method = config.optionalEnum(
+        "topk_method", {"greedy", "group_limited_greedy", "noaux_tc"},
+        v3 ? "noaux_tc" : "greedy");
+    llvm::StringRef scoring = config.optionalEnum(
+        "scoring_func", {"softmax", "sigmoid"}, v3 ? "sigmoid" : "softmax");
+    if (config.ok() && (method == "noaux_tc") != (scoring == "sigmoid"))
+      config.error("scoring_func",
+                   "attnc routes noaux_tc with sigmoid scores and greedy / "
+                   "group_limited_greedy with softmax ones, as DeepSeek's "
+                   "models do; topk_method " +
+                       method + " with scoring_func " + scoring +
+                       " is not supported");
+    normalizeExperts = config.optionalBool("norm_topk_prob").value_or(v3);
+    routing.scale = config.optionalPositiveNumber("routed_scaling_factor")
+                        .value_or(v3 ? 2.5 : 1.0);
+    if (method == "noaux_tc") {
+      router = mlir::attn::RouterKind::SigmoidTopK;
+    } else {
+      normalizeExperts = normalizeExperts && expertsPerToken &&
+                         *expertsPerToken > 1;
+      if (normalizeExperts)
+        routing.scale = 1.0;
+    }
+    if (method != "greedy") {
+      if (!config.isNull("n_group", root))
+        routing.groups =
+            config.getInt("n_group", false, 1, 4096, v3 ? 8 : 1).value_or(1);
+      if (!config.isNull("topk_group", root))
+        routing.groupTopK =
+            config.getInt("topk_group", false, 1, 4096, v3 ? 4 : 1).value_or(1);
+    }
+    for (int64_t i = 0; i < *layers && firstSparse && frequency; i++)
+      sparseLayers[size_t(i)] = *expertCount > 0 && i >= *firstSparse &&
+                                i % *frequency == 0;
   }
   if (family.moe != Moe::None && config.ok() && expertCount && expertsPerToken &&
       *expertCount > 0 && *expertsPerToken > *expertCount)
     config.error("num_experts_per_tok",
                  "num_experts_per_tok (" + llvm::Twine(*expertsPerToken) +
                      ") exceeds " +
-                     (family.moe == Moe::Mixtral ? "num_local_experts"
-                                                 : "num_experts") +
+                     (family.moe == Moe::Mixtral    ? "num_local_experts"
+                      : family.moe == Moe::DeepSeek ? "n_routed_experts"
+                                                    : "num_experts") +
                      " (" + llvm::Twine(*expertCount) + ")");
   if (!config.ok() || !activation || !sharedSize)
     return nullptr;
@@ -523,10 +640,11 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     if (sparseLayers[size_t(i)])
       builder.addFfn(block + "_ffn", *activation, *expertSize,
                      /*bias=*/false, /*gated=*/true, "", at,
-                     builder.experts(mlir::attn::RouterKind::SoftmaxTopK,
-                                     *expertCount, *expertsPerToken,
+                     builder.experts(router, *expertCount, *expertsPerToken,
                                      normalizeExperts, *sharedSize,
-                                     /*sharedGate=*/*sharedSize > 0));
+                                     /*sharedGate=*/*sharedSize > 0 &&
+                                         family.moe == Moe::Qwen2,
+                                     routing));
     else
       builder.addFfn(block + "_ffn", *activation, *intermediate,
                      gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
@@ -910,7 +1028,8 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
       << "' (attnc imports llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-         "gemma2, gemma3_text, gemma3, phi3, olmo2, gpt2, marian and bart)";
+         "deepseek_v2, deepseek_v3, gemma2, gemma3_text, gemma3, phi3, olmo2, "
+         "gpt2, marian and bart)";
   return nullptr;
 }
 

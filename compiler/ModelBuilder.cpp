@@ -131,6 +131,15 @@ mlir::attn::QkNormAttr makeQkNorm(MLIRContext &context,
                                      Builder(&context).getF32FloatAttr(eps));
 }
 
+mlir::attn::LatentAttr makeLatent(MLIRContext &context, Location loc,
+                                  int64_t rank, int64_t ropeDim,
+                                  int64_t nopeDim, int64_t valueDim,
+                                  int64_t queryRank, float eps) {
+  return mlir::attn::LatentAttr::getChecked(
+      [&] { return mlir::emitError(loc); }, &context, rank, ropeDim, nopeDim,
+      valueDim, queryRank, Builder(&context).getF32FloatAttr(eps));
+}
+
 int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
   auto optionalF32 = [&](std::optional<float> value) {
     return value ? builder.getF32FloatAttr(*value) : FloatAttr();
@@ -155,7 +164,9 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       c.stack.empty() ? StringAttr() : builder.getStringAttr(c.stack),
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), UnitAttr(), UnitAttr(),
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
-      c.sinks ? builder.getUnitAttr() : UnitAttr());
+      c.sinks ? builder.getUnitAttr() : UnitAttr(), c.latent,
+      FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+      FlatSymbolRefAttr(), FlatSymbolRefAttr());
   (void)layer;
   return layerCount - 1;
 }

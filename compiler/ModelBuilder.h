@@ -30,6 +30,7 @@ struct LayerConfig {
   mlir::DictionaryAttr ropeScaling; ///< null: none
   mlir::attn::QkNormAttr qkNorm;    ///< null: none
   std::optional<int64_t> ropeDim;   ///< partial rotary; absent: all
+  mlir::attn::LatentAttr latent;    ///< null: not a latent layer
   mlir::attn::KvCacheAttr cache;    ///< null: the layer never decodes
   std::string stack;                ///< "encoder", "decoder" or empty
 };
@@ -114,6 +115,13 @@ mlir::attn::KvCacheAttr makeKvCache(mlir::MLIRContext &context,
 /// projections (OLMo 2) with `eps`, as the dialect's attribute.
 mlir::attn::QkNormAttr makeQkNorm(mlir::MLIRContext &context,
                                   mlir::attn::QkNormScope scope, float eps);
+/// A latent layer's sizes (#attn.latent), or null after reporting at `loc`
+/// what its verifier refuses.
+mlir::attn::LatentAttr makeLatent(mlir::MLIRContext &context,
+                                  mlir::Location loc, int64_t rank,
+                                  int64_t ropeDim, int64_t nopeDim,
+                                  int64_t valueDim, int64_t queryRank,
+                                  float eps);
 
 /// A flat JSON object of numbers, strings and booleans (a RoPE scaling rule)
 /// as a DictionaryAttr; reports anything else at its location and returns

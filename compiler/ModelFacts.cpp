@@ -52,6 +52,12 @@ int64_t weightBytesPerToken(ModelOp model) {
                weightBytes(model, layer.getOutputKernel());
       if (layer.getKind() != LayerKind::Cross)
         bytes += weightBytes(model, layer.getKeyValueKernel());
+      // A latent layer's query down projection and every head's W_uk, W_uv.
+      if (layer.getLatent())
+        bytes += weightBytes(model, layer.getQueryDownKernel()) +
+                 int64_t(layer.getNumQueryHeads()) *
+                     (weightBytes(model, layer.getAbsorbKernel()) +
+                      weightBytes(model, layer.getUnabsorbKernel()));
     } else if (auto ffn = dyn_cast<FfnOp>(op)) {
       // Experts: the router, the experts a token runs and the shared ones.
       const int64_t experts =

@@ -57,6 +57,24 @@ std::string renderPlanJson(ModuleOp module,
       entry[plan::kKeyPadding] = true;
     if (layer.getWindow())
       entry[plan::kWindow] = *layer.getWindow();
+    if (LatentAttr latent = layer.getLatentAttr()) {
+      llvm::json::Object object{
+          {plan::kRank, latent.getRank()},
+          {plan::kRopeDim, latent.getRopeDim()},
+          {plan::kNopeDim, latent.getNopeDim()},
+          {plan::kValueDim, latent.getValueDim()},
+          {plan::kQueryRank, latent.getQueryRank()},
+          {plan::kEps, latent.getEpsValue()}};
+      for (auto [key, kernel] :
+           {std::pair{plan::kQueryDownKernel, layer.getQueryDownKernel()},
+            std::pair{plan::kQueryNormKernel, layer.getQueryNormKernel()},
+            std::pair{plan::kLatentNormKernel, layer.getLatentNormKernel()},
+            std::pair{plan::kAbsorbKernel, layer.getAbsorbKernel()},
+            std::pair{plan::kUnabsorbKernel, layer.getUnabsorbKernel()}})
+        if (kernel)
+          object[key] = prefix + kernel->str();
+      entry[plan::kLatent] = std::move(object);
+    }
     if (KvCacheAttr cache = layer.getCacheAttr()) {
       entry[plan::kDecodeKernel] = prefix + layer.getDecodeKernel()->str();
       entry[plan::kKvCache] = llvm::json::Object{

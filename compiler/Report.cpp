@@ -2,10 +2,12 @@
 
 #include "Report.h"
 
+#include "DTypes.h"
 #include "ModelFacts.h"
 
 #include "attn/AttnOps.h"
 #include "attn/Support.h"
+#include "attn/runtime/DType.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -46,8 +48,14 @@ llvm::StringMap<std::vector<std::string>> kernelUsers(ModelOp model) {
       StringRef append = layer.getFusedCacheAppend() ? "+append" : "";
       use(layer.getQueryKernel(), name,
           layer.getFusedProjections() ? ("QKV" + append).str() : "Q");
-      use(layer.getKeyValueKernel(), name, ("KV" + append).str());
+      use(layer.getKeyValueKernel(), name,
+          layer.getLatent() ? "key+latent" : ("KV" + append).str());
       use(layer.getOutputKernel(), name, "out");
+      use(layer.getQueryDownKernel(), name, "Q down");
+      use(layer.getQueryNormKernel(), name, "Q norm");
+      use(layer.getLatentNormKernel(), name, "latent norm");
+      use(layer.getAbsorbKernel(), name, "absorb W_uk");
+      use(layer.getUnabsorbKernel(), name, "unabsorb W_uv");
     } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
       use(embedding.getKernel(), embedding.getSymName(), "");
     } else if (auto norm = dyn_cast<NormOp>(op)) {
@@ -186,6 +194,15 @@ std::string renderReport(ModuleOp module) {
                         layer.getSymName(), stringifyLayerKind(layer.getKind()),
                         layer.getNumQueryHeads(), layer.getNumKvHeads(),
                         layer.getHeadDim(), stringifyMaskKind(layer.getMask()));
+    if (LatentAttr latent = layer.getLatentAttr())
+      os << llvm::formatv(" | latent rank {0} + rope {1} (values = keys), "
+                          "nope {2}, value {3}{4}",
+                          latent.getRank(), latent.getRopeDim(),
+                          latent.getNopeDim(), latent.getValueDim(),
+                          latent.getQueryRank()
+                              ? ", query rank " +
+                                    std::to_string(latent.getQueryRank())
+                              : std::string());
     if (KvCacheAttr cache = layer.getCacheAttr())
       os << llvm::formatv(" | cache {0} {1} page {2} max {3}{4}: {5}/seq",
                           stringifyCacheLayout(cache.getLayout()),
@@ -242,6 +259,12 @@ std::string renderReport(ModuleOp module) {
           4.0 * double(layer.getNumQueryHeads()) * double(layer.getHeadDim());
       f.perToken += linearFlops(model, layer.getQueryKernel()) +
                     linearFlops(model, layer.getOutputKernel());
+      if (layer.getLatent()) // its key and latent, and per head W_uk, W_uv
+        f.perToken += linearFlops(model, layer.getQueryDownKernel()) +
+                      linearFlops(model, layer.getKeyValueKernel()) +
+                      double(layer.getNumQueryHeads()) *
+                          (linearFlops(model, layer.getAbsorbKernel()) +
+                           linearFlops(model, layer.getUnabsorbKernel()));
       if (layer.getKind() == LayerKind::Cross) {
         f.perSource += attention;
         crossKeyValuePerSource += linearFlops(model, layer.getKeyValueKernel());
@@ -361,6 +384,31 @@ std::string renderReport(ModuleOp module) {
      << bytes("kv_bytes",
               " for max_batch " + std::to_string(model.getMaxBatch()))
      << "\n";
+  // Latent layers: the formula of their rows beside what their heads' keys
+  // and values would take uncompressed.
+  int latentLayers = 0;
+  for (AttentionLayerOp layer : model.getLayers()) {
+    LatentAttr latent = layer.getLatentAttr();
+    KvCacheAttr cache = layer.getCacheAttr();
+    if (!latent || !cache)
+      continue;
+    if (latentLayers++)
+      continue; // stated once, for the first (the verifier's one geometry)
+    const ::attn::DType dtype = toDType(cache.getDtype());
+    const int64_t heads = layer.getNumQueryHeads(),
+                  element = int64_t(::attn::byteSize(dtype)),
+                  scale = int64_t(::attn::scaleBytes(dtype));
+    os << llvm::formatv(
+        "  latent rows: (rank {0} + rope {1}) x {2} B{3} = {4} B/token per "
+        "layer (its {5} heads' keys and values uncompressed: {5} x ({6} + {7}) "
+        "x {2} B = {8} B)",
+        latent.getRank(), latent.getRopeDim(), element,
+        scale ? " + " + std::to_string(scale) + " B scale" : std::string(),
+        layer.getCacheTokenBytes(), heads, latent.getQueryHeadDim(),
+        latent.getValueDim(),
+        heads * (latent.getQueryHeadDim() + latent.getValueDim()) * element);
+    os << "\n";
+  }
   // With sliding windows, what each kind of layer holds per sequence: the
   // full layers every token, the others the pages of their window.
   struct CacheKind {

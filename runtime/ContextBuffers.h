@@ -91,6 +91,22 @@ struct StreamBuffers {
   Activations hidden; ///< [tokens][widest FFN hidden: gate | up when gated]
 };
 
+/// What a latent attention layer (LatentAttention.h) computes beside the
+/// attention buffers; host memory, grown by each call.
+struct LatentBuffers {
+  std::vector<float> down;      ///< [tokens][query rank]: q_a's output
+  std::vector<float> downNormed; ///< [tokens][query rank]
+  std::vector<float> query;     ///< [tokens][heads][rope + nope], rotated
+  std::vector<float> keyLatent; ///< [tokens][rope + rank]: the key rotated,
+                                ///< the latent before its norm
+  std::vector<float> latent;    ///< [tokens][rank]: the latent, dense
+  std::vector<float> normed;    ///< [tokens][rank]: the latent normed
+  std::vector<float> nope;      ///< [tokens · heads][nope or rank]: the
+                                ///< rows W_ukᵀ or W_uv multiplies
+  std::vector<float> absorbed;  ///< [tokens · heads][rank]: W_uk_hᵀ · q
+  std::vector<int32_t> heads;   ///< [tokens · heads]: each row's head
+};
+
 /// What an attention layer computes between its input and its output.
 struct AttentionBuffers {
   /// [tokens][widest Q, or Q | K | V where fused]: RoPE applied.
@@ -110,6 +126,7 @@ struct AttentionBuffers {
   /// [1][Hkv · D]: the one-slot pool of fused-append kernels that store
   /// nothing (prefill without a cache).
   Activations noCachePool;
+  LatentBuffers latent;
 };
 
 /// One expert a token runs and the weight of its output.

@@ -42,7 +42,8 @@ KvCacheConfig KvCacheConfig::contiguous(int numLayers, int numKvHeads,
 }
 
 size_t KvCacheConfig::bytesPerToken() const {
-  return size_t(numLayers) * kvBytesPerToken(dtype, numKvHeads, headDim);
+  return size_t(numLayers) *
+         kvBytesPerToken(dtype, numKvHeads, headDim, keysOnly);
 }
 
 Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
@@ -83,7 +84,8 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
                 size_t(config.headDim), byteSize(config.dtype)},
                page) ||
       !product({page, poolPages}, pool) ||
-      !product({pool, 2, size_t(config.numLayers)}, allPools) ||
+      !product({pool, config.keysOnly ? 1u : 2u, size_t(config.numLayers)},
+               allPools) ||
       !product({poolPages, size_t(config.pageSize), size_t(config.numKvHeads)},
                scaleRows) ||
       !product({scaleRows, sizeof(float), 2, size_t(config.numLayers)},
@@ -115,12 +117,15 @@ Status KvCache::create(const KvCacheConfig &config, KvCache &cache) {
   try {
     for (int layer = 0; layer < config.numLayers; layer++) {
       const size_t pages = size_t(fresh.poolPages(layer));
+      // A keysOnly cache's value pools stay empty (never indexed).
+      const size_t valuePages = config.keysOnly ? 0 : pages;
       fresh.keys_.emplace_back(pages * page);
-      fresh.values_.emplace_back(pages * page);
+      fresh.values_.emplace_back(valuePages * page);
       if (config.dtype == DType::I8) {
         const size_t rows = pages * config.pageSize * config.numKvHeads;
         fresh.keyScales_.emplace_back(rows);
-        fresh.valueScales_.emplace_back(rows);
+        if (!config.keysOnly)
+          fresh.valueScales_.emplace_back(rows);
       }
     }
     for (Group &group : fresh.groups_) {
@@ -172,7 +177,7 @@ Status KvCache::placeOn(const DeviceApi &api, int layer) const {
                                                           /*hostHasData=*/true);
   };
   Status s = place(PoolKind::Keys, keys_[layer].data(), keys_[layer].size());
-  if (s)
+  if (s && !config_.keysOnly)
     s = place(PoolKind::Values, values_[layer].data(), values_[layer].size());
   for (auto [kind, scales] : {std::pair{PoolKind::KeyScales, &keyScales_},
                               std::pair{PoolKind::ValueScales, &valueScales_}})
@@ -188,9 +193,15 @@ KvCache::LayerPools KvCache::pools(int layer) const {
       self->keyScales_.empty() ? nullptr : self->keyScales_[layer].data();
   auto *valueScales =
       self->valueScales_.empty() ? nullptr : self->valueScales_[layer].data();
-  return {{self->keys_[layer].data(), deviceCopy(layer, PoolKind::Keys)},
+  const Placed<void> keys{self->keys_[layer].data(),
+                          deviceCopy(layer, PoolKind::Keys)};
+  const Placed<float> keyRowScales{keyScales,
+                                   deviceCopy(layer, PoolKind::KeyScales)};
+  if (config_.keysOnly) // the values are the keys
+    return {keys, keys, keyRowScales, keyRowScales};
+  return {keys,
           {self->values_[layer].data(), deviceCopy(layer, PoolKind::Values)},
-          {keyScales, deviceCopy(layer, PoolKind::KeyScales)},
+          keyRowScales,
           {valueScales, deviceCopy(layer, PoolKind::ValueScales)}};
 }
 
@@ -219,7 +230,7 @@ size_t KvCache::poolBytes() const {
   for (int layer = 0; layer < config_.numLayers; layer++)
     bytes += size_t(poolPages(layer)) * config_.pageSize *
              kvBytesPerToken(config_.dtype, config_.numKvHeads,
-                             config_.headDim);
+                             config_.headDim, config_.keysOnly);
   return bytes;
 }
 int KvCache::poolPages(int layer) const {
@@ -291,7 +302,7 @@ Status KvCache::copyPage(const Group &group, int32_t from, int32_t to) {
   const size_t rows = size_t(config_.pageSize) * config_.numKvHeads;
   for (int layer : group.layers) {
     Status s = copy(layer, PoolKind::Keys, keys_[layer].data(), pageBytes());
-    if (s)
+    if (s && !config_.keysOnly)
       s = copy(layer, PoolKind::Values, values_[layer].data(), pageBytes());
     for (auto [kind, scales] :
          {std::pair{PoolKind::KeyScales, &keyScales_},
@@ -313,7 +324,8 @@ void KvCache::store(int layer, int32_t slot, const float *key,
   const size_t elements = size_t(config_.numKvHeads) * config_.headDim;
   if (config_.dtype != DType::I8) {
     encode(config_.dtype, key, keys_[layer].data() + offset, elements);
-    encode(config_.dtype, value, values_[layer].data() + offset, elements);
+    if (!config_.keysOnly)
+      encode(config_.dtype, value, values_[layer].data() + offset, elements);
     return;
   }
   for (int h = 0; h < config_.numKvHeads; h++) {
@@ -322,6 +334,8 @@ void KvCache::store(int layer, int32_t slot, const float *key,
     keyScales_[layer][row] = quantizeRow(
         key + at, reinterpret_cast<int8_t *>(keys_[layer].data() + offset + at),
         config_.headDim);
+    if (config_.keysOnly)
+      continue;
     valueScales_[layer][row] = quantizeRow(
         value + at,
         reinterpret_cast<int8_t *>(values_[layer].data() + offset + at),
@@ -333,21 +347,26 @@ void KvCache::load(int layer, int32_t slot, float *key, float *value) const {
   hostAccess(layer, /*write=*/false);
   const size_t offset = size_t(slot) * tokenBytes();
   const size_t elements = size_t(config_.numKvHeads) * config_.headDim;
+  const bool values = !config_.keysOnly;
   if (config_.dtype != DType::I8) {
     decode(config_.dtype, keys_[layer].data() + offset, key, elements);
-    decode(config_.dtype, values_[layer].data() + offset, value, elements);
-    return;
+    if (values)
+      decode(config_.dtype, values_[layer].data() + offset, value, elements);
+  } else {
+    for (int h = 0; h < config_.numKvHeads; h++) {
+      const size_t row = size_t(slot) * config_.numKvHeads + h;
+      const size_t at = h * size_t(config_.headDim);
+      dequantizeRow(
+          reinterpret_cast<const int8_t *>(keys_[layer].data() + offset + at),
+          keyScales_[layer][row], key + at, config_.headDim);
+      if (values)
+        dequantizeRow(reinterpret_cast<const int8_t *>(
+                          values_[layer].data() + offset + at),
+                      valueScales_[layer][row], value + at, config_.headDim);
+    }
   }
-  for (int h = 0; h < config_.numKvHeads; h++) {
-    const size_t row = size_t(slot) * config_.numKvHeads + h;
-    const size_t at = h * size_t(config_.headDim);
-    dequantizeRow(
-        reinterpret_cast<const int8_t *>(keys_[layer].data() + offset + at),
-        keyScales_[layer][row], key + at, config_.headDim);
-    dequantizeRow(
-        reinterpret_cast<const int8_t *>(values_[layer].data() + offset + at),
-        valueScales_[layer][row], value + at, config_.headDim);
-  }
+  if (!values && value) // the values are the keys
+    std::copy(key, key + elements, value);
 }
 
 Status KvCache::addSequence(SequenceId &id) {
@@ -573,7 +592,7 @@ Status KvCache::write(SequenceId id, int layer, int position, int count,
   if (layer < 0 || layer >= config_.numLayers)
     return invalid("write: layer " + std::to_string(layer) + " outside [0, " +
                    std::to_string(config_.numLayers) + ")");
-  if (count > 0 && (!key || !value))
+  if (count > 0 && (!key || (!value && !config_.keysOnly)))
     return invalid("write: null key or value");
   std::vector<int32_t> slots(std::max(count, 0));
   if (Status status =
@@ -584,7 +603,8 @@ Status KvCache::write(SequenceId id, int layer, int position, int count,
   const int32_t trash = groupOf(layer).numPages * config_.pageSize;
   for (int t = 0; t < count; t++)
     if (slots[t] < trash) // else the window has passed it
-      store(layer, slots[t], key + t * elements, value + t * elements);
+      store(layer, slots[t], key + t * elements,
+            value ? value + t * elements : nullptr);
   return Status::ok();
 }
 
@@ -599,7 +619,7 @@ Status KvCache::read(SequenceId id, int layer, int position, int count,
   if (position < 0 || count < 0 || position > sequence.length - count)
     return invalid("read: positions outside the sequence's " +
                    std::to_string(sequence.length) + " tokens");
-  if (count > 0 && (!key || !value))
+  if (count > 0 && (!key || (!value && !config_.keysOnly)))
     return invalid("read: null key or value");
   const std::vector<int32_t> &pages = sequence.pages[layerGroup_[layer]];
   if (count > 0 && pages[position / config_.pageSize] == kReleased)
@@ -612,7 +632,7 @@ Status KvCache::read(SequenceId id, int layer, int position, int count,
     int pos = position + t;
     int32_t slot =
         pages[pos / config_.pageSize] * config_.pageSize + pos % config_.pageSize;
-    load(layer, slot, key + t * elements, value + t * elements);
+    load(layer, slot, key + t * elements, value ? value + t * elements : nullptr);
   }
   return Status::ok();
 }

@@ -87,8 +87,8 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
 Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
   for (WeightNaming candidate :
        {WeightNaming::Llama, WeightNaming::Gemma, WeightNaming::Gemma3,
-        WeightNaming::Phi3, WeightNaming::Mixtral, WeightNaming::Gpt2,
-        WeightNaming::Bart})
+        WeightNaming::Phi3, WeightNaming::Mixtral, WeightNaming::DeepSeek,
+        WeightNaming::Gpt2, WeightNaming::Bart})
     if (plan.weightNaming == name(candidate)) {
       naming = candidate;
       return Status::ok();
@@ -173,12 +173,16 @@ Status Model::load(const std::string &planJson, const KernelEntry *table,
       !status)
     return status;
   const ModelPlan &plan = result->plan_;
-  // Experts run on host views of their stacked weights (Experts.h).
+  // Experts run on host views of their stacked weights (Experts.h), and so
+  // do a latent layer's heads (LatentAttention.h).
   for (const PlanOp &op : plan.ops)
-    if (device && op.experts.count)
+    if (device && (op.experts.count || op.latent.rank))
       return Status(StatusCode::InvalidArgument,
-                    "'" + op.name + "' is a mixture of experts: attnc runs "
-                    "those on the CPU only, not on " + device->name);
+                    "'" + op.name + "' is " +
+                        (op.experts.count ? "a mixture of experts"
+                                          : "a latent attention layer") +
+                        ": attnc runs those on the CPU only, not on " +
+                        device->name);
   Checkpoint file;
   if (Status status = Checkpoint::open(weightsPath, file); !status)
     return status;
@@ -253,10 +257,12 @@ Status cacheConfig(const ModelPlan &plan, bool cross, int maxSequences,
       result.dtype = op.cacheType;
       result.pageSize = op.pageSize;
       result.maxSequenceLength = op.maxLength;
+      result.keysOnly = op.latent.rank > 0; // latent rows: values are keys
     } else if (op.kvHeads != result.numKvHeads ||
                op.headDim != result.headDim || op.cacheType != result.dtype ||
                op.pageSize != result.pageSize ||
-               op.maxLength != result.maxSequenceLength) {
+               op.maxLength != result.maxSequenceLength ||
+               (op.latent.rank > 0) != result.keysOnly) {
       return Status(StatusCode::InvalidArgument,
                     "layer " + op.name +
                         " caches with another geometry than the layers "

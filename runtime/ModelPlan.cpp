@@ -328,6 +328,33 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       if (!op.fusedProjections)
         resolve(l, plan::kKeyValueKernel, op.keyValue);
       resolve(l, plan::kOutputKernel, op.output);
+      if (layer.contains(plan::kLatent)) {
+        Fields x(layer[plan::kLatent], "layer '" + op.name + "' latent");
+        PlanOp::Latent &latent = op.latent;
+        latent.rank = x.integer(plan::kRank, 1);
+        latent.ropeDim = x.integer(plan::kRopeDim, 2);
+        latent.nopeDim = x.integer(plan::kNopeDim, 1);
+        latent.valueDim = x.integer(plan::kValueDim, 1);
+        latent.queryRank = x.integer(plan::kQueryRank, 0);
+        if (latent.queryRank) {
+          resolve(x, plan::kQueryDownKernel, latent.queryDown);
+          resolve(x, plan::kQueryNormKernel, latent.queryNorm);
+        }
+        resolve(x, plan::kLatentNormKernel, latent.latentNorm);
+        resolve(x, plan::kAbsorbKernel, latent.absorb);
+        resolve(x, plan::kUnabsorbKernel, latent.unabsorb);
+        // What the runtime's latent attention assumes (attnc's verifier).
+        if (x.status() &&
+            (op.kvHeads != 1 || op.headDim != latent.ropeDim + latent.rank ||
+             op.cross || op.fusedProjections || op.fusedCacheAppend ||
+             op.bias || op.outputBias || op.qkNorm != PlanOp::QkNorm::None ||
+             !latent.absorb.grouped || !latent.unabsorb.grouped))
+          x.fail("must be one key head of rope_dim + rank channels, a self "
+                 "layer without biases, QK-norm or fused projections, and "
+                 "its absorb and unabsorb kernels expert kernels");
+        if (!x.status())
+          return x.status();
+      }
       if (layer.contains(plan::kKvCache)) {
         op.cached = true;
         resolve(l, plan::kDecodeKernel, op.decode);

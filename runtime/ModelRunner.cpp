@@ -18,6 +18,7 @@
 #include "CrossAttentionTrace.h"
 #include "Experts.h"
 #include "KernelCalls.h"
+#include "LatentAttention.h"
 
 #include <algorithm>
 #include <optional>
@@ -348,13 +349,34 @@ Status attention(const Layer &l, AttentionBuffers &buffers,
       return s;
   RowsView query{};
   KeyValueRows kv{};
-  if (Status s =
-          project(l, buffers, input, append ? &*append : nullptr, query, kv);
-      !s)
+  const Weights &w = l.w;
+  const LatentWeights latent{w.queryDown,     w.query,     w.keyValue,
+                             w.absorb,        w.unabsorb,  w.queryDownNorm,
+                             w.latentNorm};
+  if (op.latent.rank) {
+    // Latent attention (LatentAttention.h): its heads' absorbed queries
+    // over rows that are its keys, its values and what it caches.
+    const Placed<float> queryRows = buffers.projected.placed(),
+                        rows = buffers.keyValue.placed();
+    if (Status s = latentProject(op, latent, input.data, in.tokens, l.dModel,
+                                 in.positions, buffers.latent, queryRows.data,
+                                 rows.data);
+        !s)
+      return s;
+    query = {queryRows, l.queryWidth(), in.tokens};
+    kv = {rows, rows, rows, l.kvWidth()};
+  } else if (Status s = project(l, buffers, input,
+                                append ? &*append : nullptr, query, kv);
+             !s) {
     return s;
-  if (in.mode == Mode::Prefill)
-    return attendPrefill(l, buffers, cacheTo, query, kv, attention);
-  return attendStep(l, buffers, cacheTo, query, kv, attention);
+  }
+  Status s = in.mode == Mode::Prefill
+                 ? attendPrefill(l, buffers, cacheTo, query, kv, attention)
+                 : attendStep(l, buffers, cacheTo, query, kv, attention);
+  if (!s || !op.latent.rank)
+    return s;
+  return latentUnabsorb(op, latent, attention.data, in.tokens, buffers.latent,
+                        attention.data);
 }
 
 /// The rows `in` asks of the context's buffers (ContextBuffers.h). Dense
@@ -460,7 +482,7 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
                         w.outputBias,
                         attentionBuffers.output.placed(),
                         t,
-                        int64_t(op.queryHeads) * op.headDim,
+                        int64_t(op.queryHeads) * op.outputHeadDim(),
                         d,
                         residual};
         if (!normAddsOutput)

@@ -194,6 +194,15 @@ struct Model::Weights {
   // Empty without QK-norm.
   Floats queryNorm, keyValueNorm;
   Floats sinks;                // attention's sink logit per query head [Hq]
+  // Latent attention (PlanOp::Latent; empty otherwise): query [in][H·(rope
+  // + nope)] (each head's rotated channels de-interleaved, then the rest),
+  // keyValue [d][rope + rank] (the shared key, de-interleaved, then the
+  // latent), output [H·value][d]; the query's down projection [d][query
+  // rank] and its norm's weight [query rank]; the latent's norm [rank];
+  // absorb [nope][H·rank] (head h's outputs W_uk_hᵀ) and unabsorb
+  // [rank][H·value] (W_uv_h), both stacks of a matrix per head.
+  WeightMatrix queryDown, absorb, unabsorb;
+  Floats queryDownNorm, latentNorm;
   // FFN [d][ffn], [ffn][d]. Experts: every expert's stacked along the
   // outputs, [d][experts · ffn] and [ffn][experts · d] (gated: each
   // expert's gate | up), and router [d][experts].
@@ -217,11 +226,13 @@ struct Model::Weights {
                     &self.outputBias, &self.upBias, &self.downBias,
                     &self.headBias, &self.queryNorm, &self.keyValueNorm,
                     &self.sinks, &self.sharedUpBias, &self.sharedDownBias,
-                    &self.sharedGate, &self.routerBias})
+                    &self.sharedGate, &self.routerBias, &self.queryDownNorm,
+                    &self.latentNorm})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
                     &self.down, &self.head, &self.router, &self.sharedUp,
-                    &self.sharedDown}) {
+                    &self.sharedDown, &self.queryDown, &self.absorb,
+                    &self.unabsorb}) {
       onMatrix(*m);
       onArray(m->f32);
       onArray(m->narrow);

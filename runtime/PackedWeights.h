@@ -62,8 +62,9 @@ public:
                       const OpWeights &weights);
 
   /// The format's version: part of the key and of the header.
-  // 2: QK-norm weights; 3: sinks; 4: routers of experts; 5: shared experts
-  static constexpr uint32_t kVersion = 5;
+  // 2: QK-norm weights; 3: sinks; 4: routers of experts; 5: shared experts;
+  // 6: latent attention's matrices and norms
+  static constexpr uint32_t kVersion = 6;
 };
 
 } // namespace attn::runtime

@@ -5,6 +5,7 @@
 
 #include "Int4Checkpoint.h"
 
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -42,6 +43,9 @@ struct FamilyNames {
   std::vector<const char *> harmlessSuffixes, harmlessNames;
   /// ... and names starting so (a multimodal checkpoint's other towers).
   std::vector<const char *> harmlessPrefixes = {};
+  /// Blocks past the model's (`block` with {n} beyond the last) are not
+  /// run: DeepSeek-V3's multi-token-prediction layers.
+  bool laterBlocksHarmless = false;
   /// A mixture of experts, after the block's prefix: the router, and
   /// expert {e}'s gate, up and down projections (Qwen3-MoE's names).
   const char *router = "mlp.gate";
@@ -147,6 +151,17 @@ const FamilyNames kMixtral = [] {
   names.expertGate = "block_sparse_moe.experts.{e}.w1";
   names.expertUp = "block_sparse_moe.experts.{e}.w3";
   names.expertDown = "block_sparse_moe.experts.{e}.w2";
+  return names;
+}();
+
+/// DeepSeek-V2 / V3: Llama's names (the latent attention's are its own,
+/// tensorNames), the shared experts as one FFN under mlp.shared_experts.
+const FamilyNames kDeepSeek = [] {
+  FamilyNames names = kLlama;
+  names.naming = WeightNaming::DeepSeek;
+  names.name = "deepseek";
+  names.sharedExpert = "mlp.shared_experts.{r}_proj";
+  names.laterBlocksHarmless = true;
   return names;
 }();
 
@@ -274,6 +289,8 @@ const FamilyNames &family(WeightNaming naming) {
     return kPhi3;
   case WeightNaming::Mixtral:
     return kMixtral;
+  case WeightNaming::DeepSeek:
+    return kDeepSeek;
   case WeightNaming::Gpt2:
     return kGpt2;
   case WeightNaming::Bart:
@@ -462,6 +479,30 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
     case OpKind::Attention: {
       std::string base =
           prefix + (op.cross ? naming.crossAttention : naming.selfAttention);
+      if (const PlanOp::Latent &l = op.latent; l.rank) {
+        // DeepSeek's latent attention, as its checkpoints name it: the
+        // query (q_proj, or q_a_proj, q_a_layernorm, q_b_proj), the shared
+        // key and latent (kv_a_proj_with_mqa [latent | key], then
+        // kv_a_layernorm of the latent), kv_b_proj (each head's W_uk rows,
+        // then its W_uv rows), o_proj.
+        const int64_t heads = op.queryHeads,
+                      query = heads * (l.nopeDim + l.ropeDim);
+        if (l.queryRank) {
+          addLinear(n, "q_a", base + "q_a_proj", l.queryRank, d);
+          n.add("q_a_norm.weight", base + "q_a_layernorm.weight",
+                {l.queryRank});
+          addLinear(n, "q", base + "q_b_proj", query, l.queryRank);
+        } else {
+          addLinear(n, "q", base + "q_proj", query, d);
+        }
+        addLinear(n, "kv_a", base + "kv_a_proj_with_mqa", l.rank + l.ropeDim,
+                  d);
+        n.add("kv_a_norm.weight", base + "kv_a_layernorm.weight", {l.rank});
+        addLinear(n, "kv_b", base + "kv_b_proj",
+                  heads * (l.nopeDim + l.valueDim), l.rank);
+        addLinear(n, "out", base + naming.output, d, heads * l.valueDim);
+        break;
+      }
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
       if (naming.fusedQkv) // Q | K | V rows of one tensor
@@ -622,9 +663,25 @@ harmlessTensors(const ModelPlan &plan, WeightNaming naming,
           expand(names.positions, op.stack.empty() ? "decoder" : op.stack) +
           ".weight");
   }
+  // The decoder's blocks: its attention layers (one a block).
+  int blocks = 0;
+  for (const PlanOp &op : plan.ops)
+    blocks += op.kind == OpKind::Attention && op.stack != "encoder";
+  const std::string blockPattern = names.block;
+  const size_t number = blockPattern.find("{n}");
   std::vector<std::string> result;
   for (const std::string &tensor : present) {
     bool suffix = false;
+    // "model.layers.<n>." with n at or past the decoder's blocks.
+    if (names.laterBlocksHarmless && number != std::string::npos &&
+        tensor.compare(0, number, blockPattern, 0, number) == 0) {
+      size_t end = number;
+      while (end < tensor.size() && std::isdigit((unsigned char)tensor[end]))
+        end++;
+      suffix |= end > number && end < tensor.size() && tensor[end] == '.' &&
+                end - number < 9 &&
+                std::stoi(tensor.substr(number, end - number)) >= blocks;
+    }
     for (std::string end : names.harmlessSuffixes)
       suffix |=
           tensor.size() >= end.size() &&

@@ -13,6 +13,8 @@
 
 #include "attn/runtime/Checkpoint.h"
 
+#include <algorithm>
+#include <memory>
 #include <set>
 
 namespace attn::runtime {
@@ -150,6 +152,94 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       v += plan.normWeightOffset;
     return weight;
   };
+  // A latent layer's (PlanOp::Latent, ModelWeights.h): its RoPE channels
+  // de-interleaved (DeepSeek stores the pairs (0, 1), (2, 3) …; the kernels
+  // rotate channel i with i + rope/2, and the dot products do not see the
+  // order), and kv_b_proj's rows split into each head's W_uk (transposed)
+  // and W_uv.
+  auto layOutLatent = [&](const PlanOp &op, const OpTensorNames &n,
+                          Weights &w) -> Status {
+    const PlanOp::Latent &l = op.latent;
+    if (plan.weightFormat)
+      return Status(StatusCode::InvalidArgument,
+                    "layer " + op.name +
+                        ": latent attention of GPTQ or AWQ checkpoints is "
+                        "not read yet");
+    const int64_t heads = op.queryHeads, rope = l.ropeDim, nope = l.nopeDim,
+                  value = l.valueDim, rank = l.rank, panel = plan.weightPanel;
+    auto rotated = [rope](int64_t channel) {
+      return channel < rope / 2 ? 2 * channel : 2 * (channel - rope / 2) + 1;
+    };
+    // `source`'s rows in the order `order` lists them, `in` floats each.
+    auto reordered = [](WeightRows source, std::vector<int64_t> order,
+                        int64_t in) {
+      auto rowsOf = std::make_shared<std::vector<int64_t>>(std::move(order));
+      WeightRows result;
+      result.count = int64_t(rowsOf->size());
+      result.read = [source, rowsOf, in](int64_t first, int64_t count,
+                                         float *out) {
+        for (int64_t r = 0; r < count; r++)
+          source.read((*rowsOf)[size_t(first + r)], 1, out + r * in);
+      };
+      return result;
+    };
+    // The query: each head's [nope | rope] rows as [rope (de-interleaved) |
+    // nope].
+    const int64_t queryIn = l.queryRank ? l.queryRank : plan.dModel;
+    std::vector<int64_t> order;
+    for (int64_t h = 0; h < heads; h++) {
+      const int64_t head = h * (nope + rope);
+      for (int64_t c = 0; c < rope; c++)
+        order.push_back(head + nope + rotated(c));
+      for (int64_t c = 0; c < nope; c++)
+        order.push_back(head + c);
+    }
+    w.query.pack({reordered(rows(n, "q.weight"), order, queryIn)}, queryIn,
+                 panel, plan.weightType, plan.weightGroup);
+    if (l.queryRank) {
+      w.queryDown.pack({rows(n, "q_a.weight")}, plan.dModel, panel,
+                       plan.weightType, plan.weightGroup);
+      w.queryDownNorm = rmsWeight(n, "q_a_norm.weight");
+    }
+    // [latent | rope] rows as [rope (de-interleaved) | latent].
+    order.clear();
+    for (int64_t c = 0; c < rope; c++)
+      order.push_back(rank + rotated(c));
+    for (int64_t c = 0; c < rank; c++)
+      order.push_back(c);
+    w.keyValue.pack({reordered(rows(n, "kv_a.weight"), order, plan.dModel)},
+                    plan.dModel, panel, plan.weightType, plan.weightGroup);
+    w.latentNorm = rmsWeight(n, "kv_a_norm.weight");
+    // kv_b_proj [heads][nope + value][rank]: head h's rows [0, nope) are
+    // W_uk_h, its rows [nope, nope + value) W_uv_h.
+    auto up = std::make_shared<PooledVector<float>>(get(n, "kv_b.weight"));
+    WeightRows absorb; // output (h, c) of W_ukᵀ: column c of W_uk_h
+    absorb.count = heads * rank;
+    absorb.read = [up, rank, nope, value](int64_t first, int64_t count,
+                                          float *out) {
+      for (int64_t r = 0; r < count; r++) {
+        const int64_t h = (first + r) / rank, c = (first + r) % rank;
+        for (int64_t k = 0; k < nope; k++)
+          out[r * nope + k] =
+              (*up)[size_t((h * (nope + value) + k) * rank + c)];
+      }
+    };
+    WeightRows unabsorb; // output (h, j) of W_uv: row j of W_uv_h
+    unabsorb.count = heads * value;
+    unabsorb.read = [up, rank, nope, value](int64_t first, int64_t count,
+                                            float *out) {
+      for (int64_t r = 0; r < count; r++) {
+        const int64_t h = (first + r) / value, j = (first + r) % value;
+        std::copy_n(up->data() + (h * (nope + value) + nope + j) * rank,
+                    rank, out + r * rank);
+      }
+    };
+    w.absorb.pack({absorb}, nope, panel, plan.weightType, plan.weightGroup);
+    w.unabsorb.pack({unabsorb}, rank, panel, plan.weightType, plan.weightGroup);
+    w.output.pack({rows(n, "out.weight")}, heads * value, panel,
+                  plan.weightType, plan.weightGroup);
+    return Status::ok();
+  };
   for (size_t i = 0; i < plan.ops.size(); i++) {
     const PlanOp &op = plan.ops[i];
     const OpTensorNames &n = names[i];
@@ -164,6 +254,12 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       w->normBias = get(n, "bias");
       break;
     case OpKind::Attention: {
+      if (op.latent.rank) {
+        if (Status s = layOutLatent(op, n, *w); !s)
+          return s;
+        done();
+        break;
+      }
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
       const WeightRows wq = rows(n, "q.weight"), wk = rows(n, "k.weight"),

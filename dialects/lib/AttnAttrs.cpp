@@ -40,9 +40,43 @@ LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t KvCacheAttr::getTokenBytes(int64_t kvHeads, int64_t headDim) const {
+int64_t KvCacheAttr::getTokenBytes(int64_t kvHeads, int64_t headDim,
+                                   bool keysOnly) const {
   return int64_t(::attn::kvBytesPerToken(toDType(getDtype()), size_t(kvHeads),
-                                         size_t(headDim)));
+                                         size_t(headDim), keysOnly));
+}
+
+LogicalResult LatentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t rank, int64_t ropeDim, int64_t nopeDim,
+                                 int64_t valueDim, int64_t queryRank,
+                                 FloatAttr eps) {
+  // W_uk and W_uv run as expert kernels with a head per expert, whose
+  // stacked outputs (rank and value_dim each) must begin a panel (at most
+  // 32 output features: bf16 pairs).
+  if (rank < 32 || rank % 32 || rank > limits::kHeadDim)
+    return emitError() << "latent rank must be a multiple of 32 in [32, "
+                       << limits::kHeadDim << "], got " << rank;
+  if (valueDim < 32 || valueDim % 32 || valueDim > limits::kHeadDim)
+    return emitError() << "latent value_dim must be a multiple of 32 in [32, "
+                       << limits::kHeadDim << "], got " << valueDim;
+  if (ropeDim < 2 || ropeDim % 2 || ropeDim > limits::kHeadDim)
+    return emitError() << "latent rope_dim rotates channel pairs: it must be "
+                          "even, in [2, "
+                       << limits::kHeadDim << "], got " << ropeDim;
+  if (nopeDim < 1 || nopeDim > limits::kHeadDim)
+    return emitError() << "latent nope_dim must be in [1, " << limits::kHeadDim
+                       << "], got " << nopeDim;
+  if (queryRank < 0 || queryRank > limits::kFeatures)
+    return emitError() << "latent query_rank must be in [0, "
+                       << limits::kFeatures << "] (0: no low-rank query), got "
+                       << queryRank;
+  if (!eps || !eps.getType().isF32())
+    return emitError() << "latent eps must be an f32 number";
+  float value = eps.getValue().convertToFloat();
+  if (!(value > 0.0f) || !std::isfinite(value))
+    return emitError() << "latent eps must be positive and finite, got "
+                       << double(value);
+  return success();
 }
 
 LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,

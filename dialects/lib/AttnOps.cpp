@@ -297,9 +297,9 @@ LogicalResult ModelOp::verify() {
   if (std::optional<StringRef> naming = getWeightNaming();
       naming && *naming != "llama" && *naming != "gemma" &&
       *naming != "gemma3" && *naming != "phi3" && *naming != "mixtral" &&
-      *naming != "gpt2" && *naming != "bart")
+      *naming != "deepseek" && *naming != "gpt2" && *naming != "bart")
     return emitOpError() << "weight_naming must be llama, gemma, gemma3, "
-                            "phi3, mixtral, gpt2 or bart";
+                            "phi3, mixtral, deepseek, gpt2 or bart";
   if (std::optional<APFloat> offset = getNormWeightOffset();
       offset && !std::isfinite(offset->convertToFloat()))
     return emitOpError() << "norm_weight_offset must be finite";
@@ -400,11 +400,60 @@ LogicalResult AttentionLayerOp::verify() {
     return failure();
   if (getFusedCacheAppend() && !getCache())
     return emitOpError() << "fused_cache_append needs a layer with a cache";
-  return verifyKernelRefs(*this, {{"prefill_kernel", getPrefillKernelAttr()},
-                                  {"decode_kernel", getDecodeKernelAttr()},
-                                  {"query_kernel", getQueryKernelAttr()},
-                                  {"key_value_kernel", getKeyValueKernelAttr()},
-                                  {"output_kernel", getOutputKernelAttr()}});
+  if (failed(verifyLatent()))
+    return failure();
+  return verifyKernelRefs(
+      *this, {{"prefill_kernel", getPrefillKernelAttr()},
+              {"decode_kernel", getDecodeKernelAttr()},
+              {"query_kernel", getQueryKernelAttr()},
+              {"key_value_kernel", getKeyValueKernelAttr()},
+              {"output_kernel", getOutputKernelAttr()},
+              {"query_down_kernel", getQueryDownKernelAttr()},
+              {"query_norm_kernel", getQueryNormKernelAttr()},
+              {"latent_norm_kernel", getLatentNormKernelAttr()},
+              {"absorb_kernel", getAbsorbKernelAttr()},
+              {"unabsorb_kernel", getUnabsorbKernelAttr()}});
+}
+
+LogicalResult AttentionLayerOp::verifyLatent() {
+  LatentAttr latent = getLatentAttr();
+  if (!latent) {
+    if (getQueryDownKernel() || getQueryNormKernel() || getLatentNormKernel() ||
+        getAbsorbKernel() || getUnabsorbKernel())
+      return emitOpError() << "latent kernels need a latent layer";
+    return success();
+  }
+  // The absorbed form: H query heads over one key head of the cache rows
+  // [rotated key, latent], whose values are the keys themselves.
+  if (getKind() != LayerKind::Self)
+    return emitOpError() << "latent attention applies to self-attention "
+                            "layers";
+  if (getNumKvHeads() != 1)
+    return emitOpError() << "a latent layer attends over one shared key "
+                            "head: num_kv_heads must be 1, got "
+                         << getNumKvHeads();
+  const int64_t row = latent.getRopeDim() + latent.getRank();
+  if (int64_t(getHeadDim()) != row)
+    return emitOpError() << "a latent layer's head_dim is its cache row, "
+                            "rope_dim + rank = "
+                         << row << ", got " << getHeadDim();
+  if (!getRopeTheta())
+    return emitOpError() << "a latent layer rotates its rope_dim channels: "
+                            "it needs rope_theta";
+  if (getRopeDim())
+    return emitOpError() << "a latent layer's rotated channels are its "
+                            "latent's rope_dim; remove rope_dim";
+  if (getQkNorm())
+    return emitOpError() << "qk_norm does not apply to a latent layer";
+  if (getProjectionBias() || hasOutputBias())
+    return emitOpError() << "a latent layer's projections have no biases";
+  if (getFusedProjections() || getFusedCacheAppend())
+    return emitOpError() << "a latent layer's projections are not fused";
+  if (getAlibi())
+    return emitOpError() << "alibi does not apply to a latent layer";
+  if (!latent.getQueryRank() && getQueryDownKernel())
+    return emitOpError() << "a query_down_kernel needs a latent query_rank";
+  return success();
 }
 
 LogicalResult KernelOp::verify() {

@@ -383,7 +383,7 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
-// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, mixtral, gpt2 or bart}}
+// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, mixtral, deepseek, gpt2 or bart}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_naming = "phi"} {
 }
 

@@ -282,7 +282,15 @@ INSTANTIATE_TEST_SUITE_P(
                     DecodeCase{8, 2, 64, 16, 128, true, {1000, 3, 700}, 4,
                                128, attn::DType::BF16, 1.5f, false, true},
                     DecodeCase{8, 2, 128, 16, 256, true, {1, 300, 1025}, 1, 0,
-                               attn::DType::I8, 0.0f, false, true}));
+                               attn::DType::I8, 0.0f, false, true},
+                    // Latent attention's shape (DeepSeek's rows of rank 512
+                    // + rope 64 under one key head; a chunk of two rows),
+                    // in f32, bf16 and int8 caches.
+                    DecodeCase{16, 1, 576, 16, 256, true, {300, 7}, 1},
+                    DecodeCase{8, 1, 576, 16, 128, true, {130, 513}, 2, 0,
+                               attn::DType::BF16},
+                    DecodeCase{4, 1, 288, 7, 64, true, {1, 200}, 1, 0,
+                               attn::DType::I8}));
 
 // The projection with the cache append fused in writes exactly the bytes
 // KvCache::write would store for its K/V rows (same slots after

@@ -103,6 +103,26 @@ std::vector<Variant> makeVariants() {
     }
     variants.push_back(variant);
   }
+  // Latent attention's shape: many query heads over one key head of rank +
+  // rope channels (DeepSeek's 512 + 64, and a smaller one), causal, the
+  // scale over the heads' query channels (128 + 64).
+  for (int n = 0; n < 2; n++) {
+    Variant variant;
+    attn::SdpaSpec &spec = variant.spec;
+    spec.functionName = "latent" + std::to_string(n);
+    spec.numQueryHeads = n ? 4 : 16;
+    spec.numKvHeads = 1;
+    spec.headDim = n ? 96 + 32 : 576;
+    spec.causal = true;
+    spec.scale = 1.0f / std::sqrt(192.0f);
+    spec.schedule.queryBlock = n ? 16 : 32;
+    spec.schedule.kvChunk = n ? 64 : 256;
+    for (auto [qLen, kvLen] : {std::pair{1, 1}, {7, 7}, {65, 65}, {3, 200}})
+      variant.shapes.push_back({1, qLen, kvLen, spec.numQueryHeads, 1,
+                                spec.headDim, true, spec.scale, 0, 0.0f,
+                                {}, {}, {}});
+    variants.push_back(variant);
+  }
   return variants;
 }
 

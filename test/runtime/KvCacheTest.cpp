@@ -123,6 +123,57 @@ TEST(KvCache, Int8PagesKeepTheirScalesThroughForks) {
   ASSERT_TRUE(cache.checkInvariants());
 }
 
+// A cache whose values are its keys (latent attention's rows): half the
+// bytes, null values written, the keys read back as the values, the pools'
+// values the keys' (scales too), and copy-on-write as for any cache.
+TEST(KvCache, KeysOnlyCachesKeepNoValues) {
+  for (DType dtype : {DType::F32, DType::BF16, DType::I8}) {
+    SCOPED_TRACE(dtypeName(dtype));
+    KvCacheConfig config = paged(2, 8, 16, dtype);
+    config.keysOnly = true;
+    KvCache cache;
+    ASSERT_TRUE(KvCache::create(config, cache));
+    EXPECT_EQ(config.bytesPerToken(),
+              size_t(2 * 2 * (3 * byteSize(dtype) + scaleBytes(dtype))));
+    EXPECT_EQ(cache.poolBytes(), 16 * config.bytesPerToken());
+    SequenceId parent, child;
+    ASSERT_TRUE(cache.addSequence(parent));
+    ASSERT_TRUE(cache.extend(parent, 3));
+    auto k = tokenValues(1, 3, 6, 1);
+    ASSERT_TRUE(cache.write(parent, 1, 0, 3, k.data(), nullptr));
+    ASSERT_TRUE(cache.fork(parent, child));
+    auto k2 = tokenValues(50, 1, 6, 1);
+    ASSERT_TRUE(cache.write(child, 1, 2, 1, k2.data(), nullptr));
+    for (SequenceId id : {parent, child}) {
+      std::vector<float> keys(18), values(18, -1.0f);
+      ASSERT_TRUE(cache.read(id, 1, 0, 3, keys.data(), values.data()));
+      EXPECT_EQ(keys, values);
+      for (int i = 0; i < 18; i++) {
+        const float truth = i >= 12 && id == child ? k2[i - 12] : k[i];
+        EXPECT_NEAR(keys[i], truth, 0.01f * std::fabs(truth) + 1e-6f) << i;
+      }
+      std::vector<float> only(18);
+      ASSERT_TRUE(cache.read(id, 1, 0, 3, only.data(), nullptr));
+      EXPECT_EQ(only, keys);
+    }
+    const KvCache::LayerPools pools = cache.pools(1);
+    EXPECT_EQ(pools.values.data, pools.keys.data);
+    EXPECT_EQ(pools.valueScales.data, pools.keyScales.data);
+    EXPECT_EQ(cache.valuePages(1), cache.keyPages(1));
+    EXPECT_EQ(cache.valueScales(1), cache.keyScales(1));
+    ASSERT_TRUE(cache.checkInvariants());
+  }
+  // A cache with values still needs them.
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(paged(2, 8, 16), cache));
+  SequenceId id;
+  ASSERT_TRUE(cache.addSequence(id));
+  ASSERT_TRUE(cache.extend(id, 1));
+  auto k = tokenValues(1, 1, 6, 1);
+  EXPECT_EQ(cache.write(id, 0, 0, 1, k.data(), nullptr).code(),
+            StatusCode::InvalidArgument);
+}
+
 TEST(KvCache, RejectsBadConfigs) {
   KvCache cache;
   KvCacheConfig config = paged(4, 8, 32);

@@ -100,8 +100,10 @@ def Attn_KvCacheAttr : AttrDef<Attn_Dialect, "KvCache"> {
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Bytes of K and V per token (attn::kvBytesPerToken).
-    int64_t getTokenBytes(int64_t kvHeads, int64_t headDim) const;
+    /// Bytes of K and V per token (attn::kvBytesPerToken): of the keys
+    /// alone where they are the values too (a latent layer).
+    int64_t getTokenBytes(int64_t kvHeads, int64_t headDim,
+                          bool keysOnly = false) const;
   }];
 }
 
@@ -134,6 +136,55 @@ def Attn_QkNormAttr : AttrDef<Attn_Dialect, "QkNorm"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     float getEpsValue() const { return getEps().getValue().convertToFloat(); }
+  }];
+}
+
+def Attn_LatentAttr : AttrDef<Attn_Dialect, "Latent"> {
+  let mnemonic = "latent";
+  let summary = "multi-head latent attention: a KV cache of one latent per token";
+  let description = [{
+    DeepSeek's multi-head latent attention (MLA). Each token's keys and
+    values come from one compressed latent of `rank` channels (the
+    checkpoint's `kv_a_proj_with_mqa`, then an RMS norm `kv_a_layernorm`
+    with `eps`) and a key of `rope_dim` channels every head shares, rotated
+    by RoPE; the cache holds those `rope_dim + rank` values per token and
+    nothing else. Head h's key is [W_uk_h · latent (`nope_dim`), the shared
+    rotated key] and its value W_uv_h · latent (`value_dim`), W_uk and W_uv
+    the rows of `kv_b_proj`. The query is `q_proj` of the token, or with
+    `query_rank` the low-rank path `q_b_proj(norm(q_a_proj(x)))` (an RMS
+    norm of `query_rank` channels, `q_a_layernorm`); each head's first
+    `nope_dim` channels meet the latent part of the key, its last
+    `rope_dim` channels (rotated) the shared key.
+
+    attnc computes it absorbed, as an attention of `num_query_heads` heads
+    over one key head of `head_dim = rope_dim + rank` channels whose values
+    are the keys themselves: head h's query is [its rotated channels,
+    W_uk_hᵀ · its other channels], and W_uv_h maps the latent part of its
+    output back to `value_dim` channels before the output projection. The
+    layer's `scale` multiplies the logits as stated (DeepSeek:
+    (nope_dim + rope_dim)^-1/2, times YaRN's mscale²; the default is the
+    former). The checkpoint's RoPE channels come in interleaved pairs (rope
+    interleave, as DeepSeek stores them): the runtime reorders them at
+    load, which the dot products do not see.
+
+    ```mlir
+    #attn.latent<rank = 512, rope_dim = 64, nope_dim = 128, value_dim = 128,
+                 query_rank = 1536, eps = 9.99999997E-7 : f32>
+    ```
+  }];
+  // Named as printed; query_rank elided at 0 (a direct q_proj).
+  let parameters = (ins "int64_t":$rank, "int64_t":$rope_dim,
+                        "int64_t":$nope_dim, "int64_t":$value_dim,
+                        DefaultValuedParameter<"int64_t", "0">:$query_rank,
+                        "::mlir::FloatAttr":$eps);
+  let assemblyFormat = [{
+    `<` struct($rank, $rope_dim, $nope_dim, $value_dim, $query_rank, $eps) `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    float getEpsValue() const { return getEps().getValue().convertToFloat(); }
+    /// Channels of one head's query and key before absorption.
+    int64_t getQueryHeadDim() const { return getNopeDim() + getRopeDim(); }
   }];
 }
 

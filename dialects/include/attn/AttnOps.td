@@ -304,6 +304,18 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     the encoder output) also stores them into the layer's cache slots, in
     the cache dtype, so no separate append pass over K and V runs.
 
+    `latent` (`#attn.latent`, DeepSeek's multi-head latent attention) makes
+    the layer an attention of `num_query_heads` heads over one shared key
+    head of `head_dim` = rope_dim + rank channels (`num_kv_heads` 1) whose
+    values are the keys, so its cache holds `head_dim` values per token,
+    not 2 · `head_dim`. Its kernels: `query_kernel` (the query, or with a
+    query_rank its up projection, `query_down_kernel` and
+    `query_norm_kernel` before it), `key_value_kernel` (the shared rotated
+    key and the latent), `latent_norm_kernel`, `absorb_kernel` (W_ukᵀ per
+    head, an expert kernel with a head per expert), `unabsorb_kernel` (W_uv
+    per head) and `output_kernel`. It needs rope_theta, a self layer and
+    no projection biases, qk_norm, rope_dim or fused projections.
+
     ```mlir
     attn.attention_layer @layer0 self {num_query_heads = 8 : i64,
         num_kv_heads = 2 : i64, head_dim = 64 : i64, mask = #attn.mask<causal>,
@@ -333,13 +345,36 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<FlatSymbolRefAttr>:$query_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$key_value_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$output_kernel,
-                       UnitAttr:$sinks));
+                       UnitAttr:$sinks,
+                       OptionalAttr<Attn_LatentAttr>:$latent,
+                       OptionalAttr<FlatSymbolRefAttr>:$query_down_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$query_norm_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$latent_norm_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$absorb_kernel,
+                       OptionalAttr<FlatSymbolRefAttr>:$unabsorb_kernel));
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether the output projection adds a bias.
     bool hasOutputBias() {
       return getOutputBias().value_or(getProjectionBias());
+    }
+    /// Bytes its cache keeps per token (attn::kvBytesPerToken): keys only
+    /// for a latent layer; 0 without a cache.
+    int64_t getCacheTokenBytes() {
+      KvCacheAttr cache = getCacheAttr();
+      return cache ? cache.getTokenBytes(getNumKvHeads(), getHeadDim(),
+                                         bool(getLatent()))
+                   : 0;
+    }
+    /// Channels of each head's attention output the output projection
+    /// reads: value_dim for a latent layer (after W_uv), else head_dim.
+    /// The verifier's checks of a latent layer (and of latent kernels on
+    /// another).
+    ::mlir::LogicalResult verifyLatent();
+    int64_t getOutputHeadDim() {
+      LatentAttr latent = getLatentAttr();
+      return latent ? latent.getValueDim() : int64_t(getHeadDim());
     }
   }];
 }

@@ -25,6 +25,8 @@ struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
     if (!getOperation().hasBlocks())
       return;
     for (AttentionLayerOp layer : getOperation().getLayers()) {
+      if (layer.getLatent()) // its own projections (SpecializeKernels)
+        continue;
       if (cacheAppend && layer.getCache())
         layer.setFusedCacheAppend(true);
       if (fuse && layer.getKind() == LayerKind::Self)

@@ -16,9 +16,15 @@ struct MaterializeDefaultsPass
   void runOnOperation() override {
     Builder builder(&getContext());
     for (AttentionLayerOp layer : getOperation().getLayers()) {
-      if (!layer.getScale())
+      // 1/sqrt of the channels a query meets a key in: head_dim, or a
+      // latent layer's nope_dim + rope_dim (its head_dim is the cache row).
+      if (!layer.getScale()) {
+        LatentAttr latent = layer.getLatentAttr();
+        const int64_t channels =
+            latent ? latent.getQueryHeadDim() : int64_t(layer.getHeadDim());
         layer.setScaleAttr(builder.getF32FloatAttr(
-            1.0f / std::sqrt(static_cast<float>(layer.getHeadDim()))));
+            1.0f / std::sqrt(static_cast<float>(channels))));
+      }
       KvCacheAttr cache = layer.getCacheAttr();
       if (!cache)
         continue;

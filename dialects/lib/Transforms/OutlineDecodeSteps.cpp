@@ -37,12 +37,14 @@ struct OutlineDecodeStepsPass
     // The math-level ops state no QK-norm, partial rotary or sinks yet: a
     // step without them would be a wrong reference, so such layers are
     // refused.
-    if (layer.getQkNorm() || layer.getRopeDim() || layer.getSinks())
+    if (layer.getQkNorm() || layer.getRopeDim() || layer.getSinks() ||
+        layer.getLatent())
       return layer.emitOpError()
              << "has "
              << (layer.getQkNorm()    ? "qk_norm"
                  : layer.getRopeDim() ? "rope_dim"
-                                      : "sinks")
+                 : layer.getSinks()   ? "sinks"
+                                      : "a latent")
              << ", which the outlined decode step cannot state yet (no "
                 "math-level op for it)";
     Location loc = layer.getLoc();

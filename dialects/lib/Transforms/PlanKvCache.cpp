@@ -40,9 +40,8 @@ struct PlanKvCachePass : impl::PlanKvCacheBase<PlanKvCachePass> {
       if (!cache) // never decodes: no cache
         continue;
       // K and V: 2 · KV heads · head size · element bytes per token (plus
-      // a scale per head row for i8).
-      int64_t tokenBytes =
-          cache.getTokenBytes(layer.getNumKvHeads(), layer.getHeadDim());
+      // a scale per head row for i8); a latent layer's keys alone.
+      int64_t tokenBytes = layer.getCacheTokenBytes();
       // A sliding-window layer keeps the pages its window spans.
       int64_t pages = ::attn::kvPagesPerSequence(
           cache.getMaxLength(), cache.getPageSize(),

@@ -212,6 +212,65 @@ public:
     });
   }
 
+  /// A norm kernel over rows of `dim` features (with the residual added for
+  /// a residual_add norm).
+  FlatSymbolRefAttr norm(NormKind kind, int64_t dim, float eps, bool residual,
+                         Location loc) {
+    std::string name =
+        stringifyNormKind(kind).str() + "_d" + std::to_string(dim);
+    if (residual)
+      name += "_res";
+    return dedupe(name + "|" + std::to_string(eps), [&]() -> Operation * {
+      return builder.create<NormKernelOp>(loc, StringRef(name), kind,
+                                          uint64_t(dim), llvm::APFloat(eps),
+                                          residual);
+    });
+  }
+
+  /// A latent layer's kernels (#attn.latent): the query (through its
+  /// low-rank path with a query_rank), the shared rotated key and the
+  /// latent, the latent's norm, W_ukᵀ and W_uv per head as expert kernels
+  /// (a head per expert), and the output projection of the heads' values.
+  void specializeLatent(AttentionLayerOp layer, LatentAttr latent, float theta,
+                        DictionaryAttr scaling) {
+    const int64_t dModel = model.getDModel(), hq = layer.getNumQueryHeads();
+    const int64_t rope = latent.getRopeDim(), nope = latent.getNopeDim(),
+                  rank = latent.getRank(), queryRank = latent.getQueryRank();
+    const float eps = latent.getEpsValue();
+    Location loc = layer.getLoc();
+    // Each head's query channels as the runtime lays out their rows:
+    // [rotated (rope_dim), the rest (nope_dim)]; partial rotary turns the
+    // first rope_dim of every head.
+    Linear query{queryRank ? queryRank : dModel, hq * (rope + nope)};
+    query.ropeTheta = theta;
+    query.ropeHeads = hq;
+    query.ropeHeadDim = rope + nope;
+    query.ropeDim = rope;
+    query.ropeScaling = scaling;
+    if (queryRank) {
+      layer.setQueryDownKernelAttr(linear({dModel, queryRank}, loc));
+      layer.setQueryNormKernelAttr(
+          norm(NormKind::RmsNorm, queryRank, eps, false, loc));
+    }
+    layer.setQueryKernelAttr(linear(query, loc));
+    // [the shared key (rope_dim, rotated), the latent (rank)].
+    Linear keyLatent{dModel, rope + rank};
+    keyLatent.ropeTheta = theta;
+    keyLatent.ropeHeads = 1;
+    keyLatent.ropeHeadDim = rope;
+    keyLatent.ropeScaling = scaling;
+    layer.setKeyValueKernelAttr(linear(keyLatent, loc));
+    layer.setLatentNormKernelAttr(norm(NormKind::RmsNorm, rank, eps, false, loc));
+    Linear absorb{nope, rank}, unabsorb{rank, latent.getValueDim()};
+    absorb.experts = unabsorb.experts = hq;
+    layer.setAbsorbKernelAttr(linear(absorb, loc));
+    layer.setUnabsorbKernelAttr(linear(unabsorb, loc));
+    layer.setOutputKernelAttr(
+        linear({hq * latent.getValueDim(), dModel, false, Activation::None,
+                addsResidualItself(layer)},
+               loc));
+  }
+
   LogicalResult specialize(Operation *op) {
     const int64_t dModel = model.getDModel();
     if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
@@ -230,6 +289,10 @@ public:
         l.ropeDim = int64_t(layer.getRopeDim().value_or(0));
         return l;
       };
+      if (LatentAttr latent = layer.getLatentAttr()) {
+        specializeLatent(layer, latent, theta, scaling);
+        return success();
+      }
       Location loc = layer.getLoc();
       // The K/V-producing projection, with the cache append when fused.
       auto withAppend = [&](Linear l) {
@@ -317,18 +380,10 @@ public:
       head.setKernelAttr(linear(l, head.getLoc()));
       return success();
     }
-    if (auto norm = dyn_cast<NormOp>(op)) {
-      std::string name = stringifyNormKind(norm.getKind()).str() + "_d" +
-                         std::to_string(dModel);
-      if (norm.getResidualAdd())
-        name += "_res";
-      float eps = norm.getEps().convertToFloat();
-      norm.setKernelAttr(
-          dedupe(name + "|" + std::to_string(eps), [&]() -> Operation * {
-            return builder.create<NormKernelOp>(
-                norm.getLoc(), StringRef(name), norm.getKind(),
-                uint64_t(dModel), llvm::APFloat(eps), norm.getResidualAdd());
-          }));
+    if (auto normOp = dyn_cast<NormOp>(op)) {
+      normOp.setKernelAttr(norm(normOp.getKind(), dModel,
+                                normOp.getEps().convertToFloat(),
+                                normOp.getResidualAdd(), normOp.getLoc()));
       return success();
     }
     if (auto embedding = dyn_cast<EmbeddingOp>(op)) {

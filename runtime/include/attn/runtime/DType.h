@@ -67,10 +67,14 @@ constexpr size_t byteSize(DType type) {
 /// Bytes of scale per row: 4 for I8, else 0.
 constexpr size_t scaleBytes(DType type) { return type == DType::I8 ? 4 : 0; }
 /// Bytes of K plus V for one token of one layer of a cache in `type`:
-/// 2 · KV heads · (head size · element bytes + the row's scale). attnc's
-/// KV budget (the attn IR's #attn.kv_cache) and the runtime's pools both.
-constexpr size_t kvBytesPerToken(DType type, size_t kvHeads, size_t headDim) {
-  return 2 * kvHeads * (headDim * byteSize(type) + scaleBytes(type));
+/// 2 · KV heads · (head size · element bytes + the row's scale), or half
+/// that for a cache whose values are its keys (`keysOnly`: a latent
+/// attention layer's rows, #attn.latent). attnc's KV budget (the attn IR's
+/// #attn.kv_cache) and the runtime's pools both.
+constexpr size_t kvBytesPerToken(DType type, size_t kvHeads, size_t headDim,
+                                 bool keysOnly = false) {
+  return (keysOnly ? 1 : 2) * kvHeads *
+         (headDim * byteSize(type) + scaleBytes(type));
 }
 
 /// Pages of `pageSize` tokens a sequence holds in one layer's cache at most:

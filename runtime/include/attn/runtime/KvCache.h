@@ -54,13 +54,18 @@ struct KvCacheConfig {
   /// Pages in the pool of each distinct window, shared by its sequences
   /// (a trash page follows them).
   int windowPages = 0;
+  /// The values are the keys (a latent attention layer's rows, attnc's
+  /// #attn.latent): no value pools; the value side of every call reads
+  /// and writes nothing of its own (write and read take null values,
+  /// `pools` and `valuePages` answer the keys').
+  bool keysOnly = false;
 
   /// One page of maxSequenceLength tokens per sequence.
   static KvCacheConfig contiguous(int numLayers, int numKvHeads, int headDim,
                                   DType dtype, int maxSequenceLength,
                                   int maxSequences);
   /// Bytes of K plus V for one token over all layers:
-  /// 2 · layers · KV heads · head size · element bytes.
+  /// 2 · layers · KV heads · head size · element bytes (1 · for keysOnly).
   size_t bytesPerToken() const;
 };
 
@@ -108,7 +113,8 @@ public:
   /// Stores K and V of `count` tokens at positions [position, position+count)
   /// of `layer`, converting to the cache dtype; shared pages are copied first
   /// (positions a sliding window has passed are dropped).
-  ///   key, value: [count][numKvHeads][headDim] float
+  ///   key, value: [count][numKvHeads][headDim] float (value: null, or
+  ///   ignored, for a keysOnly cache)
   Status write(SequenceId id, int layer, int position, int count,
                const float *key, const float *value);
   /// For kernels that write the cache themselves (a K/V projection with the
@@ -123,7 +129,8 @@ public:
                       int layer = 0);
   /// Loads K and V of positions [position, position+count) as floats (not
   /// ones a sliding window released).
-  ///   key, value: [count][numKvHeads][headDim] float
+  ///   key, value: [count][numKvHeads][headDim] float (a keysOnly cache's
+  ///   value, when not null, gets the keys)
   Status read(SequenceId id, int layer, int position, int count, float *key,
               float *value) const;
 
@@ -144,14 +151,18 @@ public:
   }
   /// Page pool of one layer: [poolPages][pageSize][numKvHeads][headDim] dtype.
   const void *keyPages(int layer) const { return keys_[layer].data(); }
-  const void *valuePages(int layer) const { return values_[layer].data(); }
+  const void *valuePages(int layer) const {
+    return config_.keysOnly ? keyPages(layer) : values_[layer].data();
+  }
   /// I8 caches: the scale of each (token, head) row of a layer's pools,
   /// [poolPages][pageSize][numKvHeads] float (nullptr for other dtypes).
   const float *keyScales(int layer) const {
     return keyScales_.empty() ? nullptr : keyScales_[layer].data();
   }
   const float *valueScales(int layer) const {
-    return valueScales_.empty() ? nullptr : valueScales_[layer].data();
+    return config_.keysOnly         ? keyScales(layer)
+           : valueScales_.empty() ? nullptr
+                                  : valueScales_[layer].data();
   }
   // Kernels' view -------------------------------------------------------------
   /// One layer's pools as kernel arguments: the K and V page pools

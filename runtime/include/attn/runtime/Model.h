@@ -68,6 +68,11 @@ enum class WeightNaming {
   /// model.layers.N.block_sparse_moe.{gate (the router), experts.E.{w1
   /// (gate), w3 (up), w2 (down)}}.
   Mixtral,
+  /// Hugging Face DeepSeek-V2 / V3: Llama's names with latent attention
+  /// (self_attn.{q_proj or q_a_proj, q_a_layernorm, q_b_proj},
+  /// kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj}) and the shared
+  /// experts under mlp.shared_experts.{gate,up,down}_proj.
+  DeepSeek,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per

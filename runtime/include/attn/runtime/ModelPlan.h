@@ -71,6 +71,21 @@ struct PlanOp {
   Kernel query, keyValue, output; ///< attention projections
   Kernel up, down;                ///< FFN (of one expert, with experts)
 
+  /// Attention: multi-head latent attention (plan::kLatent); rank 0: none.
+  /// The layer's heads then attend over one key head of headDim = ropeDim
+  /// + rank channels (the cache rows [rotated key, latent], keys only),
+  /// whose values are the keys; `query` gives each head's [rotated
+  /// (ropeDim), nope (nopeDim)] channels (from queryDown's rows, normed by
+  /// queryNorm, where queryRank > 0), `keyValue` the rows before the latent's
+  /// norm (latentNorm), `absorb` W_ukᵀ and `unabsorb` W_uv per head (expert
+  /// kernels, a head per expert), `output` reads valueDim channels a head.
+  struct Latent {
+    int rank = 0, ropeDim = 0, nopeDim = 0, valueDim = 0, queryRank = 0;
+    Kernel queryDown, queryNorm, latentNorm, absorb, unabsorb;
+  } latent;
+  /// Attention: channels of each head the output projection reads.
+  int outputHeadDim() const { return latent.rank ? latent.valueDim : headDim; }
+
   /// FFN: a mixture of experts (plan::kExperts); count 0: a dense FFN.
   struct Experts {
     /// The router's rule (plan::kRouter): softmax over the logits, or

@@ -18,6 +18,10 @@
 //                 output_bias?, fused_projections?, fused_cache_append?,
 //                 query_kernel?, key_value_kernel?, output_kernel?,
 //                 rope_theta?, qk_norm?, sinks?, key_padding?, window?,
+//                 latent?: { rank, rope_dim, nope_dim, value_dim,
+//                            query_rank, eps, query_down_kernel?,
+//                            query_norm_kernel?, latent_norm_kernel,
+//                            absorb_kernel, unabsorb_kernel },
 //                 decode_kernel?,
 //                 kv_cache?: { layout, page_size, dtype, max_length,
 //                              bytes_per_token, bytes_per_sequence } } ],
@@ -30,7 +34,7 @@
 //                               source } } ],
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
 // (version 7: an FFN's experts; 8: their shared experts, sigmoid and
-// group-limited routers)
+// group-limited routers; 9: latent attention layers)
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +45,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 8;
+inline constexpr int kVersion = 9;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -99,6 +103,20 @@ inline constexpr char kRopeTheta[] = "rope_theta";
 inline constexpr char kQkNorm[] = "qk_norm";
 inline constexpr char kQkNormHead[] = "head";
 inline constexpr char kQkNormProjection[] = "projection";
+/// A latent attention layer (#attn.latent; absent: none): its sizes, its
+/// norms' eps and its kernels beyond query, key_value and output; the
+/// layer's head_dim is then rope_dim + rank, its cache keys only.
+inline constexpr char kLatent[] = "latent";
+inline constexpr char kRank[] = "rank";
+inline constexpr char kRopeDim[] = "rope_dim";
+inline constexpr char kNopeDim[] = "nope_dim";
+inline constexpr char kValueDim[] = "value_dim";
+inline constexpr char kQueryRank[] = "query_rank";
+inline constexpr char kQueryDownKernel[] = "query_down_kernel";
+inline constexpr char kQueryNormKernel[] = "query_norm_kernel";
+inline constexpr char kLatentNormKernel[] = "latent_norm_kernel";
+inline constexpr char kAbsorbKernel[] = "absorb_kernel";
+inline constexpr char kUnabsorbKernel[] = "unabsorb_kernel";
 inline constexpr char kKvCache[] = "kv_cache";
 inline constexpr char kLayout[] = "layout";
 inline constexpr char kDtype[] = "dtype";
