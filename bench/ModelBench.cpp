@@ -13,7 +13,11 @@
 // qwen3-moe-a3b-half (bf16, int4), a mixture of experts: Qwen3-30B-A3B's
 // 128 experts, 8 a token, at half its widths and 8 layers; a decoded token
 // reads the router and its 8 experts of each layer (the plan's
-// weight_bytes_per_token counts those).
+// weight_bytes_per_token counts those). With --model deepseek-v2-lite-slim,
+// DeepSeek-V2-Lite's latent attention as published (16 heads over cache
+// rows of 512 + 64, a bf16 cache of 1152 B a token and layer), 6 layers
+// with its 64 experts at half their width (6 a token, 2 shared): decode at
+// long contexts (--context) reads the latent cache beside the weights.
 //
 //   attn-model-bench [--model M] --write DIR   random weights, as Hugging
 //                                     Face publishes them: bf16, 2 shards,
@@ -21,7 +25,12 @@
 //   attn-model-bench [--model M] --weights DIR
 //                    [--weight-dtype bf16|f32|int8|int4]
 //                    [--packed-weights FILE] [--prompt 512] [--steps 64]
+//                    [--context N]
 //
+// --context N: decode after N cached tokens of filler rows (random keys and
+// values written straight into the cache) instead of a prompt's prefill: a
+// long context's decode, whose cost is the bytes and products over those
+// rows whatever they hold, without the prefill of N tokens first.
 // --packed-weights: keep the laid-out weights in FILE (LoadOptions), so
 // that the next run maps them, as attn-run does.
 //
@@ -47,6 +56,7 @@
 #include "qwen3_0_6b_bf16.h"
 #include "qwen3_moe_half_bf16.h"
 #include "qwen3_moe_half_int4.h"
+#include "deepseek_v2_lite_slim_bf16.h"
 
 #include <nlohmann/json.hpp>
 
@@ -117,7 +127,11 @@ const BenchModel kModels[] = {
      nullptr, nullptr, nullptr},
     {"qwen3-moe-a3b-half", "Qwen3-30B-A3B (half width, 8 layers)",
      &qwen3_moe_half_bf16_library, nullptr, nullptr,
-     &qwen3_moe_half_int4_library}};
+     &qwen3_moe_half_int4_library},
+    {"deepseek-v2-lite-slim",
+     "DeepSeek-V2-Lite (its latent attention, 6 layers, half-width experts, "
+     "bf16 cache)",
+     &deepseek_v2_lite_slim_bf16_library, nullptr, nullptr, nullptr}};
 
 const BenchModel *findModel(const std::string &name) {
   for (const BenchModel &model : kModels)
@@ -180,9 +194,33 @@ const attnc_model_library *libraryFor(const BenchModel &model,
                            : model.bf16;
 }
 
+/// Fills positions [0, count) of `sequence` with random rows in every layer
+/// (keys only where the cache's values are its keys).
+Status fillContext(KvCache &cache, SequenceId sequence, int count) {
+  const KvCacheConfig &c = cache.config();
+  if (Status s = cache.extend(sequence, count); !s)
+    return s;
+  const int block = 256;
+  const size_t row = size_t(c.numKvHeads) * c.headDim;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> keys(block * row), values(block * row);
+  for (float *v : {keys.data(), values.data()})
+    for (size_t i = 0; i < block * row; i++)
+      v[i] = uniform(rng);
+  for (int layer = 0; layer < c.numLayers; layer++)
+    for (int at = 0; at < count; at += block)
+      if (Status s = cache.write(sequence, layer, at,
+                                 std::min(block, count - at), keys.data(),
+                                 values.data());
+          !s)
+        return s;
+  return Status::ok();
+}
+
 int run(const BenchModel &bench, const std::string &weights,
         const std::string &dtype, const std::string &packed, int promptLength,
-        int steps) {
+        int steps, int context) {
   const attnc_model_library *compiled = libraryFor(bench, dtype);
   if (!compiled)
     return fail(std::string(bench.name) + " is not compiled for " + dtype +
@@ -193,6 +231,9 @@ int run(const BenchModel &bench, const std::string &weights,
   const nlohmann::json planJson =
       nlohmann::json::parse(library->descriptor().plan_json);
   const double weightBytesPerToken = planJson["weight_bytes_per_token"];
+  // Each cached token's bytes over all layers (keys and values, or the
+  // latent rows alone): what a decode step reads per token of context.
+  const double kvBytesPerToken = planJson["kv_bytes_per_token"];
 
   double start = now();
   std::unique_ptr<Model> model;
@@ -210,8 +251,9 @@ int run(const BenchModel &bench, const std::string &weights,
   if (Status s = model->selfCacheConfig(1, config); !s)
     return fail(s.message());
   const int warmup = 4; // decode steps that warm the thread pool and caches
-  if (promptLength + warmup + steps > config.maxSequenceLength)
-    return fail("--prompt + --steps + 4 must be <= " +
+  const int before = context ? context : promptLength;
+  if (before + warmup + steps > config.maxSequenceLength)
+    return fail("--prompt (or --context) + --steps + 4 must be <= " +
                 std::to_string(config.maxSequenceLength) + ", the max length");
   if (Status s = KvCache::create(config, cache); !s)
     return fail(s.message());
@@ -219,7 +261,7 @@ int run(const BenchModel &bench, const std::string &weights,
   const double cacheResident = residentBytes() - residentAfterLoad;
   if (Status s = cache.addSequence(sequence); !s)
     return fail(s.message());
-  ExecutionContext context(*model);
+  ExecutionContext execution(*model);
   std::vector<int32_t> prompt(promptLength);
   // The ids ../shared/peers/llamacpp feeds llama.cpp: modulo 32000 (or a
   // smaller vocabulary).
@@ -228,10 +270,12 @@ int run(const BenchModel &bench, const std::string &weights,
   std::vector<float> logits(model->targetVocabulary());
   int32_t token = 0;
   start = now();
-  if (Status s = model->prefill(prompt.data(), promptLength, cache, sequence,
-                                logits.data(), context, &token);
-      !s)
-    return fail(s.message());
+  Status filled = context ? fillContext(cache, sequence, context)
+                          : model->prefill(prompt.data(), promptLength, cache,
+                                           sequence, logits.data(), execution,
+                                           &token);
+  if (!filled)
+    return fail(filled.message());
   const double promptSeconds = now() - start;
   double decodeStart = 0;
   for (int step = 0; step < warmup + steps; step++) {
@@ -240,7 +284,7 @@ int run(const BenchModel &bench, const std::string &weights,
     int32_t next = 0;
     if (Status s =
             model->decodeStep(&sequence, nullptr, &token, 1, cache, nullptr,
-                              logits.data(), context, nullptr, &next);
+                              logits.data(), execution, nullptr, &next);
         !s)
       return fail(s.message());
     token = next;
@@ -260,15 +304,28 @@ int run(const BenchModel &bench, const std::string &weights,
               "(resident %.2f GB)\n",
               loadSeconds, model->weightSource().c_str(), afterLoad / 1e9,
               residentAfterLoad / 1e9);
-  std::printf("prompt: %d tokens in %.2f s = %.1f tokens/s\n", promptLength,
-              promptSeconds, promptLength / promptSeconds);
+  if (context)
+    std::printf("context: %d filler tokens written in %.2f s\n", context,
+                promptSeconds);
+  else
+    std::printf("prompt: %d tokens in %.2f s = %.1f tokens/s\n", promptLength,
+                promptSeconds, promptLength / promptSeconds);
   std::printf("decode: %d steps after %d, context %d..%d: %.2f tokens/s = "
               "%.1f GB/s of weights = %.0f%% of read bandwidth %.1f GB/s "
               "(triad %.1f GB/s), %d threads\n",
-              steps, warmup, promptLength, promptLength + warmup + steps,
-              tokensPerSecond, weightGBps,
-              100.0 * weightGBps / roofline.readGBps, roofline.readGBps,
-              roofline.triadGBps, threads);
+              steps, warmup, before, before + warmup + steps, tokensPerSecond,
+              weightGBps, 100.0 * weightGBps / roofline.readGBps,
+              roofline.readGBps, roofline.triadGBps, threads);
+  // With the cache each step reads (its mean context's rows) beside them.
+  const double meanContext = before + warmup + (steps + 1) / 2.0,
+               cacheBytes = kvBytesPerToken * meanContext,
+               readGBps = (weightBytesPerToken + cacheBytes) *
+                          tokensPerSecond / 1e9;
+  std::printf("decode reads %.3f GB of weights and %.3f GB of cache a token "
+              "(%.0f B a cached token): %.1f GB/s = %.0f%% of read "
+              "bandwidth\n",
+              weightBytesPerToken / 1e9, cacheBytes / 1e9, kvBytesPerToken,
+              readGBps, 100.0 * readGBps / roofline.readGBps);
   std::printf("peak RSS %.2f GB\n", peak / 1e9);
   return 0;
 }
@@ -277,7 +334,7 @@ int run(const BenchModel &bench, const std::string &weights,
 
 int main(int argc, char **argv) {
   std::string write, weights, dtype = "bf16", packed, modelName = "tinyllama";
-  int promptLength = 512, steps = 64;
+  int promptLength = 512, steps = 64, context = 0;
   for (int i = 1; i < argc; i++) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -301,13 +358,16 @@ int main(int argc, char **argv) {
       promptLength = std::atoi(value().c_str());
     else if (arg == "--steps")
       steps = std::atoi(value().c_str());
+    else if (arg == "--context")
+      context = std::atoi(value().c_str());
     else
       return fail("unknown option '" + arg + "'"), 2;
   }
   const BenchModel *bench = findModel(modelName);
   if (!bench)
     return fail("--model must be tinyllama, qwen3-0.6b, gemma-3-1b, "
-                "gemma-3-1b-32k or qwen3-moe-a3b-half, got '" +
+                "gemma-3-1b-32k, qwen3-moe-a3b-half or deepseek-v2-lite-slim, "
+                "got '" +
                 modelName + "'"),
            2;
   if (!write.empty())
@@ -315,13 +375,13 @@ int main(int argc, char **argv) {
   if (weights.empty() ||
       (dtype != "bf16" && dtype != "f32" && dtype != "int8" &&
        dtype != "int4") ||
-      promptLength < 1 || steps < 1)
+      promptLength < 1 || steps < 1 || context < 0)
     return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
-                "gemma-3-1b|gemma-3-1b-32k|qwen3-moe-a3b-half] --write DIR | "
-                "--weights DIR "
+                "gemma-3-1b|gemma-3-1b-32k|qwen3-moe-a3b-half|"
+                "deepseek-v2-lite-slim] --write DIR | --weights DIR "
                 "[--weight-dtype bf16|f32|int8|int4] [--packed-weights FILE] "
-                "[--prompt N] [--steps N] "
-                "(prompt + steps + 4 <= the model's max length)"),
+                "[--prompt N] [--steps N] [--context N] "
+                "(prompt or context + steps + 4 <= the model's max length)"),
            2;
-  return run(*bench, weights, dtype, packed, promptLength, steps);
+  return run(*bench, weights, dtype, packed, promptLength, steps, context);
 }

@@ -226,9 +226,9 @@ void quantizeCheckpoint(const std::string &dir, const std::string &flags = "") {
 
 /// tools/hf_reference.py's greedy tokens and logits for the folder.
 nlohmann::json reference(const std::string &dir, const std::string &prompt,
-                         int steps) {
+                         int steps, const std::string &flags = "") {
   std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
-                        ATTN_REFERENCE_SCRIPT + " " + dir + " --prompt " +
+                        ATTN_REFERENCE_SCRIPT + " " + dir + flags + " --prompt " +
                         prompt + " --steps " + std::to_string(steps);
   FILE *pipe = popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr) << command;
@@ -507,6 +507,95 @@ INSTANTIATE_TEST_SUITE_P(
                          WeightNaming::DeepSeek, TensorType::BF16, DType::F32,
                          "ref_deepseek_v3", nullptr, 12, true}),
     [](const auto &info) { return std::string(info.param.name); });
+
+// A latent layer's other paths agree with the prefill kernels recomputing
+// the whole prefix: a prompt's chunk appended after a prefill (its keys and
+// values read back from a keys-only cache), a decode batch of two
+// sequences (W_uk and W_uv one product per head over both rows), and a
+// single step (the grouped kernels); and the reference's absorbed form
+// (attnc's) agrees with its expanded one (transformers').
+TEST(LatentAttentionTest, ChunksBatchesAndTheAbsorbedFormAgree) {
+  const Case c{"ref_deepseek_v3_paths", ref_deepseek_v3_plan_json,
+               ref_deepseek_v3_kernel_table, REF_DEEPSEEK_V3_KERNEL_TABLE_SIZE,
+               WeightNaming::DeepSeek, TensorType::BF16, DType::F32,
+               "ref_deepseek_v3"};
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(c.plan, entries(c.table), c.size, plan));
+  const std::string dir = writeModelFolder(c, plan);
+  const nlohmann::json expanded = reference(dir, "5,77,3,120,42", 6),
+                       absorbed =
+                           reference(dir, "5,77,3,120,42", 6, " --absorbed");
+  ASSERT_TRUE(expanded.is_object() && absorbed.is_object());
+  EXPECT_EQ(expanded["tokens"], absorbed["tokens"]);
+  for (size_t step = 0; step < 6; step++) {
+    const std::vector<double> a = expanded["logits"][step],
+                              b = absorbed["logits"][step];
+    for (size_t v = 0; v < a.size(); v++)
+      EXPECT_NEAR(a[v], b[v], 1e-9) << "step " << step;
+  }
+
+  std::unique_ptr<Model> model;
+  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
+                         model);
+  ASSERT_TRUE(s) << s.message();
+  const int vocabulary = model->targetVocabulary();
+  ExecutionContext context(*model);
+  const std::vector<int32_t> tokens = {5, 77, 3, 120, 42, 9, 64, 31};
+  const int n = int(tokens.size());
+  std::vector<float> whole(size_t(n) * vocabulary);
+  ASSERT_TRUE(model->decodeWithoutCache(tokens.data(), n, nullptr, 0,
+                                        whole.data(), context));
+  // Rows of the prefill kernels: the same products but for the order of a
+  // few fp32 sums. Rows of the decode kernels: fp32 products against the
+  // prefill kernels' bf16 ones where those run (the checkpoint is bf16).
+  const double prefillBound = 1e-4,
+               decodeBound = bf16ProductsRun() ? 3e-2 : 1e-4;
+  auto near = [&](const float *got, int row, const char *what,
+                  double bound) {
+    double worst = 0;
+    for (int v = 0; v < vocabulary; v++)
+      worst = std::max(worst, double(std::fabs(got[v] -
+                                               whole[size_t(row) * vocabulary +
+                                                     v])));
+    EXPECT_LE(worst, bound) << what << ", row " << row;
+  };
+  KvCacheConfig config;
+  ASSERT_TRUE(model->selfCacheConfig(2, config));
+  ASSERT_TRUE(config.keysOnly);
+  KvCache cache;
+  ASSERT_TRUE(KvCache::create(config, cache));
+  EXPECT_EQ(cache.poolBytes(), size_t(config.numPages) * config.pageSize *
+                                   config.bytesPerToken());
+  SequenceId first, second;
+  ASSERT_TRUE(cache.addSequence(first));
+  ASSERT_TRUE(cache.addSequence(second));
+  // Prefill 3 tokens, then the next 4 as one chunk (every row's logits).
+  std::vector<float> logits(size_t(4) * vocabulary);
+  ASSERT_TRUE(model->prefill(tokens.data(), 3, cache, first, logits.data(),
+                             context));
+  near(logits.data(), 2, "prefill", prefillBound);
+  const SequenceId chunk[4] = {first, first, first, first};
+  const int32_t rows[4] = {0, 1, 2, 3};
+  s = model->append(chunk, tokens.data() + 3, 4, cache, rows, 4,
+                    logits.data(), context);
+  ASSERT_TRUE(s) << s.message();
+  for (int r = 0; r < 4; r++)
+    near(logits.data() + size_t(r) * vocabulary, 3 + r, "chunk",
+         prefillBound);
+  // The second sequence: its prompt, then one step beside the first's.
+  ASSERT_TRUE(model->prefill(tokens.data(), 6, cache, second, logits.data(),
+                             context));
+  const SequenceId both[2] = {first, second};
+  const int32_t next[2] = {tokens[7], tokens[6]};
+  ASSERT_TRUE(model->decodeStep(both, nullptr, next, 2, cache, nullptr,
+                                logits.data(), context));
+  near(logits.data(), 7, "batch row 0", decodeBound);
+  near(logits.data() + vocabulary, 6, "batch row 1", decodeBound);
+  ASSERT_TRUE(model->decodeStep(&second, nullptr, &tokens[7], 1, cache,
+                                nullptr, logits.data(), context));
+  near(logits.data(), 7, "single step", decodeBound);
+  EXPECT_TRUE(cache.checkInvariants());
+}
 
 // Layers GPTQ and AWQ cannot pack (8 values to an int32 along their packed
 // dimension, whole groups of inputs) are refused before a tensor is read.
