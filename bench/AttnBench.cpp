@@ -234,12 +234,18 @@ struct DecodeShape {
   /// it spans, the earlier ones released, as the runtime's KvCache keeps a
   /// window layer's: its time should not grow with kvLength.
   int window = 0;
+  /// Latent attention's shape (DeepSeek-V2-Lite's: 16 heads over one key
+  /// head of rank 512 + rope 64 channels) whose values are its keys: one
+  /// pool read as both. Else GQA 32 query / 8 KV heads of 128.
+  bool latent = false;
 };
 
-/// One new token per sequence (GQA 32 query / 8 KV heads, head size 128)
-/// over a cache whose pages are handed out in shuffled order.
+/// One new token per sequence (GQA 32 query / 8 KV heads, head size 128,
+/// or a latent layer's shape) over a cache whose pages are handed out in
+/// shuffled order.
 void fusedDecode(benchmark::State &state, DecodeShape s) {
-  const int hq = 32, hkv = 8, dim = 128;
+  const int hq = s.latent ? 16 : 32, hkv = s.latent ? 1 : 8,
+            dim = s.latent ? 576 : 128;
   attn::DecodeSpec spec;
   spec.functionName = "bench";
   spec.numQueryHeads = hq;
@@ -250,7 +256,7 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   spec.sinks = s.sinks;
   spec.window = s.window;
   spec.causal = s.window > 0;
-  spec.scale = 1.0f / std::sqrt(float(dim));
+  spec.scale = 1.0f / std::sqrt(float(s.latent ? 192 : dim));
   if (const char *text = std::getenv("ATTN_BENCH_DECODE_SPLIT"))
     spec.schedule.splitKeys = std::atoi(text);
   attn::KernelPipeline kernel = attn::buildDecodePipeline(spec, gTarget);
@@ -322,10 +328,10 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   params.set(kernel.inputs[0], query);
   size_t next = 1;
   params.set(kernel.inputs[next++], keys);
-  params.set(kernel.inputs[next++], values);
+  params.set(kernel.inputs[next++], s.latent ? keys : values);
   if (int8) {
     params.set(kernel.inputs[next++], keyScales);
-    params.set(kernel.inputs[next++], valueScales);
+    params.set(kernel.inputs[next++], s.latent ? keyScales : valueScales);
   }
   params.set(kernel.inputs[next++], table);
   params.set(kernel.inputs[next++], lengths);
@@ -338,7 +344,7 @@ void fusedDecode(benchmark::State &state, DecodeShape s) {
   double flops = 4.0 * s.batch * hq * attended * dim;
   // Bytes the cache holds: elements (plus an i8 row's scale).
   double rowBytes = dim * element.bytes() + (int8 ? 4 : 0);
-  double kvBytes = 2.0 * s.batch * hkv * attended * rowBytes;
+  double kvBytes = (s.latent ? 1.0 : 2.0) * s.batch * hkv * attended * rowBytes;
   timeKernel(state, flops, kvBytes,
              [&] { kernel.pipeline.realize(output, gTarget, params); });
 }
@@ -366,7 +372,11 @@ void registerDecode() {
                                 // keys at 4K, 32K and 128K of context.
                                 {1, 4096, 16, DType::BF16, false, 512},
                                 {1, 32768, 16, DType::BF16, false, 512},
-                                {1, 131072, 16, DType::BF16, false, 512}};
+                                {1, 131072, 16, DType::BF16, false, 512},
+                                // Latent attention: 16 heads over one key
+                                // head of 576, values = keys, bf16 rows.
+                                {1, 4096, 16, DType::BF16, false, 0, true},
+                                {1, 32768, 16, DType::BF16, false, 0, true}};
   for (const DecodeShape &s : shapes) {
     const char *element = attn::dtypeName(s.element);
     std::string layout = s.pageSize == s.kvLength
@@ -375,8 +385,9 @@ void registerDecode() {
     char name[128];
     std::string window =
         s.window ? "_w" + std::to_string(s.window) : std::string();
-    std::snprintf(name, sizeof name, "decode/H32_KV8_D128/B%d_KV%d_%s_%s%s%s",
-                  s.batch, s.kvLength, layout.c_str(), element,
+    std::snprintf(name, sizeof name, "decode/%s/B%d_KV%d_%s_%s%s%s",
+                  s.latent ? "H16_KV1_D576_latent" : "H32_KV8_D128", s.batch,
+                  s.kvLength, layout.c_str(), element,
                   s.sinks ? "_sinks" : "", window.c_str());
     benchmark::RegisterBenchmark(name, fusedDecode, s)
         ->UseManualTime()

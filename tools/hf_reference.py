@@ -138,14 +138,58 @@ def dequantize(config, w):
         w[base + ".weight"] = ((u - zeros[g_idx]) * scales[g_idx]).T
     head = ("model.embed_tokens.weight" if config.get("tie_word_embeddings")
             else "lm_head.weight")
-    h = w[head].astype(np.float32)
-    rows, n = h.shape
-    g = h.reshape(rows, n // group, group)
-    s = (np.abs(g).max(axis=2) / np.float32(7)).astype(np.float32)
-    s[s < np.float32(1.17549435e-38)] = 0
-    safe = np.where(s == 0, np.float32(1), s)[:, :, None]
-    u = np.clip(np.rint(g / safe), -8, 7) * (s[:, :, None] != 0)
-    w["attnc quantized head"] = (u * s[:, :, None].astype(np.float64)).reshape(rows, n)
+    w["attnc quantized head"] = quantize_rows(w[head], 4, group)
+    return w
+
+
+def quantize_rows(m, bits, group=None):
+    """Each row of m [rows][in] as attnc's kernels hold it, dequantized
+    (float32 math, as attnc's loader): int8 symmetric per row (s = max|w| /
+    127, q = clamp(round-half-even(w / s), -127, 127)), or int4 symmetric per
+    `group` inputs (s = max|w| / 7, q in [-8, 7]; a scale below the smallest
+    normal float is 0)."""
+    m = m.astype(np.float32)
+    width = m.shape[1] if bits == 8 else group
+    limit, low = (127, -127) if bits == 8 else (7, -8)
+    out = np.empty(m.shape, dtype=np.float64)
+    for begin in range(0, m.shape[1], width):  # the last group may be partial
+        g = m[:, begin:begin + width]
+        s = (np.abs(g).max(axis=1, keepdims=True) / np.float32(limit)).astype(np.float32)
+        if bits == 4:
+            s[s < np.float32(1.17549435e-38)] = 0
+        safe = np.where(s == 0, np.float32(1), s)
+        q = np.clip(np.rint(g / safe), low, limit) * (s != 0)
+        out[:, begin:begin + width] = q * s.astype(np.float64)
+    return out
+
+
+def quantize_like_attnc(config, w, spec):
+    """The checkpoint's linear weights as attnc quantizes them at load with
+    --weight-dtype (spec "int8", or "int4:G" for groups of G inputs), so that
+    the reference runs the model attnc runs: every linear weight but a
+    mixture's router (which attnc keeps in bf16) and the embedding table
+    (which stays in floats; a tied head is quantized apart from it). A latent
+    layer's kv_b_proj as attnc splits it: each head's W_uk transposed (a row
+    per latent channel over its no-RoPE channels), its W_uv as stored."""
+    bits, group = (8, None) if spec == "int8" else (4, int(spec.split(":")[1]))
+    heads = config.get("num_attention_heads")
+    for name in list(w):
+        t = w[name]
+        if (t.ndim != 2 or name.endswith("mlp.gate.weight")
+                or "embed_tokens" in name):
+            continue
+        if name.endswith("kv_b_proj.weight"):
+            nope, vdim = config["qk_nope_head_dim"], config["v_head_dim"]
+            up = t.reshape(heads, nope + vdim, -1).copy()
+            for h in range(heads):
+                up[h, :nope] = quantize_rows(up[h, :nope].T, bits, group).T
+                up[h, nope:] = quantize_rows(up[h, nope:], bits, group)
+            w[name] = up.reshape(t.shape)
+        else:
+            w[name] = quantize_rows(t, bits, group)
+    if config.get("tie_word_embeddings"):
+        w["attnc quantized head"] = quantize_rows(
+            w["model.embed_tokens.weight"], bits, group)
     return w
 
 
@@ -814,6 +858,9 @@ def main():
                         help="also the logits after every prompt token")
     parser.add_argument("--absorbed", action="store_true",
                         help="DeepSeek: latent attention in its absorbed form")
+    parser.add_argument("--quantize", metavar="int8|int4:G",
+                        help="the linear weights as attnc's --weight-dtype "
+                             "quantizes them (int4 in groups of G)")
     args = parser.parse_args()
     with open(os.path.join(args.model_dir, "config.json")) as f:
         config = json.load(f)
@@ -822,6 +869,8 @@ def main():
         config, weights = gemma3_text_stack(config, weights)
     if "quantization_config" in config:
         weights = dequantize(config, weights)
+    if args.quantize:
+        weights = quantize_like_attnc(config, weights, args.quantize)
     forward = {"llama": llama_logits, "mistral": llama_logits,
                "qwen2": llama_logits, "qwen3": llama_logits,
                "mixtral": llama_logits, "qwen3_moe": llama_logits,

@@ -80,6 +80,7 @@
 #include "ref_qwen2_moe.h"
 #include "ref_deepseek_v2.h"
 #include "ref_deepseek_v3.h"
+#include "ref_deepseek_v3_int4.h"
 #include "ref_qwen3_moe.h"
 #include "ref_qwen3_moe_int8.h"
 #include "ref_gemma2.h"
@@ -129,6 +130,11 @@ struct Case {
   /// equal logits, where the lower expert must win a place among the
   /// chosen (as transformers' topk and the reference pick).
   bool tiedExperts = false;
+  /// Quantized weights: the reference runs them quantized as attnc does
+  /// (hf_reference.py --quantize: "int8" or "int4:G"), so what is left is
+  /// attnc's arithmetic, held to a bound of its own; null: the reference
+  /// runs the checkpoint's floats.
+  const char *referenceQuantize = nullptr;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -266,7 +272,11 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   for (int32_t id : prompt)
     promptText += (promptText.empty() ? "" : ",") + std::to_string(id);
   const int steps = 32;
-  nlohmann::json expected = reference(dir, promptText, steps);
+  nlohmann::json expected =
+      reference(dir, promptText, steps,
+                c.referenceQuantize
+                    ? std::string(" --quantize ") + c.referenceQuantize
+                    : std::string());
   ASSERT_TRUE(expected.is_object()) << "no JSON from the reference";
 
   std::unique_ptr<Model> model;
@@ -298,7 +308,11 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
                           !attn::amx::available() &&
                           __builtin_cpu_supports("avx512vnni") &&
                           __builtin_cpu_supports("avx512bf16");
-  const double bound = c.quantized == DType::I4            ? 1.0
+  // Against a reference quantized the same way: int8 inputs (and an int8
+  // cache) and bf16 products are all that differ.
+  const bool sameWeights = c.referenceQuantize != nullptr;
+  const double bound = sameWeights                          ? 0.1
+                       : c.quantized == DType::I4            ? 1.0
                        : c.quantized == DType::I8 || int8Inputs ? 0.1
                        : !quantized && bf16ProductsRun()  ? 3e-2
                                                           : 2e-3;
@@ -325,7 +339,10 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
       token = next;
     }
   }
-  if (!quantized && experts && bf16ProductsRun()) {
+  if (sameWeights) {
+    EXPECT_LE(worst, bound);
+    EXPECT_GE(agreed, 30);
+  } else if (!quantized && experts && bf16ProductsRun()) {
     // bf16 products (3e-2 on the logits) can flip a router's near-tie too:
     // ref_deepseek_v2's decode step 2 at 0.26 (its last sparse layer's 2nd
     // and 3rd experts 1.2e-3 apart in probability, the reference shows),
@@ -505,7 +522,14 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_deepseek_v3_kernel_table,
                          REF_DEEPSEEK_V3_KERNEL_TABLE_SIZE,
                          WeightNaming::DeepSeek, TensorType::BF16, DType::F32,
-                         "ref_deepseek_v3", nullptr, 12, true}),
+                         "ref_deepseek_v3", nullptr, 12, true},
+                    // Its int4 weights in groups of 32 (W_ukᵀ and W_uv
+                    // among them) over an int8 cache of latent rows.
+                    Case{"ref_deepseek_v3_int4", ref_deepseek_v3_int4_plan_json,
+                         ref_deepseek_v3_int4_kernel_table,
+                         REF_DEEPSEEK_V3_INT4_KERNEL_TABLE_SIZE,
+                         WeightNaming::DeepSeek, TensorType::BF16, DType::I4,
+                         "ref_deepseek_v3", nullptr, 12, false, "int4:32"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 // A latent layer's other paths agree with the prefill kernels recomputing
