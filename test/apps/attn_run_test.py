@@ -10,7 +10,8 @@ tools/hf_reference.py (float64 numpy, written from transformers) for the same
 prompt ids. Then: the cache is reused, --stop cuts the text, and bad input is a
 clear error.
 
-Last, a Mixtral-shaped folder (text_mixtral/config.json), its tokens against
+Last, a Mixtral-shaped and a DeepSeek-V3-shaped folder
+(text_mixtral/config.json, text_deepseek/config.json), their tokens against
 the same reference.
 
 Usage: attn_run_test.py BIN_DIR TOKENIZER_DATA PYTHON_WITH_NUMPY
@@ -132,27 +133,30 @@ def main():
         check(wrong.returncode == 1 and "attnc failed" in wrong.stderr,
               "attnc's refusal is not reported: " + wrong.stderr)
 
-        # A mixture of experts (text_mixtral/config.json: 8 experts, 2 a
-        # token) from its folder: the reference's greedy tokens, then the
-        # same from the packed weights (the routers among them).
-        moe, moe_cache, compiled = make_model_folder(work, bin_dir, data, "text_mixtral")
-        check(compiled.returncode == 0, "Mixtral compile-only failed: " + compiled.stderr)
-        moe_run = [attn_run, moe, "--prompt", "Hello world", "--temperature", "0",
-                   "--max-new-tokens", str(steps), "--print-ids", "--cache-dir", moe_cache]
-        for source in ("weights laid out from", "weights mapped from"):
-            result = run(moe_run)
-            check(result.returncode == 0 and source in result.stderr,
-                  "Mixtral (%s): %s" % (source, result.stderr))
-            moe_ids = json.loads(result.stderr.strip().splitlines()[-1])
-            reference = run([python, os.path.join(ROOT, "tools", "hf_reference.py"), moe,
-                             "--prompt", ",".join(map(str, moe_ids["prompt"])),
-                             "--steps", str(len(moe_ids["generated"]))])
-            check(reference.returncode == 0, "hf_reference.py failed: " + reference.stderr)
-            check(moe_ids["generated"] == json.loads(reference.stdout)["tokens"],
-                  "Mixtral's greedy tokens differ from the reference: %s, %s"
-                  % (moe_ids["generated"], reference.stdout))
-        print("attn-run: a Mixtral folder's %d greedy tokens identical to the reference"
-              % len(moe_ids["generated"]))
+        # Mixtures of experts from their folders: Mixtral's (text_mixtral:
+        # 8 experts, 2 a token) and DeepSeek-V3's (text_deepseek: latent
+        # attention with a low-rank query, sigmoid routing in groups, a
+        # shared expert): the reference's greedy tokens, then the same from
+        # the packed weights (the routers, and W_uk and W_uv, among them).
+        for family, name in (("text_mixtral", "Mixtral"), ("text_deepseek", "DeepSeek-V3")):
+            moe, moe_cache, compiled = make_model_folder(work, bin_dir, data, family)
+            check(compiled.returncode == 0, name + " compile-only failed: " + compiled.stderr)
+            moe_run = [attn_run, moe, "--prompt", "Hello world", "--temperature", "0",
+                       "--max-new-tokens", str(steps), "--print-ids", "--cache-dir", moe_cache]
+            for source in ("weights laid out from", "weights mapped from"):
+                result = run(moe_run)
+                check(result.returncode == 0 and source in result.stderr,
+                      "%s (%s): %s" % (name, source, result.stderr))
+                moe_ids = json.loads(result.stderr.strip().splitlines()[-1])
+                reference = run([python, os.path.join(ROOT, "tools", "hf_reference.py"), moe,
+                                 "--prompt", ",".join(map(str, moe_ids["prompt"])),
+                                 "--steps", str(len(moe_ids["generated"]))])
+                check(reference.returncode == 0, "hf_reference.py failed: " + reference.stderr)
+                check(moe_ids["generated"] == json.loads(reference.stdout)["tokens"],
+                      "%s's greedy tokens differ from the reference: %s, %s"
+                      % (name, moe_ids["generated"], reference.stdout))
+            print("attn-run: a %s folder's %d greedy tokens identical to the reference"
+                  % (name, len(moe_ids["generated"])))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return check.status()
