@@ -25,6 +25,19 @@ void AttnDialect::registerAttributes() {
       >();
 }
 
+/// A norm's epsilon (`what`'s): an f32 number, positive and finite (the
+/// kernels add it in fp32).
+static LogicalResult verifyEps(function_ref<InFlightDiagnostic()> emitError,
+                               StringRef what, FloatAttr eps) {
+  if (!eps || !eps.getType().isF32())
+    return emitError() << what << " eps must be an f32 number";
+  float value = eps.getValue().convertToFloat();
+  if (!(value > 0.0f) || !std::isfinite(value))
+    return emitError() << what << " eps must be positive and finite, got "
+                       << double(value);
+  return success();
+}
+
 LogicalResult KvCacheAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                   CacheLayout layout, int64_t pageSize,
                                   Type dtype, int64_t maxLength) {
@@ -70,25 +83,12 @@ LogicalResult LatentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "latent query_rank must be in [0, "
                        << limits::kFeatures << "] (0: no low-rank query), got "
                        << queryRank;
-  if (!eps || !eps.getType().isF32())
-    return emitError() << "latent eps must be an f32 number";
-  float value = eps.getValue().convertToFloat();
-  if (!(value > 0.0f) || !std::isfinite(value))
-    return emitError() << "latent eps must be positive and finite, got "
-                       << double(value);
-  return success();
+  return verifyEps(emitError, "latent", eps);
 }
 
 LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  QkNormScope, FloatAttr eps) {
-  // The kernels add the epsilon in fp32.
-  if (!eps || !eps.getType().isF32())
-    return emitError() << "qk_norm eps must be an f32 number";
-  float value = eps.getValue().convertToFloat();
-  if (!(value > 0.0f) || !std::isfinite(value))
-    return emitError() << "qk_norm eps must be positive and finite, got "
-                       << double(value);
-  return success();
+  return verifyEps(emitError, "qk_norm", eps);
 }
 
 LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
