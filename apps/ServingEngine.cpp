@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <limits>
+#include <utility>
 
 namespace attn::apps {
 
@@ -209,6 +210,9 @@ void ServingEngine::record() {
 }
 
 void ServingEngine::retireFinished() {
+  // The finished requests' last text, published after the gauges count them
+  // out: a client holding its whole answer sees no request of its running.
+  std::vector<std::pair<std::shared_ptr<CompletionJob>, std::string>> done;
   for (size_t i = 0; i < running_.size();) {
     Running &r = *running_[i];
     FinishReason reason = generator_->finishReason(r.id);
@@ -234,9 +238,15 @@ void ServingEngine::retireFinished() {
                                                   : r.job->finishReason);
     r.job->completionTokens =
         r.job->maxTokens == 0 ? 0 : int(generator_->tokens(r.id).size());
-    r.job->publish(tail, true);
+    done.emplace_back(r.job, std::move(tail));
     running_.erase(running_.begin() + i);
   }
+  if (done.empty())
+    return;
+  running_count_ = int(running_.size());
+  record();
+  for (auto &[job, tail] : done)
+    job->publish(tail, true);
 }
 
 void ServingEngine::loop() {

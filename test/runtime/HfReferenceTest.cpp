@@ -59,6 +59,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Int4Checkpoint.h"
+#include "KernelCalls.h"
+#include "ModelWeights.h"
 #include "attn/runtime/Checkpoint.h"
 #include "attn/schedules/AmxLinear.h"
 #include "attn/runtime/Model.h"
@@ -619,6 +621,51 @@ TEST(LatentAttentionTest, ChunksBatchesAndTheAbsorbedFormAgree) {
                                 nullptr, logits.data(), context));
   near(logits.data(), 7, "single step", decodeBound);
   EXPECT_TRUE(cache.checkInvariants());
+}
+
+// A grouped expert kernel's call refuses an expert index outside the stack
+// of matrices (a latent layer's W_ukᵀ, a head per expert) before the kernel
+// reads it, and runs one inside.
+TEST(ExpertKernelTest, GroupedCallsRefuseExpertsOutsideTheStack) {
+  ModelPlan plan;
+  ASSERT_TRUE(parsePlan(ref_deepseek_v3_plan_json,
+                        entries(ref_deepseek_v3_kernel_table),
+                        REF_DEEPSEEK_V3_KERNEL_TABLE_SIZE, plan));
+  const PlanOp *layer = nullptr;
+  for (const PlanOp &op : plan.ops)
+    if (op.kind == OpKind::Attention && !layer)
+      layer = &op;
+  ASSERT_TRUE(layer && layer->latent.absorb.grouped);
+  const int64_t heads = layer->queryHeads, in = layer->latent.nopeDim,
+                out = layer->latent.rank;
+  WeightRows rows;
+  rows.count = heads * out;
+  rows.read = [in](int64_t first, int64_t count, float *values) {
+    for (int64_t i = 0; i < count * in; i++)
+      values[i] = 0.01f * float((first * in + i) % 7);
+  };
+  WeightMatrix weights;
+  weights.pack({rows}, in, plan.weightPanel, plan.weightType, plan.weightGroup);
+  const std::vector<float> input(size_t(2 * in), 0.5f);
+  std::vector<float> output(size_t(2 * out));
+  const Floats none;
+  for (std::vector<int32_t> experts :
+       {std::vector<int32_t>{0, int32_t(heads)}, {-1, 0}, {int32_t(heads - 1), 0}}) {
+    LinearCall call{layer->latent.absorb, weights, none, input.data(), 2,
+                    in, out, output.data()};
+    call.experts = experts.data();
+    const Status s = linear(nullptr, call);
+    if (experts[0] == heads - 1) {
+      EXPECT_TRUE(s) << s.message();
+      continue;
+    }
+    EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
+    const int32_t bad = experts[0] < 0 ? experts[0] : experts[1];
+    EXPECT_NE(s.message().find("expert " + std::to_string(bad) + " of " +
+                               std::to_string(heads)),
+              std::string::npos)
+        << s.message();
+  }
 }
 
 // Layers GPTQ and AWQ cannot pack (8 values to an int32 along their packed
