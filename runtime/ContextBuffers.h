@@ -99,8 +99,10 @@ struct LatentBuffers {
   std::vector<float> query;     ///< [tokens][heads][rope + nope], rotated
   std::vector<float> keyLatent; ///< [tokens][rope + rank]: the key rotated,
                                 ///< the latent before its norm
-  std::vector<float> latent;    ///< [tokens][rank]: the latent, dense
-  std::vector<float> normed;    ///< [tokens][rank]: the latent normed
+  std::vector<float> latent;    ///< [tokens][rank]: the latent, dense; then
+                                ///< a head's gathered rows (W_uk, W_uv)
+  std::vector<float> normed;    ///< [tokens][rank]: the latent normed; then
+                                ///< a head's products (W_uk)
   std::vector<float> nope;      ///< [tokens · heads][nope or rank]: the
                                 ///< rows W_ukᵀ or W_uv multiplies
   std::vector<float> absorbed;  ///< [tokens · heads][rank]: W_uk_hᵀ · q

@@ -123,9 +123,10 @@ Status latentProject(const PlanOp &op, const LatentWeights &w,
   for (int64_t r = 0; r < t * heads; r++)
     std::copy_n(b.query.data() + r * headQuery + rope, nope,
                 b.nope.data() + r * nope);
-  std::vector<float> gathered, products;
+  // The latent's dense and normed rows are in `rows` now: their buffers
+  // serve perHead.
   if (Status s = perHead(l.absorb, w.absorb, b.nope.data(), t, heads, nope,
-                         rank, b, gathered, products, b.absorbed.data());
+                         rank, b, b.latent, b.normed, b.absorbed.data());
       !s)
     return s;
   for (int64_t r = 0; r < t * heads; r++) {

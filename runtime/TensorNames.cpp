@@ -52,6 +52,13 @@ struct FamilyNames {
   const char *expertGate = "mlp.experts.{e}.gate_proj",
              *expertUp = "mlp.experts.{e}.up_proj",
              *expertDown = "mlp.experts.{e}.down_proj";
+  /// A latent attention layer's tensors, after the attention's prefix
+  /// (DeepSeek's names): the low-rank query's down projection, its norm and
+  /// its up projection (or the direct one, `query`), the shared key and
+  /// latent, the latent's norm, the heads' key and value up projections.
+  const char *queryDown = "q_a_proj", *queryDownNorm = "q_a_layernorm",
+             *queryUp = "q_b_proj", *keyLatent = "kv_a_proj_with_mqa",
+             *latentNorm = "kv_a_layernorm", *latentUp = "kv_b_proj";
   /// Its shared experts' FFN, `{r}` the role's gate, up or down, and their
   /// output's gate vector (Qwen2-MoE's names).
   const char *sharedExpert = "mlp.shared_expert.{r}_proj",
@@ -480,25 +487,24 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       std::string base =
           prefix + (op.cross ? naming.crossAttention : naming.selfAttention);
       if (const PlanOp::Latent &l = op.latent; l.rank) {
-        // DeepSeek's latent attention, as its checkpoints name it: the
-        // query (q_proj, or q_a_proj, q_a_layernorm, q_b_proj), the shared
-        // key and latent (kv_a_proj_with_mqa [latent | key], then
-        // kv_a_layernorm of the latent), kv_b_proj (each head's W_uk rows,
-        // then its W_uv rows), o_proj.
+        // Latent attention: the query (directly, or down, normed, up), the
+        // shared key and latent ([latent | key], then the latent's norm),
+        // the up projection (each head's W_uk rows, then its W_uv rows),
+        // the output.
         const int64_t heads = op.queryHeads,
                       query = heads * (l.nopeDim + l.ropeDim);
         if (l.queryRank) {
-          addLinear(n, "q_a", base + "q_a_proj", l.queryRank, d);
-          n.add("q_a_norm.weight", base + "q_a_layernorm.weight",
-                {l.queryRank});
-          addLinear(n, "q", base + "q_b_proj", query, l.queryRank);
+          addLinear(n, "q_a", base + naming.queryDown, l.queryRank, d);
+          n.add("q_a_norm.weight",
+                base + naming.queryDownNorm + ".weight", {l.queryRank});
+          addLinear(n, "q", base + naming.queryUp, query, l.queryRank);
         } else {
-          addLinear(n, "q", base + "q_proj", query, d);
+          addLinear(n, "q", base + naming.query, query, d);
         }
-        addLinear(n, "kv_a", base + "kv_a_proj_with_mqa", l.rank + l.ropeDim,
-                  d);
-        n.add("kv_a_norm.weight", base + "kv_a_layernorm.weight", {l.rank});
-        addLinear(n, "kv_b", base + "kv_b_proj",
+        addLinear(n, "kv_a", base + naming.keyLatent, l.rank + l.ropeDim, d);
+        n.add("kv_a_norm.weight", base + naming.latentNorm + ".weight",
+              {l.rank});
+        addLinear(n, "kv_b", base + naming.latentUp,
                   heads * (l.nopeDim + l.valueDim), l.rank);
         addLinear(n, "out", base + naming.output, d, heads * l.valueDim);
         break;

@@ -668,6 +668,34 @@ TEST(ExpertKernelTest, GroupedCallsRefuseExpertsOutsideTheStack) {
   }
 }
 
+// A plan whose latent layer the runtime could not run as written (a
+// hand-edited or tampered one) is refused naming it, before any weight is
+// read: two key heads, a head_dim other than rope_dim + rank, a latent
+// field missing.
+TEST(LatentPlanTest, MalformedLatentLayersAreRefused) {
+  const std::vector<std::pair<const char *, std::function<void(nlohmann::json &)>>>
+      cases = {
+          {"must be one key head",
+           [](nlohmann::json &layer) { layer["num_kv_heads"] = 2; }},
+          {"must be one key head",
+           [](nlohmann::json &layer) { layer["head_dim"] = 64; }},
+          {"missing 'rank'",
+           [](nlohmann::json &layer) { layer["latent"].erase("rank"); }},
+          {"is not in the kernel table", [](nlohmann::json &layer) {
+             layer["latent"]["absorb_kernel"] = "nope";
+           }}};
+  for (const auto &[expected, change] : cases) {
+    nlohmann::json plan = nlohmann::json::parse(ref_deepseek_v3_plan_json);
+    change(plan["layers"][0]);
+    ModelPlan parsed;
+    Status s = parsePlan(plan.dump(), entries(ref_deepseek_v3_kernel_table),
+                         REF_DEEPSEEK_V3_KERNEL_TABLE_SIZE, parsed);
+    EXPECT_FALSE(s) << expected;
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("latent"), std::string::npos) << s.message();
+  }
+}
+
 // Layers GPTQ and AWQ cannot pack (8 values to an int32 along their packed
 // dimension, whole groups of inputs) are refused before a tensor is read.
 TEST(Int4CheckpointTest, ShapesThatCannotBePackedAreRefused) {
