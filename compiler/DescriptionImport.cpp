@@ -15,6 +15,7 @@
 
 #include "attn/JsonReader.h"
 #include "attn/Limits.h"
+#include "attn/Support.h"
 
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -308,6 +309,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
     int64_t ffnSize = 0;
     bool ffnBias = false, ffnGated = false;
     ExpertsAttr ffnExperts;
+    FfnForm ffnForm;
     Location ffnLoc = block.location();
     if (ffn) {
       JsonObjectReader reader(*ffn, ffnPath, locator);
@@ -318,6 +320,13 @@ bool readStack(const json::Object &object, const JsonPath &path,
           reader.getInt("intermediate_size", true, 1, limits::kFfn).value_or(1);
       ffnBias = reader.optionalBool("bias").value_or(false);
       ffnGated = reader.optionalBool("gated").value_or(false);
+      // gpt-oss's gated product (checked by the op's verifier).
+      if (std::optional<double> alpha =
+              reader.optionalPositiveNumber("swiglu_alpha"))
+        ffnForm.swigluAlpha = float(*alpha);
+      if (std::optional<double> limit =
+              reader.optionalPositiveNumber("swiglu_limit"))
+        ffnForm.swigluLimit = float(*limit);
       JsonPath expertsPath;
       const json::Object *expertsObject =
           reader.getObject("experts", false, expertsPath);
@@ -335,6 +344,9 @@ bool readStack(const json::Object &object, const JsonPath &path,
         std::optional<int64_t> shared =
             experts.getInt("shared", false, 0, limits::kFfn, 0);
         bool sharedGate = experts.optionalBool("shared_gate").value_or(false);
+        // The experts' own weight type: a checkpoint's MXFP4 (gpt-oss's).
+        if (experts.optionalEnum("weight_dtype", {"mxfp4"}, "") == "mxfp4")
+          ffnForm.expertWeights = Mxfp4Type::get(&context);
         ExpertRouting routing;
         std::optional<int64_t> groups =
             experts.getInt("groups", false, 1, limits::kExperts, 1);
@@ -407,7 +419,7 @@ bool readStack(const json::Object &object, const JsonPath &path,
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag,
                           ffnLoc);
         builder.addFfn(block + "_ffn", activation, ffnSize, ffnBias, ffnGated,
-                       tag, ffnLoc, ffnExperts);
+                       tag, ffnLoc, ffnExperts, ffnForm);
         if (norm.post)
           builder.addNorm(block + "_ffn_norm", norm.kind, norm.eps, tag, ffnLoc,
                           NormPlacement::Post);
@@ -467,8 +479,8 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming = model.optionalEnum(
       "weight_naming",
-      {"llama", "gemma", "gemma3", "phi3", "mixtral", "deepseek", "gpt2",
-       "bart"},
+      llvm::SmallVector<llvm::StringRef>(std::begin(kWeightNamings),
+                                         std::end(kWeightNamings)),
       "");
   // What the checkpoint's RMS norm weights lack (Gemma's 1).
   std::optional<double> normWeightOffset =

@@ -70,6 +70,9 @@ Type weightDtype(ConfigReader &config, MLIRContext &context) {
 struct QuantizedWeights {
   ::attn::Int4Format format;
   int64_t group;
+  /// Or gpt-oss's: the experts MXFP4 (quant_method mxfp4), every other
+  /// tensor in floats.
+  bool mxfp4Experts = false;
 };
 
 /// Reads `quantization_config`: every key that changes the math is honoured
@@ -90,12 +93,34 @@ bool readQuantization(ConfigReader &config, const JsonLocator &locator,
   std::optional<llvm::StringRef> method = q.requiredString("quant_method");
   if (!method)
     return false;
+  // gpt-oss as published: its experts' gate_up_proj and down_proj in MXFP4
+  // (_blocks, _scales), read as they are; the modules the config leaves
+  // unconverted (attention, routers, embeddings, head) in floats. A list
+  // that names the experts contradicts the tensors: refused.
+  if (*method == "mxfp4") {
+    JsonPath skipPath;
+    if (const json::Array *skipped =
+            config.isNull("modules_to_not_convert", *object)
+                ? nullptr
+                : q.getArray("modules_to_not_convert", false, skipPath))
+      for (const json::Value &module : *skipped)
+        if (std::optional<llvm::StringRef> text = module.getAsString();
+            !text || text->contains("experts"))
+          q.error("modules_to_not_convert",
+                  "an MXFP4 gpt-oss checkpoint's experts are MXFP4; "
+                  "modules_to_not_convert may name the attention, routers, "
+                  "embeddings and head only");
+    if (!q.ok() || !config.ok())
+      return false;
+    result = QuantizedWeights{::attn::Int4Format::Gptq, 0, true};
+    return true;
+  }
   if (*method != "gptq" && *method != "awq") {
     q.error("quant_method",
             "checkpoints quantized by '" + *method +
-                "' are not read: attnc reads GPTQ and AWQ int4 checkpoints; "
-                "give it the float checkpoint and --weight-dtype=int8 or int4 "
-                "(it quantizes at load)");
+                "' are not read: attnc reads GPTQ and AWQ int4 checkpoints "
+                "(and gpt-oss's MXFP4 experts); give it the float checkpoint "
+                "and --weight-dtype=int8 or int4 (it quantizes at load)");
     return false;
   }
   std::optional<int64_t> bits = q.getInt("bits", true, 1, 64);
@@ -189,8 +214,10 @@ struct DecoderFamily {
   /// How `sliding_window` applies: ignored (transformers' Llama, OLMo 2,
   /// GPT-2 have none), to every layer (Mistral, Phi-3), or Qwen's way:
   /// only with use_sliding_window, from max_window_layers on, or as
-  /// layer_types says.
-  enum class Window { Ignored, Every, Qwen } window;
+  /// layer_types says; or gpt-oss's: on the layers layer_types calls
+  /// sliding_attention, or every other layer from the first where it lists
+  /// none.
+  enum class Window { Ignored, Every, Qwen, LayerTypes } window;
   bool qkvBiases; ///< Q/K/V biases and none on o_proj (Qwen2)
   std::optional<mlir::attn::QkNormScope> qkNorm; ///< with rms_norm_eps
   double rmsEps;        ///< rms_norm_eps when the config leaves it out
@@ -206,10 +233,18 @@ struct DecoderFamily {
   /// expert of shared_expert_intermediate_size behind a sigmoid gate);
   /// DeepSeek's (n_routed_experts from first_k_dense_replace on, every
   /// moe_layer_freq-th layer; topk_method and scoring_func choosing the
-  /// router's rule; n_shared_experts as one shared FFN).
-  enum class Moe { None, Mixtral, Qwen, Qwen2, DeepSeek } moe = Moe::None;
+  /// router's rule; n_shared_experts as one shared FFN); gpt-oss's (every
+  /// layer: num_local_experts, num_experts_per_tok, the router and experts
+  /// with biases, swiglu_alpha and swiglu_limit's clamped product).
+  enum class Moe { None, Mixtral, Qwen, Qwen2, DeepSeek, GptOss } moe = Moe::None;
   /// DeepSeek's multi-head latent attention (#attn.latent).
   bool latent = false;
+  /// gpt-oss's: a learned sink logit per query head, attention_bias true,
+  /// rope_theta 150000 and YaRN (factor 32 over 4096 positions, betas 32
+  /// and 1, not truncated) where the config leaves them out.
+  bool sinks = false, attentionBias = false;
+  double ropeTheta = 10000.0;
+  bool defaultYarn = false;
 };
 
 using mlir::attn::QkNormScope;
@@ -231,6 +266,7 @@ const DecoderFamily kDecoderFamilies[] = {
     {"qwen2_moe", "llama", Window::Qwen,  true,  {},                      1e-6, false,  false, DecoderFamily::Moe::Qwen2},
     {"deepseek_v2", "deepseek", Window::Ignored, false, {},               1e-6, false,  false, DecoderFamily::Moe::DeepSeek, true},
     {"deepseek_v3", "deepseek", Window::Ignored, false, {},               1e-6, false,  false, DecoderFamily::Moe::DeepSeek, true},
+    {"gpt_oss", "gpt_oss", Window::LayerTypes, false, {},                 1e-5, false,  false, DecoderFamily::Moe::GptOss, false, true, true, 150000.0, true},
 };
 // clang-format on
 
@@ -280,8 +316,8 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
       layer.headDim =
           config.getInt("head_dim", false, 1, kMaxInt, layer.headDim)
               .value_or(0);
-    layer.ropeTheta =
-        float(config.optionalPositiveNumber("rope_theta").value_or(10000.0));
+    layer.ropeTheta = float(
+        config.optionalPositiveNumber("rope_theta").value_or(family.ropeTheta));
     JsonPath scalingPath;
     if (!config.isNull("rope_scaling", root))
       if (const json::Object *scaling =
@@ -327,12 +363,25 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
           return nullptr;
         }
       }
+    // GptOssConfig's rule where the config gives none (absent or null).
+    if (family.defaultYarn && !layer.ropeScaling && config.ok()) {
+      Builder b(&context);
+      layer.ropeScaling = b.getDictionaryAttr(
+          {b.getNamedAttr("rope_type", b.getStringAttr("yarn")),
+           b.getNamedAttr("factor", b.getF32FloatAttr(32.0f)),
+           b.getNamedAttr("beta_fast", b.getF32FloatAttr(32.0f)),
+           b.getNamedAttr("beta_slow", b.getF32FloatAttr(1.0f)),
+           b.getNamedAttr("truncate", b.getBoolAttr(false)),
+           b.getNamedAttr("original_max_position_embeddings",
+                          b.getI64IntegerAttr(4096))});
+    }
     // Qwen2 always has Q/K/V biases and none on o_proj; Llama and Mistral
     // say so explicitly, for all four.
     // Qwen3: attention_bias for all four, as Llama.
     layer.projectionBias =
         family.qkvBiases ||
-        config.optionalBool("attention_bias").value_or(false);
+        config.optionalBool("attention_bias").value_or(family.attentionBias);
+    layer.sinks = family.sinks;
     if (family.qkvBiases)
       layer.outputBias = false;
     // Mistral: sliding_window (int or null); Qwen2 and Qwen3: only with
@@ -353,9 +402,14 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
         firstWindowedLayer =
             config.getInt("max_window_layers", false, 0, 4096, 28).value_or(0);
     }
-    if (qwen && !config.isNull("layer_types", root) &&
+    const bool layerTypes = family.window == Window::LayerTypes;
+    if ((qwen || layerTypes) && !config.isNull("layer_types", root) &&
         !readLayerTypes(config, *layers, slidingLayers))
       return nullptr;
+    // GptOssConfig's default pattern: layers 0, 2, 4, ... slide.
+    if (layerTypes && slidingLayers.empty())
+      for (int64_t i = 0; i < *layers; i++)
+        slidingLayers.push_back(i % 2 == 0);
     // Phi-3's partial rotary: the first int(head_dim · factor) channels of
     // each head rotate (transformers' Phi3Attention). The Llama family's
     // attention rotates every channel whatever the key says: refused there.
@@ -407,7 +461,11 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     rmsEps = float(
         config.optionalPositiveNumber("rms_norm_eps").value_or(family.rmsEps));
     mlpBias = config.optionalBool("mlp_bias").value_or(false);
-    activation = readActivation(config, "hidden_act", "silu");
+    // gpt-oss's experts compute their own product whatever hidden_act says
+    // (GptOssExperts never reads it): not read there.
+    activation = family.moe == DecoderFamily::Moe::GptOss
+                     ? Activation::Silu
+                     : readActivation(config, "hidden_act", "silu");
     tied = config.optionalBool("tie_word_embeddings").value_or(false);
     // Qwen3's q_norm and k_norm: RMS norms of each head, rms_norm_eps.
     if (family.qkNorm)
@@ -473,12 +531,25 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   ExpertRouting routing;
   std::optional<int64_t> expertCount, expertsPerToken, expertSize,
       sharedSize = 0;
-  bool normalizeExperts = true;
+  bool normalizeExperts = true, expertBiases = false;
+  FfnForm form; // gpt-oss's product and MXFP4 experts
   std::vector<bool> sparseLayers(size_t(*layers), family.moe != Moe::None);
   if (family.moe == Moe::Mixtral) {
     expertCount = config.getInt("num_local_experts", false, 2, 4096, 8);
     expertsPerToken = config.getInt("num_experts_per_tok", false, 1, 4096, 2);
     expertSize = intermediate;
+  } else if (family.moe == Moe::GptOss) {
+    // GptOssConfig's defaults (gpt-oss-120b's count). The router's top-k
+    // logits through a softmax: the softmax over all of them, renormalized
+    // over the chosen.
+    expertCount = config.getInt("num_local_experts", false, 2, 4096, 128);
+    expertsPerToken = config.getInt("num_experts_per_tok", false, 1, 4096, 4);
+    expertSize = intermediate;
+    expertBiases = true;
+    form.swigluAlpha =
+        float(config.optionalPositiveNumber("swiglu_alpha").value_or(1.702));
+    form.swigluLimit =
+        float(config.optionalPositiveNumber("swiglu_limit").value_or(7.0));
   } else if (family.moe == Moe::Qwen || family.moe == Moe::Qwen2) {
     // num_experts 0: every layer dense (Qwen3MoeDecoderLayer). The config
     // classes' defaults: Qwen3-30B-A3B's, Qwen1.5-MoE-A2.7B's.
@@ -579,7 +650,9 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     config.error("num_experts_per_tok",
                  "num_experts_per_tok (" + llvm::Twine(*expertsPerToken) +
                      ") exceeds " +
-                     (family.moe == Moe::Mixtral    ? "num_local_experts"
+                     (family.moe == Moe::Mixtral ||
+                              family.moe == Moe::GptOss
+                          ? "num_local_experts"
                       : family.moe == Moe::DeepSeek ? "n_routed_experts"
                                                     : "num_experts") +
                      " (" + llvm::Twine(*expertCount) + ")");
@@ -605,11 +678,15 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   layer.bf16Compute = bf16ComputeFor(config, context, layer.headDim, options);
   ModelBuilder builder(context, locator.at(JsonPath{}), name, "decoder-only",
                        *hidden, options.maxBatch.value_or(1));
-  if (quantized)
+  // MXFP4 experts: the experts' own type, the model's weights in floats.
+  const bool mxfp4Experts = quantized && quantized->mxfp4Experts;
+  if (quantized && !mxfp4Experts)
     builder.setWeightDtype(Builder(&context).getIntegerType(4),
                            quantized->group, quantized->format);
   else
     builder.setWeightDtype(weightDtype(config, context));
+  if (mxfp4Experts)
+    form.expertWeights = mlir::attn::Mxfp4Type::get(&context);
   builder.setWeightNaming(family.weightNaming);
   Location at = locator.at(JsonPath{});
   NormKind norm = gpt2 ? NormKind::LayerNorm : NormKind::RmsNorm;
@@ -638,13 +715,14 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
     if (!outputNormsOnly)
       builder.addNorm(block + "_ffn_norm", norm, rmsEps, "", at);
     if (sparseLayers[size_t(i)])
-      builder.addFfn(block + "_ffn", *activation, *expertSize,
-                     /*bias=*/false, /*gated=*/true, "", at,
+      builder.addFfn(block + "_ffn", *activation, *expertSize, expertBiases,
+                     /*gated=*/true, "", at,
                      builder.experts(router, *expertCount, *expertsPerToken,
                                      normalizeExperts, *sharedSize,
                                      /*sharedGate=*/*sharedSize > 0 &&
                                          family.moe == Moe::Qwen2,
-                                     routing));
+                                     routing),
+                     form);
     else
       builder.addFfn(block + "_ffn", *activation, *intermediate,
                      gpt2 || mlpBias, /*gated=*/!gpt2, "", at);
@@ -999,8 +1077,15 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   if (!readQuantization(config, locator, quantized))
     return nullptr;
   // Phi-3's fused Q|K|V and gate|up would need their packed tensors split.
-  if (quantized && *type != "llama" && *type != "mistral" &&
-      *type != "qwen2" && *type != "qwen3" && *type != "olmo2") {
+  if (quantized && quantized->mxfp4Experts && *type != "gpt_oss") {
+    config.error("quantization_config",
+                 "MXFP4 checkpoints are read for gpt_oss (its experts), not " +
+                     type->str());
+    return nullptr;
+  }
+  if (quantized && !quantized->mxfp4Experts && *type != "llama" &&
+      *type != "mistral" && *type != "qwen2" && *type != "qwen3" &&
+      *type != "olmo2") {
     config.error("quantization_config",
                  "GPTQ and AWQ checkpoints are read for llama, mistral, "
                  "qwen2, qwen3 and olmo2, not " + type->str());
@@ -1028,8 +1113,8 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   emitError(locator.at(JsonPath{std::string("model_type")}))
       << "unsupported model_type '" << *type
       << "' (attnc imports llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-         "deepseek_v2, deepseek_v3, gemma2, gemma3_text, gemma3, phi3, olmo2, "
-         "gpt2, marian and bart)";
+         "deepseek_v2, deepseek_v3, gpt_oss, gemma2, gemma3_text, gemma3, phi3, "
+         "olmo2, gpt2, marian and bart)";
   return nullptr;
 }
 

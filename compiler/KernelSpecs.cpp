@@ -177,6 +177,10 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       spec.residual = kernel.getResidual();
       if (std::optional<mlir::attn::Activation> gate = kernel.getInputGate())
         spec.inputGate = ::attn::Activation(int(*gate));
+      if (std::optional<APFloat> alpha = kernel.getGateAlpha())
+        spec.gateAlpha = alpha->convertToFloat();
+      if (std::optional<APFloat> limit = kernel.getGateLimit())
+        spec.gateLimit = limit->convertToFloat();
       if (std::optional<APFloat> theta = kernel.getRopeTheta()) {
         spec.ropeTheta = theta->convertToFloat();
         spec.ropeHeads = *kernel.getRopeHeads();
@@ -201,7 +205,9 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
       if (std::optional<APFloat> cap = kernel.getSoftcap())
         spec.softcap = cap->convertToFloat();
       spec.weightElement = toDType(kernel.getWeightDtype().value_or(Type()));
-      spec.weightGroup = int(kernel.getWeightGroup().value_or(0));
+      spec.weightGroup = spec.weightElement == ::attn::DType::MXFP4
+                             ? int(::attn::kMxBlock)
+                             : int(kernel.getWeightGroup().value_or(0));
       spec.weightZeros = kernel.getWeightZeros();
       spec.experts = int(kernel.getExperts().value_or(0));
       specs.linear.push_back(spec);

@@ -60,7 +60,11 @@ void ModelBuilder::addFfn(llvm::StringRef name,
                           mlir::attn::Activation activation,
                           int64_t intermediateSize, bool bias, bool gated,
                           llvm::StringRef stack, Location loc,
-                          mlir::attn::ExpertsAttr experts) {
+                          mlir::attn::ExpertsAttr experts,
+                          const FfnForm &form) {
+  auto number = [&](std::optional<float> value) {
+    return value ? builder.getF32FloatAttr(*value) : FloatAttr();
+  };
   builder.create<mlir::attn::FfnOp>(
       loc, builder.getStringAttr(name),
       mlir::attn::ActivationAttr::get(builder.getContext(), activation),
@@ -68,7 +72,9 @@ void ModelBuilder::addFfn(llvm::StringRef name,
       bias ? builder.getUnitAttr() : UnitAttr(),
       gated ? builder.getUnitAttr() : UnitAttr(),
       optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
-      experts, FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      experts, FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+      number(form.swigluAlpha), number(form.swigluLimit),
+      form.expertWeights ? TypeAttr::get(form.expertWeights) : TypeAttr());
 }
 
 mlir::attn::ExpertsAttr

@@ -43,6 +43,15 @@ enum class NormPlacement { Pre, Post, ResidualAdd };
 
 /// Creates `module { attn.model @name {...} }` and appends layers named
 /// layer0, layer1, ... in execution order.
+/// What an FFN adds to its kind (FfnOp): gpt-oss's gated product
+/// (swiglu_alpha and swiglu_limit: the gate's SiLU with a gain, gate and up
+/// clamped; absent: SwiGLU's) and its experts' own weight type
+/// (expert_weight_dtype, a checkpoint's MXFP4; null: the model's).
+struct FfnForm {
+  std::optional<float> swigluAlpha, swigluLimit;
+  mlir::Type expertWeights;
+};
+
 /// How a mixture's router limits and scales its choice (ExpertsAttr): the
 /// experts in `groups` groups, the `groupTopK` best eligible; the weights
 /// times `scale`.
@@ -72,7 +81,8 @@ public:
   void addFfn(llvm::StringRef name, mlir::attn::Activation activation,
               int64_t intermediateSize, bool bias, bool gated,
               llvm::StringRef stack, mlir::Location loc,
-              mlir::attn::ExpertsAttr experts = {});
+              mlir::attn::ExpertsAttr experts = {},
+              const FfnForm &form = {});
   /// A mixture of experts for addFfn (ExpertsAttr: the router's rule; shared
   /// experts of `shared` hidden features, 0: none, their output gated by
   /// sigmoid(x · g) with `sharedGate`; group-limited choice; the weights'

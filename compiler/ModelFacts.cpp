@@ -19,6 +19,8 @@ int64_t intAttr(Operation *op, StringRef name) {
 }
 
 std::string typeName(Type type) {
+  if (isa<Mxfp4Type>(type))
+    return ::attn::dtypeName(::attn::DType::MXFP4);
   std::string text;
   llvm::raw_string_ostream os(text);
   type.print(os);

@@ -133,6 +133,10 @@ std::string renderPlanJson(ModuleOp module,
             ffn, ffn.getRouterKernelAttr());
         const ::attn::DType routerType =
             toDType(router.getWeightDtype().value_or(Type()));
+        auto up = SymbolTable::lookupNearestSymbolFrom<LinearKernelOp>(
+            ffn, ffn.getUpKernelAttr());
+        const ::attn::DType expertType =
+            toDType(up.getWeightDtype().value_or(Type()));
         entry[plan::kExperts] = llvm::json::Object{
             {plan::kRouter, stringifyRouterKind(experts.getRouter())},
             {plan::kCount, experts.getCount()},
@@ -143,7 +147,9 @@ std::string renderPlanJson(ModuleOp module,
             {plan::kScale, experts.getScaleValue()},
             {plan::kRouterKernel, kernelName(ffn.getRouterKernel())},
             {plan::kRouterDtype, ::attn::dtypeName(routerType)},
-            {plan::kRouterPanel, int64_t(::attn::weightPanel(routerType))}};
+            {plan::kRouterPanel, int64_t(::attn::weightPanel(routerType))},
+            {plan::kWeightDtype, ::attn::dtypeName(expertType)},
+            {plan::kWeightPanel, int64_t(::attn::weightPanel(expertType))}};
         if (experts.getShared() > 0)
           (*entry[plan::kExperts].getAsObject())[plan::kShared] =
               llvm::json::Object{

@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <sstream>
 #include <set>
 
 using namespace mlir;
@@ -124,6 +125,16 @@ std::string describeKernel(Operation &op) {
     if (linear.getInputGate())
       text +=
           " gated(" + stringifyActivation(*linear.getInputGate()).str() + ")";
+    // gpt-oss's product: g·sigmoid(alpha·g)·(up + 1), clamped.
+    auto number = [](const APFloat &value) {
+      std::ostringstream text;
+      text << value.convertToFloat();
+      return text.str();
+    };
+    if (std::optional<APFloat> alpha = linear.getGateAlpha())
+      text += " sigmoid gain " + number(*alpha);
+    if (std::optional<APFloat> limit = linear.getGateLimit())
+      text += " clamped to " + number(*limit) + ", (up + 1)";
     if (linear.getBias())
       text += " +bias";
     if (linear.getActivation() != Activation::None)

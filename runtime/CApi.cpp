@@ -48,7 +48,8 @@ static_assert(int(WeightNaming::Bart) == ATTN_NAMING_BART &&
                   int(WeightNaming::Phi3) == ATTN_NAMING_PHI3 &&
                   int(WeightNaming::Gemma3) == ATTN_NAMING_GEMMA3 &&
                   int(WeightNaming::Mixtral) == ATTN_NAMING_MIXTRAL &&
-                  int(WeightNaming::DeepSeek) == ATTN_NAMING_DEEPSEEK,
+                  int(WeightNaming::DeepSeek) == ATTN_NAMING_DEEPSEEK &&
+                  int(WeightNaming::GptOss) == ATTN_NAMING_GPT_OSS,
               "attn_weight_naming mirrors WeightNaming");
 static_assert(int(FinishReason::CacheFull) == ATTN_FINISHED_CACHE_FULL &&
                   int(FinishReason::Cancelled) == ATTN_FINISHED_CANCELLED,

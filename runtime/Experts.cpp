@@ -118,12 +118,13 @@ Status addChosenExperts(const PlanOp &op, const ExpertWeights &w,
                 f = op.intermediateSize,
                 width = (op.gated ? 2 : 1) * f; // one expert's up outputs
   float *logits = buffers.logits.data();
-  if (Status s = linear(nullptr, {experts.router, w.router, Floats(), input,
-                                  tokens, d, count, logits});
+  if (Status s = linear(nullptr, {experts.router, w.router, w.routerBias,
+                                  input, tokens, d, count, logits});
       !s)
     return s;
   buffers.choices.resize(size_t(tokens * k));
-  routeTokens(experts, logits, w.routerBias.empty() ? nullptr : w.routerBias.data(),
+  routeTokens(experts, logits,
+              w.selectionBias.empty() ? nullptr : w.selectionBias.data(),
               tokens, buffers.choices.data());
 
   // Group the choices by expert (counting sort, stable in token order).

@@ -38,14 +38,16 @@ namespace attn::runtime {
 void routeTokens(const PlanOp::Experts &experts, const float *logits,
                  const float *bias, int64_t tokens, ExpertChoice *choices);
 
-/// A mixture's weights (Model::Weights): the router [d][experts] (and a
-/// sigmoid router's selection bias [experts]), every
+/// A mixture's weights (Model::Weights): the router [d][experts], its bias
+/// [experts] (gpt-oss's; empty: none) and a sigmoid router's selection bias
+/// [experts], every
 /// expert's up [d][experts · width] and down [f][experts · d] and their
 /// biases (empty: none); the shared experts' up [d][shared width] and down
 /// [shared][d], their biases, and their output's gate [d] (empty: none).
 struct ExpertWeights {
   const WeightMatrix &router;
-  const Floats &routerBias; ///< a sigmoid router's [experts]; else empty
+  const Floats &routerBias;    ///< added to the logits; else empty
+  const Floats &selectionBias; ///< a sigmoid router's [experts]; else empty
   const WeightMatrix &up, &down;
   const Floats &upBias, &downBias;
   const WeightMatrix &sharedUp, &sharedDown;

@@ -22,6 +22,7 @@ halide_type_t halideType(DType type) {
   case DType::I8:
     return {halide_type_int, 8, 1};
   case DType::I4: // four to a uint16 word
+  case DType::MXFP4:
     return {halide_type_uint, 16, 1};
   }
   return float32Type();
@@ -107,7 +108,8 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
       {"output", call.output, float32Type(), {{outF, 1}, {tokens, outF}}}};
   // int8: a scale per output feature; int4: [panels][groups][16], as are
   // its zero points.
-  const int64_t groups = w.type == DType::I4 ? w.int4Layout().groups() : 0;
+  const bool nibbles = w.type == DType::I4 || w.type == DType::MXFP4;
+  const int64_t groups = nibbles ? w.int4Layout().groups() : 0;
   const BufferShape groupShape = {
       {kInt4Panel, 1}, {groups, kInt4Panel}, {w.panels(), groups * kInt4Panel}};
   if (call.experts)
@@ -118,6 +120,9 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   if (w.type == DType::I4)
     args.push_back(
         {"weight_scales", w.scales.placed(), float32Type(), groupShape});
+  if (w.type == DType::MXFP4) // the E8M0 bytes
+    args.push_back({"weight_scales", w.exponents.placed(),
+                    halide_type_t{halide_type_uint, 8, 1}, groupShape});
   if (!w.zeros.empty())
     args.push_back({"weight_zeros", w.zeros.placed(),
                     halide_type_t{halide_type_uint, 8, 1}, groupShape});

@@ -37,6 +37,13 @@ Status Model::writeRandomWeights(const ModelPlan &plan, WeightNaming naming,
                       int4FormatName(*plan.weightFormat) +
                       " checkpoint: write a float checkpoint and quantize "
                       "it (tools/quantize_checkpoint.py)");
+  for (const PlanOp &op : plan.ops)
+    if (op.experts.count && op.experts.weightType == DType::MXFP4)
+      return Status(StatusCode::InvalidArgument,
+                    "random weights for op '" + op.name +
+                        "', whose experts a checkpoint stores in MXFP4: write "
+                        "a float checkpoint and quantize it "
+                        "(tools/quantize_checkpoint.py)");
   // Norm tensors by the ops they belong to, not by name patterns.
   std::set<std::string> normWeights, normBiases;
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
@@ -88,7 +95,7 @@ Status Model::namingOf(const ModelPlan &plan, WeightNaming &naming) {
   for (WeightNaming candidate :
        {WeightNaming::Llama, WeightNaming::Gemma, WeightNaming::Gemma3,
         WeightNaming::Phi3, WeightNaming::Mixtral, WeightNaming::DeepSeek,
-        WeightNaming::Gpt2, WeightNaming::Bart})
+        WeightNaming::GptOss, WeightNaming::Gpt2, WeightNaming::Bart})
     if (plan.weightNaming == name(candidate)) {
       naming = candidate;
       return Status::ok();

@@ -259,15 +259,24 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                            x.routerType == DType::I8))
           e.fail("router_dtype must be f32, f16 or bf16, got '" + dtype + "'");
         x.routerPanel = e.integer(plan::kRouterPanel, 1, 1024);
+        // The experts' weights: the model's, or a checkpoint's MXFP4.
+        const std::string expertDtype = e.string(plan::kWeightDtype);
+        if (e.status() && (!parseDType(expertDtype, x.weightType) ||
+                           (x.weightType != result.weightType &&
+                            x.weightType != DType::MXFP4)))
+          e.fail("experts' weight_dtype must be the model's (" +
+                 std::string(dtypeName(result.weightType)) +
+                 ") or mxfp4, got '" + expertDtype + "'");
+        x.weightPanel = e.integer(plan::kWeightPanel, 1, 1024);
         // Each expert's rows of the stacked weights must begin a panel
         // (Experts.h views them in place); attnc's verifier ensures it.
         const int64_t width = int64_t(op.gated ? 2 : 1) * op.intermediateSize;
-        if (e.status() && result.weightPanel > 0 &&
-            (width % result.weightPanel || result.dModel % result.weightPanel))
+        if (e.status() && x.weightPanel > 0 &&
+            (width % x.weightPanel || result.dModel % x.weightPanel))
           e.fail("an expert's " + std::to_string(width) + " and " +
                  std::to_string(result.dModel) +
                  " outputs are not whole panels of " +
-                 std::to_string(result.weightPanel));
+                 std::to_string(x.weightPanel));
         if (!e.status())
           return e.status();
         if (auto shared = experts->find(plan::kShared);

@@ -497,7 +497,7 @@ Status ModelRunner::run(const Model &model, bool decoderStack, const Inputs &in,
       if (op.experts.count) { // Experts.h; CPU only (Model::load)
         status = mixtureOfExperts(
             op,
-            {w.router, w.routerBias, w.up, w.down, w.upBias, w.downBias,
+            {w.router, w.routerBias, w.selectionBias, w.up, w.down, w.upBias, w.downBias,
              w.sharedUp, w.sharedDown, w.sharedUpBias, w.sharedDownBias,
              w.sharedGate},
             current.data,

@@ -36,6 +36,11 @@ struct WeightRows {
   std::function<void(int64_t first, int64_t n, uint8_t *u, float *scales,
                      uint8_t *zeros)>
       readInt4;
+  /// Or for MXFP4 rows a checkpoint holds (gpt-oss's experts): E2M1 codes
+  /// [n][in] (0..15) and the E8M0 exponent bytes [n][in / 32].
+  std::function<void(int64_t first, int64_t n, uint8_t *codes,
+                     uint8_t *exponents)>
+      readMx;
 };
 
 /// Weights being laid out: large tensors on 2 MiB pages (PoolAllocator.h),
@@ -132,14 +137,17 @@ struct WeightMatrix {
   // int4 with zero points of their own (GPTQ, AWQ): [panels][groups][16];
   // empty: 8 (symmetric).
   WeightArray<uint8_t> zeros;
+  // MXFP4 (its codes in int4): the E8M0 bytes, [panels][groups][16].
+  WeightArray<uint8_t> exponents;
 
 
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
   /// output features: fused Q | K | V, gate | up) in panels of `panel`,
   /// stored as `to` (round to nearest even; int8 quantized per row; int4
   /// per `group` inputs of a row, quantizeInt4Group, or as a block's
-  /// readInt4 gives them). `withZeros`: int4 with a zero point per group
-  /// (8 where packing quantized the rows).
+  /// readInt4 gives them; MXFP4 per 32 inputs of a row,
+  /// quantizeMxfp4Block, or as a block's readMx gives them). `withZeros`:
+  /// int4 with a zero point per group (8 where packing quantized the rows).
   void pack(const std::vector<WeightRows> &blocks, int64_t in, int64_t panel,
             DType to, int64_t group = 0, bool withZeros = false);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
@@ -151,24 +159,26 @@ struct WeightMatrix {
   WeightMatrix outputs(int64_t first, int64_t count) const;
   /// Whether the kernel reads it as bf16 pairs in uint32 words.
   bool pairs() const { return type == DType::BF16; }
+  /// Whether its values are nibbles in Int4Layout (I4 and MXFP4).
+  bool nibbles() const { return type == DType::I4 || type == DType::MXFP4; }
   Int4Layout int4Layout() const { return {in, out, group}; }
   /// Words per panel row as the kernel types them, and rows per panel.
   int64_t words() const {
-    return pairs()                ? panel / 2
-           : type == DType::I8    ? 2 * panel
-           : type == DType::I4    ? kInt4RowWords
-                                  : panel;
+    return pairs()             ? panel / 2
+           : type == DType::I8 ? 2 * panel
+           : nibbles()         ? kInt4RowWords
+                               : panel;
   }
   int64_t rows() const {
-    return type == DType::I8   ? (in + 1) / 2
-           : type == DType::I4 ? int4Layout().rows()
-                               : in;
+    return type == DType::I8 ? (in + 1) / 2
+           : nibbles()       ? int4Layout().rows()
+                             : in;
   }
   /// The array the kernel reads as W.
   Placed<const void> placed() const {
     return type == DType::F32  ? Placed<const void>(f32.placed())
            : type == DType::I8 ? Placed<const void>(int8.placed())
-           : type == DType::I4 ? Placed<const void>(int4.placed())
+           : nibbles()         ? Placed<const void>(int4.placed())
                                : Placed<const void>(narrow.placed());
   }
   size_t bytes() const {
@@ -212,7 +222,8 @@ struct Model::Weights {
   // [shared][d], their biases, and its output's gate [d] (empty: none).
   WeightMatrix sharedUp, sharedDown;
   Floats sharedUpBias, sharedDownBias, sharedGate;
-  Floats routerBias; // a sigmoid router's selection bias [experts]
+  Floats routerBias;    // the router's bias [experts] (gpt-oss)
+  Floats selectionBias; // a sigmoid router's selection bias [experts]
   WeightMatrix head;           // output head [d][vocab]
   Floats headBias;             // [vocab]
 
@@ -226,8 +237,8 @@ struct Model::Weights {
                     &self.outputBias, &self.upBias, &self.downBias,
                     &self.headBias, &self.queryNorm, &self.keyValueNorm,
                     &self.sinks, &self.sharedUpBias, &self.sharedDownBias,
-                    &self.sharedGate, &self.routerBias, &self.queryDownNorm,
-                    &self.latentNorm})
+                    &self.sharedGate, &self.selectionBias, &self.queryDownNorm,
+                    &self.latentNorm, &self.routerBias})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
                     &self.down, &self.head, &self.router, &self.sharedUp,
@@ -240,6 +251,7 @@ struct Model::Weights {
       onArray(m->int4);
       onArray(m->scales);
       onArray(m->zeros);
+      onArray(m->exponents);
     }
   }
 

@@ -140,7 +140,10 @@ int64_t firstMismatch(
 bool wellFormed(const WeightMatrix &m) {
   const auto size = [&](auto &array) { return uint64_t(array.size()); };
   if (m.out == 0)
-    return m.empty() && m.scales.empty() && m.zeros.empty();
+    return m.empty() && m.scales.empty() && m.zeros.empty() &&
+           m.exponents.empty();
+  if (m.type != DType::MXFP4 && !m.exponents.empty())
+    return false;
   if (m.in <= 0 || m.out < 0 || m.panel <= 0 || m.panel % kInt4Panel)
     return false;
   const uint64_t elements = uint64_t(m.panels() * m.rows() * m.words());
@@ -165,6 +168,14 @@ bool wellFormed(const WeightMatrix &m) {
            m.bytes() == layout.weightWords() * 2 &&
            size(m.scales) == layout.scaleCount() &&
            (m.zeros.empty() || size(m.zeros) == layout.scaleCount());
+  }
+  case DType::MXFP4: {
+    if (m.group != kMxBlock)
+      return false;
+    const Int4Layout layout = m.int4Layout();
+    return size(m.int4) == layout.weightWords() &&
+           m.bytes() == layout.weightWords() * 2 && m.scales.empty() &&
+           m.zeros.empty() && size(m.exponents) == layout.scaleCount();
   }
   }
   return false;

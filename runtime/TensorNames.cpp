@@ -52,6 +52,10 @@ struct FamilyNames {
   const char *expertGate = "mlp.experts.{e}.gate_proj",
              *expertUp = "mlp.experts.{e}.up_proj",
              *expertDown = "mlp.experts.{e}.down_proj";
+  /// Or every expert in one tensor [E][in][out], multiplied as x·W
+  /// (gpt-oss): gate and up interleaved by column (gate 2j, up 2j + 1),
+  /// down; their biases [E][out] named with a "_bias" suffix. "": none.
+  const char *stackedGateUp = "", *stackedDown = "";
   /// A latent attention layer's tensors, after the attention's prefix
   /// (DeepSeek's names): the low-rank query's down projection, its norm and
   /// its up projection (or the direct one, `query`), the shared key and
@@ -169,6 +173,18 @@ const FamilyNames kDeepSeek = [] {
   names.name = "deepseek";
   names.sharedExpert = "mlp.shared_experts.{r}_proj";
   names.laterBlocksHarmless = true;
+  return names;
+}();
+
+/// gpt-oss: Llama's names, the router mlp.router, every expert in
+/// mlp.experts.{gate_up_proj, down_proj} (the sinks: tensorNames).
+const FamilyNames kGptOss = [] {
+  FamilyNames names = kLlama;
+  names.naming = WeightNaming::GptOss;
+  names.name = "gpt_oss";
+  names.router = "mlp.router";
+  names.stackedGateUp = "mlp.experts.gate_up_proj";
+  names.stackedDown = "mlp.experts.down_proj";
   return names;
 }();
 
@@ -298,6 +314,8 @@ const FamilyNames &family(WeightNaming naming) {
     return kMixtral;
   case WeightNaming::DeepSeek:
     return kDeepSeek;
+  case WeightNaming::GptOss:
+    return kGptOss;
   case WeightNaming::Gpt2:
     return kGpt2;
   case WeightNaming::Bart:
@@ -549,15 +567,52 @@ std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
       if (op.gated)
         roles.insert(roles.begin(), {"gate", {f, d}});
       if (op.experts.count) {
-        // The router's logits, then each expert's FFN.
+        // The router's logits (with a bias where the experts have them:
+        // gpt-oss), then each expert's FFN.
         n.add("router.weight", prefix + naming.router + ".weight",
               {op.experts.count, d});
+        if (op.bias)
+          n.add("router.bias", prefix + naming.router + ".bias",
+                {op.experts.count});
         // A sigmoid router's selection bias (DeepSeek-V3's).
         if (op.experts.rule == PlanOp::Experts::Rule::SigmoidTopK)
-          n.add("router.bias",
+          n.add("router.selection_bias",
                 prefix + naming.router + ".e_score_correction_bias",
                 {op.experts.count});
-        for (int e = 0; e < op.experts.count; e++)
+        // Stacked experts (gpt-oss): expert e's gate, up and down are
+        // slices of two tensors (and their biases of two more).
+        const int64_t count = op.experts.count;
+        if (*naming.stackedGateUp)
+          for (int e = 0; e < count; e++)
+            for (const auto &[role, shape] : roles) {
+              const bool down = role == "down";
+              const std::string tensor =
+                  prefix + (down ? naming.stackedDown : naming.stackedGateUp);
+              // Columns begin, begin + step, ... of the slice.
+              const int64_t step = op.gated && !down ? 2 : 1,
+                            begin = role == "up" && op.gated ? 1 : 0,
+                            out = shape[0], in = shape[1];
+              // MXFP4 as published: [E][rows][in / 32][16] codes (two a
+              // byte) and [E][rows][in / 32] exponents, rows not
+              // transposed (gate and up interleaved by row).
+              if (op.experts.weightType == DType::MXFP4) {
+                const int64_t blocks = (in + kMxBlock - 1) / kMxBlock;
+                n.addStackedRows(expertRole(e, role) + ".blocks",
+                                 tensor + "_blocks",
+                                 {count, out * step, blocks, kMxBlock / 2}, e,
+                                 begin, out, step);
+                n.addStackedRows(expertRole(e, role) + ".scales",
+                                 tensor + "_scales", {count, out * step, blocks},
+                                 e, begin, out, step);
+              } else {
+                n.addStacked(expertRole(e, role) + ".weight", tensor,
+                             {count, in, out * step}, e, begin, out, step);
+              }
+              if (op.bias)
+                n.addStacked(expertRole(e, role) + ".bias", tensor + "_bias",
+                             {count, out * step}, e, begin, out, step);
+            }
+        for (int e = 0; e < count && !*naming.stackedGateUp; e++)
           for (const auto &[role, shape] : roles) {
             const std::string base = prefix + naming.expert(role, e);
             addLinear(n, expertRole(e, role), base, shape[0], shape[1]);
@@ -724,6 +779,32 @@ void OpTensorNames::addRows(const std::string &role,
   Entry entry{role, tensor, std::move(shape)};
   entry.rowBegin = begin;
   entry.rowCount = count;
+  entries.push_back(std::move(entry));
+}
+
+void OpTensorNames::addStacked(const std::string &role,
+                               const std::string &tensor,
+                               std::vector<int64_t> shape, int64_t index,
+                               int64_t begin, int64_t count, int64_t step) {
+  Entry entry{role, tensor, std::move(shape)};
+  entry.stackIndex = index;
+  entry.columnBegin = begin;
+  entry.columnCount = count;
+  entry.columnStep = step;
+  entries.push_back(std::move(entry));
+}
+
+void OpTensorNames::addStackedRows(const std::string &role,
+                                   const std::string &tensor,
+                                   std::vector<int64_t> shape, int64_t index,
+                                   int64_t begin, int64_t count,
+                                   int64_t step) {
+  Entry entry{role, tensor, std::move(shape)};
+  entry.stackIndex = index;
+  entry.rowBegin = begin;
+  entry.rowCount = count;
+  entry.rowStep = step;
+  entry.type = TensorType::U8;
   entries.push_back(std::move(entry));
 }
 

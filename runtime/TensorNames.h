@@ -33,6 +33,12 @@ struct OpTensorNames {
     /// Rows [rowBegin, rowBegin + rowCount) of a fused [out][in] tensor
     /// (Phi-3's qkv_proj and gate_up_proj); 0: every row.
     int64_t rowBegin = 0, rowCount = 0;
+    /// >= 0: slice `stackIndex` of a stack of experts [E][in][columns]
+    /// (biases [E][columns]), and of it columns columnBegin + columnStep·o
+    /// for o < columnCount, transposed (gpt-oss's interleaved gate | up);
+    /// or, for MXFP4 blocks and scales ([E][rows][in / 32](16)), its rows
+    /// rowBegin + rowStep·o for o < rowCount.
+    int64_t stackIndex = -1, columnStep = 1, rowStep = 1;
     /// Where a checkpoint may hold the tensor instead (tied weights: BART's
     /// model.shared for its embeddings and head), tried in order when the
     /// file lacks `tensor`; with their shapes in the file.
@@ -53,6 +59,17 @@ struct OpTensorNames {
   /// file) as the role's [count][in] weight.
   void addRows(const std::string &role, const std::string &tensor,
                std::vector<int64_t> shape, int64_t begin, int64_t count);
+  /// Slice `index` of the stack `tensor` (`shape` in the file: [E][in]
+  /// [columns] or, for biases, [E][columns]), its columns begin + step·o
+  /// for o < count, as the role's [count][in] weight (or [count] bias).
+  void addStacked(const std::string &role, const std::string &tensor,
+                  std::vector<int64_t> shape, int64_t index, int64_t begin,
+                  int64_t count, int64_t step);
+  /// Rows begin + step·o (o < count) of slice `index` of the uint8 stack
+  /// `tensor` (`shape` in the file): MXFP4 blocks or scales.
+  void addStackedRows(const std::string &role, const std::string &tensor,
+                      std::vector<int64_t> shape, int64_t index, int64_t begin,
+                      int64_t count, int64_t step);
   const Entry *find(const std::string &role) const;
 };
 

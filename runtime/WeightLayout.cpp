@@ -55,11 +55,37 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
                                      weightsPath + "': " + status.message());
 
+  // Columns begin + step·o (o < count) of `in` rows of `columns` elements
+  // from `tensor`'s element `first` on, transposed: [count][in] floats.
+  auto stackedColumns = [](const TensorView &tensor, int64_t first,
+                           int64_t in, int64_t columns, int64_t begin,
+                           int64_t count, int64_t step, float *out) {
+    const size_t element = byteSize(tensor.type);
+    const int64_t span = (count - 1) * step + 1; // the columns read per row
+    std::vector<float> row(static_cast<size_t>(span));
+    for (int64_t k = 0; k < in; k++) {
+      TensorView slice = tensor;
+      slice.data = static_cast<const char *>(tensor.data) +
+                   size_t(first + k * columns + begin) * element;
+      slice.bytes = size_t(span) * element;
+      readFloats(slice, row.data());
+      for (int64_t o = 0; o < count; o++)
+        out[o * in + k] = row[size_t(o * step)];
+    }
+  };
   auto get = [&](const OpTensorNames &n, const char *role) {
     const OpTensorNames::Entry *entry = n.find(role);
     if (!entry)
       return PooledVector<float>();
     const TensorView &tensor = *file.find(entry->tensor);
+    if (entry->stackIndex >= 0) { // a bias [E][columns]: one slice's columns
+      const int64_t columns = entry->shape.back();
+      PooledVector<float> values(size_t(entry->columnCount));
+      stackedColumns(tensor, entry->stackIndex * columns, 1, columns,
+                     entry->columnBegin, entry->columnCount, entry->columnStep,
+                     values.data());
+      return values;
+    }
     PooledVector<float> values(tensor.bytes / byteSize(tensor.type));
     readFloats(tensor, values.data());
     file.release(tensor);
@@ -112,6 +138,19 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     }
     if (!entry)
       return {};
+    if (entry->stackIndex >= 0) { // [E][in][columns]: expert e's columns
+      const TensorView *tensor = file.find(entry->tensor);
+      packed.push_back(tensor);
+      const int64_t in = entry->shape[1], columns = entry->shape[2],
+                    first = entry->stackIndex * in * columns,
+                    begin = entry->columnBegin, step = entry->columnStep;
+      return {entry->columnCount,
+              [tensor, first, in, columns, begin, step,
+               stackedColumns](int64_t row, int64_t count, float *out) {
+                stackedColumns(*tensor, first, in, columns, begin + row * step,
+                               count, step, out);
+              }};
+    }
     if (entry->conv1d) {
       auto values = std::make_shared<PooledVector<float>>(get(n, role));
       const int64_t in = entry->shape[0];
@@ -137,6 +176,41 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
               slice.bytes = size_t(count) * rowBytes;
               readFloats(slice, out);
             }};
+  };
+  // MXFP4 rows of a stack of experts as published (`base`.blocks and
+  // `base`.scales: TensorNames' addStackedRows), read as they are: each
+  // row's bytes split into its codes (the low nibble first), and its
+  // exponent bytes.
+  auto mxRows = [&](const OpTensorNames &n,
+                    const std::string &base) -> WeightRows {
+    const OpTensorNames::Entry *blocks = n.find(base + ".blocks"),
+                               *scales = n.find(base + ".scales");
+    if (!blocks || !scales)
+      return {};
+    const TensorView *codes = file.find(blocks->tensor),
+                     *exponents = file.find(scales->tensor);
+    packed.push_back(codes);
+    packed.push_back(exponents);
+    const int64_t rows = blocks->shape[1], groups = blocks->shape[2],
+                  first = blocks->stackIndex * rows + blocks->rowBegin,
+                  step = blocks->rowStep, in = groups * kMxBlock;
+    WeightRows result;
+    result.count = blocks->rowCount;
+    result.readMx = [codes, exponents, first, step, groups,
+                     in](int64_t row, int64_t count, uint8_t *u, uint8_t *e) {
+      const auto *bytes = static_cast<const uint8_t *>(codes->data);
+      const auto *scale = static_cast<const uint8_t *>(exponents->data);
+      for (int64_t r = 0; r < count; r++) {
+        const int64_t source = first + (row + r) * step;
+        const uint8_t *from = bytes + source * (in / 2);
+        for (int64_t i = 0; i < in / 2; i++) {
+          u[r * in + 2 * i] = from[i] & 15;
+          u[r * in + 2 * i + 1] = from[i] >> 4;
+        }
+        std::copy_n(scale + source * groups, groups, e + r * groups);
+      }
+    };
+    return result;
   };
   auto done = [&] {
     for (const TensorView *tensor : packed)
@@ -317,12 +391,22 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         std::vector<WeightRows> ups, downs;
         PooledVector<float> &upBias = w->upBias.edit(),
                             &downBias = w->downBias.edit();
+        const bool mx = op.experts.weightType == DType::MXFP4;
+        if (mx && naming != WeightNaming::GptOss)
+          return Status(StatusCode::InvalidArgument,
+                        "op '" + op.name + "': MXFP4 experts are read from "
+                        "gpt-oss checkpoints (their _blocks and _scales "
+                        "tensors), not from " + name(naming) + " ones");
         for (int e = 0; e < op.experts.count; e++) {
           auto role = [&](const char *r) { return expertRole(e, r); };
+          auto weight = [&](const char *r) {
+            return mx ? mxRows(n, role(r))
+                      : rows(n, (role(r) + ".weight").c_str());
+          };
           if (op.gated)
-            ups.push_back(rows(n, (role("gate") + ".weight").c_str()));
-          ups.push_back(rows(n, (role("up") + ".weight").c_str()));
-          downs.push_back(rows(n, (role("down") + ".weight").c_str()));
+            ups.push_back(weight("gate"));
+          ups.push_back(weight("up"));
+          downs.push_back(weight("down"));
           for (const char *r : {"gate", "up", "down"}) {
             if (!op.gated && std::string(r) == "gate")
               continue;
@@ -335,9 +419,11 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         w->router.pack({rows(n, "router.weight")}, d, op.experts.routerPanel,
                        op.experts.routerType);
         w->routerBias = get(n, "router.bias");
-        w->up.pack(ups, d, plan.weightPanel, plan.weightType, plan.weightGroup,
-                   zeros);
-        w->down.pack(downs, f, plan.weightPanel, plan.weightType,
+        w->selectionBias = get(n, "router.selection_bias");
+        // The experts' own type (a checkpoint's MXFP4) or the model's.
+        w->up.pack(ups, d, op.experts.weightPanel, op.experts.weightType,
+                   plan.weightGroup, zeros);
+        w->down.pack(downs, f, op.experts.weightPanel, op.experts.weightType,
                      plan.weightGroup, zeros);
         if (const int64_t s = op.experts.shared.intermediateSize) {
           std::vector<WeightRows> sharedUp;

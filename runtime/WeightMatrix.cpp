@@ -20,7 +20,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                         int64_t groupSize, bool withZeros) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
-  group = to == DType::I4 ? groupSize : 0;
+  group = to == DType::I4 ? groupSize : to == DType::MXFP4 ? kMxBlock : 0;
   for (const WeightRows &block : blocks)
     out += block.count;
   for (auto *array : {&f32, &scales})
@@ -29,6 +29,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   int8.edit().clear();
   int4.edit().clear();
   zeros.edit().clear();
+  exponents.edit().clear();
   if (out == 0)
     return;
   // Panel by panel: its `panel` source rows (PyTorch's [out][in]) are read
@@ -63,6 +64,52 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
         for (int64_t k = 0; k < in; k++)
           values[size_t((q * this->rows() + k / 2) * words() + 2 * p + k % 2)] =
               quantized[size_t(k)];
+      }
+    }
+    return;
+  }
+  if (to == DType::MXFP4) {
+    // Each block of 32 inputs of a feature as the checkpoint stores it
+    // (readMx), or converted from floats (quantizeMxfp4Block).
+    const Int4Layout layout = int4Layout();
+    const int64_t groups = layout.groups();
+    PooledVector<uint16_t> &words = int4.edit();
+    PooledVector<uint8_t> &exponent = exponents.edit();
+    words.assign(layout.weightWords(), 0);
+    exponent.assign(layout.scaleCount(), 0);
+    std::vector<uint8_t> codes, e;
+    for (int64_t q = 0; q < panels(); q++) {
+      const int64_t first = q * panel, width = std::min(panel, out - first);
+      int64_t begin = 0; // the first row of the block at hand
+      for (const WeightRows &block : blocks) {
+        const int64_t from = std::max(first, begin),
+                      until = std::min(first + width, begin + block.count),
+                      n = until - from;
+        begin += block.count;
+        if (n <= 0)
+          continue;
+        codes.assign(size_t(n * in), 0);
+        e.assign(size_t(n * groups), 0);
+        if (block.readMx) {
+          block.readMx(from - (begin - block.count), n, codes.data(),
+                       e.data());
+        } else {
+          block.read(from - (begin - block.count), n, rows.data());
+          for (int64_t r = 0; r < n; r++)
+            for (int64_t g = 0; g < groups; g++) {
+              const int64_t k0 = g * kMxBlock,
+                            count = std::min(kMxBlock, in - k0);
+              e[size_t(r * groups + g)] = quantizeMxfp4Block(
+                  &rows[size_t(r * in + k0)], count,
+                  &codes[size_t(r * in + k0)]);
+            }
+        }
+        for (int64_t r = 0; r < n; r++) {
+          for (int64_t k = 0; k < in; k++)
+            layout.put(words.data(), k, from + r, codes[size_t(r * in + k)]);
+          for (int64_t g = 0; g < groups; g++)
+            exponent[layout.scaleOf(g, from + r)] = e[size_t(r * groups + g)];
+        }
       }
     }
     return;
@@ -163,6 +210,7 @@ WeightMatrix WeightMatrix::outputs(int64_t first, int64_t count) const {
   slice(int4, view.int4);
   slice(scales, view.scales);
   slice(zeros, view.zeros);
+  slice(exponents, view.exponents);
   return view;
 }
 

@@ -21,6 +21,7 @@ BufferElement cacheBufferElement(DType element, KernelPlace place) {
   case DType::I8:
     return BufferElement::I8;
   case DType::I4: // weights only
+  case DType::MXFP4:
     break;
   }
   return BufferElement::F32;
@@ -113,6 +114,10 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     buffers.push_back({"weight_scales", E::F32, "[panels][groups][16]"});
     if (spec.weightZeros)
       buffers.push_back({"weight_zeros", E::U8, "[panels][groups][16]"});
+    break;
+  case DType::MXFP4: // E8M0 exponents as the scales
+    buffers.push_back({"weight", E::U16, "[panels][groups * 4][32]"});
+    buffers.push_back({"weight_scales", E::U8, "[panels][groups][16]"});
     break;
   case DType::F16:
     buffers.push_back({"weight", E::F16, "[panels][in_features][16]"});

@@ -208,11 +208,33 @@ Func applyActivation(Func f, Activation activation) {
 
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    DType element, Halide::Buffer<float> *scales,
-                                   int group) {
+                                   int group, Halide::Buffer<uint8_t> *exponents) {
   const int P = weightPanel(element), panels = (out + P - 1) / P;
   auto at = [&](int k, int n) {
     return n < out ? weight[size_t(k) * out + n] : 0.0f;
   };
+  if (element == DType::MXFP4) { // per (block of 32, feature)
+    assert(exponents && "mxfp4 weights come with their exponents");
+    const Int4Layout layout{in, out, kMxBlock};
+    Buffer<uint16_t> packed(int(kInt4RowWords), int(layout.rows()), panels);
+    *exponents = Buffer<uint8_t>(int(kInt4Panel), int(layout.groups()), panels);
+    packed.fill(0);
+    exponents->fill(0);
+    std::vector<float> column(static_cast<size_t>(in));
+    std::vector<uint8_t> codes(static_cast<size_t>(in));
+    for (int n = 0; n < out; n++) {
+      for (int k = 0; k < in; k++)
+        column[size_t(k)] = at(k, n);
+      for (int64_t g = 0; g < layout.groups(); g++) {
+        const int64_t k0 = g * kMxBlock, count = std::min(kMxBlock, in - k0);
+        exponents->data()[layout.scaleOf(g, n)] = quantizeMxfp4Block(
+            &column[size_t(k0)], count, &codes[size_t(k0)]);
+      }
+      for (int k = 0; k < in; k++)
+        layout.put(packed.data(), k, n, codes[size_t(k)]);
+    }
+    return packed;
+  }
   if (element == DType::I4) { // per (group, feature): absmax / 7
     assert(scales && group > 0 && "int4 weights come with their scales");
     const Int4Layout layout{in, out, group};
@@ -342,7 +364,9 @@ double yarnAttentionFactor(double factor, double mscale, double mscaleAllDim) {
 }
 
 bool linearUsesInt8Inputs(const LinearSpec &spec, const Target &target) {
-  return spec.weightElement == DType::I4 && spec.schedule.tileRows > 1 &&
+  return (spec.weightElement == DType::I4 ||
+          spec.weightElement == DType::MXFP4) &&
+         spec.schedule.tileRows > 1 &&
          !spec.groupedExperts && target.arch == Target::X86 &&
          !target.has_gpu_feature() &&
          target.has_feature(Target::AVX512_SapphireRapids);
@@ -387,7 +411,12 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // weight's and the input's scales into the fp32 accumulator.
   const bool pairs = spec.weightElement == DType::BF16;
   const bool int8 = spec.weightElement == DType::I8;
-  const bool int4 = spec.weightElement == DType::I4;
+  // MXFP4 (KernelSpec.h): int4's layout and dot products, each code
+  // decoded to twice its E2M1 value (an integer in [-12, 12]: exact in
+  // the int16 or, offset by 12, uint8 operands), each block's sum scaled by
+  // its power of two. `int4` below means either: nibbles in Int4Layout.
+  const bool mx = spec.weightElement == DType::MXFP4;
+  const bool int4 = spec.weightElement == DType::I4 || mx;
   // int4 prompt tiles where the CPU has AVX512-VNNI's vpdpbusd (the
   // Sapphire Rapids variant: Zen 4/5 and Intel with AMX): inputs rounded to
   // int8 per group and four weight nibbles of a 32-bit lane against four
@@ -396,11 +425,15 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // per 64 of them.
   const bool int8Inputs = linearUsesInt8Inputs(spec, target);
   const int group = spec.weightGroup;
-  if (int4 && !isInt4Group(group))
+  if (int4 && !mx && !isInt4Group(group))
     throw std::invalid_argument("linear kernel " + spec.functionName +
                                 ": int4 weights need a group of " +
                                 kInt4Groups + " inputs, got " +
                                 std::to_string(group));
+  if (mx && (group != kMxBlock || spec.weightZeros))
+    throw std::invalid_argument("linear kernel " + spec.functionName +
+                                ": mxfp4 weights come in blocks of 32 "
+                                "inputs, without zero points");
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
   const int groups = int4 ? (in + group - 1) / group : 0;
@@ -423,6 +456,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // int8: (n); int4: (p, g, q), as are the zero points.
   ImageParam weightScales =
       int8 || int4 ? buffers.input("weight_scales") : ImageParam();
+  // mxfp4: the E8M0 bytes (p, g, q) in weight_scales.
   ImageParam weightZeros = int4 && spec.weightZeros
                                ? buffers.input("weight_zeros")
                                : ImageParam();
@@ -454,7 +488,18 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   const bool gated = spec.inputGate != Activation::None;
   Var k("k");
   Func gatedInput("gated_input");
-  gatedInput(k, m) = activate(input(k, m), spec.inputGate) * input(k + in, m);
+  {
+    Expr gate = input(k, m), up = input(k + in, m);
+    if (spec.gateLimit > 0) {
+      gate = min(gate, spec.gateLimit);
+      up = clamp(up, -spec.gateLimit, spec.gateLimit) + 1.0f;
+    }
+    // silu with a gain: g·sigmoid(alpha·g).
+    Expr activated = spec.gateAlpha > 0 && spec.inputGate == Activation::Silu
+                         ? gate * sigmoid(spec.gateAlpha * gate)
+                         : activate(gate, spec.inputGate);
+    gatedInput(k, m) = activated * up;
+  }
   // K blocking: when one task's slice of W (in x tileN floats) would not
   // stay in L2 while the token tiles pass over it, the reduction runs in
   // blocks of kBlock input features, every token tile per block, with the
@@ -566,12 +611,23 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
   } else if (int4) {
     Expr dot;
+    // Twice an E2M1 code's value: magnitudes 0, 1, 2, 3, 4, 6, 8, 12 are m,
+    // plus m - 4 from 4 on, plus 2(m - 6) from 6 on.
+    auto e2m1Doubled = [](Expr code) {
+      Expr m = cast<int16_t>(code & 7);
+      Expr magnitude = m + max(m - 4, 0) + 2 * max(m - 6, 0);
+      return select((code & 8) != 0, -magnitude, magnitude);
+    };
+    // The uint8 operand of vpdpbusd: twice the value plus 12, the zero.
+    const int mxZero = 12;
     if (int8Inputs) {
       inputSum(kb, m) = sum(cast<int32_t>(inputBytes(kb * group + rq, m)));
       Expr word = weight(2 * p + rv.x / 2, kb * (group / 8) + rv.z, panel);
       Expr byte = cast<uint8_t>(word >> cast<uint16_t>(8 * (rv.x % 2)));
       Expr u = select(rv.y == 0, byte & cast<uint8_t>(15),
                       byte >> cast<uint8_t>(4));
+      if (mx)
+        u = cast<uint8_t>(e2m1Doubled(u) + mxZero);
       blockDot(p, q, m, kb) = 0;
       blockDot(p, q, m, kb) +=
           cast<int32_t>(u) * cast<int32_t>(inputBytes(
@@ -581,7 +637,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       inputSum(kb, m) = sum(cast<int32_t>(input16(kb * group + rq, m)));
       Expr word = weight(2 * p + rn.x, kb * (group / 8) + rn.z, panel);
       Expr t = rn.y * chains + chain;
-      Expr u = cast<int16_t>((word >> cast<uint16_t>(4 * t)) & 15);
+      Expr code = (word >> cast<uint16_t>(4 * t)) & 15;
+      Expr u = mx ? e2m1Doubled(code) : cast<int16_t>(code);
       blockDot(p, q, m, kb, chain) = 0;
       blockDot(p, q, m, kb, chain) +=
           cast<int32_t>(u) *
@@ -591,10 +648,20 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
         dot += blockDot(p, q, m, rb, c);
     }
     Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
+                : mx             ? Expr(int8Inputs ? mxZero : 0)
                                  : Expr(int(kInt4SymmetricZero));
-    accumulate(p, q, m) +=
-        cast<float>(dot - zero * inputSum(rb, row)) *
-        (weightScales(p, rb, panel) * inputScale(rb, row));
+    Expr weightScale = weightScales(p, rb, panel);
+    if (mx) {
+      // 2^(e - 128) (the codes count twice): exponent bits e - 1, or the
+      // subnormals 2^-127 and 2^-128; E8M0's 255 is NaN.
+      Expr e = cast<uint32_t>(weightScale);
+      weightScale = select(
+          e == 255, std::numeric_limits<float>::quiet_NaN(),
+          e >= 2, reinterpret<float>((e - 1) << 23),
+          reinterpret<float>(cast<uint32_t>(Expr(0x00200000)) << e));
+    }
+    accumulate(p, q, m) += cast<float>(dot - zero * inputSum(rb, row)) *
+                           (weightScale * inputScale(rb, row));
   } else if (kBlock) {
     partial(p, q, m, kb) = 0.0f;
     partial(p, q, m, kb) += product(kb * kBlock + rki);

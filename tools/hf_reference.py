@@ -9,7 +9,7 @@ numpy, written from transformers' modeling code (LlamaForCausalLM,
 MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM,
 Gemma3ForCausalLM, Phi3ForCausalLM, Olmo2ForCausalLM, GPT2LMHeadModel,
 MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM,
-DeepseekV3ForCausalLM and DeepSeek-V2's layout), not from attnc's, and
+DeepseekV3ForCausalLM and DeepSeek-V2's layout, GptOssForCausalLM), not from attnc's, and
 decodes greedily from a prompt. Prints JSON:
 
   {"tokens": [the greedy tokens], "logits": [[each step's logits]]}
@@ -58,22 +58,40 @@ def read_safetensors(path):
         elif dtype == "I32":  # GPTQ's and AWQ's packed words, kept as bits
             tensors[name] = np.frombuffer(raw, dtype="<u4").reshape(entry["shape"])
             continue
+        elif dtype == "U8":  # MXFP4's packed codes and scale exponents
+            tensors[name] = np.frombuffer(raw, dtype=np.uint8).reshape(entry["shape"])
+            continue
         else:
             raise SystemExit(f"{path}: {name}: unsupported dtype {dtype}")
         tensors[name] = values.astype(np.float64).reshape(entry["shape"])
     return tensors
 
 
+class BF16:
+    """A float array to be stored as bfloat16 (write_safetensors): each
+    float32 rounded to its top 16 bits, to nearest even."""
+
+    def __init__(self, values):
+        bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+        rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+        self.bits = (rounded >> np.uint32(16)).astype("<u2")
+        self.shape = np.shape(values)
+
+
 def write_safetensors(path, tensors, metadata=None):
-    """{name: numpy array of float32, float16 or int32} as a .safetensors file
-    (u64 header length, JSON header, raw little-endian data), in the given
-    order; `metadata`: the header's __metadata__."""
+    """{name: numpy array of float32, float16, int32 or uint8, or BF16} as a
+    .safetensors file (u64 header length, JSON header, raw little-endian
+    data), in the given order; `metadata`: the header's __metadata__."""
     header, blobs, offset = {}, [], 0
     kinds = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16",
-             np.dtype(np.int32): "I32"}
+             np.dtype(np.int32): "I32", np.dtype(np.uint8): "U8"}
     for name, array in tensors.items():
-        blob = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": kinds[array.dtype], "shape": list(array.shape),
+        if isinstance(array, BF16):
+            kind, blob = "BF16", array.bits.tobytes()
+        else:
+            kind = kinds[array.dtype]
+            blob = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": kind, "shape": list(array.shape),
                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
         offset += len(blob)
@@ -106,6 +124,31 @@ def nibbles(words, order=range(8)):
     for position, j in enumerate(order):
         out[..., j] = (words >> np.uint32(4 * position)) & 15
     return out.reshape(words.shape[:-1] + (words.shape[-1] * 8,))
+
+
+# OCP Microscaling FP4 (E2M1): the value of each 4-bit code (sign, 2
+# exponent bits, 1 mantissa bit; exponent bias 1, no infinities or NaN).
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+                 -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def dequantize_mxfp4(w):
+    """gpt-oss's MXFP4 experts as published: each NAME_blocks uint8
+    [E][rows][in/32][16] (two E2M1 codes a byte, the low nibble first) and
+    NAME_scales uint8 [E][rows][in/32] (E8M0: 2^(s - 127), 255 is NaN)
+    become NAME [E][in][rows], value · 2^(s - 127) transposed, as
+    transformers' dequantization gives the GptOssExperts parameter."""
+    for name in [n for n in w if n.endswith("_blocks")]:
+        base = name[:-len("_blocks")]
+        blocks, scales = w.pop(name), w.pop(base + "_scales")
+        codes = np.stack([blocks & 15, blocks >> 4], axis=-1)  # [..., 16, 2]
+        values = E2M1[codes.reshape(blocks.shape[:-1] + (32,))]
+        exponent = scales.astype(np.float64) - 127.0
+        exponent[scales == 255] = np.nan
+        values = values * np.exp2(exponent)[..., None]
+        e, rows = blocks.shape[:2]
+        w[base] = values.reshape(e, rows, -1).transpose(0, 2, 1)
+    return w
 
 
 def dequantize(config, w):
@@ -309,9 +352,11 @@ def rotate(x, positions, inv):
     return x * np.cos(emb) + rotated * np.sin(emb)
 
 
-def attend(q, k, v, scale, window=None, softcap=None):
+def attend(q, k, v, scale, window=None, softcap=None, sinks=None):
     """Causal (optionally windowed) attention; q [hq][t][d], k/v [hkv][t][d];
-    softcap: scores become softcap·tanh(scores/softcap) (Gemma 2)."""
+    softcap: scores become softcap·tanh(scores/softcap) (Gemma 2); sinks
+    [hq]: a logit per head that joins each row's softmax and brings no
+    value (gpt-oss)."""
     groups = q.shape[0] // k.shape[0]
     k = np.repeat(k, groups, axis=0)
     v = np.repeat(v, groups, axis=0)
@@ -324,9 +369,15 @@ def attend(q, k, v, scale, window=None, softcap=None):
     if window:
         visible &= i - j < window  # Mistral's / Qwen2's sliding window
     scores = np.where(visible, scores, -np.inf)
+    if sinks is not None:
+        sink = np.broadcast_to(np.asarray(sinks, dtype=np.float64)[:, None, None],
+                               scores.shape[:2] + (1,))
+        scores = np.concatenate([scores, sink], axis=-1)
     scores -= scores.max(axis=-1, keepdims=True)
     p = np.exp(scores)
     p /= p.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        p = p[..., :-1]
     return p @ v
 
 
@@ -647,6 +698,80 @@ def deepseek_logits(config, w, tokens, absorbed=False):
     return x @ output_head(config, w).T
 
 
+def gpt_oss_logits(config, w, tokens):
+    """GptOssForCausalLM: Llama's blocks with biases on q/k/v/o_proj, a
+    learned sink logit per query head (self_attn.sinks) in every softmax,
+    layer_types' sliding (sliding_window) and full layers (absent: sliding
+    on the even layers), RoPE as rope_scaling says with YaRN's attention
+    factor on cos and sin, and on every layer a mixture of
+    num_local_experts: the router's logits (mlp.router, with its bias), the
+    num_experts_per_tok largest (the lower expert first among equals),
+    softmax over those; each expert (mlp.experts.gate_up_proj [E][hidden][2f]
+    and down_proj [E][f][hidden], multiplied as x·W, with their biases)
+    takes gate = its even columns, up = its odd ones, clamps gate above and
+    up on both sides at swiglu_limit and computes (up + 1)·gate·
+    sigmoid(swiglu_alpha·gate). hidden_act is not read (as transformers)."""
+    hidden = config["hidden_size"]
+    hq = config["num_attention_heads"]
+    hkv = config.get("num_key_value_heads") or hq
+    d = config.get("head_dim") or hidden // hq
+    eps = config.get("rms_norm_eps", 1e-5)
+    layers = config["num_hidden_layers"]
+    types = config.get("layer_types") or [
+        "sliding_attention" if (i + 1) % 2 else "full_attention"
+        for i in range(layers)]
+    window = config.get("sliding_window")
+    k_experts = config.get("num_experts_per_tok", 4)
+    alpha = config.get("swiglu_alpha", 1.702)
+    limit = config.get("swiglu_limit", 7.0)
+    config = dict(config)
+    config.setdefault("rope_theta", 150000.0)
+    inv = inverse_frequencies(config, d)
+    scaling = config.get("rope_scaling") or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    factor = yarn_attention_factor(config) if kind == "yarn" else 1.0
+    t = len(tokens)
+    positions = np.arange(t, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][tokens]
+    for layer in range(layers):
+        p = f"model.layers.{layer}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+
+        def heads(name, count):
+            return linear(w, p + "self_attn." + name, h).reshape(
+                t, count, d).transpose(1, 0, 2)
+
+        q, k, v = heads("q_proj", hq), heads("k_proj", hkv), heads("v_proj", hkv)
+        q = rotate(q, positions, inv) * factor
+        k = rotate(k, positions, inv) * factor
+        sliding = types[layer] == "sliding_attention"
+        o = attend(q, k, v, 1.0 / math.sqrt(d), window if sliding else None,
+                   sinks=w[p + "self_attn.sinks"])
+        x = x + linear(w, p + "self_attn.o_proj",
+                       o.transpose(1, 0, 2).reshape(t, hq * d))
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        logits = linear(w, p + "mlp.router", h)
+        gate_up, gate_up_bias = (w[p + "mlp.experts.gate_up_proj"],
+                                 w[p + "mlp.experts.gate_up_proj_bias"])
+        down, down_bias = (w[p + "mlp.experts.down_proj"],
+                           w[p + "mlp.experts.down_proj_bias"])
+        out = np.zeros_like(h)
+        for i in range(t):
+            chosen = np.argsort(-logits[i], kind="stable")[:k_experts]
+            top = logits[i][chosen]
+            weights = np.exp(top - top.max())
+            weights /= weights.sum()
+            for e, weight in zip(chosen, weights):
+                both = h[i] @ gate_up[e] + gate_up_bias[e]
+                g = np.minimum(both[0::2], limit)
+                u = np.clip(both[1::2], -limit, limit)
+                glu = g / (1.0 + np.exp(-alpha * g))
+                out[i] += weight * (((u + 1) * glu) @ down[e] + down_bias[e])
+        x = x + out
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    return x @ output_head(config, w).T
+
+
 def round_to(value, torch_dtype):
     """A number as a tensor of torch_dtype holds it (round to nearest even)."""
     if torch_dtype == "float16":
@@ -867,7 +992,9 @@ def main():
     weights = read_checkpoint(args.model_dir)
     if config["model_type"] == "gemma3":
         config, weights = gemma3_text_stack(config, weights)
-    if "quantization_config" in config:
+    if config.get("quantization_config", {}).get("quant_method") == "mxfp4":
+        weights = dequantize_mxfp4(weights)
+    elif "quantization_config" in config:
         weights = dequantize(config, weights)
     if args.quantize:
         weights = quantize_like_attnc(config, weights, args.quantize)
@@ -878,7 +1005,8 @@ def main():
                "gemma2": gemma_logits, "gemma3_text": gemma_logits,
                "phi3": phi3_logits, "olmo2": olmo2_logits,
                "gpt2": gpt2_logits, "deepseek_v3": deepseek_logits,
-               "deepseek_v2": deepseek_logits}.get(config["model_type"])
+               "deepseek_v2": deepseek_logits,
+               "gpt_oss": gpt_oss_logits}.get(config["model_type"])
     if not forward:
         raise SystemExit(f"unsupported model_type {config['model_type']}")
     tokens = [int(t) for t in args.prompt.split(",")]

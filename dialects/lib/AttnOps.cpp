@@ -2,6 +2,7 @@
 
 #include "attn/AttnOps.h"
 #include "attn/Limits.h"
+#include "attn/Support.h"
 #include "attn/runtime/Int4Weights.h"
 
 #include "mlir/IR/Builders.h"
@@ -258,7 +259,8 @@ LogicalResult SdpaOp::verify() {
 /// per group of inputs): the weight element types the linear kernels read.
 static bool isWeightElementType(Type type) {
   return type.isF32() || type.isF16() || type.isBF16() ||
-         type.isSignlessInteger(8) || type.isSignlessInteger(4);
+         type.isSignlessInteger(8) || type.isSignlessInteger(4) ||
+         isa<Mxfp4Type>(type);
 }
 
 /// An op's weight_dtype and weight_group together: a group (32, 64 or 128
@@ -266,7 +268,8 @@ static bool isWeightElementType(Type type) {
 template <typename OpType> static LogicalResult verifyWeights(OpType op) {
   std::optional<Type> weights = op.getWeightDtype();
   if (weights && !isWeightElementType(*weights))
-    return op.emitOpError() << "weight_dtype must be f32, f16, bf16, i8 or i4";
+    return op.emitOpError()
+           << "weight_dtype must be f32, f16, bf16, i8, i4 or !attn.mxfp4";
   const bool int4 = weights && weights->isSignlessInteger(4);
   std::optional<uint64_t> group = op.getWeightGroup();
   if (int4 && !group)
@@ -286,6 +289,10 @@ LogicalResult ModelOp::verify() {
     return failure();
   if (failed(verifyWeights(*this)))
     return failure();
+  if (getWeightDtype() && isa<Mxfp4Type>(*getWeightDtype()))
+    return emitOpError() << "!attn.mxfp4 is the weight type of a "
+                            "checkpoint's experts (attn.ffn's "
+                            "expert_weight_dtype), not a model's";
   if (std::optional<StringRef> format = getWeightFormat()) {
     ::attn::Int4Format parsed;
     if (!::attn::parseInt4Format(format->str(), parsed))
@@ -295,11 +302,11 @@ LogicalResult ModelOp::verify() {
                            << " holds i4 weights: weight_dtype must be i4";
   }
   if (std::optional<StringRef> naming = getWeightNaming();
-      naming && *naming != "llama" && *naming != "gemma" &&
-      *naming != "gemma3" && *naming != "phi3" && *naming != "mixtral" &&
-      *naming != "deepseek" && *naming != "gpt2" && *naming != "bart")
-    return emitOpError() << "weight_naming must be llama, gemma, gemma3, "
-                            "phi3, mixtral, deepseek, gpt2 or bart";
+      naming && !llvm::is_contained(kWeightNamings, *naming)) {
+    InFlightDiagnostic diagnostic = emitOpError() << "weight_naming must be ";
+    llvm::interleave(kWeightNamings, diagnostic, ", ");
+    return diagnostic << "; got " << *naming;
+  }
   if (std::optional<APFloat> offset = getNormWeightOffset();
       offset && !std::isfinite(offset->convertToFloat()))
     return emitOpError() << "norm_weight_offset must be finite";
@@ -667,6 +674,26 @@ LogicalResult FfnOp::verify() {
   } else if (getRouterKernel()) {
     return emitOpError() << "a router_kernel needs experts";
   }
+  // gpt-oss's gated product: the gate's SiLU with a gain, gate and up
+  // clamped.
+  if (getSwigluAlpha() || getSwigluLimit()) {
+    if (!getGated() || getActivation() != Activation::Silu)
+      return emitOpError() << "swiglu_alpha and swiglu_limit change a gated "
+                              "silu FFN's product; this FFN is "
+                           << (getGated() ? "gated " : "not gated, ")
+                           << stringifyActivation(getActivation());
+    if (failed(checkPositiveFinite(*this, "swiglu_alpha", getSwigluAlpha())) ||
+        failed(checkPositiveFinite(*this, "swiglu_limit", getSwigluLimit())))
+      return failure();
+  }
+  if (std::optional<Type> experts = getExpertWeightDtype()) {
+    if (!getExperts())
+      return emitOpError() << "expert_weight_dtype needs experts";
+    if (!isWeightElementType(*experts) || experts->isSignlessInteger(4))
+      return emitOpError() << "expert_weight_dtype must be f32, f16, bf16, "
+                              "i8 or !attn.mxfp4, got "
+                           << *experts;
+  }
   const bool shared = getExperts() && getExpertsAttr().getShared() > 0;
   if (!shared && (getSharedUpKernel() || getSharedDownKernel()))
     return emitOpError() << "shared expert kernels need experts with shared";
@@ -718,6 +745,14 @@ LogicalResult LinearKernelOp::verify() {
                             "rope_theta";
   if (failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
     return failure();
+  if (getGateAlpha() || getGateLimit()) {
+    if (getInputGate() != Activation::Silu)
+      return emitOpError() << "gate_alpha and gate_limit change a silu "
+                              "input_gate";
+    if (failed(checkPositiveFinite(*this, "gate_alpha", getGateAlpha())) ||
+        failed(checkPositiveFinite(*this, "gate_limit", getGateLimit())))
+      return failure();
+  }
   if (std::optional<uint64_t> ropeDim = getRopeDim()) {
     if (!rope)
       return emitOpError() << "rope_dim needs rope_theta";

@@ -383,7 +383,7 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
-// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, mixtral, deepseek, gpt2 or bart}}
+// expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, mixtral, deepseek, gpt_oss, gpt2, bart; got phi}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_naming = "phi"} {
 }
 
@@ -448,4 +448,68 @@ attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch =
 attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
   // expected-error @+1 {{experts scale must be positive and finite}}
   attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, experts = #attn.experts<softmax_top_k, count = 4, per_token = 1, normalize = true, scale = -1.0 : f32>}
+}
+
+// -----
+
+// gpt-oss's gated product changes a gated silu FFN's.
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{swiglu_alpha and swiglu_limit change a gated silu FFN's product; this FFN is not gated, silu}}
+  attn.ffn @f {activation = #attn.activation<silu>, intermediate_size = 32 : i64, swiglu_limit = 7.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{this FFN is gated gelu}}
+  attn.ffn @f {activation = #attn.activation<gelu>, gated, intermediate_size = 32 : i64, swiglu_alpha = 1.702 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{swiglu_limit must be positive and finite}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, swiglu_limit = 0.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{gate_alpha and gate_limit change a silu input_gate}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 32 : i64, out_features = 64 : i64, gate_limit = 7.0 : f32}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{gate_alpha must be positive and finite}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 32 : i64, out_features = 64 : i64, input_gate = #attn.activation<silu>, gate_alpha = -1.0 : f32}
+}
+
+// -----
+
+// MXFP4 is a checkpoint's experts' type, not a whole model's.
+// expected-error @+1 {{!attn.mxfp4 is the weight type of a checkpoint's experts (attn.ffn's expert_weight_dtype), not a model's}}
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = !attn.mxfp4} {
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{expert_weight_dtype needs experts}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, expert_weight_dtype = !attn.mxfp4}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{expert_weight_dtype must be f32, f16, bf16, i8 or !attn.mxfp4, got 'i4'}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, expert_weight_dtype = i4, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{weight_group applies to i4 weights only}}
+  attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 32 : i64, out_features = 64 : i64, weight_dtype = !attn.mxfp4, weight_group = 32 : i64}
 }

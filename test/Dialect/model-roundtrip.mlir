@@ -34,6 +34,26 @@ attn.model @gpt_oss attributes {d_model = 64 : i64, kind = "decoder-only", max_b
   attn.kernel @p prefill {causal, head_dim = 64 : i64, num_kv_heads = 8 : i64, num_query_heads = 64 : i64, scale = 0.125 : f32, sinks, window = 128 : i64}
 }
 
+// gpt-oss's experts: biases (the router's too), the clamped SwiGLU on the
+// FFN and on its down kernel.
+// CHECK-LABEL: attn.model @gpt_oss_experts
+// CHECK-NEXT: attn.ffn @f {activation = #attn.activation<silu>, bias, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>, gated, intermediate_size = 32 : i64, swiglu_alpha = 1.702000e+00 : f32, swiglu_limit = 7.000000e+00 : f32}
+// CHECK-NEXT: attn.linear_kernel @down {activation = #attn.activation<none>, bias, experts = 4 : i64, gate_alpha = 1.702000e+00 : f32, gate_limit = 7.000000e+00 : f32, in_features = 32 : i64, input_gate = #attn.activation<silu>, out_features = 64 : i64}
+attn.model @gpt_oss_experts attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  attn.ffn @f {activation = #attn.activation<silu>, bias, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>, gated, intermediate_size = 32 : i64, swiglu_alpha = 1.702 : f32, swiglu_limit = 7.0 : f32}
+  attn.linear_kernel @down {activation = #attn.activation<none>, bias, experts = 4 : i64, gate_alpha = 1.702 : f32, gate_limit = 7.0 : f32, in_features = 32 : i64, input_gate = #attn.activation<silu>, out_features = 64 : i64}
+}
+
+// Experts whose checkpoint keeps them in MXFP4, the model's other weights
+// bf16.
+// CHECK-LABEL: attn.model @mxfp4_experts
+// CHECK-NEXT: attn.ffn @f {activation = #attn.activation<silu>, expert_weight_dtype = !attn.mxfp4, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>, gated, intermediate_size = 32 : i64}
+// CHECK-NEXT: attn.linear_kernel @up {activation = #attn.activation<none>, experts = 4 : i64, in_features = 64 : i64, out_features = 64 : i64, weight_dtype = !attn.mxfp4}
+attn.model @mxfp4_experts attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = bf16} {
+  attn.ffn @f {activation = #attn.activation<silu>, expert_weight_dtype = !attn.mxfp4, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>, gated, intermediate_size = 32 : i64}
+  attn.linear_kernel @up {activation = #attn.activation<none>, experts = 4 : i64, in_features = 64 : i64, out_features = 64 : i64, weight_dtype = !attn.mxfp4}
+}
+
 // OLMo 2's QK-norm over the whole query and key projections.
 // CHECK-LABEL: attn.model @olmo2
 // CHECK-NEXT: attn.attention_layer @layer0 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, qk_norm = #attn.qk_norm<projection, eps = 9.99999997E-7 : f32>, rope_theta = 5.000000e+05 : f32}

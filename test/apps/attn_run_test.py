@@ -10,9 +10,9 @@ tools/hf_reference.py (float64 numpy, written from transformers) for the same
 prompt ids. Then: the cache is reused, --stop cuts the text, and bad input is a
 clear error.
 
-Last, a Mixtral-shaped and a DeepSeek-V3-shaped folder
-(text_mixtral/config.json, text_deepseek/config.json), their tokens against
-the same reference.
+Last, Mixtral-, DeepSeek-V3- and gpt-oss-shaped folders
+(text_mixtral/config.json, text_deepseek/config.json,
+text_gpt_oss/config.json), their tokens against the same reference.
 
 Usage: attn_run_test.py BIN_DIR TOKENIZER_DATA PYTHON_WITH_NUMPY
 """
@@ -134,11 +134,14 @@ def main():
               "attnc's refusal is not reported: " + wrong.stderr)
 
         # Mixtures of experts from their folders: Mixtral's (text_mixtral:
-        # 8 experts, 2 a token) and DeepSeek-V3's (text_deepseek: latent
+        # 8 experts, 2 a token), DeepSeek-V3's (text_deepseek: latent
         # attention with a low-rank query, sigmoid routing in groups, a
-        # shared expert): the reference's greedy tokens, then the same from
-        # the packed weights (the routers, and W_uk and W_uv, among them).
-        for family, name in (("text_mixtral", "Mixtral"), ("text_deepseek", "DeepSeek-V3")):
+        # shared expert) and gpt-oss's (text_gpt_oss: sinks, sliding and
+        # full layers, biased experts stacked in one tensor, the clamped
+        # SwiGLU): the reference's greedy tokens, then the same from the
+        # packed weights (the routers, and W_uk and W_uv, among them).
+        for family, name in (("text_mixtral", "Mixtral"), ("text_deepseek", "DeepSeek-V3"),
+                             ("text_gpt_oss", "gpt-oss")):
             moe, moe_cache, compiled = make_model_folder(work, bin_dir, data, family)
             check(compiled.returncode == 0, name + " compile-only failed: " + compiled.stderr)
             moe_run = [attn_run, moe, "--prompt", "Hello world", "--temperature", "0",

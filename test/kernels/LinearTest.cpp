@@ -35,8 +35,8 @@ struct LinearCase {
   int ropeHeads = 0, ropeHeadDim = 0;
   float ropeTheta = 0.0f;
   attn::RopeScaling ropeScaling = {};
-  /// W's element type (F32, F16, BF16, I8, I4); the reference uses the
-  /// same rounded (dequantized) values.
+  /// W's element type (F32, F16, BF16, I8, I4, MXFP4); the reference uses
+  /// the same rounded (dequantized) values.
   attn::DType weights = attn::DType::F32;
   /// I4: inputs per scale, and random zero points of their own (else 8).
   int group = 0;
@@ -69,17 +69,23 @@ Halide::Buffer<uint8_t> int4Zeros(const Halide::Buffer<float> &scales,
   return zeros;
 }
 
-/// `w` [in][out] replaced by what a kernel multiplies for int8 and int4
-/// weights packed from it: q · scale, and (u - z) · s (rounded to bf16 where
-/// `bf16`, as AMX tiles read it); other types keep their values.
+/// `w` [in][out] replaced by what a kernel multiplies for int8, int4 and
+/// mxfp4 weights packed from it: q · scale, (u - z) · s (rounded to bf16
+/// where `bf16`, as AMX tiles read it), and e2m1(u) · 2^(e - 127) with the
+/// exponents `exponents`; other types keep their values.
 void dequantize(std::vector<float> &w, int in, int out, attn::DType type,
                 int group, const Halide::Buffer<> &packed,
                 const Halide::Buffer<float> &scales,
-                const Halide::Buffer<uint8_t> &zeros, bool bf16 = false) {
+                const Halide::Buffer<uint8_t> &zeros, bool bf16 = false,
+                const Halide::Buffer<uint8_t> *exponents = nullptr) {
   const attn::Int4Layout layout{in, out, group};
   for (int k = 0; k < in; k++)
     for (int n = 0; n < out; n++) {
       float &v = w[size_t(k) * out + n];
+      if (type == attn::DType::MXFP4)
+        v = attn::e2m1Value(layout.get(packed.as<uint16_t>().data(), k, n)) *
+            attn::e8m0Scale(
+                exponents->data()[layout.scaleOf(k / attn::kMxBlock, n)]);
       if (type == attn::DType::I8)
         v = float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
             scales(n);
@@ -225,22 +231,27 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   const bool amx =
       attn::linearUsesAmx(spec, target) && attn::amx::available();
   Halide::Buffer<float> scales;
+  Halide::Buffer<uint8_t> exponents; // mxfp4's
   Halide::Buffer<> packed = attn::packLinearWeights(
-      w.data(), c.in, c.out, c.weights, &scales, c.group);
+      w.data(), c.in, c.out, c.weights, &scales, c.group, &exponents);
   const bool int8 = c.weights == attn::DType::I8;
   const bool int4 = c.weights == attn::DType::I4;
+  const bool mx = c.weights == attn::DType::MXFP4;
   const std::vector<float> drawn = w;
   const attn::Int4Layout layout{c.in, c.out, c.group};
   Halide::Buffer<uint8_t> zeros;
   if (int4)
     zeros = int4Zeros(scales, c.zeros, rng);
-  dequantize(w, c.in, c.out, c.weights, c.group, packed, scales, zeros, amx);
+  dequantize(w, c.in, c.out, c.weights, c.group, packed, scales, zeros, amx,
+             &exponents);
   Halide::ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
   params.set(kernel.inputs[next++], packed);
   if (int8 || int4)
     params.set(kernel.inputs[next++], scales);
+  if (mx)
+    params.set(kernel.inputs[next++], exponents);
   if (c.zeros)
     params.set(kernel.inputs[next++], zeros);
   if (c.bias)
@@ -279,11 +290,11 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       }
       return std::pair{row, halfStep};
     }
-    if (!int8 && !int4)
+    if (!int8 && !int4 && !mx)
       return std::pair{row, halfStep};
-    const int block = int4 ? c.group : attn::kInt8InputBlock;
+    const int block = int4 || mx ? c.group : attn::kInt8InputBlock;
     const float levels =
-        int4 && attn::linearUsesInt8Inputs(spec, target) ? 127.0f : 32767.0f;
+        attn::linearUsesInt8Inputs(spec, target) ? 127.0f : 32767.0f;
     for (int b0 = 0; b0 < c.in; b0 += block) {
       const int b1 = std::min(c.in, b0 + block);
       float largest = 0;
@@ -322,10 +333,19 @@ TEST_P(LinearTest, MatchesDoubleReference) {
               (scales.data()[layout.scaleOf(k / c.group, n)] / 2 +
                (amx ? std::fabs(weight) * std::ldexp(1.0, -9) : 0.0));
         }
+        // MXFP4 of the drawn W: within twice the block's scale (E2M1's
+        // steps reach 2 between 4 and 6; values saturate from 6 to 8).
+        if (mx) {
+          unquantized += xk * drawn[size_t(k) * c.out + n];
+          quantization +=
+              std::fabs(xk) * 2 *
+              attn::e8m0Scale(
+                  exponents.data()[layout.scaleOf(k / attn::kMxBlock, n)]);
+        }
       }
       if (n >= c.ropeHeads * c.ropeHeadDim) { // unrotated
         EXPECT_LE(std::fabs(output(n, m) - exact), bound + tolerance);
-        if (int4 && !c.zeros)
+        if ((int4 && !c.zeros) || mx)
           EXPECT_LE(std::fabs(output(n, m) - unquantized),
                     quantization + bound + tolerance);
       }
@@ -495,6 +515,15 @@ INSTANTIATE_TEST_SUITE_P(
                                attn::DType::I4, 64, true},
                     LinearCase{96, 40, 1, false, {0, 4, 1}, 0, 0, 0.0f, {},
                                attn::DType::I4, 32, true},
+                    // MXFP4 (gpt-oss's experts): one-row tiles (decode),
+                    // prompt tiles (vpdpbusd where linearUsesInt8Inputs),
+                    // a partial last block (100 inputs), a feature tail.
+                    LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::MXFP4, 32},
+                    LinearCase{100, 37, 13, false, {}, 0, 0, 0.0f, {},
+                               attn::DType::MXFP4, 32},
+                    LinearCase{512, 256, 7, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::MXFP4, 32},
                     // QK-norm of the RoPE heads (Qwen3's q_norm and k_norm
                     // as one per-feature weight): fused QKV and a K/V
                     // projection, prompt and one-row tiles, head sizes that
@@ -664,8 +693,11 @@ struct GroupedCase {
   int in, out, experts, rows;
   bool bias, gated;
   attn::DType weights = attn::DType::F32;
-  int group = 0; ///< I4: inputs per scale
+  int group = 0; ///< I4: inputs per scale (MXFP4: 32)
   bool zeros = false;
+  /// gpt-oss's gated product: g·sigmoid(alpha·g)·(u + 1), g and u clamped
+  /// at limit; 0: SwiGLU's.
+  float gateAlpha = 0, gateLimit = 0;
 };
 
 class GroupedExpertsTest : public testing::TestWithParam<GroupedCase> {};
@@ -681,6 +713,8 @@ TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
   spec.weightElement = c.weights;
   spec.weightGroup = c.group;
   spec.weightZeros = c.zeros;
+  spec.gateAlpha = c.gateAlpha;
+  spec.gateLimit = c.gateLimit;
   spec.experts = c.experts;
   spec.groupedExperts = true;
   spec.schedule.tileRows = 1;
@@ -702,15 +736,18 @@ TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
     index[2] = index[1];
   roundTo(w, c.weights);
   Halide::Buffer<float> scales;
+  Halide::Buffer<uint8_t> exponents;
   Halide::Buffer<> packed = attn::packLinearWeights(
-      w.data(), c.in, stacked, c.weights, &scales, c.group);
+      w.data(), c.in, stacked, c.weights, &scales, c.group, &exponents);
   // What the kernel multiplies: the packed values, dequantized.
   const bool int8 = c.weights == attn::DType::I8,
-             int4 = c.weights == attn::DType::I4;
+             int4 = c.weights == attn::DType::I4,
+             mx = c.weights == attn::DType::MXFP4;
   Halide::Buffer<uint8_t> zeros;
   if (int4)
     zeros = int4Zeros(scales, c.zeros, rng);
-  dequantize(w, c.in, stacked, c.weights, c.group, packed, scales, zeros);
+  dequantize(w, c.in, stacked, c.weights, c.group, packed, scales, zeros,
+             false, &exponents);
 
   Halide::Buffer<float> input(x.data(), width, c.rows), bias(b.data(), stacked),
       output(c.out, c.rows);
@@ -722,6 +759,8 @@ TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
   params.set(kernel.inputs[next++], packed);
   if (int8 || int4)
     params.set(kernel.inputs[next++], scales);
+  if (mx)
+    params.set(kernel.inputs[next++], exponents);
   if (c.zeros)
     params.set(kernel.inputs[next++], zeros);
   if (c.bias)
@@ -730,17 +769,24 @@ TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
   kernel.pipeline.realize(output, target, params);
 
   const double tolerance = 1e-5 * std::sqrt(double(c.in));
+  // The gated product in double: SwiGLU's, or gpt-oss's.
+  auto gatedInput = [&](double gate, double up) {
+    if (c.gateLimit > 0) {
+      gate = std::min(gate, double(c.gateLimit));
+      up = std::clamp(up, -double(c.gateLimit), double(c.gateLimit)) + 1.0;
+    }
+    const double alpha = c.gateAlpha > 0 ? c.gateAlpha : 1.0;
+    return gate / (1.0 + std::exp(-alpha * gate)) * up;
+  };
   for (int m = 0; m < c.rows; m++) {
     // The row's input (SiLU(gate)·up for a gated one) and, for int8 and
     // int4, half a step of its rounding to int16 per block.
     std::vector<double> row(c.in), halfStep(c.in, 0.0);
     const float *xm = x.data() + size_t(m) * width;
     for (int k = 0; k < c.in; k++)
-      row[k] = c.gated ? double(xm[k]) / (1.0 + std::exp(-double(xm[k]))) *
-                             xm[c.in + k]
-                       : xm[k];
-    if (int8 || int4) {
-      const int block = int4 ? c.group : attn::kInt8InputBlock;
+      row[k] = c.gated ? gatedInput(xm[k], xm[c.in + k]) : xm[k];
+    if (int8 || int4 || mx) {
+      const int block = int4 || mx ? c.group : attn::kInt8InputBlock;
       for (int b0 = 0; b0 < c.in; b0 += block) {
         double largest = 0;
         for (int k = b0; k < std::min(c.in, b0 + block); k++)
@@ -776,6 +822,14 @@ INSTANTIATE_TEST_SUITE_P(
         GroupedCase{256, 64, 6, 5, false, false, attn::DType::I4, 128},
         GroupedCase{128, 96, 6, 5, true, true, attn::DType::I4, 32},
         GroupedCase{128, 64, 3, 4, false, false, attn::DType::I4, 64, true},
+        // gpt-oss's experts: MXFP4 (a partial last block: 112 inputs),
+        // biases, and its clamped product (limits that bind, in f32 and
+        // in MXFP4).
+        GroupedCase{256, 64, 6, 5, true, false, attn::DType::MXFP4, 32},
+        GroupedCase{112, 96, 4, 4, true, true, attn::DType::MXFP4, 32, false,
+                    1.702f, 0.5f},
+        GroupedCase{64, 64, 4, 3, true, true, attn::DType::F32, 0, false,
+                    1.702f, 0.7f},
         GroupedCase{64, 64, 2, 1, false, false}));      // one row
 
 } // namespace

@@ -82,6 +82,8 @@
 #include "ref_qwen2_moe.h"
 #include "ref_deepseek_v2.h"
 #include "ref_deepseek_v3.h"
+#include "ref_gpt_oss.h"
+#include "ref_gpt_oss_mxfp4.h"
 #include "ref_deepseek_v3_int4.h"
 #include "ref_qwen3_moe.h"
 #include "ref_qwen3_moe_int8.h"
@@ -185,7 +187,15 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
     size_t count = 1;
     for (int64_t extent : tensor.shape)
       count *= size_t(extent);
-    const bool matrix = tensor.shape.size() == 2;
+    // gpt-oss's stacked experts: [E][in][out] matrices and [E][out]
+    // biases (named "..._bias").
+    const std::string biasSuffix = "_bias";
+    const bool stackedBias =
+        tensor.name.size() > biasSuffix.size() &&
+        tensor.name.compare(tensor.name.size() - biasSuffix.size(),
+                            biasSuffix.size(), biasSuffix) == 0;
+    const bool matrix = (tensor.shape.size() == 2 && !stackedBias) ||
+                        tensor.shape.size() == 3;
     const bool normWeight = !matrix && (tensor.name.find("norm") !=
                                             std::string::npos ||
                                         tensor.name.find("ln_") !=
@@ -193,6 +203,7 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
                             tensor.name.find(".weight") != std::string::npos;
     // GPT-2's Conv1D weights are [in][out]; the others [out][in].
     const double fanIn = !matrix ? 1.0
+                         : tensor.shape.size() == 3 ? double(tensor.shape[1])
                          : c.naming == WeightNaming::Gpt2 &&
                                  tensor.name.find("wte") == std::string::npos &&
                                  tensor.name.find("wpe") == std::string::npos
@@ -203,12 +214,19 @@ std::string writeModelFolder(const Case &c, const ModelPlan &plan) {
       v = normWeight ? 1.0f - plan.normWeightOffset + 0.1f * uniform(rng)
           : matrix   ? float(uniform(rng) * 1.5 / std::sqrt(fanIn))
                      : 0.1f * uniform(rng);
-    const std::string router = ".gate.weight";
-    if (c.tiedExperts && matrix && tensor.name.size() > router.size() &&
-        tensor.name.compare(tensor.name.size() - router.size(), router.size(),
-                            router) == 0)
+    // Routers: mlp.gate (and Mixtral's block_sparse_moe.gate), gpt-oss's
+    // mlp.router (whose bias, too, is tied).
+    auto endsWith = [&](const std::string &end) {
+      return tensor.name.size() > end.size() &&
+             tensor.name.compare(tensor.name.size() - end.size(), end.size(),
+                                 end) == 0;
+    };
+    if (c.tiedExperts && matrix &&
+        (endsWith(".gate.weight") || endsWith(".router.weight")))
       std::copy_n(values.back().begin(), tensor.shape[1],
                   values.back().begin() + tensor.shape[1]);
+    if (c.tiedExperts && endsWith(".router.bias"))
+      values.back()[1] = values.back()[0];
     tensor.type = c.stored;
     data.push_back(values.back().data());
   }
@@ -301,12 +319,16 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   // Quantized weights with experts: a hidden state off by the rounding
   // can flip a near-tie between two experts, a step of its own (observed:
   // 2 of 32 int8 steps at 0.16-0.19, the others at 0.03-0.04).
-  bool experts = false;
-  for (const PlanOp &op : plan.ops)
+  bool experts = false, mxExperts = false;
+  for (const PlanOp &op : plan.ops) {
     experts |= op.experts.count > 0;
+    mxExperts |= op.experts.count > 0 && op.experts.weightType == DType::MXFP4;
+  }
   // int4 prompt tiles on AVX512-VNNI without AMX round X to int8 per group
   // (linearUsesInt8Inputs): int8 inputs' cost, as int8 weights'.
-  const bool int8Inputs = !quantized && plan.weightType == DType::I4 &&
+  // (MXFP4 experts' prompt tiles the same.)
+  const bool int8Inputs = !quantized &&
+                          (plan.weightType == DType::I4 || mxExperts) &&
                           !attn::amx::available() &&
                           __builtin_cpu_supports("avx512vnni") &&
                           __builtin_cpu_supports("avx512bf16");
@@ -319,7 +341,7 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
                        : !quantized && bf16ProductsRun()  ? 3e-2
                                                           : 2e-3;
   double worst = 0;
-  int agreed = 0, beyond = 0;
+  int agreed = 0, beyond = 0, ties = 0;
   for (int step = 0; step < steps; step++) {
     const std::vector<double> want = expected["logits"][step];
     ASSERT_EQ(want.size(), size_t(vocabulary));
@@ -330,6 +352,18 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
     beyond += stepWorst > bound;
     const int wanted = expected["tokens"][step].get<int>();
     agreed += token == wanted;
+    // A tie within the bound (the checkpoint's own weights): the
+    // reference's two best logits closer than the logits may differ, so
+    // either token is the model within its tolerance (random weights make
+    // such steps; the logits are still held to the bound). Continued from
+    // the reference's. (Quantized weights are teacher-forced throughout.)
+    std::vector<double> best = want;
+    std::partial_sort(best.begin(), best.begin() + 2, best.end(),
+                      std::greater<double>());
+    if (!quantized && token != wanted && best[0] - best[1] <= bound) {
+      ties++;
+      token = wanted;
+    }
     if (quantized)
       token = wanted;
     ASSERT_EQ(token, wanted) << "step " << step;
@@ -364,9 +398,11 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
     if (quantized)
       EXPECT_GE(agreed, c.quantized == DType::I4 ? 24 : 28);
   }
-  std::printf("%s: %d of %d greedy tokens identical; largest logit "
-              "difference %.2e (%d steps past %.0e)\n",
-              c.name, agreed, steps, worst, beyond, bound);
+  EXPECT_LE(ties, 2) << "steps whose greedy token differs within a tie";
+  std::printf("%s: %d of %d greedy tokens identical (%d ties within the "
+              "bound taken as the reference's); largest logit difference "
+              "%.2e (%d steps past %.0e)\n",
+              c.name, agreed, steps, ties, worst, beyond, bound);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -531,7 +567,31 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_deepseek_v3_int4_kernel_table,
                          REF_DEEPSEEK_V3_INT4_KERNEL_TABLE_SIZE,
                          WeightNaming::DeepSeek, TensorType::BF16, DType::I4,
-                         "ref_deepseek_v3", nullptr, 12, false, "int4:32"}),
+                         "ref_deepseek_v3", nullptr, 12, false, "int4:32"},
+                    // gpt-oss: Q/K/V/O biases, a sink logit per head,
+                    // sliding (8) and full layers by layer_types, YaRN
+                    // (truncate false); 8 experts, 3 a token, the router
+                    // and experts with biases, stacked [E][in][out] with
+                    // gate and up interleaved, the clamped SwiGLU (limit 1
+                    // here, so that the clamp binds often).
+                    Case{"ref_gpt_oss", ref_gpt_oss_plan_json,
+                         ref_gpt_oss_kernel_table,
+                         REF_GPT_OSS_KERNEL_TABLE_SIZE, WeightNaming::GptOss,
+                         TensorType::BF16, DType::F32, nullptr, nullptr, 12},
+                    Case{"ref_gpt_oss_tied", ref_gpt_oss_plan_json,
+                         ref_gpt_oss_kernel_table,
+                         REF_GPT_OSS_KERNEL_TABLE_SIZE, WeightNaming::GptOss,
+                         TensorType::BF16, DType::F32, "ref_gpt_oss", nullptr,
+                         12, true},
+                    // The same with its experts in MXFP4 as gpt-oss
+                    // publishes them (_blocks, _scales; the rest bf16),
+                    // read 4-bit; the reference dequantizes them as
+                    // transformers does.
+                    Case{"ref_gpt_oss_mxfp4", ref_gpt_oss_mxfp4_plan_json,
+                         ref_gpt_oss_mxfp4_kernel_table,
+                         REF_GPT_OSS_MXFP4_KERNEL_TABLE_SIZE,
+                         WeightNaming::GptOss, TensorType::BF16, DType::F32,
+                         nullptr, &ref_gpt_oss_library, 12}),
     [](const auto &info) { return std::string(info.param.name); });
 
 // A latent layer's other paths agree with the prefill kernels recomputing

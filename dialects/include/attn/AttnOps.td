@@ -458,7 +458,18 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
     boundary of the matrix that stacks them all, so `d_model` and
     `intermediate_size` are multiples of 32 (the widest panel). Shared
     experts (the attribute's `shared`) have kernels of their own,
-    `shared_up_kernel` and `shared_down_kernel`.
+    `shared_up_kernel` and `shared_down_kernel`. With experts, `bias` gives
+    the experts' projections and the router biases (gpt-oss).
+
+    `expert_weight_dtype` gives the experts' kernels weights of their own
+    type where the checkpoint stores them apart from the model's
+    (`!attn.mxfp4`: gpt-oss's published experts); the router and shared
+    experts keep the model's.
+
+    `swiglu_alpha` and `swiglu_limit` (gated silu FFNs: gpt-oss's experts)
+    change the gated product: the gate's SiLU becomes g·sigmoid(alpha·g),
+    and with a limit the gate is first clamped above at `swiglu_limit`, the
+    up half to [-limit, limit], and the product is act(gate)·(up + 1).
 
     ```mlir
     attn.ffn @block0_ffn {activation = #attn.activation<gelu_tanh>,
@@ -467,6 +478,13 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
                           intermediate_size = 768 : i64,
                           experts = #attn.experts<softmax_top_k, count = 128,
                                                   per_token = 8,
+                                                  normalize = true>}
+    attn.ffn @block2_ffn {activation = #attn.activation<silu>, gated, bias,
+                          intermediate_size = 2880 : i64,
+                          swiglu_alpha = 1.702000e+00 : f32,
+                          swiglu_limit = 7.000000e+00 : f32,
+                          experts = #attn.experts<softmax_top_k, count = 32,
+                                                  per_token = 4,
                                                   normalize = true>}
     ```
   }];
@@ -479,7 +497,10 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<Attn_ExpertsAttr>:$experts,
                        OptionalAttr<FlatSymbolRefAttr>:$router_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$shared_up_kernel,
-                       OptionalAttr<FlatSymbolRefAttr>:$shared_down_kernel);
+                       OptionalAttr<FlatSymbolRefAttr>:$shared_down_kernel,
+                       OptionalAttr<F32Attr>:$swiglu_alpha,
+                       OptionalAttr<F32Attr>:$swiglu_limit,
+                       OptionalAttr<TypeAttr>:$expert_weight_dtype);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }
@@ -511,11 +532,13 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                                   [Symbol, HasParent<"ModelOp">]> {
   let summary = "a specialized projection kernel: act(x·W + b) + residual";
   let description = [{
-    `weight_dtype` (f32 when absent, f16, bf16, i8, i4) is the element type
-    of W (widened to fp32 as it is read; i8 with a scale per output feature,
-    applied once to each sum; i4 with a scale and zero point per group of
-    `weight_group` inputs and output feature, applied to each group's sum;
-    its zero point 8 unless `weight_zeros` gives each group one of its own).
+    `weight_dtype` (f32 when absent, f16, bf16, i8, i4, !attn.mxfp4) is the
+    element type of W (widened to fp32 as it is read; i8 with a scale per
+    output feature, applied once to each sum; i4 with a scale and zero point
+    per group of `weight_group` inputs and output feature, applied to each
+    group's sum; its zero point 8 unless `weight_zeros` gives each group one
+    of its own; mxfp4 with a power-of-two scale per 32 inputs and output
+    feature, applied to each block's sum).
     With `rope_theta` (and the layer's
     `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
     output features are rotated by their token's position (a fused QKV
@@ -537,6 +560,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     expert after another: the kernel runs on a view of one, and its grouped
     variant (`<name>_experts`) on the stack, input row m multiplying expert
     `expert_index[m]`'s (every expert a decode step chose, in one call).
+    `gate_alpha` and `gate_limit` (with `input_gate` silu: the FFN's
+    `swiglu_alpha` and `swiglu_limit`) change the gated input to
+    g·sigmoid(alpha·g)·u, g and u clamped and u + 1 where a limit is given.
 
     ```mlir
     attn.linear_kernel @linear_i128_o512_bias_gelu_tanh {
@@ -563,7 +589,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<Attn_QkNormAttr>:$qk_norm,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<Attn_PositiveI64>:$rope_dim,
-                       OptionalAttr<Attn_PositiveI64>:$experts);
+                       OptionalAttr<Attn_PositiveI64>:$experts,
+                       OptionalAttr<F32Attr>:$gate_alpha,
+                       OptionalAttr<F32Attr>:$gate_limit);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

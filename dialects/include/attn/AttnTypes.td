@@ -30,4 +30,16 @@ def Attn_CacheType : TypeDef<Attn_Dialect, "Cache"> {
   let genVerifyDecl = 1;
 }
 
+def Attn_Mxfp4Type : TypeDef<Attn_Dialect, "Mxfp4"> {
+  let mnemonic = "mxfp4";
+  let summary = "OCP Microscaling FP4 weights: E2M1 values, 32 to a scale";
+  let description = [{
+    A weight element type (MLIR 19 has no builtin FP4): 4-bit E2M1 values
+    (0, ±0.5, ±1, ±1.5, ±2, ±3, ±4, ±6) whose every block of 32 inputs of an
+    output feature shares a power-of-two scale, an E8M0 byte e: W = value ·
+    2^(e - 127). What gpt-oss's checkpoints store their experts in; the
+    kernels read it as stored (`weight_dtype = !attn.mxfp4`).
+  }];
+}
+
 #endif // ATTN_TYPES_TD

@@ -1,5 +1,6 @@
 //===- SpecializeKernels.cpp - one kernel per distinct layer --------------===//
 
+#include "attn/AttnDTypes.h"
 #include "attn/AttnPasses.h"
 
 #include "mlir/IR/Builders.h"
@@ -94,6 +95,8 @@ public:
     QkNormAttr qkNorm;          // null: none; else on the RoPE heads
     int64_t ropeDim = 0;        // partial rotary: channels that rotate
     Activation inputGate = Activation::None;
+    // gpt-oss's gated product (FfnOp's swiglu_alpha, swiglu_limit); 0: none.
+    float gateAlpha = 0, gateLimit = 0;
     // The cache append (appendKvHeads > 0): K and V into cache slots.
     int64_t appendKvHeads = 0, appendHeadDim = 0;
     Type appendDtype;
@@ -128,6 +131,10 @@ public:
       name += "_" + stringifyActivation(l.activation).str();
     if (l.inputGate != Activation::None)
       name += "_gate_" + stringifyActivation(l.inputGate).str();
+    if (l.gateAlpha > 0)
+      name += "_a" + nameNumber(l.gateAlpha);
+    if (l.gateLimit > 0)
+      name += "_l" + nameNumber(l.gateLimit);
     if (l.residual)
       name += "_res";
     if (l.ropeTheta > 0)
@@ -174,11 +181,8 @@ public:
     std::optional<uint64_t> group;
     if (weights.isSignlessInteger(4))
       group = model.getWeightGroup();
-    if (!weights.isF32()) {
-      std::string dtype;
-      llvm::raw_string_ostream(dtype) << weights;
-      name += "_w" + dtype;
-    }
+    if (!weights.isF32())
+      name += std::string("_w") + ::attn::dtypeName(toDType(weights));
     if (group)
       name += "_g" + std::to_string(*group);
     // A checkpoint's own int4 format: zero points per group.
@@ -208,7 +212,10 @@ public:
           zeros, l.ropeTheta > 0 ? l.qkNorm : QkNormAttr(),
           l.softcap > 0 ? builder.getF32FloatAttr(l.softcap) : FloatAttr(),
           l.ropeTheta > 0 ? positive(l.ropeDim) : IntegerAttr(),
-          positive(l.experts));
+          positive(l.experts),
+          l.gateAlpha > 0 ? builder.getF32FloatAttr(l.gateAlpha) : FloatAttr(),
+          l.gateLimit > 0 ? builder.getF32FloatAttr(l.gateLimit)
+                          : FloatAttr());
     });
   }
 
@@ -335,9 +342,17 @@ public:
       // outputs, weighted, into the stream (no residual in the kernel).
       const bool residual = !ffn.getExperts() && addsResidualItself(ffn);
       int64_t experts = 0;
+      // A gated down kernel's product act(gate)·up, as the FFN says.
+      auto gate = [&](Linear &down) {
+        down.inputGate = ffn.getActivation();
+        if (std::optional<APFloat> alpha = ffn.getSwigluAlpha())
+          down.gateAlpha = alpha->convertToFloat();
+        if (std::optional<APFloat> limit = ffn.getSwigluLimit())
+          down.gateLimit = limit->convertToFloat();
+      };
       if (ExpertsAttr attr = ffn.getExpertsAttr()) {
         experts = attr.getCount();
-        Linear router{dModel, experts};
+        Linear router{dModel, experts, ffn.getBias()}; // gpt-oss's bias
         router.weights = routerWeights();
         ffn.setRouterKernelAttr(linear(router, ffn.getLoc()));
         // Shared experts: a dense FFN of the same kind every token runs; the
@@ -347,26 +362,33 @@ public:
                     ffn.getGated() ? Activation::None : ffn.getActivation()};
           Linear down{shared, dModel, ffn.getBias()};
           if (ffn.getGated())
-            down.inputGate = ffn.getActivation();
+            gate(down);
           ffn.setSharedUpKernelAttr(linear(up, ffn.getLoc()));
           ffn.setSharedDownKernelAttr(linear(down, ffn.getLoc()));
         }
       }
+      // The experts' own weight type (a checkpoint's MXFP4), else the
+      // model's.
+      const Type expertWeights = ffn.getExpertWeightDtype().value_or(Type());
       if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
         Linear up{dModel, 2 * size, ffn.getBias()};
         up.experts = experts;
+        up.weights = expertWeights;
         ffn.setUpKernelAttr(linear(up, ffn.getLoc()));
         Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
-        down.inputGate = ffn.getActivation();
+        gate(down);
         down.experts = experts;
+        down.weights = expertWeights;
         ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
         return success();
       }
       Linear up{dModel, size, ffn.getBias(), ffn.getActivation()};
       up.experts = experts;
+      up.weights = expertWeights;
       ffn.setUpKernelAttr(linear(up, ffn.getLoc()));
       Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
       down.experts = experts;
+      down.weights = expertWeights;
       ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
       return success();
     }

@@ -23,27 +23,35 @@ namespace attn {
 /// scales in pools beside the pages; a weight's output feature). I4 (weights
 /// only, never a cache): unsigned 4-bit values u with an fp32 scale s and a
 /// zero point z per group of inputs and output feature, W = (u - z) · s
-/// (KernelSpec.h's LinearSpec has the layout). The C API's attn_dtype
-/// mirrors the cache types, F32 to I8.
-enum class DType { F32, F16, BF16, I8, I4 };
-constexpr DType kLastDType = DType::I4;
+/// (KernelSpec.h's LinearSpec has the layout). MXFP4 (weights only: a
+/// checkpoint's, gpt-oss's experts): the OCP Microscaling format's FP4,
+/// 4-bit E2M1 values (sign, 2 exponent bits, 1 mantissa bit: 0, ±0.5 …
+/// ±6) whose every block of 32 inputs of an output feature shares a
+/// power-of-two scale, stored as its E8M0 byte e: W = value · 2^(e - 127);
+/// laid out as I4 with the code as the nibble and the byte per (group,
+/// feature) (Int4Weights.h). The C API's attn_dtype mirrors the cache
+/// types, F32 to I8.
+enum class DType { F32, F16, BF16, I8, I4, MXFP4 };
+constexpr DType kLastDType = DType::MXFP4;
 /// The element types a KV cache may have: every DType before this one.
 constexpr DType kLastCacheDType = DType::I8;
 constexpr bool isCacheDType(DType type) { return type <= kLastCacheDType; }
 
 /// "f32", "f16", "bf16", "i8", "i4": MLIR's spelling, which the attn IR and
-/// plans use. (Descriptions and attnc's options say "int8", as users do.)
+/// plans use (descriptions and attnc's options say "int8", as users do);
+/// "mxfp4" (the attn IR's !attn.mxfp4).
 constexpr const char *dtypeName(DType type) {
   return type == DType::F32    ? "f32"
          : type == DType::F16  ? "f16"
          : type == DType::BF16 ? "bf16"
          : type == DType::I8   ? "i8"
-                               : "i4";
+         : type == DType::I4   ? "i4"
+                               : "mxfp4";
 }
 /// The inverse of dtypeName; false (and `type` unchanged) for anything else.
 inline bool parseDType(const std::string &text, DType &type) {
-  for (DType candidate :
-       {DType::F32, DType::F16, DType::BF16, DType::I8, DType::I4})
+  for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::I8,
+                          DType::I4, DType::MXFP4})
     if (text == dtypeName(candidate)) {
       type = candidate;
       return true;
@@ -92,12 +100,14 @@ constexpr int64_t kvPagesPerSequence(int64_t maxLength, int64_t pageSize,
 
 /// Bytes of a linear kernel's W of `in` x `out` stored as `type`, with its
 /// scales (I8: an fp32 per output feature; I4: an fp32 per group of `group`
-/// inputs and output feature), before panel padding: what a decoded token
-/// streams per matrix.
+/// inputs and output feature; MXFP4: a byte per 32 inputs and output
+/// feature), before panel padding: what a decoded token streams per matrix.
 constexpr size_t linearWeightBytes(DType type, size_t in, size_t out,
                                    size_t group) {
   if (type == DType::I4)
     return (in + 1) / 2 * out + (in + group - 1) / group * out * 4;
+  if (type == DType::MXFP4)
+    return (in + 1) / 2 * out + (in + 31) / 32 * out;
   return (in * byteSize(type) + scaleBytes(type)) * out;
 }
 

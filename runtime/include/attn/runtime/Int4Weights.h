@@ -20,6 +20,11 @@
 //   W(k, n) = (u - z) · s. Padding is u = 0: inputs past `in` meet zero
 //   inputs in the kernel, features past `out` have s = 0.
 //
+// MXFP4 weights (DType.h) take the same layout in groups of 32 with the
+// E2M1 code as u and, instead of scales and zeros,
+//   exponents uint8 [panels][groups][16]: the block's E8M0 byte e,
+//   W(k, n) = e2m1Value(u) · 2^(e - 127). Padding is u = 0 (+0.0).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef ATTN_RUNTIME_INT4WEIGHTS_H
@@ -139,6 +144,48 @@ void Int4Layout::quantizeFeature(const float *values, int64_t n,
     for (int64_t i = 0; i < count; i++)
       put(weight, k0 + i, n, u[i]);
   }
+}
+
+/// MXFP4's block: inputs per shared exponent (the OCP Microscaling spec's k).
+inline constexpr int64_t kMxBlock = 32;
+/// E2M1's value of a 4-bit code: sign (bit 3), exponent (bits 1-2, bias
+/// 1), mantissa (bit 0); exponent 0 is subnormal (0 and 0.5).
+inline float e2m1Value(uint8_t code) {
+  static constexpr float kMagnitude[8] = {0.0f, 0.5f, 1.0f, 1.5f,
+                                          2.0f, 3.0f, 4.0f, 6.0f};
+  const float magnitude = kMagnitude[code & 7];
+  return code & 8 ? -magnitude : magnitude;
+}
+/// E8M0's scale of byte e: 2^(e - 127) (255 is NaN).
+inline float e8m0Scale(uint8_t e) {
+  return e == 255 ? NAN : std::ldexp(1.0f, int(e) - 127);
+}
+/// MXFP4 of one block's `count` values (the spec's conversion): the shared
+/// exponent floor(log2(max |x|)) - 2 (E2M1's largest exponent), each
+/// x / 2^shared rounded to the nearest E2M1 value (ties to the even code),
+/// saturating at ±6; NaN and an all-zero block give code 0 (+0). Returns the
+/// E8M0 byte (0 for an all-zero block). tools/quantize_checkpoint.py writes
+/// checkpoints by the same rule.
+inline uint8_t quantizeMxfp4Block(const float *x, int64_t count,
+                                  uint8_t *codes) {
+  float largest = 0.0f;
+  for (int64_t i = 0; i < count; i++)
+    if (std::isfinite(x[i]))
+      largest = std::max(largest, std::fabs(x[i]));
+  const int shared =
+      largest > 0.0f ? std::clamp(std::ilogb(largest) - 2, -127, 127) : -127;
+  for (int64_t i = 0; i < count; i++) {
+    const float v = std::isnan(x[i]) ? 0.0f : std::ldexp(std::fabs(x[i]), -shared);
+    uint8_t best = 0;
+    for (uint8_t c = 1; c < 8; c++) {
+      const float d = std::fabs(v - e2m1Value(c)),
+                  b = std::fabs(v - e2m1Value(best));
+      if (d < b || (d == b && c % 2 == 0))
+        best = c;
+    }
+    codes[i] = uint8_t(best | (x[i] < 0.0f ? 8 : 0));
+  }
+  return uint8_t(shared + 127);
 }
 
 } // namespace attn

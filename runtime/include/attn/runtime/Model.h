@@ -73,6 +73,12 @@ enum class WeightNaming {
   /// kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj}) and the shared
   /// experts under mlp.shared_experts.{gate,up,down}_proj.
   DeepSeek,
+  /// Hugging Face gpt-oss: Llama's names with self_attn.sinks and the
+  /// mixture under mlp.{router (with a bias), experts.{gate_up_proj
+  /// [E][d][2f] (gate and up columns interleaved), gate_up_proj_bias,
+  /// down_proj [E][f][d], down_proj_bias}}, every expert in one tensor
+  /// multiplied as x·W.
+  GptOss,
 };
 
 /// What the last cross-attention layer attended to in a decode step: per

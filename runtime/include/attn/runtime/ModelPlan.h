@@ -99,6 +99,10 @@ struct PlanOp {
     Kernel router;          ///< d_model -> count logits
     DType routerType = DType::F32; ///< its weights' element type
     int routerPanel = 0;           ///< and output features per panel
+    /// The experts' weights' element type and panel: the plan's, or the
+    /// checkpoint's own (MXFP4, gpt-oss's).
+    DType weightType = DType::F32;
+    int weightPanel = 0;
     /// Shared experts (plan::kShared): an FFN of the op's kind with
     /// `intermediateSize` hidden features every token runs, its output
     /// scaled by sigmoid(x · g) with `gate`; 0: none.

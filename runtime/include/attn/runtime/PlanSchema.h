@@ -45,7 +45,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 9;
+inline constexpr int kVersion = 10;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -172,9 +172,11 @@ inline constexpr char kUpKernel[] = "up_kernel";
 inline constexpr char kDownKernel[] = "down_kernel";
 /// A mixture-of-experts FFN (absent: dense): { router, count, per_token,
 /// normalize, groups, group_top_k, scale, router_kernel, router_dtype,
-/// router_panel, shared? }; up_kernel and
+/// router_panel, weight_dtype, weight_panel, shared? }; up_kernel and
 /// down_kernel are then one expert's, and the runtime adds the chosen
-/// experts' weighted outputs to the stream.
+/// experts' weighted outputs to the stream. weight_dtype and weight_panel
+/// (kWeightDtype, kWeightPanel) are the experts' weights': the model's, or
+/// the checkpoint's own (mxfp4: gpt-oss's).
 inline constexpr char kExperts[] = "experts";
 inline constexpr char kRouter[] = "router"; ///< one of the two below
 inline constexpr char kRouterSoftmaxTopK[] = "softmax_top_k";

@@ -119,7 +119,8 @@ typedef enum {
   ATTN_NAMING_PHI3 = 4,
   ATTN_NAMING_GEMMA3 = 5,
   ATTN_NAMING_MIXTRAL = 6,
-  ATTN_NAMING_DEEPSEEK = 7
+  ATTN_NAMING_DEEPSEEK = 7,
+  ATTN_NAMING_GPT_OSS = 8
 } attn_weight_naming;
 typedef struct attn_model attn_model;
 attn_status attn_model_load(const char *plan_json, const void *kernel_table,

@@ -127,7 +127,9 @@ enum class Activation {
 ///           8j + 2t + r in bits 4t..4t + 3, so each nibble of a 64-byte
 ///           row gives the int16 pairs of vpdpwssd by a shift and a mask;
 ///           W(k, n) = (u - z) · s with the scale s and zero point z of
-///           (k / G, n) (attn/runtime/Int4Weights.h).
+///           (k / G, n) (attn/runtime/Int4Weights.h). MXFP4: I4's layout
+///           in groups of 32 with E2M1 codes as u, W(k, n) = e2m1(u) ·
+///           2^(e - 127) with the exponent byte e of (k / 32, n).
 ///           Output features are contiguous within a panel row (what the
 ///           kernel vectorizes over) and a panel's rows follow each other,
 ///           so a register tile streams contiguous memory.
@@ -137,6 +139,10 @@ enum class Activation {
 ///           block's max |x| / 32767), sums the integer products per block,
 ///           scales each block's sum, and multiplies by the weight scale
 ///           once per output.
+///   weight_scales (MXFP4 weights): [panels][groups][16] uint8, e of
+///           group g and feature 16q + p at (q, g, p); the kernel decodes
+///           each code to twice its value (an integer in [-12, 12]) and
+///           scales a block's integer sum by 2^(e - 128); inputs as I4's.
 ///   weight_scales (I4 weights): [panels][groups][16] fp32, s of group g
 ///           and feature 16q + p at (q, g, p); weight_zeros (I4 with
 ///           weightZeros): the same shape in uint8, z; without them z = 8
@@ -169,7 +175,10 @@ enum class Activation {
 /// one group), qk_norm_weight the query norm's weight then the key norm's. With `inputGate` (a gated FFN's
 /// down projection), input holds 2·inFeatures per token, a gate half and an
 /// up half, and the product reads
-/// inputGate(gate)·up: SwiGLU and friends without a separate kernel.
+/// inputGate(gate)·up: SwiGLU and friends without a separate kernel;
+/// gpt-oss's form with `gateAlpha` (a silu gate's gain: g·sigmoid(alpha·g))
+/// and `gateLimit` (g clamped above and u to [-limit, limit], then
+/// act(g)·(u + 1)).
 /// With `cacheAppend` (a K/V-producing projection of a cached layer), the
 /// last 2·kvHeads·headDim output features (K, then V, after RoPE) are also
 /// written straight into the layer's KV cache, in the cache's element type
@@ -194,9 +203,9 @@ constexpr int kInt8InputBlock = 256;
 /// for int4), or 32 for bf16 pairs (the runtime reads it from the plan's
 /// weight_panel).
 constexpr int weightPanel(DType element) {
-  return element == DType::BF16 ? 32
-         : element == DType::I4 ? int(kInt4Panel)
-                                : 16;
+  return element == DType::BF16                               ? 32
+         : element == DType::I4 || element == DType::MXFP4 ? int(kInt4Panel)
+                                                           : 16;
 }
 /// How RoPE's inverse frequencies follow from ropeTheta (transformers'
 /// rope_type): Default θ^(-2i/d); Linear divides them by `factor`; Llama3
@@ -256,6 +265,8 @@ struct LinearSpec {
   Activation activation = Activation::None;
   bool residual = false;
   Activation inputGate = Activation::None;
+  float gateAlpha = 0.0f; ///< > 0: a silu gate's gain (gpt-oss's 1.702)
+  float gateLimit = 0.0f; ///< > 0: gate and up clamped, up + 1 (gpt-oss)
   float ropeTheta = 0.0f;
   int ropeHeads = 0;
   int ropeHeadDim = 0;
@@ -266,8 +277,9 @@ struct LinearSpec {
   /// rotate (pairs i and i + ropeDim/2, frequencies over ropeDim, the
   /// attention factor on them alone); the rest pass through. 0: all.
   int ropeDim = 0;
-  /// W's element type: F32, F16, BF16, I8 or I4 (widened to fp32 as it is
-  /// read; I8 and I4 on CPU targets only).
+  /// W's element type: F32, F16, BF16, I8, I4 or MXFP4 (widened to fp32 as
+  /// it is read; I8, I4 and MXFP4 on CPU targets only; MXFP4's weightGroup
+  /// is 32).
   DType weightElement = DType::F32;
   /// I4: inputs per scale (32, 64 or 128), and whether each group has a
   /// zero point of its own (else 8).

@@ -78,12 +78,15 @@ bool linearUsesAmx(const LinearSpec &spec, const Halide::Target &target);
 /// panels (KernelSpec.h), in `element` (F32, F16 or BF16 pairs, rounded to
 /// nearest even; I8 quantized per output feature, its scales [out] in
 /// `*scales`; I4 symmetric per `group` inputs (quantizeInt4Group), its
-/// scales [panels][groups][16] in `*scales`), for tests and benchmarks (the
-/// runtime packs its own, by the same Int4Layout).
+/// scales [panels][groups][16] in `*scales`; MXFP4 per 32 inputs
+/// (quantizeMxfp4Block), its E8M0 bytes [panels][groups][16] in
+/// `*exponents`), for tests and benchmarks (the runtime packs its own, by
+/// the same Int4Layout).
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    DType element = DType::F32,
                                    Halide::Buffer<float> *scales = nullptr,
-                                   int group = 0);
+                                   int group = 0,
+                                   Halide::Buffer<uint8_t> *exponents = nullptr);
 
 /// Builds the layer / RMS norm pipeline.
 KernelPipeline buildNormPipeline(const NormSpec &spec,
