@@ -11,6 +11,7 @@
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Path.h"
 
@@ -93,23 +94,29 @@ bool readQuantization(ConfigReader &config, const JsonLocator &locator,
   std::optional<llvm::StringRef> method = q.requiredString("quant_method");
   if (!method)
     return false;
-  // gpt-oss as published: its experts' gate_up_proj and down_proj in MXFP4
-  // (_blocks, _scales), read as they are; the modules the config leaves
-  // unconverted (attention, routers, embeddings, head) in floats. A list
-  // that names the experts contradicts the tensors: refused.
-  if (*method == "mxfp4") {
+  // The modules the config leaves in floats (absent or null: none); an
+  // entry that is not a string reads as "".
+  auto eachUnconverted = [&](llvm::function_ref<void(llvm::StringRef)> onModule) {
     JsonPath skipPath;
     if (const json::Array *skipped =
             config.isNull("modules_to_not_convert", *object)
                 ? nullptr
                 : q.getArray("modules_to_not_convert", false, skipPath))
       for (const json::Value &module : *skipped)
-        if (std::optional<llvm::StringRef> text = module.getAsString();
-            !text || text->contains("experts"))
-          q.error("modules_to_not_convert",
-                  "an MXFP4 gpt-oss checkpoint's experts are MXFP4; "
-                  "modules_to_not_convert may name the attention, routers, "
-                  "embeddings and head only");
+        onModule(module.getAsString().value_or(""));
+  };
+  // gpt-oss as published: its experts' gate_up_proj and down_proj in MXFP4
+  // (_blocks, _scales), read as they are; the modules the config leaves
+  // unconverted (attention, routers, embeddings, head) in floats. A list
+  // that names the experts contradicts the tensors: refused.
+  if (*method == "mxfp4") {
+    eachUnconverted([&](llvm::StringRef module) {
+      if (module.empty() || module.contains("experts"))
+        q.error("modules_to_not_convert",
+                "an MXFP4 gpt-oss checkpoint's experts are MXFP4; "
+                "modules_to_not_convert may name the attention, routers, "
+                "embeddings and head only");
+    });
     if (!q.ok() || !config.ok())
       return false;
     result = QuantizedWeights{::attn::Int4Format::Gptq, 0, true};
@@ -148,15 +155,11 @@ bool readQuantization(ConfigReader &config, const JsonLocator &locator,
     q.optionalEnum("version", {"gemm"}, "gemm");
     if (!q.optionalBool("zero_point").value_or(true))
       q.error("zero_point", "AWQ without zero points is not read");
-    JsonPath skipPath;
-    if (const json::Array *skipped =
-            config.isNull("modules_to_not_convert", *object)
-                ? nullptr
-                : q.getArray("modules_to_not_convert", false, skipPath))
-      for (const json::Value &module : *skipped)
-        if (module.getAsString() != "lm_head")
-          q.error("modules_to_not_convert",
-                  "modules left unquantized (besides lm_head) are not read");
+    eachUnconverted([&](llvm::StringRef module) {
+      if (module != "lm_head")
+        q.error("modules_to_not_convert",
+                "modules left unquantized (besides lm_head) are not read");
+    });
   }
   if (!q.ok() || !config.ok())
     return false;

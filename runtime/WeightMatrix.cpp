@@ -36,16 +36,25 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   // into `rows` (a few MiB at most: the whole f32 matrix never exists) and
   // laid out k outermost, a transposition through cache.
   std::vector<float> rows(size_t(panel * in));
-  auto readPanel = [&](int64_t first, int64_t width) {
+  // The runs of panel q's features each block holds: onRun(block, its first
+  // row there, rows, the first feature).
+  auto eachRun = [&](int64_t q, auto &&onRun) {
+    const int64_t first = q * panel, width = std::min(panel, out - first);
     int64_t begin = 0; // the first row of the block at hand
     for (const WeightRows &block : blocks) {
       const int64_t from = std::max(first, begin),
                     until = std::min(first + width, begin + block.count);
       if (from < until)
-        block.read(from - begin, until - from,
-                   rows.data() + size_t((from - first) * in));
+        onRun(block, from - begin, until - from, from);
       begin += block.count;
     }
+  };
+  // Panel q's rows into `rows`.
+  auto readPanel = [&](int64_t q) {
+    eachRun(q, [&](const WeightRows &block, int64_t row, int64_t n,
+                   int64_t feature) {
+      block.read(row, n, rows.data() + size_t((feature - q * panel) * in));
+    });
   };
   if (to == DType::I8) {
     // Each output feature quantized on its own; inputs in pairs: byte
@@ -57,7 +66,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
     std::vector<int8_t> quantized(static_cast<size_t>(in));
     for (int64_t q = 0; q < panels(); q++) {
       const int64_t first = q * panel, width = std::min(panel, out - first);
-      readPanel(first, width);
+      readPanel(q);
       for (int64_t p = 0; p < width; p++) {
         scale[size_t(first + p)] =
             quantizeRow(&rows[size_t(p * in)], quantized.data(), size_t(in));
@@ -78,23 +87,15 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
     words.assign(layout.weightWords(), 0);
     exponent.assign(layout.scaleCount(), 0);
     std::vector<uint8_t> codes, e;
-    for (int64_t q = 0; q < panels(); q++) {
-      const int64_t first = q * panel, width = std::min(panel, out - first);
-      int64_t begin = 0; // the first row of the block at hand
-      for (const WeightRows &block : blocks) {
-        const int64_t from = std::max(first, begin),
-                      until = std::min(first + width, begin + block.count),
-                      n = until - from;
-        begin += block.count;
-        if (n <= 0)
-          continue;
+    for (int64_t q = 0; q < panels(); q++)
+      eachRun(q, [&](const WeightRows &block, int64_t row, int64_t n,
+                     int64_t from) {
         codes.assign(size_t(n * in), 0);
         e.assign(size_t(n * groups), 0);
         if (block.readMx) {
-          block.readMx(from - (begin - block.count), n, codes.data(),
-                       e.data());
+          block.readMx(row, n, codes.data(), e.data());
         } else {
-          block.read(from - (begin - block.count), n, rows.data());
+          block.read(row, n, rows.data());
           for (int64_t r = 0; r < n; r++)
             for (int64_t g = 0; g < groups; g++) {
               const int64_t k0 = g * kMxBlock,
@@ -110,8 +111,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
           for (int64_t g = 0; g < groups; g++)
             exponent[layout.scaleOf(g, from + r)] = e[size_t(r * groups + g)];
         }
-      }
-    }
+      });
     return;
   }
   if (to == DType::I4) {
@@ -130,28 +130,20 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
       zero.assign(layout.scaleCount(), kInt4SymmetricZero);
     std::vector<uint8_t> u, z;
     std::vector<float> s;
-    for (int64_t q = 0; q < panels(); q++) {
-      const int64_t first = q * panel, width = std::min(panel, out - first);
-      int64_t begin = 0; // the first row of the block at hand
-      for (const WeightRows &block : blocks) {
-        const int64_t from = std::max(first, begin),
-                      until = std::min(first + width, begin + block.count),
-                      n = until - from;
-        begin += block.count;
-        if (n <= 0)
-          continue;
+    for (int64_t q = 0; q < panels(); q++)
+      eachRun(q, [&](const WeightRows &block, int64_t row, int64_t n,
+                     int64_t from) {
         if (!block.readInt4) {
-          block.read(from - (begin - block.count), n, rows.data());
+          block.read(row, n, rows.data());
           for (int64_t r = 0; r < n; r++)
             layout.quantizeFeature(&rows[size_t(r * in)], from + r,
                                    words.data(), scale.data());
-          continue;
+          return;
         }
         u.resize(size_t(n * in));
         s.resize(size_t(n * groups));
         z.resize(size_t(n * groups));
-        block.readInt4(from - (begin - block.count), n, u.data(), s.data(),
-                       z.data());
+        block.readInt4(row, n, u.data(), s.data(), z.data());
         for (int64_t r = 0; r < n; r++) {
           for (int64_t k = 0; k < in; k++)
             layout.put(words.data(), k, from + r, u[size_t(r * in + k)]);
@@ -160,8 +152,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
             zero[layout.scaleOf(g, from + r)] = z[size_t(r * groups + g)];
           }
         }
-      }
-    }
+      });
     return;
   }
   const size_t count = size_t(panels() * in * panel);
@@ -174,7 +165,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
   std::vector<float> line(static_cast<size_t>(panel));
   for (int64_t q = 0; q < panels(); q++) {
     const int64_t first = q * panel, width = std::min(panel, out - first);
-    readPanel(first, width);
+    readPanel(q);
     for (int64_t k = 0; k < in; k++) {
       const size_t at = size_t((q * in + k) * panel);
       if (to == DType::F32) {
