@@ -1074,6 +1074,15 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
         << "model name '" << name << "' must be a C identifier";
     return nullptr;
   }
+  // transformers v5 saves RoPE's base and rule as rope_parameters (in place
+  // of rope_theta and rope_scaling, which the importers read): a rule that
+  // would otherwise be silently the default, refused by name.
+  if (!config.isNull("rope_parameters", root) && config.has("rope_parameters")) {
+    config.error("rope_parameters",
+                 "rope_parameters (transformers v5's form) is not read yet; "
+                 "give the same rule as rope_theta and rope_scaling");
+    return nullptr;
+  }
   // A checkpoint quantized by another tool stores other tensors and other
   // math: GPTQ and AWQ int4 are read as they are, the rest refused.
   std::optional<QuantizedWeights> quantized;
