@@ -1047,6 +1047,20 @@ importEncoderDecoder(ConfigReader &config, llvm::StringRef type,
 
 } // namespace
 
+std::string modelNameOf(llvm::StringRef fileName) {
+  // "config.json" names nothing; use its directory (the model's name).
+  llvm::StringRef stem = llvm::sys::path::stem(fileName);
+  llvm::StringRef dir =
+      llvm::sys::path::filename(llvm::sys::path::parent_path(fileName));
+  std::string name = (stem == "config" && !dir.empty() ? dir : stem).str();
+  for (char &c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)))
+      c = '_';
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
+    name = "model_" + name;
+  return name;
+}
+
 OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
                                               const JsonLocator &locator,
                                               MLIRContext &context,
@@ -1056,19 +1070,8 @@ OwningOpRef<ModuleOp> importHuggingFaceConfig(const json::Object &root,
   std::optional<llvm::StringRef> type = config.requiredString("model_type");
   if (!type)
     return nullptr;
-  std::string name = options.modelName;
-  if (name.empty()) {
-    // "config.json" names nothing; use its directory (the model's name).
-    llvm::StringRef stem = llvm::sys::path::stem(fileName);
-    llvm::StringRef dir =
-        llvm::sys::path::filename(llvm::sys::path::parent_path(fileName));
-    name = (stem == "config" && !dir.empty() ? dir : stem).str();
-    for (char &c : name)
-      if (!std::isalnum(static_cast<unsigned char>(c)))
-        c = '_';
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])))
-      name = "model_" + name;
-  }
+  std::string name =
+      options.modelName.empty() ? modelNameOf(fileName) : options.modelName;
   if (!isCIdentifier(name)) {
     emitError(locator.at(JsonPath{}))
         << "model name '" << name << "' must be a C identifier";

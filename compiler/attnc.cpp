@@ -11,6 +11,7 @@
 #include "CHeader.h"
 #include "DTypes.h"
 #include "DescriptionImport.h"
+#include "GgufImport.h"
 #include "HalideBackend.h"
 #include "KernelSpecs.h"
 #include "ModelBuilder.h"
@@ -160,7 +161,7 @@ int fail(const Twine &message) {
 /// What a binary `input` is, in a few words, or nothing for text: a
 /// description is UTF-8 text, and a file with a NUL or another control
 /// character (but tab, line feeds and form feed) in its first 64 KiB is not
-/// one. GGUF files and safetensors checkpoints are named.
+/// one. Safetensors checkpoints are named.
 std::optional<std::string> binaryKind(StringRef input) {
   StringRef head = input.take_front(64 * 1024);
   const bool binary = llvm::any_of(head, [](char c) {
@@ -170,8 +171,6 @@ std::optional<std::string> binaryKind(StringRef input) {
   });
   if (!binary)
     return std::nullopt;
-  if (input.starts_with("GGUF"))
-    return std::string("a GGUF model file, which attnc does not read yet");
   // safetensors: an 8-byte little-endian header length, then its JSON.
   if (input.size() > 10 && input.substr(8, 2) == "{\"")
     return std::string("a safetensors checkpoint (weights: attnc reads the "
@@ -355,19 +354,32 @@ int main(int argc, char **argv) {
   auto input = mlir::openInputFile(inputPath, &errorMessage);
   if (!input)
     return fail(errorMessage);
-  // One line for a binary file, never its bytes echoed as a "source line".
-  if (std::optional<std::string> kind = binaryKind(input->getBuffer()))
+  const bool gguf = attnc::isGguf(input->getBuffer());
+  // One line for another binary file, never its bytes echoed as a "source
+  // line".
+  if (std::optional<std::string> kind = binaryKind(input->getBuffer());
+      kind && !gguf)
     return fail(inputPath + ": " + *kind +
                 ", not a model description (attnc reads attnc's JSON, a "
-                "Hugging Face config.json or the attn dialect's .mlir)");
+                "Hugging Face config.json, a GGUF file or the attn "
+                "dialect's .mlir)");
   SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
+  // A GGUF file's model is its metadata's config (GgufImport.h); the
+  // file itself is no source to quote.
+  if (!gguf)
+    sourceMgr.AddNewSourceBuffer(std::move(input), SMLoc());
+  input.reset();
   // Every diagnostic, from the JSON reader, a verifier or a pass, prints as
   // file:line:col: error: with the source line.
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
+  std::string ggufError;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      loadDescription(sourceMgr, context);
+      gguf ? attnc::importGguf(inputPath, sourceMgr, context, importOptions(),
+                               ggufError)
+           : loadDescription(sourceMgr, context);
+  if (!ggufError.empty())
+    return fail(ggufError);
   if (!module)
     return 1;
   mlir::attn::ModelOp model = *module->getOps<mlir::attn::ModelOp>().begin();

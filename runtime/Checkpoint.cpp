@@ -34,6 +34,12 @@ bool endsWith(const std::string &text, const std::string &suffix) {
   return text.size() >= suffix.size() &&
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
+/// Whether the file at `path` starts as a GGUF file does.
+bool startsAsGguf(const std::string &path) {
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, 4) && GgufFile::hasMagic({magic, 4});
+}
 Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
@@ -69,6 +75,55 @@ void Checkpoint::close() {
   fileOfTensor_.clear();
   files_.clear();
   paths_.clear();
+  ggufViews_.clear();
+  gguf_.reset();
+}
+
+std::string_view Checkpoint::header(size_t file) const {
+  return gguf_ ? gguf_->header() : files_[file]->header();
+}
+
+Status Checkpoint::openGguf(const std::string &path) {
+  auto file = std::make_unique<GgufFile>();
+  if (Status s = GgufFile::open(path, *file); !s)
+    return s;
+  for (const GgufTensor &tensor : file->tensors()) {
+    TensorView view;
+    view.name = tensor.name;
+    view.shape = tensor.shape();
+    view.data = tensor.data;
+    view.bytes = tensor.bytes;
+    switch (tensor.type) {
+    case GgmlType::F32:
+      view.type = TensorType::F32;
+      break;
+    case GgmlType::F16:
+      view.type = TensorType::F16;
+      break;
+    case GgmlType::BF16:
+      view.type = TensorType::BF16;
+      break;
+    case GgmlType::Q8_0:
+      view.type = TensorType::Q8_0;
+      break;
+    case GgmlType::Q4_0:
+      view.type = TensorType::Q4_0;
+      break;
+    default:
+      return invalid(path + ": tensor '" + tensor.name + "' is " +
+                     name(tensor.type) +
+                     ", which attnc does not run yet (it runs F32, F16, "
+                     "BF16, Q8_0 and Q4_0 tensors)");
+    }
+    ggufViews_.push_back(std::move(view));
+  }
+  for (size_t i = 0; i < ggufViews_.size(); i++) {
+    tensors_[ggufViews_[i].name] = &ggufViews_[i];
+    fileOfTensor_[ggufViews_[i].name] = 0;
+  }
+  paths_.push_back(path);
+  gguf_ = std::move(file);
+  return Status::ok();
 }
 
 Status Checkpoint::open(const std::string &path, Checkpoint &checkpoint) {
@@ -87,6 +142,12 @@ Status Checkpoint::open(const std::string &path, Checkpoint &checkpoint) {
                                               kSingleName);
   }
   Checkpoint result;
+  if (!endsWith(target, ".json") && startsAsGguf(target)) {
+    if (Status s = result.openGguf(target); !s)
+      return s;
+    checkpoint = std::move(result);
+    return Status::ok();
+  }
   auto addFile = [&](const std::string &file) -> Status {
     auto mapped = std::make_unique<SafetensorsFile>();
     if (Status s = SafetensorsFile::open(file, *mapped); !s)

@@ -36,6 +36,9 @@ struct WeightRows {
   std::function<void(int64_t first, int64_t n, uint8_t *u, float *scales,
                      uint8_t *zeros)>
       readInt4;
+  /// readInt4's zero points are all 8 (GGUF's Q4_0): the kernels' own
+  /// symmetric int4, which reads no zero points.
+  bool symmetricInt4 = false;
   /// Or for MXFP4 rows a checkpoint holds (gpt-oss's experts): E2M1 codes
   /// [n][in] (0..15) and the E8M0 exponent bytes [n][in / 32].
   std::function<void(int64_t first, int64_t n, uint8_t *codes,

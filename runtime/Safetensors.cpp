@@ -3,6 +3,7 @@
 #include "attn/runtime/Safetensors.h"
 
 #include "attn/runtime/DType.h"
+#include "attn/runtime/Gguf.h"
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,11 @@ constexpr TypeInfo kTypes[] = {
     {"I16", TensorType::I16, 2}, {"I8", TensorType::I8, 1},
     {"U8", TensorType::U8, 1},   {"BOOL", TensorType::Bool, 1}};
 
+/// GGUF's block types as ggml numbers them.
+GgmlType ggmlType(TensorType type) {
+  return type == TensorType::Q8_0 ? GgmlType::Q8_0 : GgmlType::Q4_0;
+}
+
 Status invalid(const std::string &path, const std::string &message) {
   return Status(StatusCode::InvalidArgument, path + ": " + message);
 }
@@ -45,6 +51,8 @@ std::string describeShape(const std::vector<int64_t> &shape) {
 }
 
 const char *name(TensorType type) {
+  if (type == TensorType::Q8_0 || type == TensorType::Q4_0)
+    return runtime::name(ggmlType(type));
   for (const TypeInfo &info : kTypes)
     if (info.type == type)
       return info.name;
@@ -207,22 +215,41 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &file) {
   return Status::ok();
 }
 
+size_t storedBytes(TensorType type, int64_t elements) {
+  if (type == TensorType::Q8_0 || type == TensorType::Q4_0)
+    return runtime::storedBytes(ggmlType(type), elements);
+  return size_t(elements) * byteSize(type);
+}
+
+size_t elementCount(const TensorView &tensor) {
+  if (tensor.type == TensorType::Q8_0 || tensor.type == TensorType::Q4_0)
+    return tensor.bytes / runtime::storedBytes(ggmlType(tensor.type), 32) * 32;
+  return tensor.bytes / byteSize(tensor.type);
+}
+
 bool readableAs(TensorType stored, TensorType expected) {
   return stored == expected ||
          (expected == TensorType::F32 &&
-          (stored == TensorType::F16 || stored == TensorType::BF16));
+          (stored == TensorType::F16 || stored == TensorType::BF16 ||
+           stored == TensorType::Q8_0 || stored == TensorType::Q4_0));
 }
 
 std::vector<float> readFloats(const TensorView &tensor) {
   if (!readableAs(tensor.type, TensorType::F32))
     return {}; // callers check readableAs first
-  std::vector<float> values(tensor.bytes / byteSize(tensor.type));
+  std::vector<float> values(elementCount(tensor));
   readFloats(tensor, values.data());
   return values;
 }
 
 void readFloats(const TensorView &tensor, float *destination) {
-  const size_t count = tensor.bytes / byteSize(tensor.type);
+  const size_t count = elementCount(tensor);
+  if (tensor.type == TensorType::Q8_0 || tensor.type == TensorType::Q4_0) {
+    decodeValues(ggmlType(tensor.type),
+                 static_cast<const uint8_t *>(tensor.data), int64_t(count),
+                 destination);
+    return;
+  }
   if (tensor.type == TensorType::F32) { // no alignment promised: copied
     std::memcpy(destination, tensor.data, tensor.bytes);
     return;
@@ -251,7 +278,8 @@ Status writeSafetensors(const std::string &path,
   size_t offset = 0;
   std::vector<size_t> bytes;
   for (const ExpectedTensor &tensor : tensors) {
-    if (!readableAs(tensor.type, TensorType::F32))
+    if (tensor.type != TensorType::F32 && tensor.type != TensorType::F16 &&
+        tensor.type != TensorType::BF16)
       return Status(StatusCode::InvalidArgument,
                     "writeSafetensors: " + tensor.name +
                         " is not F32, F16 or BF16");

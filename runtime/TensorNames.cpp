@@ -390,9 +390,87 @@ void gpt2Names(const ModelPlan &plan, size_t i, int block, OpTensorNames &n) {
   }
 }
 
+/// Hugging Face's names (Llama's family) and GGUF's, by stem: whole stems,
+/// then a block's ({n} its number) after "model.layers.{n}.".
+constexpr std::pair<const char *, const char *> kGgufStems[] = {
+    {"model.embed_tokens", "token_embd"},
+    {"model.norm", "output_norm"},
+    {"lm_head", "output"}};
+constexpr std::pair<const char *, const char *> kGgufBlockStems[] = {
+    {"input_layernorm", "attn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
+    {"post_attention_layernorm", "ffn_norm"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"}};
+
+/// GGUF's name of the Hugging Face tensor `name`; empty where it has none.
+std::string ggufName(const std::string &name) {
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos)
+    return "";
+  const std::string stem = name.substr(0, dot), suffix = name.substr(dot);
+  for (const auto &[hf, gguf] : kGgufStems)
+    if (stem == hf)
+      return gguf + suffix;
+  const std::string blocks = "model.layers.";
+  if (stem.compare(0, blocks.size(), blocks) != 0)
+    return "";
+  const size_t end = stem.find('.', blocks.size());
+  if (end == std::string::npos)
+    return "";
+  const std::string block = stem.substr(blocks.size(), end - blocks.size()),
+                    rest = stem.substr(end + 1);
+  for (const auto &[hf, gguf] : kGgufBlockStems)
+    if (rest == hf)
+      return "blk." + block + "." + gguf + suffix;
+  return "";
+}
+
 } // namespace
 
 const char *name(WeightNaming naming) { return family(naming).name; }
+
+Status ggufNames(const ModelPlan &plan, WeightNaming naming,
+                 const std::string &architecture,
+                 std::vector<OpTensorNames> &names) {
+  if (naming != WeightNaming::Llama)
+    return Status(StatusCode::InvalidArgument,
+                  std::string("weights named as ") + name(naming) +
+                      " checkpoints are not read from GGUF files yet");
+  // llama.cpp's converter pairs Q's and K's rows for Llama and Mistral
+  // (its LlamaModel.permute), not for Qwen2 or Qwen3.
+  const bool paired = architecture == "llama";
+  for (size_t i = 0; i < names.size(); i++)
+    for (OpTensorNames::Entry &entry : names[i].entries) {
+      const std::string renamed = ggufName(entry.tensor);
+      if (renamed.empty() || entry.conv1d || entry.rowCount ||
+          entry.stackIndex >= 0)
+        return Status(StatusCode::InvalidArgument,
+                      "tensor " + entry.tensor +
+                          " has no GGUF name attnc reads yet");
+      entry.tensor = renamed;
+      std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
+      for (auto &[alternative, shape] : entry.alternatives) {
+        const std::string other = ggufName(alternative);
+        if (!other.empty() && other != renamed)
+          alternatives.push_back({other, shape});
+      }
+      entry.alternatives = std::move(alternatives);
+      if (paired && (entry.role == "q.weight" || entry.role == "k.weight"))
+        entry.pairedRopeHeadRows = plan.ops[i].headDim;
+      if (paired && (entry.role == "q.bias" || entry.role == "k.bias"))
+        return Status(StatusCode::InvalidArgument,
+                      "tensor " + renamed +
+                          ": biases of paired Q and K rows are not read");
+    }
+  return Status::ok();
+}
 
 std::string expertRole(int expert, const std::string &role) {
   return "experts." + std::to_string(expert) + "." + role;

@@ -46,6 +46,12 @@ struct OpTensorNames {
     /// As checkTensors expects it: F32 (stored F32, F16 or BF16), or I32
     /// (the packed words of a GPTQ or AWQ layer).
     TensorType type = TensorType::F32;
+    /// > 0: the rows are in llama.cpp's order for its RoPE (GGUF files of
+    /// Llama-family models): in each head of this many rows, row 2j + k
+    /// holds Hugging Face's row k·(rows / 2) + j (rotate_half's halves
+    /// made adjacent pairs). The loader reads them back in Hugging Face's
+    /// order, which the kernels rotate.
+    int64_t pairedRopeHeadRows = 0;
   };
   std::vector<Entry> entries;
   void add(const std::string &role, const std::string &tensor,
@@ -80,6 +86,15 @@ std::string expertRole(int expert, const std::string &role);
 /// Every op's tensors under `naming`, parallel to plan.ops.
 std::vector<OpTensorNames> tensorNames(const ModelPlan &plan,
                                        WeightNaming naming);
+
+/// Renames `names` (tensorNames' under `naming`) as a GGUF file of
+/// `architecture` names them (llama.cpp's converter: token_embd.weight,
+/// blk.N.attn_q.weight, ...), marking Q and K rows paired where its
+/// converter permutes them (architecture llama). Fails naming the family or
+/// tensor GGUF files are not read for yet.
+Status ggufNames(const ModelPlan &plan, WeightNaming naming,
+                 const std::string &architecture,
+                 std::vector<OpTensorNames> &names);
 
 /// The distinct tensors `names` refer to, in order (fused and tied tensors
 /// serve several roles).

@@ -23,6 +23,13 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                      const std::string &weightsPath, const Checkpoint &file,
                      std::vector<std::shared_ptr<const Weights>> &weights) {
   std::vector<OpTensorNames> names = tensorNames(plan, naming);
+  if (const GgufFile *gguf = file.gguf()) {
+    std::string architecture;
+    (void)gguf->getString("general.architecture", architecture);
+    if (Status status = ggufNames(plan, naming, architecture, names); !status)
+      return Status(status.code(),
+                    "'" + weightsPath + "': " + status.message());
+  }
   // Every linear kernel of a GPTQ or AWQ model reads zero points: the
   // checkpoint's, and 8 where loading quantizes (the output head).
   const bool zeros = plan.weightFormat.has_value();
@@ -55,6 +62,35 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
                                      weightsPath + "': " + status.message());
 
+  // GGUF's Q and K rows of Llama-family files in Hugging Face's order:
+  // in each head of `head` rows, row k·(head / 2) + j is the file's row
+  // 2j + k (TensorNames.h's pairedRopeHeadRows). Rows of `in` inputs, in
+  // int4 groups of `group`.
+  auto pairedRopeRows = [](WeightRows source, int64_t head, int64_t in,
+                           int64_t group) {
+    auto fileRow = [head](int64_t row) {
+      const int64_t within = row % head, half = head / 2;
+      return row - within + 2 * (within % half) + within / half;
+    };
+    WeightRows result;
+    result.count = source.count;
+    result.symmetricInt4 = source.symmetricInt4;
+    result.read = [source, fileRow, in](int64_t first, int64_t count,
+                                        float *out) {
+      for (int64_t r = 0; r < count; r++)
+        source.read(fileRow(first + r), 1, out + r * in);
+    };
+    if (source.readInt4)
+      result.readInt4 = [source, fileRow, in, group](
+                            int64_t first, int64_t count, uint8_t *u,
+                            float *scales, uint8_t *zeros) {
+        const int64_t groups = in / group;
+        for (int64_t r = 0; r < count; r++)
+          source.readInt4(fileRow(first + r), 1, u + r * in,
+                          scales + r * groups, zeros + r * groups);
+      };
+    return result;
+  };
   // Columns begin + step·o (o < count) of `in` rows of `columns` elements
   // from `tensor`'s element `first` on, transposed: [count][in] floats.
   auto stackedColumns = [](const TensorView &tensor, int64_t first,
@@ -86,7 +122,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                      values.data());
       return values;
     }
-    PooledVector<float> values(tensor.bytes / byteSize(tensor.type));
+    PooledVector<float> values(elementCount(tensor));
     readFloats(tensor, values.data());
     file.release(tensor);
     if (!entry->conv1d)
@@ -162,20 +198,36 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     const TensorView *tensor = file.find(entry->tensor);
     packed.push_back(tensor);
     const int64_t in = tensor->shape[1];
-    const size_t rowBytes = size_t(in) * byteSize(tensor->type);
+    const size_t rowBytes = storedBytes(tensor->type, in);
     // A fused tensor's rows [rowBegin, rowBegin + rowCount) (checked
     // against the file's shape by checkTensors: the entry's shape is it).
     const int64_t begin = entry->rowBegin,
                   count = entry->rowCount ? entry->rowCount : tensor->shape[0];
-    return {count,
-            [tensor, rowBytes, begin](int64_t first, int64_t count,
-                                      float *out) {
-              TensorView slice = *tensor;
-              slice.data = static_cast<const char *>(tensor->data) +
-                           size_t(begin + first) * rowBytes;
-              slice.bytes = size_t(count) * rowBytes;
-              readFloats(slice, out);
-            }};
+    WeightRows result{count,
+                      [tensor, rowBytes, begin](int64_t first, int64_t count,
+                                                float *out) {
+                        TensorView slice = *tensor;
+                        slice.data = static_cast<const char *>(tensor->data) +
+                                     size_t(begin + first) * rowBytes;
+                        slice.bytes = size_t(count) * rowBytes;
+                        readFloats(slice, out);
+                      }};
+    // GGUF's Q4_0 rows for int4 kernels in groups of 32: the same values
+    // as they are, (u - 8) · d (Gguf.h), never requantized.
+    if (tensor->type == TensorType::Q4_0 && plan.weightType == DType::I4 &&
+        plan.weightGroup == 32 && !plan.weightFormat) {
+      const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
+      result.symmetricInt4 = true;
+      result.readInt4 = [blocks, in](int64_t first, int64_t count, uint8_t *u,
+                                     float *scales, uint8_t *zeros) {
+        readQ4_0Rows(*blocks, first, count, u, scales);
+        std::fill_n(zeros, count * in / 32, kInt4SymmetricZero);
+      };
+    }
+    if (const int64_t head = entry->pairedRopeHeadRows)
+      return pairedRopeRows(std::move(result), head, in,
+                            plan.weightGroup ? plan.weightGroup : 32);
+    return result;
   };
   // MXFP4 rows of a stack of experts as published (`base`.blocks and
   // `base`.scales: TensorNames' addStackedRows), read as they are: each

@@ -124,7 +124,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
     words.assign(layout.weightWords(), 0);
     scale.assign(layout.scaleCount(), 0.0f);
     for (const WeightRows &block : blocks)
-      withZeros = withZeros || bool(block.readInt4);
+      withZeros = withZeros || (block.readInt4 && !block.symmetricInt4);
     PooledVector<uint8_t> &zero = zeros.edit();
     if (withZeros)
       zero.assign(layout.scaleCount(), kInt4SymmetricZero);
@@ -149,7 +149,8 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
             layout.put(words.data(), k, from + r, u[size_t(r * in + k)]);
           for (int64_t g = 0; g < groups; g++) {
             scale[layout.scaleOf(g, from + r)] = s[size_t(r * groups + g)];
-            zero[layout.scaleOf(g, from + r)] = z[size_t(r * groups + g)];
+            if (withZeros)
+              zero[layout.scaleOf(g, from + r)] = z[size_t(r * groups + g)];
           }
         }
       });

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-}
-declare -A runs=([description]=50000 [mlir]=40000 [safetensors]=40000 [plan]=150000
+declare -A runs=([description]=50000 [mlir]=40000 [safetensors]=40000 [gguf]=40000 [plan]=150000
                 [tokenizer]=100000 [chat-template]=100000
                 [openai-request]=100000)
 work=$(mktemp -d)
@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 # are still caught: only the allocator's manual poisoning is ignored.
 export ASAN_OPTIONS=allocator_may_return_null=1:allow_user_poisoning=0
 status=0
-for name in description mlir safetensors plan tokenizer chat-template openai-request; do
+for name in description mlir safetensors gguf plan tokenizer chat-template openai-request; do
   mkdir -p "$work/$name"
   if [ -d "fuzz/corpus/$name" ]; then cp fuzz/corpus/$name/* "$work/$name/"; fi
   if [ "$name" = plan ]; then

@@ -54,6 +54,6 @@ ATTNC="$PWD/build/bin/attnc" \
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DATTN_FUZZ=ON \
     -DATTN_SANITIZE=ON -DATTN_HOST_ATTNC="$PWD/build/bin/attnc"
-cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-plan \
+cmake --build build-fuzz --target fuzz-description fuzz-mlir fuzz-safetensors fuzz-gguf fuzz-plan \
   fuzz-tokenizer fuzz-chat-template fuzz-openai-request
 scripts/run-fuzzers.sh

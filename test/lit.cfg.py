@@ -31,4 +31,5 @@ ptxas = shutil.which("ptxas") or (
 if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+config.substitutions.append(("%numpy-python", config.reference_python))
 config.substitutions.append(("%python", sys.executable))

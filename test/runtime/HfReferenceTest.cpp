@@ -93,6 +93,9 @@
 #include "ref_olmo2.h"
 #include "ref_phi3.h"
 #include "ref_phi3_longrope.h"
+#include "ref_llama_gguf.h"
+#include "ref_llama_gguf_q4_0.h"
+#include "ref_qwen3_gguf.h"
 
 #include "TestDirectory.h"
 
@@ -139,6 +142,11 @@ struct Case {
   /// attnc's arithmetic, held to a bound of its own; null: the reference
   /// runs the checkpoint's floats.
   const char *referenceQuantize = nullptr;
+  /// The checkpoint converted to a GGUF file of this type
+  /// (tools/gguf_writer.py: f32, bf16, q4_0), which the model loads; the
+  /// reference runs the values the file stores (its --dequantized copy).
+  /// Null: the safetensors checkpoint.
+  const char *gguf = nullptr;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -273,7 +281,8 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   const Case &c = GetParam();
   ModelPlan plan;
   ASSERT_TRUE(parsePlan(c.plan, entries(c.table), c.size, plan));
-  ASSERT_NE(plan.weightType, DType::F32) << "the config's torch_dtype";
+  if (c.stored != TensorType::F32)
+    ASSERT_NE(plan.weightType, DType::F32) << "the config's torch_dtype";
   const bool quantized = c.quantized != DType::F32;
   if (quantized)
     ASSERT_EQ(plan.weightType, c.quantized);
@@ -285,6 +294,16 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
       writeModelFolder(c, c.floatLibrary ? floatPlan : plan);
   if (c.floatLibrary)
     quantizeCheckpoint(dir);
+  // A GGUF file, and the reference's folder of the values it stores.
+  const std::string weights = c.gguf ? dir + "/model.gguf" : dir,
+                    referenceDir = c.gguf ? dir + "/stored" : dir;
+  if (c.gguf) {
+    const std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
+                                ATTN_GGUF_WRITER + " convert " + dir + " " +
+                                weights + " --type " + c.gguf +
+                                " --dequantized " + referenceDir;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
   std::vector<int32_t> prompt = {5, 77, 3, 120, 42};
   for (int i = int(prompt.size()); i < c.promptLength; i++)
     prompt.push_back((i * 37 + 11) % 128); // within every test vocabulary
@@ -293,14 +312,14 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
     promptText += (promptText.empty() ? "" : ",") + std::to_string(id);
   const int steps = 32;
   nlohmann::json expected =
-      reference(dir, promptText, steps,
+      reference(referenceDir, promptText, steps,
                 c.referenceQuantize
                     ? std::string(" --quantize ") + c.referenceQuantize
                     : std::string());
   ASSERT_TRUE(expected.is_object()) << "no JSON from the reference";
 
   std::unique_ptr<Model> model;
-  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
+  Status s = Model::load(c.plan, entries(c.table), c.size, weights, c.naming,
                          model);
   ASSERT_TRUE(s) << s.message();
   const int vocabulary = model->targetVocabulary();
@@ -334,7 +353,8 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
                           __builtin_cpu_supports("avx512bf16");
   // Against a reference quantized the same way: int8 inputs (and an int8
   // cache) and bf16 products are all that differ.
-  const bool sameWeights = c.referenceQuantize != nullptr;
+  const bool sameWeights =
+      c.referenceQuantize != nullptr || (c.gguf && quantized);
   const double bound = sameWeights                          ? 0.1
                        : c.quantized == DType::I4            ? 1.0
                        : c.quantized == DType::I8 || int8Inputs ? 0.1
@@ -458,6 +478,21 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_llama_int8_kernel_table,
                          REF_LLAMA_INT8_KERNEL_TABLE_SIZE, WeightNaming::Llama,
                          TensorType::BF16, DType::I8, "ref_llama"},
+                    Case{"ref_llama_gguf", ref_llama_gguf_plan_json,
+                         ref_llama_gguf_kernel_table,
+                         REF_LLAMA_GGUF_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::BF16, DType::F32, nullptr, nullptr, 5,
+                         false, nullptr, "bf16"},
+                    Case{"ref_llama_gguf_q4_0", ref_llama_gguf_q4_0_plan_json,
+                         ref_llama_gguf_q4_0_kernel_table,
+                         REF_LLAMA_GGUF_Q4_0_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16, DType::I4,
+                         "ref_llama_gguf", nullptr, 5, false, nullptr, "q4_0"},
+                    Case{"ref_qwen3_gguf", ref_qwen3_gguf_plan_json,
+                         ref_qwen3_gguf_kernel_table,
+                         REF_QWEN3_GGUF_KERNEL_TABLE_SIZE, WeightNaming::Llama,
+                         TensorType::F32, DType::F32, nullptr, nullptr, 5,
+                         false, nullptr, "f32"},
                     Case{"ref_llama_int4", ref_llama_int4_plan_json,
                          ref_llama_int4_kernel_table,
                          REF_LLAMA_INT4_KERNEL_TABLE_SIZE, WeightNaming::Llama,
@@ -621,7 +656,7 @@ TEST(LatentAttentionTest, ChunksBatchesAndTheAbsorbedFormAgree) {
   }
 
   std::unique_ptr<Model> model;
-  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
+  Status s = Model::load(c.plan, entries(c.table), c.size, weights, c.naming,
                          model);
   ASSERT_TRUE(s) << s.message();
   const int vocabulary = model->targetVocabulary();
@@ -788,7 +823,7 @@ TEST(Int4CheckpointTest, PermutedGroupsAreRefused) {
   const std::string dir = writeModelFolder(c, floatPlan);
   quantizeCheckpoint(dir, " --act-order");
   std::unique_ptr<Model> model;
-  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
+  Status s = Model::load(c.plan, entries(c.table), c.size, weights, c.naming,
                          model);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_NE(s.message().find("'model.layers.0.self_attn.q_proj.g_idx' puts "

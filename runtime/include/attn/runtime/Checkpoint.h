@@ -2,7 +2,10 @@
 //
 // A checkpoint is one .safetensors file, or shards listed by
 // model.safetensors.index.json ({"weight_map": {tensor: shard file}}), or a
-// model folder holding either (the index first, then model.safetensors).
+// model folder holding either (the index first, then model.safetensors),
+// or a GGUF file (Gguf.h: its tensors under GGUF's names, shapes with the
+// contiguous dimension last, F32/F16/BF16/Q8_0/Q4_0; any other type is
+// refused naming the tensor).
 // Every file is memory-mapped and validated by SafetensorsFile; the index
 // and the shards must agree exactly: a shard that is missing, a tensor the
 // index puts in a shard that lacks it, a tensor in two shards or in none the
@@ -13,6 +16,7 @@
 #ifndef ATTN_RUNTIME_CHECKPOINT_H
 #define ATTN_RUNTIME_CHECKPOINT_H
 
+#include "attn/runtime/Gguf.h"
 #include "attn/runtime/Safetensors.h"
 
 #include <map>
@@ -39,8 +43,9 @@ public:
   std::string fileOf(const std::string &name) const;
   /// The mapped files, in the index's order; one for a single file.
   const std::vector<std::string> &files() const { return paths_; }
-  /// Each file's header (SafetensorsFile::header), in files()' order.
-  std::string_view header(size_t file) const { return files_[file]->header(); }
+  /// Each file's header (SafetensorsFile::header, GgufFile::header), in
+  /// files()' order.
+  std::string_view header(size_t file) const;
   /// Bytes of tensor data over all files.
   size_t tensorBytes() const;
   /// Drops the pages of `tensor` the process has read (they count towards
@@ -50,13 +55,19 @@ public:
   void release(const TensorView &tensor) const;
   /// Releases every mapping; the views become invalid.
   void close();
+  /// The GGUF file, where the checkpoint is one; else null.
+  const GgufFile *gguf() const { return gguf_.get(); }
 
 private:
+  Status openGguf(const std::string &path);
+
   std::vector<std::string> paths_;
   // unique_ptr: views point into each file's tensor list.
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView *> tensors_;
   std::map<std::string, size_t> fileOfTensor_;
+  std::unique_ptr<GgufFile> gguf_;
+  std::vector<TensorView> ggufViews_; // its tensors, in its order
 };
 
 /// Checks that `checkpoint` holds exactly `expected` (names, shapes, types

@@ -25,10 +25,16 @@
 
 namespace attn::runtime {
 
-enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
+/// Element types of checkpoint tensors: safetensors' dtypes, and GGUF's
+/// block types that attnc reads (Gguf.h: blocks of 32 values, a float16
+/// scale each), which readFloats decodes exactly.
+enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool, Q8_0, Q4_0 };
 
 const char *name(TensorType type);
+/// Bytes an element (0 for block types: storedBytes).
 size_t byteSize(TensorType type);
+/// Bytes `elements` elements take (whole blocks for block types).
+size_t storedBytes(TensorType type, int64_t elements);
 /// "[2, 3]": a shape in messages.
 std::string describeShape(const std::vector<int64_t> &shape);
 
@@ -93,14 +99,15 @@ Status writeSafetensors(const std::string &path,
                         const std::vector<const float *> &data);
 
 /// Whether a tensor stored as `stored` can stand where a model expects
-/// `expected`: the same type, or a 16-bit float where F32 is expected
-/// (every F16 and BF16 value is exactly a float).
+/// `expected`: the same type, or a 16-bit float or a block type where F32
+/// is expected (each of their values is exactly a float).
 bool readableAs(TensorType stored, TensorType expected);
 
-/// A F32, F16 or BF16 tensor's elements as floats (exact).
+/// The elements a tensor (or a slice of one) holds.
+size_t elementCount(const TensorView &tensor);
+/// A F32, F16, BF16, Q8_0 or Q4_0 tensor's elements as floats (exact).
 std::vector<float> readFloats(const TensorView &tensor);
-/// The same into `destination` (tensor.bytes / byteSize(tensor.type)
-/// floats).
+/// The same into `destination` (elementCount(tensor) floats).
 void readFloats(const TensorView &tensor, float *destination);
 
 } // namespace attn::runtime

@@ -1,0 +1,315 @@
+//===- GgufImport.cpp - a GGUF file's model to attn IR --------------------===//
+
+#include "GgufImport.h"
+
+#include "HuggingFaceImport.h"
+#include "ModelBuilder.h"
+
+#include "attn/runtime/Gguf.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <set>
+
+using namespace mlir;
+using ::attn::runtime::GgmlType;
+using ::attn::runtime::GgufFile;
+using ::attn::runtime::GgufTensor;
+using ::attn::runtime::GgufValue;
+using ::attn::runtime::Status;
+
+namespace attnc {
+
+namespace {
+
+/// The architectures attnc reads (general.architecture) and the Hugging
+/// Face model_type each stands for. llama.cpp's converter writes Llama and
+/// Mistral as `llama` (Q and K rows permuted: the runtime undoes it), Qwen2
+/// and Qwen3 under their own names.
+struct Architecture {
+  const char *name, *modelType;
+};
+constexpr Architecture kArchitectures[] = {
+    {"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}};
+
+llvm::Error error(const GgufFile &file, const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 file.path() + ": " + message.str());
+}
+llvm::Error error(const Status &status) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 status.message());
+}
+
+/// The linear weights of the blocks: their type is the model's.
+bool isBlockLinear(llvm::StringRef name) {
+  if (!name.consume_front("blk."))
+    return false;
+  name = name.drop_until([](char c) { return c == '.'; }).drop_front();
+  return llvm::is_contained({"attn_q.weight", "attn_k.weight",
+                             "attn_v.weight", "attn_output.weight",
+                             "ffn_gate.weight", "ffn_up.weight",
+                             "ffn_down.weight"},
+                            name);
+}
+
+} // namespace
+
+bool isGguf(llvm::StringRef bytes) {
+  return GgufFile::hasMagic({bytes.data(), bytes.size()});
+}
+
+llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
+  std::string arch;
+  if (Status s = file.getString("general.architecture", arch); !s)
+    return error(s);
+  const Architecture *architecture = nullptr;
+  for (const Architecture &candidate : kArchitectures)
+    if (arch == candidate.name)
+      architecture = &candidate;
+  if (!architecture) {
+    std::string known;
+    for (const Architecture &candidate : kArchitectures)
+      known += std::string(known.empty() ? "" : ", ") + candidate.name;
+    return error(file, "general.architecture '" + arch +
+                           "' is not read (attnc reads " + known + ")");
+  }
+  if (const GgufValue *split = file.find("split.count");
+      split && split->isInteger() && split->integer > 1)
+    return error(file, "a split GGUF file (split.count " +
+                           std::to_string(split->integer) +
+                           "): attnc reads whole files");
+
+  llvm::json::Object config;
+  config["model_type"] = architecture->modelType;
+  std::set<std::string> read; // the <arch>.* keys taken
+  const std::string prefix = arch + ".";
+  auto key = [&](const char *suffix) {
+    read.insert(prefix + suffix);
+    return prefix + suffix;
+  };
+  // An integer of at least `minimum`; absent: nullopt (or an error when
+  // `required`).
+  llvm::Error failure = llvm::Error::success();
+  auto integer = [&](const char *suffix,
+                     bool required) -> std::optional<int64_t> {
+    const std::string name = key(suffix);
+    if (failure || (!required && !file.find(name)))
+      return std::nullopt;
+    int64_t value;
+    if (Status s = file.getInteger(name, value); !s) {
+      failure = error(s);
+      return std::nullopt;
+    }
+    if (value < 1) {
+      failure = error(file, "metadata '" + name + "' is " +
+                                std::to_string(value) + "; expected >= 1");
+      return std::nullopt;
+    }
+    return value;
+  };
+  auto real = [&](const char *suffix) -> std::optional<double> {
+    const std::string name = key(suffix);
+    if (failure || !file.find(name))
+      return std::nullopt;
+    double value;
+    if (Status s = file.getReal(name, value); !s) {
+      failure = error(s);
+      return std::nullopt;
+    }
+    return value;
+  };
+
+  std::optional<int64_t> context = integer("context_length", true),
+                         hidden = integer("embedding_length", true),
+                         layers = integer("block_count", true),
+                         ffn = integer("feed_forward_length", true),
+                         heads = integer("attention.head_count", true),
+                         kvHeads = integer("attention.head_count_kv", false),
+                         keyLength = integer("attention.key_length", false),
+                         valueLength = integer("attention.value_length", false),
+                         ropeDims = integer("rope.dimension_count", false),
+                         window = integer("attention.sliding_window", false),
+                         vocab = integer("vocab_size", false),
+                         experts = integer("expert_count", false);
+  integer("expert_used_count", false);
+  std::optional<double> eps = real("attention.layer_norm_rms_epsilon"),
+                        base = real("rope.freq_base"),
+                        scale = real("rope.scaling.factor");
+  std::optional<int64_t> originalContext =
+      integer("rope.scaling.original_context_length", false);
+  std::string scaling = "none";
+  if (file.find(key("rope.scaling.type")) && !failure)
+    if (Status s = file.getString(prefix + "rope.scaling.type", scaling); !s)
+      failure = error(s);
+  if (failure)
+    return std::move(failure);
+  if (!eps)
+    return error(file, "metadata '" + prefix +
+                           "attention.layer_norm_rms_epsilon' is missing");
+  // Every other <arch>.* key would change the model in a way attnc does
+  // not read: refused by name, never ignored.
+  for (const auto &[name, value] : file.metadata())
+    if (llvm::StringRef(name).starts_with(prefix) && !read.count(name))
+      return error(file, "metadata '" + name +
+                             "' is not read by attnc (it would change the "
+                             "model)");
+  if (experts)
+    return error(file, "metadata '" + prefix +
+                           "expert_count': mixtures of experts are not read "
+                           "from GGUF files yet");
+
+  config["max_position_embeddings"] = *context;
+  config["hidden_size"] = *hidden;
+  config["num_hidden_layers"] = *layers;
+  config["intermediate_size"] = *ffn;
+  config["num_attention_heads"] = *heads;
+  config["num_key_value_heads"] = kvHeads.value_or(*heads);
+  config["rms_norm_eps"] = *eps;
+  // llama.cpp's default base where a file states none.
+  config["rope_theta"] = base.value_or(10000.0);
+  config["hidden_act"] = "silu";
+  if (keyLength || valueLength) {
+    if (keyLength != valueLength)
+      return error(file, "keys of " +
+                             std::to_string(keyLength.value_or(0)) +
+                             " and values of " +
+                             std::to_string(valueLength.value_or(0)) +
+                             " per head (" + prefix +
+                             "attention.key_length / value_length): attnc "
+                             "reads equal sizes");
+    config["head_dim"] = *keyLength;
+  }
+  const int64_t headDim = keyLength.value_or(*hidden / *heads);
+  if (ropeDims && *ropeDims != headDim)
+    return error(file, "metadata '" + prefix + "rope.dimension_count' is " +
+                           std::to_string(*ropeDims) +
+                           ", a partial rotation of heads of " +
+                           std::to_string(headDim) +
+                           ", which " + arch + " models do not have");
+  if (scaling == "linear") {
+    if (!scale)
+      return error(file, "metadata '" + prefix +
+                             "rope.scaling.factor' is missing");
+    config["rope_scaling"] =
+        llvm::json::Object{{"rope_type", "linear"}, {"factor", *scale}};
+  } else if (scaling != "none") {
+    return error(file, "metadata '" + prefix + "rope.scaling.type' '" +
+                           scaling + "' is not read (none or linear)");
+  }
+  (void)originalContext; // stated by YaRN files, which are refused above
+  if (window) {
+    if (arch != "llama")
+      return error(file, "metadata '" + prefix +
+                             "attention.sliding_window': " + arch +
+                             " models have no sliding window in attnc");
+    config["model_type"] = "mistral";
+    config["sliding_window"] = *window;
+  }
+  // Llama 3's frequency factors come as a tensor (rope_freqs.weight).
+  if (file.tensor("rope_freqs.weight"))
+    return error(file, "tensor 'rope_freqs.weight' (Llama 3's RoPE "
+                       "frequency factors) is not read yet");
+
+  // The vocabulary is the embedding's rows; a file without an output head
+  // ties it to the embedding.
+  const GgufTensor *embedding = file.tensor("token_embd.weight");
+  if (!embedding || embedding->dims.size() != 2 ||
+      embedding->dims[0] != *hidden)
+    return error(file, "tensor 'token_embd.weight' must be [vocabulary][" +
+                           std::to_string(*hidden) + "]");
+  if (vocab && *vocab != embedding->dims[1])
+    return error(file, "metadata '" + prefix + "vocab_size' is " +
+                           std::to_string(*vocab) +
+                           ", but token_embd.weight has " +
+                           std::to_string(embedding->dims[1]) + " rows");
+  config["vocab_size"] = embedding->dims[1];
+  config["tie_word_embeddings"] = !file.tensor("output.weight");
+
+  // The weights' dtype: the blocks' linear weights', one type for all.
+  std::optional<GgmlType> linear;
+  for (const GgufTensor &tensor : file.tensors()) {
+    if (!::attn::runtime::ggmlReadable(tensor.type))
+      return error(file, "tensor '" + tensor.name + "' is " +
+                             ::attn::runtime::name(tensor.type) +
+                             ", which attnc does not run yet (it runs F32, "
+                             "F16, BF16 and Q4_0 weights)");
+    if (!isBlockLinear(tensor.name))
+      continue;
+    if (linear && *linear != tensor.type)
+      return error(file, "tensor '" + tensor.name + "' is " +
+                             ::attn::runtime::name(tensor.type) +
+                             " beside blocks of " +
+                             ::attn::runtime::name(*linear) +
+                             ": attnc runs one type of linear weights");
+    linear = tensor.type;
+  }
+  if (!linear)
+    return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
+  switch (*linear) {
+  case GgmlType::BF16:
+    config["torch_dtype"] = "bfloat16";
+    break;
+  case GgmlType::F16:
+    config["torch_dtype"] = "float16";
+    break;
+  case GgmlType::Q8_0:
+    return error(file, "Q8_0 linear weights (32 values a scale) are not run "
+                       "yet: attnc's int8 kernels take one scale a row");
+  case GgmlType::Q4_0:
+    // int4 weights (importGguf), and the rest of the arithmetic as attnc
+    // gives a 16-bit checkpoint: bf16 attention products where the CPU
+    // has them (a quantized file's model is not fp32 anyway).
+    config["torch_dtype"] = "bfloat16";
+    break;
+  default:
+    config["torch_dtype"] = "float32";
+  }
+  return config;
+}
+
+OwningOpRef<ModuleOp> importGguf(const std::string &path,
+                                 llvm::SourceMgr &sourceMgr,
+                                 MLIRContext &context,
+                                 const ImportOptions &options,
+                                 std::string &error) {
+  GgufFile file;
+  if (Status s = GgufFile::open(path, file); !s) {
+    error = s.message();
+    return nullptr;
+  }
+  llvm::Expected<llvm::json::Object> config = ggufConfig(file);
+  if (!config) {
+    error = llvm::toString(config.takeError());
+    return nullptr;
+  }
+  std::string text;
+  llvm::raw_string_ostream(text)
+      << llvm::formatv("{0:2}", llvm::json::Value(std::move(*config)));
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          text, path + " (its metadata as config.json)"),
+      llvm::SMLoc());
+  ImportOptions named = options;
+  if (named.modelName.empty())
+    named.modelName = modelNameOf(path);
+  OwningOpRef<ModuleOp> module =
+      importJsonDescription(sourceMgr, context, named);
+  if (!module)
+    return nullptr;
+  bool int4 = false;
+  for (const GgufTensor &tensor : file.tensors())
+    int4 |= isBlockLinear(tensor.name) && tensor.type == GgmlType::Q4_0;
+  if (int4) {
+    auto model = *module->getOps<mlir::attn::ModelOp>().begin();
+    setWeights(model, IntegerType::get(&context, 4), 32);
+  }
+  return module;
+}
+
+} // namespace attnc

@@ -1,0 +1,178 @@
+//===- GgufTest.cpp - the GGUF reader against an independent writer -------===//
+//
+// Files come from tools/gguf_writer.py (written from the format's published
+// description): metadata of every value type and tensors of every type the
+// reader decodes, whose values its float64 decoder prints; and small files
+// each broken in one way, which must be refused with the defect named.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/runtime/Gguf.h"
+
+#include "TestDirectory.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace attn::runtime;
+
+namespace {
+
+/// Runs the writer with `arguments`; its standard output.
+std::string writer(const std::string &arguments) {
+  const std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
+                              ATTN_GGUF_WRITER + " " + arguments;
+  FILE *pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  std::string output;
+  char buffer[65536];
+  for (size_t n; pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    output.append(buffer, n);
+  EXPECT_EQ(pipe ? pclose(pipe) : -1, 0) << command;
+  return output;
+}
+
+TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
+  const std::string path = attn::test::testDirectory() + "/values.gguf";
+  nlohmann::json decoded = nlohmann::json::parse(writer("values " + path));
+  GgufFile file;
+  Status s = GgufFile::open(path, file);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(file.version(), 3u);
+  EXPECT_EQ(file.alignment(), 64u);
+
+  int64_t integer;
+  for (auto [key, want] :
+       {std::pair<const char *, int64_t>{"u8", 200}, {"i8", -100},
+        {"u16", 60000}, {"i16", -30000}, {"u32", 4000000000}, {"i32", -2000000000},
+        {"i64", -(int64_t(1) << 62)}}) {
+    ASSERT_TRUE(file.getInteger(key, integer)) << key;
+    EXPECT_EQ(integer, want) << key;
+  }
+  // 2^64 - 1 is a uint64 no int64 holds: kept, and refused as an integer.
+  EXPECT_EQ(file.find("u64")->unsignedInteger, ~uint64_t(0));
+  EXPECT_FALSE(file.getInteger("u64", integer));
+  double real;
+  ASSERT_TRUE(file.getReal("f32", real));
+  EXPECT_EQ(real, 0.25);
+  ASSERT_TRUE(file.getReal("f64", real));
+  EXPECT_EQ(real, -1.5);
+  bool flag = false;
+  ASSERT_TRUE(file.getBool("bool", flag));
+  EXPECT_TRUE(flag);
+  std::string text;
+  ASSERT_TRUE(file.getString("string", text));
+  EXPECT_EQ(text, "h\xc3\xa9llo");
+  const std::vector<GgufValue> *items = nullptr;
+  ASSERT_TRUE(file.getArray("array", GgufValueType::String, items));
+  ASSERT_EQ(items->size(), 3u);
+  EXPECT_EQ((*items)[2].string, "ccc");
+  EXPECT_EQ((*items)[1].string, "");
+  ASSERT_TRUE(file.getArray("nested", GgufValueType::Array, items));
+  ASSERT_EQ(items->size(), 2u);
+  EXPECT_EQ((*items)[0].items[1].integer, 2);
+  EXPECT_TRUE((*items)[1].items.empty());
+
+  // Wrong types and absent keys name the key and both types.
+  s = file.getInteger("string", integer);
+  EXPECT_NE(s.message().find("metadata 'string' is a string; expected an "
+                             "integer"),
+            std::string::npos)
+      << s.message();
+  s = file.getReal("u8", real); // an integer is not a float
+  EXPECT_FALSE(s);
+  s = file.getString("absent", text);
+  EXPECT_EQ(s.code(), StatusCode::NotFound);
+  EXPECT_NE(s.message().find("'absent' is missing"), std::string::npos);
+
+  ASSERT_EQ(file.tensors().size(), decoded.size());
+  for (const auto &[name, values] : decoded.items()) {
+    const GgufTensor *tensor = file.tensor(name);
+    ASSERT_NE(tensor, nullptr) << name;
+    EXPECT_EQ(tensor->shape(), (std::vector<int64_t>{3, 64})) << name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(tensor->data) % 64, 0u) << name;
+    ASSERT_TRUE(ggmlReadable(tensor->type)) << name;
+    std::vector<float> got(size_t(tensor->elements()));
+    readRows(*tensor, 0, 3, got.data());
+    ASSERT_EQ(values.size(), got.size());
+    for (size_t i = 0; i < got.size(); i++)
+      ASSERT_EQ(double(got[i]), values[i].get<double>()) << name << " " << i;
+    // A row at a time reads the same values.
+    std::vector<float> row(64);
+    readRows(*tensor, 2, 1, row.data());
+    for (size_t i = 0; i < 64; i++)
+      ASSERT_EQ(row[i], got[128 + i]) << name;
+  }
+}
+
+struct Broken {
+  const char *kind, *message;
+};
+
+class GgufBrokenTest : public testing::TestWithParam<Broken> {};
+
+TEST_P(GgufBrokenTest, IsRefusedNamingTheDefect) {
+  const Broken &b = GetParam();
+  const std::string path =
+      attn::test::testDirectory() + "/" + b.kind + ".gguf";
+  writer(std::string("broken ") + b.kind + " " + path);
+  GgufFile file;
+  Status s = GgufFile::open(path, file);
+  ASSERT_FALSE(s) << b.kind;
+  EXPECT_NE(s.message().find(path + ": byte "), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find(b.message), std::string::npos) << s.message();
+  EXPECT_TRUE(file.tensors().empty());
+  EXPECT_TRUE(file.metadata().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, GgufBrokenTest,
+    testing::Values(
+        Broken{"magic", "not a GGUF file"},
+        Broken{"version", "GGUF version 1 (attnc reads versions 2 and 3)"},
+        Broken{"truncated", "'t': its data (32 bytes at offset 0) runs past"},
+        Broken{"key-overflow", "a metadata key of 9223372036854775808 bytes "
+                               "runs past the end of the file"},
+        Broken{"array-overflow", "metadata 'general.architecture': an array "
+                                 "of 4611686018427387904 uint64 values"},
+        Broken{"tensor-range", "tensor 't': its 1048576 F32 values take more "
+                               "bytes than the file has"},
+        Broken{"misaligned", "offset 4 is not a multiple of the alignment 32"},
+        Broken{"duplicate-key", "metadata key 'general.architecture' appears "
+                                "twice"},
+        Broken{"duplicate-tensor", "tensor 't': the name appears twice"},
+        Broken{"bool", "a bool of value 2"},
+        Broken{"type", "tensor 't': unknown ggml type 5"},
+        Broken{"dims", "tensor 't': 9 dimensions (1 to 4)"},
+        Broken{"overlap", "tensors 't' and 'u' overlap"},
+        Broken{"alignment", "'general.alignment' must be a power of two"}),
+    [](const testing::TestParamInfo<Broken> &info) {
+      std::string name = info.param.kind;
+      for (char &c : name)
+        if (c == '-')
+          c = '_';
+      return name;
+    });
+
+TEST(GgufTest, EveryPrefixOfAValidFileIsRefusedOrReadWhole) {
+  const std::string path = attn::test::testDirectory() + "/prefix.gguf";
+  writer("values " + path);
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (size_t size = 0; size < bytes.size(); size++) {
+    GgufFile file;
+    Status s = GgufFile::parse(bytes.data(), size, "prefix", file);
+    // The last tensor's padding is not data: a file cut inside it reads.
+    if (s)
+      EXPECT_GE(size, bytes.size() - 64) << size;
+  }
+  GgufFile file;
+  EXPECT_TRUE(GgufFile::parse(bytes.data(), bytes.size(), "whole", file));
+}
+
+} // namespace

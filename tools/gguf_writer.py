@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""Writes GGUF files for tests, from the format's published description
+(ggml's docs/gguf.md; the block layouts of ggml-common.h), and decodes its
+quantized blocks in float64.
+
+File: "GGUF", uint32 version (3), uint64 tensor count, uint64 metadata count;
+metadata (string key, uint32 type, value); tensor infos (string name, uint32
+n_dims, uint64 ne[n_dims] with ne[0] the contiguous dimension, uint32 ggml
+type, uint64 offset from the data section); padding to general.alignment
+(32); the data, each tensor at an aligned offset. Strings: uint64 length,
+UTF-8 bytes. Little-endian throughout.
+
+Blocks (32 values each):
+  Q8_0  float16 d, int8 q[32]:                  x = d q
+  Q4_0  float16 d, uint8 qs[16]: value j < 16 in the low nibble of byte j,
+        value j + 16 in its high nibble:          x = d (q - 8)
+The encoders round as ggml's reference quantizers do (Q4_0: d = the value of
+largest magnitude / -8; Q8_0: d = max |x| / 127); any valid block decodes
+the same way, so only the decoders below state the format.
+
+Usage:
+  gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
+      [--dequantized DIR]
+    A Hugging Face llama / mistral / qwen2 / qwen3 folder (config.json,
+    safetensors) as llama.cpp's converter names and lays it out: arch llama
+    for llama and mistral (Q and K rows permuted to GGML's interleaved RoPE
+    pairs), qwen2, qwen3. --type quantizes the 2-D weights (the embedding
+    and output head among them); norms and biases stay float32.
+    --dequantized writes DIR/model.safetensors (float32) and config.json:
+    the same model with each quantized weight as its blocks decode, in
+    Hugging Face's layout, for tools/hf_reference.py.
+  gguf_writer.py random CONFIG OUT.gguf [--type T]
+    The same from a config.json alone, with random weights.
+  Both take --meta KEY=TYPE:VALUE (set a metadata key; types u8 … f64,
+  bool, str) and --drop NAME (leave out a key or tensor), repeatable.
+  gguf_writer.py broken KIND OUT
+    A small file broken as KIND says (the reader's error tests):
+    magic, version, truncated, key-overflow, array-overflow, tensor-range,
+    misaligned, duplicate-key, duplicate-tensor, bool, type, dims, overlap,
+    alignment, arch-type.
+  gguf_writer.py values OUT.gguf
+    Metadata of every value type, and one tensor of each supported type with
+    random blocks; prints the decoded tensors as JSON ({name: [floats]}).
+"""
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_reference import read_checkpoint, write_safetensors  # noqa: E402
+
+# Metadata value types.
+U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
+SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i",
+          F32: "<f", BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
+# ggml tensor types: number, values a block, bytes a block.
+GGML = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18),
+        "q8_0": (8, 32, 34), "bf16": (30, 1, 2)}
+
+
+def string(text):
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def value(kind, v):
+    if kind == STRING:
+        return string(v)
+    if kind == ARRAY:
+        element, items = v
+        return struct.pack("<IQ", element, len(items)) + b"".join(
+            value(element, item) for item in items)
+    return struct.pack(SCALAR[kind], v)
+
+
+def write(path, metadata, tensors, alignment=32, version=3):
+    """metadata: [(key, type, value)] (arrays: (element type, items));
+    tensors: [(name, type name, ne list, bytes)]."""
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(metadata)))
+    for key, kind, v in metadata:
+        out += string(key) + struct.pack("<I", kind) + value(kind, v)
+    offset, blobs = 0, []
+    for name, kind, ne, blob in tensors:
+        out += string(name) + struct.pack("<I", len(ne))
+        out += b"".join(struct.pack("<Q", n) for n in ne)
+        out += struct.pack("<IQ", GGML[kind][0], offset)
+        blobs.append((offset, blob))
+        offset += len(blob) + (-len(blob) % alignment)
+    out += b"\0" * (-len(out) % alignment)
+    start = len(out)
+    for at, blob in blobs:
+        out += b"\0" * (start + at - len(out)) + blob
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def f16(x):
+    return np.asarray(x, dtype=np.float32).astype("<f2")
+
+
+def bf16_bits(x):
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return (rounded >> np.uint32(16)).astype("<u2")
+
+
+def encode(x, kind):
+    """The bytes of x (float array, rows of whole blocks) as `kind`."""
+    x = np.asarray(x, dtype=np.float32)
+    if kind == "f32":
+        return x.astype("<f4").tobytes()
+    if kind == "f16":
+        return f16(x).tobytes()
+    if kind == "bf16":
+        return bf16_bits(x).tobytes()
+    blocks = x.reshape(-1, 32)
+    out = bytearray()
+    for b in blocks:
+        if kind == "q8_0":
+            d = np.abs(b).max() / 127
+            q = np.round(b / d) if d else np.zeros(32)
+            out += f16(d).tobytes() + q.astype(np.int8).tobytes()
+        elif kind == "q4_0":
+            extreme = b[np.argmax(np.abs(b))]
+            d = extreme / -8
+            q = np.minimum(15, np.floor(b / d + 8.5)) if d else np.full(32, 8)
+            q = q.astype(np.uint8)
+            out += f16(d).tobytes() + (q[:16] | (q[16:] << 4)).astype(np.uint8).tobytes()
+    return bytes(out)
+
+
+def decode(blob, kind, count):
+    """float64 values of `count` elements stored as `kind`."""
+    data = np.frombuffer(blob, dtype=np.uint8)
+    if kind == "f32":
+        return np.frombuffer(blob, "<f4")[:count].astype(np.float64)
+    if kind == "f16":
+        return np.frombuffer(blob, "<f2")[:count].astype(np.float64)
+    if kind == "bf16":
+        bits = np.frombuffer(blob, "<u2")[:count].astype(np.uint32) << 16
+        return bits.view(np.float32).astype(np.float64)
+    size = GGML[kind][2]
+    blocks = data[:count // 32 * size].reshape(-1, size)
+    d = blocks[:, :2].copy().view("<f2").astype(np.float64)  # [blocks][1]
+    if kind == "q8_0":
+        q = blocks[:, 2:].copy().view(np.int8).astype(np.float64)
+        return (d * q).reshape(-1)
+    qs = blocks[:, 2:]
+    q = np.concatenate([qs & 15, qs >> 4], axis=1).astype(np.float64)
+    return (d * (q - 8)).reshape(-1)
+
+
+def permute(w, heads):
+    """llama.cpp's converter's row order for Q and K: within each head,
+    rotate_half's halves (row j and j + d/2) become adjacent pairs
+    (rows 2j, 2j + 1), GGML's interleaved RoPE."""
+    rows = w.shape[0]
+    return (w.reshape(heads, 2, rows // heads // 2, *w.shape[1:])
+             .swapaxes(1, 2).reshape(w.shape))
+
+
+ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+NAMES = [("model.embed_tokens", "token_embd"), ("model.norm", "output_norm"),
+         ("lm_head", "output")]
+BLOCK_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
+               ("self_attn.k_proj", "attn_k"), ("self_attn.v_proj", "attn_v"),
+               ("self_attn.o_proj", "attn_output"), ("self_attn.q_norm", "attn_q_norm"),
+               ("self_attn.k_norm", "attn_k_norm"),
+               ("post_attention_layernorm", "ffn_norm"), ("mlp.gate_proj", "ffn_gate"),
+               ("mlp.up_proj", "ffn_up"), ("mlp.down_proj", "ffn_down")]
+
+
+def gguf_name(name):
+    stem, _, suffix = name.rpartition(".")
+    for hf, gg in NAMES:
+        if stem == hf:
+            return f"{gg}.{suffix}"
+    parts = stem.split(".")
+    if parts[:2] == ["model", "layers"]:
+        rest = ".".join(parts[3:])
+        for hf, gg in BLOCK_NAMES:
+            if rest == hf:
+                return f"blk.{parts[2]}.{gg}.{suffix}"
+    raise SystemExit(f"gguf_writer.py: no GGUF name for {name}")
+
+
+def hyperparameters(config):
+    mt = config["model_type"]
+    if mt not in ARCH:
+        raise SystemExit(f"gguf_writer.py: model_type {mt} is not written")
+    if config.get("rope_scaling"):
+        raise SystemExit("gguf_writer.py: rope_scaling is not written")
+    if mt in ("qwen2", "qwen3") and (config.get("use_sliding_window")
+                                     or "sliding_attention" in config.get("layer_types", [])):
+        raise SystemExit(f"gguf_writer.py: {mt}'s sliding window has no GGUF key")
+    arch = ARCH[mt]
+    d, heads = config["hidden_size"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or d // heads
+    meta = [("general.architecture", STRING, arch),
+            ("general.name", STRING, "attnc test model"),
+            (f"{arch}.context_length", U32, config["max_position_embeddings"]),
+            (f"{arch}.embedding_length", U32, d),
+            (f"{arch}.block_count", U32, config["num_hidden_layers"]),
+            (f"{arch}.feed_forward_length", U32, config["intermediate_size"]),
+            (f"{arch}.attention.head_count", U32, heads),
+            (f"{arch}.attention.head_count_kv", U32,
+             config.get("num_key_value_heads", heads)),
+            (f"{arch}.rope.freq_base", F32, float(config.get("rope_theta", 10000))),
+            (f"{arch}.attention.layer_norm_rms_epsilon", F32, float(config["rms_norm_eps"])),
+            (f"{arch}.rope.dimension_count", U32, head_dim)]
+    if head_dim != d // heads:
+        meta += [(f"{arch}.attention.key_length", U32, head_dim),
+                 (f"{arch}.attention.value_length", U32, head_dim)]
+    if config.get("sliding_window") and mt == "mistral":
+        meta.append((f"{arch}.attention.sliding_window", U32, config["sliding_window"]))
+    return arch, meta
+
+
+def tensors_of(config, weights, kind):
+    """[(gguf name, type, ne, bytes)] and {hf name: float64 as stored}."""
+    arch, _ = hyperparameters(config)
+    heads = config["num_attention_heads"]
+    kv = config.get("num_key_value_heads", heads)
+    tied = config.get("tie_word_embeddings", False)  # LlamaConfig, Qwen2Config, Qwen3Config
+    out, stored = [], {}
+    for name, w in weights.items():
+        if name.endswith("rotary_emb.inv_freq") or (tied and name == "lm_head.weight"):
+            continue
+        w = np.asarray(w, dtype=np.float32)
+        g = gguf_name(name)
+        if arch == "llama" and (".attn_q." in g or ".attn_k." in g):
+            w = permute(w, heads if ".attn_q." in g else kv)
+        t = kind if w.ndim == 2 and kind in GGML else "f32"
+        if w.ndim == 2 and kind in ("f16", "bf16"):
+            t = kind
+        if t in ("q4_0", "q8_0") and w.shape[-1] % 32:
+            t = "f16"
+        blob = encode(w, t)
+        back = decode(blob, t, w.size).reshape(w.shape)
+        if arch == "llama" and (".attn_q." in g or ".attn_k." in g):
+            # the inverse of permute: HF row order again
+            n = heads if ".attn_q." in g else kv
+            back = back.reshape(n, back.shape[0] // n // 2, 2, -1).swapaxes(1, 2).reshape(w.shape)
+        stored[name] = back
+        out.append((g, t, list(reversed(w.shape)), blob))
+    return out, stored
+
+
+KINDS = {"u8": U8, "i8": I8, "u16": U16, "i16": I16, "u32": U32, "i32": I32,
+         "f32": F32, "bool": BOOL, "str": STRING, "u64": U64, "i64": I64, "f64": F64}
+
+
+def edited(meta, changes, drops):
+    """meta with each KEY=TYPE:VALUE of `changes` set (replacing a key of
+    that name) and each key of `drops` removed."""
+    for change in changes:
+        key, _, typed = change.partition("=")
+        kind, _, text = typed.partition(":")
+        v = (text if kind == "str" else text == "true" if kind == "bool"
+             else float(text) if kind.startswith("f") else int(text))
+        meta = [m for m in meta if m[0] != key] + [(key, KINDS[kind], v)]
+    return [m for m in meta if m[0] not in drops]
+
+
+def convert(config, weights, path, kind, dequantized=None, changes=(), drops=()):
+    arch, meta = hyperparameters(config)
+    meta = edited(meta, changes, drops)
+    tensors, stored = tensors_of(config, weights, kind)
+    tensors = [t for t in tensors if t[0] not in drops]
+    write(path, meta, tensors)
+    if dequantized:
+        os.makedirs(dequantized, exist_ok=True)
+        cfg = dict(config, torch_dtype="float32")
+        with open(os.path.join(dequantized, "config.json"), "w") as f:
+            json.dump(cfg, f, indent=1)
+        write_safetensors(os.path.join(dequantized, "model.safetensors"),
+                          {k: v.astype(np.float32) for k, v in stored.items()})
+
+
+def random_weights(config, seed=7):
+    rng = np.random.default_rng(seed)
+    d, heads = config["hidden_size"], config["num_attention_heads"]
+    head_dim = config.get("head_dim") or d // heads
+    kv = config.get("num_key_value_heads", heads)
+    f, vocab = config["intermediate_size"], config["vocab_size"]
+    mt = config["model_type"]
+    w = {"model.embed_tokens.weight": rng.uniform(-1, 1, (vocab, d)),
+         "model.norm.weight": 1 + 0.1 * rng.uniform(-1, 1, d)}
+    if not config.get("tie_word_embeddings", False):
+        w["lm_head.weight"] = rng.uniform(-1, 1, (vocab, d)) / np.sqrt(d)
+    for n in range(config["num_hidden_layers"]):
+        p = f"model.layers.{n}."
+        shapes = {"self_attn.q_proj": (heads * head_dim, d),
+                  "self_attn.k_proj": (kv * head_dim, d),
+                  "self_attn.v_proj": (kv * head_dim, d),
+                  "self_attn.o_proj": (d, heads * head_dim),
+                  "mlp.gate_proj": (f, d), "mlp.up_proj": (f, d), "mlp.down_proj": (d, f)}
+        for stem, shape in shapes.items():
+            w[p + stem + ".weight"] = rng.uniform(-1, 1, shape) * 1.5 / np.sqrt(shape[1])
+        if mt == "qwen2":
+            for stem in ("q_proj", "k_proj", "v_proj"):
+                w[p + f"self_attn.{stem}.bias"] = 0.1 * rng.uniform(-1, 1, shapes["self_attn." + stem][0])
+        if mt == "qwen3":
+            for stem in ("q_norm", "k_norm"):
+                w[p + f"self_attn.{stem}.weight"] = 1 + 0.1 * rng.uniform(-1, 1, head_dim)
+        for stem in ("input_layernorm", "post_attention_layernorm"):
+            w[p + stem + ".weight"] = 1 + 0.1 * rng.uniform(-1, 1, d)
+    return w
+
+
+def broken(kind, path):
+    """Small files, each with one defect the reader must name."""
+    good_meta = [("general.architecture", STRING, "llama")]
+    tensor = [("t", "f32", [8], np.zeros(8, np.float32).tobytes())]
+    if kind == "magic":
+        with open(path, "wb") as f:
+            f.write(b"GGUX" + b"\0" * 28)
+        return
+    if kind == "version":
+        write(path, good_meta, tensor, version=1)
+        return
+    if kind == "alignment":
+        write(path, good_meta + [("general.alignment", U32, 24)], tensor)
+        return
+    if kind == "duplicate-key":
+        write(path, good_meta + good_meta, tensor)
+        return
+    if kind == "duplicate-tensor":
+        write(path, good_meta, tensor + tensor)
+        return
+    if kind == "arch-type":
+        write(path, [("general.architecture", U32, 7)], tensor)
+        return
+    write(path, good_meta, tensor)
+    data = bytearray(open(path, "rb").read())
+    key_at = 24  # the first key's length
+    value_at = key_at + 8 + len("general.architecture") + 4  # its string's length
+    name_at = value_at + 8 + len("llama")  # the tensor name's length
+    dims_at = name_at + 8 + 1
+    if kind == "truncated":
+        data = data[:len(data) - 5]
+    elif kind == "key-overflow":
+        data[key_at:key_at + 8] = struct.pack("<Q", 2**63)
+    elif kind == "array-overflow":
+        data[value_at - 4:value_at] = struct.pack("<I", ARRAY)
+        data[value_at:value_at + 12] = struct.pack("<IQ", U64, 2**62)
+    elif kind == "tensor-range":
+        data[dims_at + 4:dims_at + 12] = struct.pack("<Q", 1 << 20)
+    elif kind == "dims":
+        data[dims_at:dims_at + 4] = struct.pack("<I", 9)
+    elif kind == "type":
+        data[dims_at + 12:dims_at + 16] = struct.pack("<I", 5)
+    elif kind == "misaligned":
+        data[dims_at + 16:dims_at + 24] = struct.pack("<Q", 4)
+    elif kind == "overlap":
+        write(path, good_meta, tensor + [("u", "f32", [8], tensor[0][3])])
+        data = bytearray(open(path, "rb").read())
+        at = data.rfind(b"u") + 1 + 4 + 8 + 4  # u's offset field
+        data[at:at + 8] = struct.pack("<Q", 0)
+    elif kind == "bool":
+        data[value_at - 4:value_at] = struct.pack("<I", BOOL)
+        data[value_at] = 2
+    else:
+        raise SystemExit(f"gguf_writer.py: no broken kind {kind}")
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def values(path):
+    rng = np.random.default_rng(3)
+    meta = [("u8", U8, 200), ("i8", I8, -100), ("u16", U16, 60000), ("i16", I16, -30000),
+            ("u32", U32, 4000000000), ("i32", I32, -2000000000), ("f32", F32, 0.25),
+            ("bool", BOOL, True), ("string", STRING, "héllo"),
+            ("array", ARRAY, (STRING, ["a", "", "ccc"])),
+            ("nested", ARRAY, (ARRAY, [(I32, [1, 2]), (I32, [])])),
+            ("u64", U64, 2**64 - 1), ("i64", I64, -2**62), ("f64", F64, -1.5),
+            ("general.alignment", U32, 64)]
+    tensors, decoded = [], {}
+    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0"):
+        x = rng.normal(size=(3, 64)).astype(np.float32)
+        blob = encode(x, kind)
+        tensors.append((kind, kind, [64, 3], blob))
+        decoded[kind] = decode(blob, kind, x.size).tolist()
+    write(path, meta, tensors, alignment=64)
+    json.dump(decoded, sys.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["convert", "random", "broken", "values"])
+    parser.add_argument("source")
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--type", default="f32", choices=sorted(GGML))
+    parser.add_argument("--dequantized")
+    parser.add_argument("--meta", action="append", default=[], metavar="KEY=TYPE:VALUE",
+                        help="set a metadata key (types: " + ", ".join(KINDS) + ")")
+    parser.add_argument("--drop", action="append", default=[], metavar="NAME",
+                        help="leave out a metadata key or tensor")
+    a = parser.parse_args()
+    if a.command == "broken":
+        broken(a.source, a.out)
+    elif a.command == "values":
+        values(a.source)
+    elif a.command == "convert":
+        with open(os.path.join(a.source, "config.json")) as f:
+            config = json.load(f)
+        convert(config, read_checkpoint(a.source), a.out, a.type, a.dequantized,
+                a.meta, a.drop)
+    else:
+        with open(a.source) as f:
+            config = json.load(f)
+        convert(config, random_weights(config), a.out, a.type, a.dequantized,
+                a.meta, a.drop)
+
+
+if __name__ == "__main__":
+    main()
