@@ -3,7 +3,8 @@
 //   attn-run MODEL_DIR --prompt "Once upon a time"
 //
 // MODEL_DIR is a Hugging Face model folder (config.json, *.safetensors,
-// tokenizer.json). Its config is compiled by attnc for this machine on the
+// tokenizer.json) or a GGUF file (the model, weights and tokenizer in one).
+// Its config is compiled by attnc for this machine on the
 // first run (ModelCache), the library loaded with dlopen (ModelLibrary),
 // the weights and tokenizer read as published; the prompt is prefilled,
 // then tokens are decoded and their text streamed as it is complete. At the
@@ -34,7 +35,7 @@ cl::OptionCategory runCategory("attn-run options");
 cl::OptionCategory compileCategory("compiling (part of the cache key)");
 
 cl::opt<std::string> modelDir(cl::Positional, cl::Required,
-                              cl::desc("<model folder>"), cl::cat(runCategory));
+                              cl::desc("<model folder or .gguf file>"), cl::cat(runCategory));
 cl::opt<std::string> prompt("prompt", cl::desc("The text to continue"),
                             cl::cat(runCategory));
 cl::opt<int> maxNewTokens("max-new-tokens", cl::init(128),

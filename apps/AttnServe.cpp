@@ -50,7 +50,7 @@ namespace {
 
 cl::OptionCategory serveCategory("attn-serve options");
 cl::opt<std::string> modelDir(cl::Positional, cl::Required,
-                              cl::desc("<model folder>"),
+                              cl::desc("<model folder or .gguf file>"),
                               cl::cat(serveCategory));
 cl::opt<std::string> host("host", cl::init("127.0.0.1"),
                           cl::desc("Address to listen on"),

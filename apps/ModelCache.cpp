@@ -2,6 +2,7 @@
 
 #include "ModelCache.h"
 
+#include "attn/runtime/Gguf.h"
 #include "attn/runtime/PlanSchema.h"
 #include "attn/runtime/Version.h"
 #include "attn/runtime/attnc_library.h"
@@ -69,6 +70,14 @@ std::string describeTarget(const std::string &target) {
 
 } // namespace
 
+bool isGgufFile(const std::string &path) {
+  if (llvm::sys::fs::is_directory(path))
+    return false;
+  auto head = llvm::MemoryBuffer::getFileSlice(path, 4, 0);
+  return head && runtime::GgufFile::hasMagic(
+                     {(*head)->getBufferStart(), (*head)->getBufferSize()});
+}
+
 std::string folderName(const std::string &dir) {
   llvm::SmallString<256> folder(dir);
   llvm::sys::fs::make_absolute(folder);
@@ -97,13 +106,22 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
                                           llvm::raw_ostream &log,
                                           bool &compiled) {
   compiled = false;
+  // A folder's config.json, or a GGUF file itself (its header: the
+  // metadata and the tensor table, all attnc reads of it).
   llvm::SmallString<256> config(modelDir);
-  llvm::sys::path::append(config, "config.json");
-  auto text = llvm::MemoryBuffer::getFile(config);
-  if (!text)
-    return error(config + ": cannot be read: " + text.getError().message());
-
-  std::string key = (*text)->getBuffer().str();
+  std::string key;
+  if (isGgufFile(modelDir)) {
+    runtime::GgufFile file;
+    if (runtime::Status s = runtime::GgufFile::open(modelDir, file); !s)
+      return error(s.message());
+    key = std::string(file.header());
+  } else {
+    llvm::sys::path::append(config, "config.json");
+    auto text = llvm::MemoryBuffer::getFile(config);
+    if (!text)
+      return error(config + ": cannot be read: " + text.getError().message());
+    key = (*text)->getBuffer().str();
+  }
   // Fields separated by NUL bytes, so that no two configurations run together.
   // The library ABI and the plan's version too: a library cached before
   // either changed would be refused.

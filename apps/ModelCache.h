@@ -1,7 +1,7 @@
 //===- ModelCache.h - compiled model libraries, keyed by config ---*- C++ -*-===//
 //
-// attn-run and attn-serve take a Hugging Face model folder. Its config.json
-// is compiled by attnc (--shared) once; the library lands in a cache folder
+// attn-run and attn-serve take a Hugging Face model folder or a GGUF file.
+// Its config.json (or the file) is compiled by attnc (--shared) once; the library lands in a cache folder
 // named by a hash of everything that decides what attnc writes: the
 // config's bytes, attnc's version, library ABI and plan version, the target
 // (for "host", this CPU's name and features) and the options passed. Later
@@ -34,9 +34,13 @@ struct CompileOptions {
 /// what the cache entry and attn-serve's model id are named after.
 std::string folderName(const std::string &dir);
 
-/// The library (lib<name>.so) compiled from `modelDir`/config.json: from
-/// the cache, or compiled now, attnc's progress going to `log`. `compiled`
-/// says which.
+/// Whether `path` is a file that starts as a GGUF file does: a model in
+/// one file (its config, weights and tokenizer).
+bool isGgufFile(const std::string &path);
+
+/// The library (lib<name>.so) compiled from `modelDir`/config.json (or the
+/// GGUF file `modelDir`): from the cache, or compiled now, attnc's progress
+/// going to `log`. `compiled` says which.
 llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
                                           const CompileOptions &options,
                                           llvm::raw_ostream &log,

@@ -1,6 +1,7 @@
 //===- Tokenizer.cpp - tokenizer.json: loading, encoding, decoding --------===//
 
 #include "attn/runtime/Tokenizer.h"
+#include "attn/runtime/Gguf.h"
 
 #include "ChatTemplate.h"
 #include "TokenizerParts.h"
@@ -466,6 +467,16 @@ Status Tokenizer::load(const std::string &path, Tokenizer &tokenizer) {
   if (folder && !dir.empty() && dir.back() != '/')
     dir += '/';
   std::string file = folder ? dir + "tokenizer.json" : path;
+  if (!folder) {
+    char magic[4] = {};
+    std::ifstream in(path, std::ios::binary);
+    if (in.read(magic, 4) && GgufFile::hasMagic({magic, 4})) {
+      GgufFile gguf;
+      if (Status status = GgufFile::open(path, gguf); !status)
+        return status;
+      return loadGguf(gguf, tokenizer);
+    }
+  }
   try {
     std::string text = readFile(file, true);
     return parse(text, readFile(dir + "tokenizer_config.json", false),

@@ -22,7 +22,8 @@ Usage:
   gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
       [--dequantized DIR]
     A Hugging Face llama / mistral / qwen2 / qwen3 folder (config.json,
-    safetensors) as llama.cpp's converter names and lays it out: arch llama
+    safetensors, and its tokenizer where it has tokenizer.json: vocab below)
+    as llama.cpp's converter names and lays it out: arch llama
     for llama and mistral (Q and K rows permuted to GGML's interleaved RoPE
     pairs), qwen2, qwen3. --type quantizes the 2-D weights (the embedding
     and output head among them); norms and biases stay float32.
@@ -38,6 +39,9 @@ Usage:
     magic, version, truncated, key-overflow, array-overflow, tensor-range,
     misaligned, duplicate-key, duplicate-tensor, bool, type, dims, overlap,
     alignment, arch-type.
+  gguf_writer.py vocab FOLDER OUT.gguf
+    The tokenizer of FOLDER (tokenizer.json, tokenizer_config.json) as GGUF
+    metadata, in a file of no tensors (convert adds the same to a model).
   gguf_writer.py values OUT.gguf
     Metadata of every value type, and one tensor of each supported type with
     random blocks; prints the decoded tensors as JSON ({name: [floats]}).
@@ -119,19 +123,24 @@ def encode(x, kind):
     if kind == "bf16":
         return bf16_bits(x).tobytes()
     blocks = x.reshape(-1, 32)
-    out = bytearray()
-    for b in blocks:
-        if kind == "q8_0":
-            d = np.abs(b).max() / 127
-            q = np.round(b / d) if d else np.zeros(32)
-            out += f16(d).tobytes() + q.astype(np.int8).tobytes()
-        elif kind == "q4_0":
-            extreme = b[np.argmax(np.abs(b))]
-            d = extreme / -8
-            q = np.minimum(15, np.floor(b / d + 8.5)) if d else np.full(32, 8)
-            q = q.astype(np.uint8)
-            out += f16(d).tobytes() + (q[:16] | (q[16:] << 4)).astype(np.uint8).tobytes()
-    return bytes(out)
+    if kind == "q8_0":
+        d = np.abs(blocks).max(axis=1) / 127
+        safe = np.where(d != 0, d, 1)
+        q = np.where(d[:, None] != 0, np.round(blocks / safe[:, None]), 0).astype(np.int8)
+        out = np.empty((len(blocks), 34), np.uint8)
+        out[:, :2] = f16(d).view(np.uint8).reshape(-1, 2)
+        out[:, 2:] = q.view(np.uint8)
+        return out.tobytes()
+    # q4_0
+    extreme = blocks[np.arange(len(blocks)), np.argmax(np.abs(blocks), axis=1)]
+    d = extreme / -8
+    safe = np.where(d != 0, d, 1)
+    q = np.where(d[:, None] != 0, np.minimum(15, np.floor(blocks / safe[:, None] + 8.5)), 8)
+    q = q.astype(np.uint8)
+    out = np.empty((len(blocks), 18), np.uint8)
+    out[:, :2] = f16(d).view(np.uint8).reshape(-1, 2)
+    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
+    return out.tobytes()
 
 
 def decode(blob, kind, count):
@@ -267,8 +276,117 @@ def edited(meta, changes, drops):
     return [m for m in meta if m[0] not in drops]
 
 
-def convert(config, weights, path, kind, dequantized=None, changes=(), drops=()):
+# Byte-level BPE split patterns, as tokenizer.json files state them, and
+# the tokenizer.ggml.pre names llama.cpp gives them.
+PRE_PATTERNS = {
+    "llama-bpe": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "qwen2": r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "gpt-4o": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+}
+
+
+def stages(node, key):
+    """A tokenizer.json stage and, for a Sequence, its parts."""
+    if not node:
+        return []
+    return node.get(key, [node])
+
+
+def vocabulary(folder):
+    """The tokenizer.ggml.* metadata of a folder's tokenizer.json and
+    tokenizer_config.json: "llama" for SentencePiece-style BPE with byte
+    fallback (scores: minus the rank of the first merge making a token, so
+    ordering tokens by score orders their merges as the file does), "gpt2"
+    for byte-level BPE. Token types: 1 normal, 2 unknown, 3 control (special
+    added tokens), 4 user-defined (other added tokens), 5 unused (ids no
+    token has), 6 byte (<0xXX>)."""
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    config = {}
+    if os.path.exists(os.path.join(folder, "tokenizer_config.json")):
+        with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    model = tok["model"]
+    if model.get("type") != "BPE":
+        raise SystemExit("gguf_writer.py: only BPE tokenizers are written")
+    sentencepiece = bool(model.get("byte_fallback"))
+    added = {a["id"]: a for a in tok.get("added_tokens", [])}
+    size = max(list(model["vocab"].values()) + list(added)) + 1
+    tokens, types = [None] * size, [1] * size
+    for text, i in model["vocab"].items():
+        tokens[i] = text
+    for i, a in added.items():
+        tokens[i] = a["content"]
+        types[i] = 3 if a.get("special") else 4
+    for i, text in enumerate(tokens):
+        if text is None:
+            tokens[i], types[i] = f"[PAD{i}]", 5
+        elif sentencepiece and i not in added and len(text) == 6 and text.startswith("<0x"):
+            types[i] = 6
+    ids = {t: i for i, t in enumerate(tokens)}
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+    meta = [("tokenizer.ggml.model", STRING, "llama" if sentencepiece else "gpt2"),
+            ("tokenizer.ggml.tokens", ARRAY, (STRING, tokens))]
+    if sentencepiece:
+        if model.get("unk_token") in ids:
+            types[ids[model["unk_token"]]] = 2
+            meta.append(("tokenizer.ggml.unknown_token_id", U32, ids[model["unk_token"]]))
+        first = {}
+        for rank, m in enumerate(merges):
+            left, right = m.split(" ", 1)
+            first.setdefault(left + right, rank)
+        scores = [-float(first[t]) if t in first else -1e9 for t in tokens]
+        meta.append(("tokenizer.ggml.scores", ARRAY, (F32, scores)))
+        prefix = any(n.get("type") == "Prepend" and n.get("prepend") == "\u2581"
+                     for n in stages(tok.get("normalizer"), "normalizers")) or any(
+            p.get("type") == "Metaspace" and p.get("prepend_scheme", "always") != "never"
+            for p in stages(tok.get("pre_tokenizer"), "pretokenizers"))
+        meta.append(("tokenizer.ggml.add_space_prefix", BOOL, prefix))
+    else:
+        meta.append(("tokenizer.ggml.merges", ARRAY, (STRING, merges)))
+        splits = [p["pattern"].get("Regex") for p in stages(tok.get("pre_tokenizer"), "pretokenizers")
+                  if p.get("type") == "Split"]
+        byte_level = [p for p in stages(tok.get("pre_tokenizer"), "pretokenizers")
+                      if p.get("type") == "ByteLevel"]
+        if not splits and byte_level and byte_level[0].get("use_regex", True):
+            pre = "gpt-2"
+        else:
+            pre = next((name for name, pattern in PRE_PATTERNS.items() if splits == [pattern]), None)
+            if pre is None:
+                raise SystemExit(f"gguf_writer.py: no tokenizer.ggml.pre for the split patterns {splits}")
+        meta.append(("tokenizer.ggml.pre", STRING, pre))
+    meta.append(("tokenizer.ggml.token_type", ARRAY, (I32, types)))
+
+    def special(key):
+        v = config.get(key + "_token")
+        v = v.get("content") if isinstance(v, dict) else v
+        return ids.get(v) if isinstance(v, str) else None
+    bos, eos = special("bos"), special("eos")
+    add_bos = add_eos = None
+    for proc in stages(tok.get("post_processor"), "processors"):
+        if proc.get("type") == "TemplateProcessing":
+            single = [p["SpecialToken"]["id"] for p in proc["single"] if "SpecialToken" in p]
+            seq = [i for i, p in enumerate(proc["single"]) if "Sequence" in p][0]
+            add_bos = seq > 0 and ids.get(single[0]) == bos
+            add_eos = seq < len(proc["single"]) - 1 and ids.get(single[-1]) == eos
+    if isinstance(config.get("add_bos_token"), bool):
+        add_bos = config["add_bos_token"]
+    if isinstance(config.get("add_eos_token"), bool):
+        add_eos = config["add_eos_token"]
+    for key, value in (("bos", bos), ("eos", eos), ("padding", special("pad"))):
+        if value is not None:
+            meta.append((f"tokenizer.ggml.{key}_token_id", U32, value))
+    meta.append(("tokenizer.ggml.add_bos_token", BOOL, bool(add_bos)))
+    meta.append(("tokenizer.ggml.add_eos_token", BOOL, bool(add_eos)))
+    if isinstance(config.get("chat_template"), str):
+        meta.append(("tokenizer.chat_template", STRING, config["chat_template"]))
+    return meta
+
+
+def convert(config, weights, path, kind, dequantized=None, changes=(), drops=(), folder=None):
     arch, meta = hyperparameters(config)
+    if folder and os.path.exists(os.path.join(folder, "tokenizer.json")):
+        meta += vocabulary(folder)
     meta = edited(meta, changes, drops)
     tensors, stored = tensors_of(config, weights, kind)
     tensors = [t for t in tensors if t[0] not in drops]
@@ -392,7 +510,7 @@ def values(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["convert", "random", "broken", "values"])
+    parser.add_argument("command", choices=["convert", "random", "broken", "values", "vocab"])
     parser.add_argument("source")
     parser.add_argument("out", nargs="?")
     parser.add_argument("--type", default="f32", choices=sorted(GGML))
@@ -402,7 +520,9 @@ def main():
     parser.add_argument("--drop", action="append", default=[], metavar="NAME",
                         help="leave out a metadata key or tensor")
     a = parser.parse_args()
-    if a.command == "broken":
+    if a.command == "vocab":
+        write(a.out, vocabulary(a.source), [])
+    elif a.command == "broken":
         broken(a.source, a.out)
     elif a.command == "values":
         values(a.source)
@@ -410,7 +530,7 @@ def main():
         with open(os.path.join(a.source, "config.json")) as f:
             config = json.load(f)
         convert(config, read_checkpoint(a.source), a.out, a.type, a.dequantized,
-                a.meta, a.drop)
+                a.meta, a.drop, a.source)
     else:
         with open(a.source) as f:
             config = json.load(f)

@@ -118,6 +118,27 @@ def main():
         plain_ids = json.loads(plain.stderr.strip().splitlines()[-1])
         check(chat_ids == plain_ids, "--chat %s, the rendered prompt %s" % (chat_ids, plain_ids))
 
+        # The same model as one GGUF file (tools/gguf_writer.py: the bf16
+        # weights, Q and K rows paired as llama.cpp's converter writes them,
+        # the tokenizer and chat template as tokenizer.ggml.* metadata):
+        # compiled from the file, its tokenizer read from it, the same ids.
+        gguf = os.path.join(work, "model.gguf")
+        converted = run([python, os.path.join(ROOT, "tools", "gguf_writer.py"), "convert",
+                         model, gguf, "--type", "bf16"])
+        check(converted.returncode == 0, "gguf_writer.py failed: " + converted.stderr)
+        for source in ("weights laid out from", "weights mapped from"):
+            from_file = run([attn_run, gguf] + generate[2:])
+            check(from_file.returncode == 0 and source in from_file.stderr,
+                  "attn-run on a GGUF file (%s): %s" % (source, from_file.stderr))
+            check(json.loads(from_file.stderr.strip().splitlines()[-1]) == ids,
+                  "the GGUF file's ids differ from the folder's: " + from_file.stderr)
+        gguf_chat = run([attn_run, gguf, "--chat", "--system", "Be brief.", "--prompt", "Hi!",
+                         "--temperature", "0", "--max-new-tokens", "4", "--print-ids"] + common)
+        check(gguf_chat.returncode == 0 and
+              json.loads(gguf_chat.stderr.strip().splitlines()[-1]) == chat_ids,
+              "--chat from the GGUF file's template: " + gguf_chat.stderr)
+        print("attn-run: the model as a GGUF file gives the folder's ids")
+
         # Bad input: clear errors, exit status 1.
         missing = run([attn_run, os.path.join(work, "nowhere")] + common)
         check(missing.returncode == 1 and "config.json: cannot be read" in missing.stderr,

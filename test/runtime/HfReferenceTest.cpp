@@ -656,7 +656,7 @@ TEST(LatentAttentionTest, ChunksBatchesAndTheAbsorbedFormAgree) {
   }
 
   std::unique_ptr<Model> model;
-  Status s = Model::load(c.plan, entries(c.table), c.size, weights, c.naming,
+  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
                          model);
   ASSERT_TRUE(s) << s.message();
   const int vocabulary = model->targetVocabulary();
@@ -823,7 +823,7 @@ TEST(Int4CheckpointTest, PermutedGroupsAreRefused) {
   const std::string dir = writeModelFolder(c, floatPlan);
   quantizeCheckpoint(dir, " --act-order");
   std::unique_ptr<Model> model;
-  Status s = Model::load(c.plan, entries(c.table), c.size, weights, c.naming,
+  Status s = Model::load(c.plan, entries(c.table), c.size, dir, c.naming,
                          model);
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_NE(s.message().find("'model.layers.0.self_attn.q_proj.g_idx' puts "

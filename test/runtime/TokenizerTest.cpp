@@ -125,6 +125,48 @@ INSTANTIATE_TEST_SUITE_P(Models, RealTokenizer,
                          testing::Values("llama2", "llama3", "qwen3", "gpt2",
                                          "metaspace", "gpt4o"));
 
+// The same tokenizers as a GGUF file carries them (tools/gguf_writer.py
+// writes each folder's tokenizer.json as tokenizer.ggml.* metadata, as
+// llama.cpp's converter does), read back by attnc: the same ids for every
+// text, with and without the special tokens, and the same special ids and
+// chat template.
+class GgufTokenizer : public testing::TestWithParam<const char *> {};
+
+TEST_P(GgufTokenizer, IdsMatchTheTokenizerJson) {
+  const std::string model = GetParam();
+  const std::string path = attn::test::testDirectory() + "/" + model + ".gguf";
+  const std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
+                              ATTN_GGUF_WRITER + " vocab " + modelDir(model) +
+                              " " + path;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  Tokenizer fromJson, fromGguf;
+  ASSERT_TRUE(Tokenizer::load(modelDir(model), fromJson));
+  Status status = Tokenizer::load(path, fromGguf);
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(fromGguf.bosId(), fromJson.bosId());
+  EXPECT_EQ(fromGguf.eosIds(), fromJson.eosIds());
+  EXPECT_EQ(fromGguf.hasChatTemplate(), fromJson.hasChatTemplate());
+  json texts = readJson(kTests + "/texts.json");
+  json expected = readJson(kTests + "/" + model + ".expected.json");
+  int mismatches = 0;
+  for (size_t i = 0; i < texts.size(); i++) {
+    const std::string text = texts[i];
+    std::vector<int32_t> ids, plain;
+    ASSERT_TRUE(fromGguf.encode(text, ids));
+    ASSERT_TRUE(fromGguf.encode(text, plain, /*addSpecialTokens=*/false));
+    EXPECT_EQ(ids, expected["ids"][i].get<std::vector<int32_t>>())
+        << model << " text " << i << ": " << text;
+    EXPECT_EQ(plain, expected["plain_ids"][i].get<std::vector<int32_t>>())
+        << model << " text " << i << ": " << text;
+    mismatches += ids != expected["ids"][i].get<std::vector<int32_t>>();
+  }
+  EXPECT_EQ(mismatches, 0) << "of " << texts.size() << " texts";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GgufTokenizer,
+                         testing::Values("llama2", "llama3", "qwen3", "gpt2",
+                                         "gpt4o"));
+
 TEST(Tokenizer, SpecialTokensAndGenerationConfig) {
   Tokenizer llama2, qwen3;
   ASSERT_TRUE(Tokenizer::load(modelDir("llama2"), llama2));

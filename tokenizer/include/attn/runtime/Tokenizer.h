@@ -26,12 +26,19 @@
 
 namespace attn::runtime {
 
+class GgufFile;
+
 class Tokenizer {
 public:
-  /// `path`: a model folder, or its tokenizer.json. On failure `tokenizer`
-  /// is unchanged and the status names the file, and the line and column or
-  /// the JSON path of what is wrong.
+  /// `path`: a model folder, or its tokenizer.json, or a GGUF file
+  /// (loadGguf). On failure `tokenizer` is unchanged and the status names
+  /// the file, and the line and column or the JSON path of what is wrong.
   static Status load(const std::string &path, Tokenizer &tokenizer);
+  /// The tokenizer a GGUF file's metadata holds (tokenizer.ggml.*,
+  /// tokenizer.chat_template), read as the tokenizer.json,
+  /// tokenizer_config.json and generation_config.json it stands for
+  /// (GgufVocabulary.cpp); a key attnc cannot read is an error naming it.
+  static Status loadGguf(const GgufFile &file, Tokenizer &tokenizer);
   /// The same from the files' text (`config` and `generationConfig` may be
   /// empty); `name` stands for the file in messages.
   static Status parse(std::string_view tokenizerJson, std::string_view config,
