@@ -7,20 +7,20 @@ scripts/build.sh
 ctest --test-dir build --output-on-failure
 
 # The runtime (KV cache, C API, the device path on PoCL, every checkpoint
-# family's tensors and forward pass: hf-reference-test) must be clean under
-# the sanitizers.
+# family's tensors and forward pass: hf-reference-test; the GGUF reader)
+# must be clean under the sanitizers.
 # Kernels for the sanitized tests come from the release attnc just built.
 [ -f build-asan/build.ninja ] ||
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \
     -DATTN_HOST_ATTNC="$PWD/build/bin/attnc" -DATTN_TOKENIZER_DATA="$PWD/build/tokenizer-data"
 cmake --build build-asan --target runtime-test c-api-test model-test serving-test \
   random-llama-weights model-c-api-test opencl-model-test tokenizer-test tokenizer-c-api-test \
-  attn-serve attn-run write-random-checkpoint hf-reference-test
+  attn-serve attn-run write-random-checkpoint hf-reference-test gguf-test
 # allocator_may_return_null: tests ask for pools larger than the machine
 # (the runtime must answer ATTN_OUT_OF_MEMORY), which ASan would otherwise
 # report as a fatal error instead of failing the allocation.
 ASAN_OPTIONS=allocator_may_return_null=1 ctest --test-dir build-asan --output-on-failure \
-  -R '^(runtime-test|c-api-test|model-test|serving-test|random-llama-weights|model-c-api-test|opencl-model-test|tokenizer-test|tokenizer-c-api-test|hf-reference-test)$'
+  -R '^(runtime-test|c-api-test|model-test|serving-test|random-llama-weights|model-c-api-test|opencl-model-test|tokenizer-test|tokenizer-c-api-test|hf-reference-test|gguf-test)$'
 # attn-serve under ASan + UBSan, spoken to by the serve test (logprobs,
 # chunked prefill, the prefix cache, /metrics, the drain).
 ATTNC="$PWD/build/bin/attnc" ASAN_OPTIONS=allocator_may_return_null=1 \

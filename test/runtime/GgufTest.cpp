@@ -175,4 +175,96 @@ TEST(GgufTest, EveryPrefixOfAValidFileIsRefusedOrReadWhole) {
   EXPECT_TRUE(GgufFile::parse(bytes.data(), bytes.size(), "whole", file));
 }
 
+// An independent parser (npm's @huggingface/gguf, tools/gguf-peer.mjs
+// dump) reads the same fields from the same files: every key with its type
+// and value, every tensor's name, dimensions, type and offset, and where
+// the data starts.
+void expectSameValue(const GgufValue &value, uint32_t type,
+                     const nlohmann::json &peer, const std::string &key) {
+  ASSERT_EQ(uint32_t(value.type), type) << key;
+  switch (value.type) {
+  case GgufValueType::String:
+    EXPECT_EQ(value.string, peer.get<std::string>()) << key;
+    break;
+  case GgufValueType::Bool:
+    EXPECT_EQ(value.boolean, peer.get<bool>()) << key;
+    break;
+  case GgufValueType::F32:
+  case GgufValueType::F64:
+    EXPECT_EQ(value.real, peer.get<double>()) << key;
+    break;
+  case GgufValueType::U64:
+    EXPECT_EQ(std::to_string(value.unsignedInteger), peer.get<std::string>())
+        << key;
+    break;
+  case GgufValueType::I64:
+    EXPECT_EQ(std::to_string(value.integer), peer.get<std::string>()) << key;
+    break;
+  case GgufValueType::Array:
+    ASSERT_EQ(value.items.size(), peer.size()) << key;
+    for (size_t i = 0; i < value.items.size(); i++)
+      expectSameValue(value.items[i], uint32_t(value.elementType), peer[i],
+                      key + "[" + std::to_string(i) + "]");
+    break;
+  default: // the narrower integers
+    EXPECT_EQ(value.integer, peer.get<int64_t>()) << key;
+  }
+}
+
+TEST(GgufPeer, AnIndependentParserReadsTheSameFields) {
+  const std::string dir = attn::test::testDirectory();
+  writer("values " + dir + "/peer-values.gguf");
+  writer(std::string("random ") + ATTN_GGUF_TEST_CONFIG + " " + dir +
+         "/peer-model.gguf --type q4_0");
+  for (const char *name : {"peer-values.gguf", "peer-model.gguf"}) {
+    const std::string path = dir + "/" + name;
+    const std::string command = std::string("NODE_PATH=") +
+                                ATTN_LLAMACPP_DATA + "/node_modules node " +
+                                ATTN_GGUF_PEER + " dump " + path;
+    FILE *pipe = popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string output;
+    char buffer[65536];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+      output.append(buffer, n);
+    ASSERT_EQ(pclose(pipe), 0) << command;
+    nlohmann::json peer = nlohmann::json::parse(output);
+    GgufFile file;
+    Status s = GgufFile::open(path, file);
+    ASSERT_TRUE(s) << s.message();
+    EXPECT_EQ(file.version(), peer["version"].get<uint32_t>()) << name;
+    EXPECT_EQ(std::to_string(file.header().size()),
+              peer["data_offset"].get<std::string>())
+        << name;
+    ASSERT_EQ(file.metadata().size(), peer["metadata"].size()) << name;
+    for (const auto &[key, value] : file.metadata()) {
+      ASSERT_TRUE(peer["metadata"].contains(key)) << name << ": " << key;
+      const nlohmann::json &entry = peer["metadata"][key];
+      expectSameValue(value, entry["type"].get<uint32_t>(), entry["value"],
+                      key);
+      if (value.type == GgufValueType::Array)
+        EXPECT_EQ(uint32_t(value.elementType), entry["element"].get<uint32_t>())
+            << key;
+    }
+    ASSERT_EQ(file.tensors().size(), peer["tensors"].size()) << name;
+    for (size_t i = 0; i < file.tensors().size(); i++) {
+      const GgufTensor &tensor = file.tensors()[i];
+      const nlohmann::json &other = peer["tensors"][i];
+      EXPECT_EQ(tensor.name, other["name"].get<std::string>());
+      std::vector<std::string> dims;
+      for (int64_t dim : tensor.dims)
+        dims.push_back(std::to_string(dim));
+      EXPECT_EQ(dims, other["ne"].get<std::vector<std::string>>())
+          << tensor.name;
+      EXPECT_EQ(uint32_t(tensor.type), other["type"].get<uint32_t>())
+          << tensor.name;
+      EXPECT_EQ(std::to_string(tensor.offset),
+                other["offset"].get<std::string>())
+          << tensor.name;
+    }
+    std::printf("%s: %zu keys and %zu tensors read alike\n", name,
+                file.metadata().size(), file.tensors().size());
+  }
+}
+
 } // namespace
