@@ -22,10 +22,8 @@ using namespace attn::runtime;
 
 namespace {
 
-/// Runs the writer with `arguments`; its standard output.
-std::string writer(const std::string &arguments) {
-  const std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
-                              ATTN_GGUF_WRITER + " " + arguments;
+/// Runs `command`; its standard output (a failure is the test's).
+std::string outputOf(const std::string &command) {
   FILE *pipe = popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr) << command;
   std::string output;
@@ -34,6 +32,12 @@ std::string writer(const std::string &arguments) {
     output.append(buffer, n);
   EXPECT_EQ(pipe ? pclose(pipe) : -1, 0) << command;
   return output;
+}
+
+/// Runs the writer with `arguments`; its standard output.
+std::string writer(const std::string &arguments) {
+  return outputOf(std::string(ATTN_REFERENCE_PYTHON) + " " + ATTN_GGUF_WRITER +
+                  " " + arguments);
 }
 
 TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
@@ -218,17 +222,11 @@ TEST(GgufPeer, AnIndependentParserReadsTheSameFields) {
          "/peer-model.gguf --type q4_0");
   for (const char *name : {"peer-values.gguf", "peer-model.gguf"}) {
     const std::string path = dir + "/" + name;
-    const std::string command = std::string("NODE_PATH=") +
-                                ATTN_LLAMACPP_DATA + "/node_modules node " +
-                                ATTN_GGUF_PEER + " dump " + path;
-    FILE *pipe = popen(command.c_str(), "r");
-    ASSERT_NE(pipe, nullptr);
-    std::string output;
-    char buffer[65536];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-      output.append(buffer, n);
-    ASSERT_EQ(pclose(pipe), 0) << command;
-    nlohmann::json peer = nlohmann::json::parse(output);
+    nlohmann::json peer = nlohmann::json::parse(
+        outputOf(std::string("NODE_PATH=") + ATTN_LLAMACPP_DATA +
+                 "/node_modules node " + ATTN_GGUF_PEER + " dump " + path),
+        nullptr, /*allow_exceptions=*/false);
+    ASSERT_TRUE(peer.is_object()) << "no JSON from tools/gguf-peer.mjs";
     GgufFile file;
     Status s = GgufFile::open(path, file);
     ASSERT_TRUE(s) << s.message();
