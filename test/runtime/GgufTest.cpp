@@ -9,6 +9,7 @@
 
 #include "attn/runtime/Gguf.h"
 
+#include "TestCommand.h"
 #include "TestDirectory.h"
 
 #include <gtest/gtest.h>
@@ -22,22 +23,10 @@ using namespace attn::runtime;
 
 namespace {
 
-/// Runs `command`; its standard output (a failure is the test's).
-std::string outputOf(const std::string &command) {
-  FILE *pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << command;
-  std::string output;
-  char buffer[65536];
-  for (size_t n; pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-    output.append(buffer, n);
-  EXPECT_EQ(pipe ? pclose(pipe) : -1, 0) << command;
-  return output;
-}
-
 /// Runs the writer with `arguments`; its standard output.
 std::string writer(const std::string &arguments) {
-  return outputOf(std::string(ATTN_REFERENCE_PYTHON) + " " + ATTN_GGUF_WRITER +
-                  " " + arguments);
+  return attn::test::commandOutput(std::string(ATTN_REFERENCE_PYTHON) + " " +
+                                   ATTN_GGUF_WRITER + " " + arguments);
 }
 
 TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
@@ -223,8 +212,9 @@ TEST(GgufPeer, AnIndependentParserReadsTheSameFields) {
   for (const char *name : {"peer-values.gguf", "peer-model.gguf"}) {
     const std::string path = dir + "/" + name;
     nlohmann::json peer = nlohmann::json::parse(
-        outputOf(std::string("NODE_PATH=") + ATTN_LLAMACPP_DATA +
-                 "/node_modules node " + ATTN_GGUF_PEER + " dump " + path),
+        attn::test::commandOutput(std::string("NODE_PATH=") +
+                                  ATTN_LLAMACPP_DATA + "/node_modules node " +
+                                  ATTN_GGUF_PEER + " dump " + path),
         nullptr, /*allow_exceptions=*/false);
     ASSERT_TRUE(peer.is_object()) << "no JSON from tools/gguf-peer.mjs";
     GgufFile file;

@@ -97,6 +97,7 @@
 #include "ref_llama_gguf_q4_0.h"
 #include "ref_qwen3_gguf.h"
 
+#include "TestCommand.h"
 #include "TestDirectory.h"
 
 #include <gtest/gtest.h>
@@ -264,14 +265,8 @@ nlohmann::json reference(const std::string &dir, const std::string &prompt,
   std::string command = std::string(ATTN_REFERENCE_PYTHON) + " " +
                         ATTN_REFERENCE_SCRIPT + " " + dir + flags + " --prompt " +
                         prompt + " --steps " + std::to_string(steps);
-  FILE *pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr) << command;
-  std::string output;
-  char buffer[65536];
-  for (size_t n; pipe && (n = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-    output.append(buffer, n);
-  int status = pipe ? pclose(pipe) : -1;
-  EXPECT_EQ(status, 0) << command << " failed (python3-numpy installed?)";
+  const std::string output = attn::test::commandOutput(
+      command, " (python3-numpy installed?)");
   return nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
 }
 
