@@ -5,6 +5,8 @@
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
+#include "attn/Support.h"
+
 #include "attn/runtime/Gguf.h"
 
 #include "mlir/IR/Builders.h"
@@ -14,6 +16,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <map>
 #include <set>
 
 using namespace mlir;
@@ -251,6 +254,20 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   }
   if (!linear)
     return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
+  // The output head runs at the blocks' precision: a head stored otherwise
+  // would be rounded at load (a float head beside Q4_0 blocks to int4), so
+  // it is refused until plans carry a precision per tensor. F32 blocks take
+  // any head exactly.
+  const GgufTensor *head = file.tensor("output.weight");
+  if (!head)
+    head = embedding;
+  if (head->type != *linear && *linear != GgmlType::F32)
+    return error(file, "tensor '" + head->name + "' (the output head) is " +
+                           ::attn::runtime::name(head->type) +
+                           " beside blocks of " +
+                           ::attn::runtime::name(*linear) +
+                           ": attnc would round it to theirs at load (a "
+                           "precision per tensor is not read yet)");
   switch (*linear) {
   case GgmlType::BF16:
     config["torch_dtype"] = "bfloat16";
@@ -271,6 +288,63 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     config["torch_dtype"] = "float32";
   }
   return config;
+}
+
+std::string ggufReport(const std::string &path) {
+  GgufFile file;
+  if (Status s = GgufFile::open(path, file); !s)
+    return "GGUF file: " + s.message() + "\n";
+  std::string text;
+  llvm::raw_string_ostream out(text);
+  std::map<std::string, int> types;
+  for (const GgufTensor &tensor : file.tensors())
+    types[::attn::runtime::name(tensor.type)]++;
+  out << "GGUF file: version " << file.version() << ", "
+      << file.metadata().size() << " metadata keys, " << file.tensors().size()
+      << " tensors, "
+      << mlir::attn::formatBytes(int64_t(file.tensorBytes()))
+      << " of tensor data (";
+  llvm::interleaveComma(types, out, [&](const auto &entry) {
+    out << entry.second << " " << entry.first;
+  });
+  out << ")\n";
+  // Each tensor's precision as the file stores it (and the runtime reads
+  // it: Q4_0 blocks as int4, the rest decoded exactly).
+  for (const GgufTensor &tensor : file.tensors()) {
+    out << "  " << tensor.name << "  " << ::attn::runtime::name(tensor.type)
+        << " [";
+    llvm::interleaveComma(tensor.shape(), out);
+    out << "]\n";
+  }
+  // The tokenizer the file carries (tokenizer.ggml.*: read by the runtime,
+  // docs/tokenizers.md).
+  std::string model, pre;
+  const std::vector<GgufValue> *tokens = nullptr;
+  if (!file.getString("tokenizer.ggml.model", model) ||
+      !file.getArray("tokenizer.ggml.tokens", ::attn::runtime::GgufValueType::String,
+                     tokens)) {
+    out << "tokenizer: none in the file\n";
+    return text;
+  }
+  out << "tokenizer: " << model
+      << (model == "llama" ? " (SentencePiece)" : " (byte-level BPE)") << ", "
+      << tokens->size() << " tokens";
+  if (file.getString("tokenizer.ggml.pre", pre))
+    out << ", pre-tokenizer " << pre;
+  for (const char *special : {"bos", "eos", "eot"}) {
+    int64_t id;
+    const std::string key =
+        std::string("tokenizer.ggml.") + special + "_token_id";
+    if (file.getInteger(key, id) && id >= 0 && size_t(id) < tokens->size())
+      out << ", " << llvm::StringRef(special).upper() << " " << id << " '"
+          << (*tokens)[size_t(id)].string << "'";
+  }
+  std::string chatTemplate;
+  out << (file.getString("tokenizer.chat_template", chatTemplate)
+              ? ", chat template"
+              : ", no chat template")
+      << "\n";
+  return text;
 }
 
 OwningOpRef<ModuleOp> importGguf(const std::string &path,

@@ -34,6 +34,10 @@ bool isGguf(llvm::StringRef bytes);
 llvm::Expected<llvm::json::Object>
 ggufConfig(const ::attn::runtime::GgufFile &file);
 
+/// What --emit=report adds for a GGUF file: its tensors (each one's name,
+/// type and shape, a count per type) and the tokenizer it carries.
+std::string ggufReport(const std::string &path);
+
 /// Imports the GGUF file at `path`: the config ggufConfig derives, as text
 /// in `sourceMgr` (so errors of the config import point into it, emitted
 /// through `context`), then its weights' dtype; the model is named after

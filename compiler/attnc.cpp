@@ -443,6 +443,8 @@ int main(int argc, char **argv) {
       return fail(errorMessage);
     if (emitKind == EmitKind::Report) {
       output->os() << attnc::renderReport(*module);
+      if (gguf)
+        output->os() << attnc::ggufReport(inputPath);
     } else {
       module->print(output->os());
       output->os() << "\n";
@@ -454,6 +456,7 @@ int main(int argc, char **argv) {
                                          emitKind == EmitKind::Library))
     return status;
   if (printReport)
-    outs() << attnc::renderReport(*module);
+    outs() << attnc::renderReport(*module)
+           << (gguf ? attnc::ggufReport(inputPath) : std::string());
   return 0;
 }

@@ -33,7 +33,8 @@ Usage:
   gguf_writer.py random CONFIG OUT.gguf [--type T]
     The same from a config.json alone, with random weights.
   Both take --meta KEY=TYPE:VALUE (set a metadata key; types u8 … f64,
-  bool, str) and --drop NAME (leave out a key or tensor), repeatable.
+  bool, str) and --drop NAME (leave out a key or tensor), repeatable, and
+  --head-type T (output.weight's type).
   gguf_writer.py broken KIND OUT
     A small file broken as KIND says (the reader's error tests):
     magic, version, truncated, key-overflow, array-overflow, tensor-range,
@@ -230,7 +231,7 @@ def hyperparameters(config):
     return arch, meta
 
 
-def tensors_of(config, weights, kind):
+def tensors_of(config, weights, kind, head=None):
     """[(gguf name, type, ne, bytes)] and {hf name: float64 as stored}."""
     arch, _ = hyperparameters(config)
     heads = config["num_attention_heads"]
@@ -249,6 +250,8 @@ def tensors_of(config, weights, kind):
             t = kind
         if t in ("q4_0", "q8_0") and w.shape[-1] % 32:
             t = "f16"
+        if head and g == "output.weight":
+            t = head
         blob = encode(w, t)
         back = decode(blob, t, w.size).reshape(w.shape)
         if arch == "llama" and (".attn_q." in g or ".attn_k." in g):
@@ -383,12 +386,13 @@ def vocabulary(folder):
     return meta
 
 
-def convert(config, weights, path, kind, dequantized=None, changes=(), drops=(), folder=None):
+def convert(config, weights, path, kind, dequantized=None, changes=(), drops=(), folder=None,
+            head=None):
     arch, meta = hyperparameters(config)
     if folder and os.path.exists(os.path.join(folder, "tokenizer.json")):
         meta += vocabulary(folder)
     meta = edited(meta, changes, drops)
-    tensors, stored = tensors_of(config, weights, kind)
+    tensors, stored = tensors_of(config, weights, kind, head)
     tensors = [t for t in tensors if t[0] not in drops]
     write(path, meta, tensors)
     if dequantized:
@@ -515,6 +519,8 @@ def main():
     parser.add_argument("out", nargs="?")
     parser.add_argument("--type", default="f32", choices=sorted(GGML))
     parser.add_argument("--dequantized")
+    parser.add_argument("--head-type", choices=sorted(GGML),
+                        help="output.weight's type (default: --type's)")
     parser.add_argument("--meta", action="append", default=[], metavar="KEY=TYPE:VALUE",
                         help="set a metadata key (types: " + ", ".join(KINDS) + ")")
     parser.add_argument("--drop", action="append", default=[], metavar="NAME",
@@ -530,12 +536,12 @@ def main():
         with open(os.path.join(a.source, "config.json")) as f:
             config = json.load(f)
         convert(config, read_checkpoint(a.source), a.out, a.type, a.dequantized,
-                a.meta, a.drop, a.source)
+                a.meta, a.drop, a.source, a.head_type)
     else:
         with open(a.source) as f:
             config = json.load(f)
         convert(config, random_weights(config), a.out, a.type, a.dequantized,
-                a.meta, a.drop)
+                a.meta, a.drop, head=a.head_type)
 
 
 if __name__ == "__main__":
