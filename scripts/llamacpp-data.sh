@@ -11,11 +11,7 @@ packages=(node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1 @huggingface/gg
 stamp="$dir/.installed-$(md5sum < "$0" | cut -c1-12)"
 [ -f "$stamp" ] && exit 0
 
-if ! command -v npm >/dev/null; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
-fi
+source "$root/scripts/npm-ready.sh"
 mkdir -p "$dir"
 echo '{"private": true}' > "$dir/package.json"
 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --ignore-scripts \

