@@ -28,6 +28,10 @@ inline constexpr llvm::StringRef kDescriptionDTypes[] = {"f32", "f16", "bf16",
 /// The spellings a KV cache may take: those of attn::isCacheDType.
 inline constexpr llvm::ArrayRef<llvm::StringRef> kDescriptionCacheDTypes(
     kDescriptionDTypes, size_t(::attn::kLastCacheDType) + 1);
+/// The spellings an output head's own weights may take (weight_dtype of
+/// "output_head"): all but int4, whose group is the blocks'.
+inline constexpr llvm::ArrayRef<llvm::StringRef> kDescriptionHeadDTypes(
+    kDescriptionDTypes, size_t(::attn::DType::I8) + 1);
 /// For messages and option help.
 inline constexpr const char *kDescriptionDTypeList =
     "f32, f16, bf16, int8 or int4";
@@ -37,11 +41,12 @@ inline constexpr const char *kDescriptionCacheDTypeList =
 /// (GPTQ's and AWQ's default too).
 inline constexpr int64_t kDefaultWeightGroup = 128;
 
-/// The DType a weight (or, with `cache`, a KV cache) spelling names.
+/// The DType a weight spelling (or one of `names`: a KV cache's, a head's)
+/// names.
 inline std::optional<::attn::DType>
-parseDescriptionDType(llvm::StringRef text, bool cache = false) {
-  llvm::ArrayRef<llvm::StringRef> names =
-      cache ? kDescriptionCacheDTypes : llvm::ArrayRef(kDescriptionDTypes);
+parseDescriptionDType(llvm::StringRef text,
+                      llvm::ArrayRef<llvm::StringRef> names =
+                          kDescriptionDTypes) {
   for (size_t i = 0; i < names.size(); ++i)
     if (text == names[i])
       return ::attn::DType(i);

@@ -439,11 +439,18 @@ bool readStack(const json::Object &object, const JsonPath &path,
         reader.getInt("vocab_size", true, 1, limits::kVocabulary).value_or(1);
     bool bias = reader.optionalBool("bias").value_or(false);
     std::optional<double> softcap = reader.optionalPositiveNumber("softcap");
+    // The head's own weights (absent: the model's weight_dtype).
+    std::optional<::attn::DType> weights;
+    if (reader.has("weight_dtype"))
+      weights = parseDescriptionDType(
+          reader.optionalEnum("weight_dtype", kDescriptionHeadDTypes, "f32"),
+          kDescriptionHeadDTypes);
     if (!reader.finish())
       return false;
     builder.addOutputHead(vocab, bias, reader.location(), /*tied=*/false,
                           softcap ? std::optional<float>(float(*softcap))
-                                  : std::nullopt);
+                                  : std::nullopt,
+                          weights ? mlirType(context, *weights) : Type());
   }
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include "GgufImport.h"
 
+#include "DTypes.h"
 #include "HuggingFaceImport.h"
 #include "ModelBuilder.h"
 
@@ -59,6 +60,27 @@ bool isBlockLinear(llvm::StringRef name) {
                              "ffn_gate.weight", "ffn_up.weight",
                              "ffn_down.weight"},
                             name);
+}
+
+/// The output head's tensor: output.weight, or the embedding it is tied
+/// to (null: neither).
+const GgufTensor *headTensor(const GgufFile &file) {
+  const GgufTensor *head = file.tensor("output.weight");
+  return head ? head : file.tensor("token_embd.weight");
+}
+
+/// The kernels' weight type of a float tensor type (none for a block type).
+std::optional<::attn::DType> floatType(GgmlType type) {
+  switch (type) {
+  case GgmlType::F32:
+    return ::attn::DType::F32;
+  case GgmlType::F16:
+    return ::attn::DType::F16;
+  case GgmlType::BF16:
+    return ::attn::DType::BF16;
+  default:
+    return std::nullopt;
+  }
 }
 
 } // namespace
@@ -254,20 +276,19 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   }
   if (!linear)
     return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
-  // The output head runs at the blocks' precision: a head stored otherwise
-  // would be rounded at load (a float head beside Q4_0 blocks to int4), so
-  // it is refused until plans carry a precision per tensor. F32 blocks take
-  // any head exactly.
-  const GgufTensor *head = file.tensor("output.weight");
-  if (!head)
-    head = embedding;
-  if (head->type != *linear && *linear != GgmlType::F32)
+  // The output head keeps its own precision where it is stored in floats
+  // (importGguf gives its kernel that type); F32 blocks' kernels take any
+  // head exactly. A head of another block type than the blocks' would be
+  // requantized at load.
+  const GgufTensor *head = headTensor(file);
+  if (head->type != *linear && *linear != GgmlType::F32 &&
+      !floatType(head->type))
     return error(file, "tensor '" + head->name + "' (the output head) is " +
                            ::attn::runtime::name(head->type) +
                            " beside blocks of " +
                            ::attn::runtime::name(*linear) +
-                           ": attnc would round it to theirs at load (a "
-                           "precision per tensor is not read yet)");
+                           ": attnc runs a head of the blocks' type or of "
+                           "F32, F16 or BF16");
   switch (*linear) {
   case GgmlType::BF16:
     config["torch_dtype"] = "bfloat16";
@@ -376,13 +397,19 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
       importJsonDescription(sourceMgr, context, named);
   if (!module)
     return nullptr;
-  bool int4 = false;
+  // ggufConfig checked that the blocks' linear weights share one type.
+  GgmlType blocks = GgmlType::F32;
   for (const GgufTensor &tensor : file.tensors())
-    int4 |= isBlockLinear(tensor.name) && tensor.type == GgmlType::Q4_0;
-  if (int4) {
-    auto model = *module->getOps<mlir::attn::ModelOp>().begin();
+    if (isBlockLinear(tensor.name))
+      blocks = tensor.type;
+  auto model = *module->getOps<mlir::attn::ModelOp>().begin();
+  if (blocks == GgmlType::Q4_0)
     setWeights(model, IntegerType::get(&context, 4), 32);
-  }
+  // A head stored in floats beside blocks of another type runs as stored.
+  const GgmlType head = headTensor(file)->type;
+  if (head != blocks)
+    if (std::optional<::attn::DType> type = floatType(head))
+      setHeadWeights(model, mlirType(context, *type));
   return module;
 }
 

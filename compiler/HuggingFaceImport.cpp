@@ -735,8 +735,12 @@ importDecoderOnly(ConfigReader &config, const json::Object &root,
   }
   builder.addNorm("final_norm", norm, rmsEps, "", at);
   // GPT-2's head is always wte (tied by its naming); the Llama family's is
-  // when tie_word_embeddings says so (LlamaConfig's default: false).
-  builder.addOutputHead(*vocabulary, false, at, tied);
+  // when tie_word_embeddings says so (LlamaConfig's default: false). A GPTQ
+  // or AWQ checkpoint keeps its head (or the embedding it is tied to) in
+  // torch_dtype, and so does its head kernel.
+  builder.addOutputHead(*vocabulary, false, at, tied, std::nullopt,
+                        quantized && !mxfp4Experts ? weightDtype(config, context)
+                                                   : Type());
   return builder.finish();
 }
 

@@ -117,13 +117,20 @@ void ModelBuilder::setWeightNaming(llvm::StringRef naming) {
 }
 
 void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,
-                                 bool tied, std::optional<float> softcap) {
-  builder.create<mlir::attn::OutputHeadOp>(
+                                 bool tied, std::optional<float> softcap,
+                                 Type weights) {
+  auto head = builder.create<mlir::attn::OutputHeadOp>(
       loc, builder.getStringAttr("output_head"),
       builder.getI64IntegerAttr(vocabSize),
       bias ? builder.getUnitAttr() : UnitAttr(), FlatSymbolRefAttr(),
       tied ? builder.getUnitAttr() : UnitAttr(),
-      softcap ? builder.getF32FloatAttr(*softcap) : FloatAttr());
+      softcap ? builder.getF32FloatAttr(*softcap) : FloatAttr(), TypeAttr());
+  setHeadWeights(cast<mlir::attn::ModelOp>(head->getParentOp()), weights);
+}
+
+void setHeadWeights(mlir::attn::ModelOp model, Type type) {
+  for (auto head : model.getBody().front().getOps<mlir::attn::OutputHeadOp>())
+    head.setWeightDtypeAttr(type ? TypeAttr::get(type) : TypeAttr());
 }
 
 void ModelBuilder::setNormWeightOffset(float offset) {
@@ -199,7 +206,7 @@ mlir::attn::KvCacheAttr makeKvCache(MLIRContext &context, Location loc,
     return {};
   }
   std::optional<::attn::DType> element =
-      parseDescriptionDType(dtype, /*cache=*/true);
+      parseDescriptionDType(dtype, kDescriptionCacheDTypes);
   if (!element) {
     emitError(loc) << "unknown KV cache dtype '" << dtype << "' (expected "
                    << kDescriptionCacheDTypeList << ")";

@@ -98,10 +98,12 @@ public:
   /// How its checkpoints name their tensors: llama, gpt2 or bart.
   void setWeightNaming(llvm::StringRef naming);
   /// `tied`: the head's weight is the embedding's (tie_word_embeddings);
-  /// `softcap`: each logit capped to softcap·tanh(logit/softcap).
+  /// `softcap`: each logit capped to softcap·tanh(logit/softcap);
+  /// `weights`: the head's own weight type (null: the model's).
   void addOutputHead(int64_t vocabSize, bool bias, mlir::Location loc,
                      bool tied = false,
-                     std::optional<float> softcap = std::nullopt);
+                     std::optional<float> softcap = std::nullopt,
+                     mlir::Type weights = {});
   /// The checkpoint stores RMS norm weights as w - offset (Gemma: 1).
   void setNormWeightOffset(float offset);
   /// Verifies and hands over the module; null (after diagnostics) if invalid.
@@ -140,6 +142,10 @@ mlir::DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
                                       const mlir::attn::JsonPath &path,
                                       const mlir::attn::JsonLocator &locator,
                                       mlir::MLIRContext &context);
+
+/// Gives `model`'s output head weights of type `type` of its own (null:
+/// the model's), for the verifier to check.
+void setHeadWeights(mlir::attn::ModelOp model, mlir::Type type);
 
 /// Whether `name` can prefix C symbols.
 bool isCIdentifier(llvm::StringRef name);

@@ -165,6 +165,10 @@ std::string renderPlanJson(ModuleOp module,
                         ? SymbolTable::lookupNearestSymbolFrom<LinearKernelOp>(
                               head, head.getKernelAttr())
                         : LinearKernelOp();
+      // Its weights' type: its own (a checkpoint's float head), else the
+      // model's.
+      const ::attn::DType headType = toDType(
+          head.getWeightDtype().value_or(weightDtype(model)));
       entry =
           llvm::json::Object{{plan::kOp, plan::kOpOutputHead},
                              {plan::kName, head.getSymName()},
@@ -172,7 +176,10 @@ std::string renderPlanJson(ModuleOp module,
                              {plan::kBias, head.getBias()},
                              {plan::kArgmax, kernel && kernel.getArgmax()},
                              {plan::kTied, head.getTied()},
-                             {plan::kKernel, kernelName(head.getKernel())}};
+                             {plan::kKernel, kernelName(head.getKernel())},
+                             {plan::kWeightDtype, ::attn::dtypeName(headType)},
+                             {plan::kWeightPanel,
+                              int64_t(::attn::weightPanel(headType))}};
     } else {
       continue; // kernels
     }

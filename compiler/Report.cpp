@@ -341,6 +341,13 @@ std::string renderReport(ModuleOp module) {
     return formatBytes(value) + per.str() + " (" + std::to_string(value) +
            " B)";
   };
+  // The output head's weights where they are its own (a checkpoint's
+  // float head beside quantized blocks, or --head-dtype's).
+  std::string headWeights;
+  for (auto head : model.getBody().front().getOps<OutputHeadOp>())
+    if (std::optional<Type> type = head.getWeightDtype())
+      headWeights = ", the output head " + typeName(*type) + " (" +
+                    formatBytes(weightBytes(model, head.getKernel())) + ")";
   if (int64_t perToken = weightBytesPerToken(model))
     os << "weights: " << typeName(weightDtype(model))
        << (model.getWeightGroup()
@@ -348,12 +355,10 @@ std::string renderReport(ModuleOp module) {
                : std::string())
        << (model.getWeightFormat()
                ? " with zero points, as the " + model.getWeightFormat()->str() +
-                     " checkpoint holds them (an output head it keeps in "
-                     "floats quantized at load)"
+                     " checkpoint holds them"
                : std::string())
-       << ", "
-       << formatBytes(perToken) << "/token read by a decoded token ("
-       << perToken << " B)\n";
+       << headWeights << ", " << formatBytes(perToken)
+       << "/token read by a decoded token (" << perToken << " B)\n";
   // A mixture of experts: what the experts hold against what a token reads.
   int64_t sparse = 0, dense = 0, expertBytes = 0, activeBytes = 0,
           sharedBytes = 0;

@@ -124,6 +124,12 @@ cl::opt<std::string> weightDtype(
              "weights (overrides the description's weight_dtype and a Hugging "
              "Face config's torch_dtype)"),
     cl::cat(attncCategory));
+cl::opt<std::string> headDtype(
+    "head-dtype",
+    cl::desc("f32, f16, bf16 or int8: how the output head's kernel reads its "
+             "weights (default: as a GPTQ, AWQ or GGUF checkpoint keeps its "
+             "head, else as the other linear kernels)"),
+    cl::cat(attncCategory));
 cl::opt<int> weightGroup(
     "weight-group",
     cl::desc("int4 weights: inputs per scale, 32, 64 or 128 (default 128)"),
@@ -408,7 +414,22 @@ int main(int argc, char **argv) {
       group.reset();
     attnc::setWeights(model, type, group);
   }
+  if (headDtype.getNumOccurrences()) {
+    std::optional<::attn::DType> element = attnc::parseDescriptionDType(
+        headDtype, attnc::kDescriptionHeadDTypes);
+    if (!element)
+      return fail("--head-dtype must be f32, f16, bf16 or int8, got '" +
+                  headDtype + "'");
+    attnc::setHeadWeights(model, attnc::mlirType(context, *element));
+  }
   // The GPU kernel sets read f32 weights only.
+  for (auto head : model.getBody().front().getOps<mlir::attn::OutputHeadOp>())
+    if (std::optional<mlir::Type> weights = head.getWeightDtype();
+        weights && !weights->isF32() && !targets->gpu.empty())
+      return fail("--target=" + targets->gpuApi +
+                  " reads f32 weights; the output head keeps its own "
+                  "(from the checkpoint or --head-dtype): pass "
+                  "--head-dtype=f32");
   if (std::optional<mlir::Type> weights = model.getWeightDtype();
       weights && !weights->isF32() && !targets->gpu.empty()) {
     std::string type;

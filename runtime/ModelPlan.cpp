@@ -300,6 +300,15 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.argmax = at.boolean(plan::kArgmax);
       op.tied = at.boolean(plan::kTied);
       resolve(at, plan::kKernel, op.kernel);
+      // The head's weights: the model's, or a float type of its own.
+      const std::string dtype = at.string(plan::kWeightDtype);
+      if (at.status() &&
+          (!parseDType(dtype, op.headType) ||
+           (op.headType != result.weightType && op.headType > DType::I8)))
+        at.fail("output head's weight_dtype must be the model's (" +
+                std::string(dtypeName(result.weightType)) +
+                ") or f32, f16, bf16 or i8, got '" + dtype + "'");
+      op.headPanel = at.integer(plan::kWeightPanel, 1, 1024);
     } else if (kind == plan::kOpAttention) {
       op.kind = OpKind::Attention;
       auto it = layerByName.find(op.name);

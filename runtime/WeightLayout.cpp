@@ -520,8 +520,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       break;
     }
     case OpKind::OutputHead: {
-      w->head.pack({rows(n, "weight")}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup, zeros);
+      // In its own type where it has one (a checkpoint's float head).
+      const bool int4 = op.headType == DType::I4;
+      w->head.pack({rows(n, "weight")}, d, op.headPanel, op.headType,
+                   int4 ? plan.weightGroup : 0, int4 && zeros);
       done();
       w->headBias = get(n, "bias");
       break;

@@ -157,10 +157,8 @@ def dequantize(config, w):
     GPTQ packs 8 inputs an int32 along the input dimension, and checkpoint_format
     "gptq" stores each zero point less 1; AWQ (version gemm) packs 8 output
     features an int32 in the order 0 2 4 6 1 3 5 7. g_idx gives each input's
-    group. Then the output head, which these checkpoints keep in floats, is
-    quantized as attnc quantizes it at load (symmetric, float32: s = max|w| / 7
-    per group of inputs, u = clamp(round-half-even(w / s), -8, 7)): the model
-    attnc runs, whose report says so."""
+    group. The output head (or the embedding it is tied to) these
+    checkpoints keep in floats stays as stored, as transformers runs it."""
     q = config["quantization_config"]
     group = q["group_size"]
     awq = q["quant_method"] == "awq"
@@ -179,9 +177,6 @@ def dequantize(config, w):
             u = nibbles(w.pop(name).T.copy()).T  # [in][out]
             g_idx = w.pop(base + ".g_idx").astype(np.int64)
         w[base + ".weight"] = ((u - zeros[g_idx]) * scales[g_idx]).T
-    head = ("model.embed_tokens.weight" if config.get("tie_word_embeddings")
-            else "lm_head.weight")
-    w["attnc quantized head"] = quantize_rows(w[head], 4, group)
     return w
 
 
@@ -392,7 +387,7 @@ def linear(w, name, y):
 
 def output_head(config, w):
     """The head [vocab][hidden]: the embedding where tied, else lm_head, or
-    the head as attnc quantized it (dequantize) for an int4 checkpoint."""
+    the head as attnc quantized it (quantize_like_attnc) for --weight-dtype."""
     head = w.get("attnc quantized head")
     if head is None:
         head = (w["model.embed_tokens.weight"] if config.get("tie_word_embeddings")

@@ -712,6 +712,12 @@ LogicalResult OutputHeadOp::verify() {
                          limits::kVocabulary)) ||
       failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
     return failure();
+  // The head's own weights need no group of inputs: i4's is the blocks'.
+  if (std::optional<Type> weights = getWeightDtype();
+      weights && (!isWeightElementType(*weights) ||
+                  weights->isSignlessInteger(4) || isa<Mxfp4Type>(*weights)))
+    return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8, got "
+                         << *weights;
   return verifyKernelRefs(*this, {{"kernel", getKernelAttr()}});
 }
 

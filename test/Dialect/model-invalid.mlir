@@ -383,6 +383,14 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
+// A head's own weights take no group: i4's is the blocks'.
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64} {
+  // expected-error @+1 {{weight_dtype must be f32, f16, bf16 or i8, got 'i4'}}
+  attn.output_head @head {vocab_size = 100 : i64, weight_dtype = i4}
+}
+
+// -----
+
 // expected-error @+1 {{weight_naming must be llama, gemma, gemma3, phi3, mixtral, deepseek, gpt_oss, gpt2, bart; got phi}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_naming = "phi"} {
 }

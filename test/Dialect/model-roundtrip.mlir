@@ -88,3 +88,11 @@ attn.model @moe attributes {d_model = 64 : i64, kind = "decoder-only", max_batch
   attn.linear_kernel @u {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 192 : i64}
   attn.linear_kernel @d {activation = #attn.activation<none>, in_features = 96 : i64, out_features = 64 : i64, input_gate = #attn.activation<silu>}
 }
+
+// A head of its own weight type beside int4 blocks (a GPTQ checkpoint's
+// float16 head).
+// CHECK-LABEL: attn.model @own_head
+// CHECK-NEXT: attn.output_head @head {vocab_size = 100 : i64, weight_dtype = f16}
+attn.model @own_head attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64} {
+  attn.output_head @head {vocab_size = 100 : i64, weight_dtype = f16}
+}

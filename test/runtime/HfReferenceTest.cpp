@@ -49,9 +49,9 @@
 // the OLMo 2; float16, groups of 32;
 // tools/quantize_checkpoint.py packs random float weights as the formats
 // define): their int4 values are the model's own, so the reference
-// dequantizes them (and quantizes the output head as attnc does, which
-// these checkpoints keep in floats) and the expectations are the float
-// ones: the same 32 tokens, logits within 2e-3, or 3e-2 where bf16
+// dequantizes them, and runs the output head these checkpoints keep in
+// float16 as stored, as attnc does (the plan's head reads f16 weights); the
+// expectations are the float ones: the same 32 tokens, logits within 2e-3, or 3e-2 where bf16
 // products run (int4 prompt products on AMX round X and W to bf16), or 0.1
 // where the int4 prompt tiles round X to int8 (vpdpbusd: Zen 4/5; observed
 // 2.8e-2 to 3.6e-2 on Zen 5, 32 of 32 tokens).
@@ -281,6 +281,11 @@ TEST_P(HfReferenceTest, GreedyTokensAndLogitsMatchTheReference) {
   const bool quantized = c.quantized != DType::F32;
   if (quantized)
     ASSERT_EQ(plan.weightType, c.quantized);
+  // A GPTQ or AWQ checkpoint's head runs as it keeps it: float16.
+  if (plan.weightFormat)
+    for (const PlanOp &op : plan.ops)
+      if (op.kind == OpKind::OutputHead)
+        EXPECT_EQ(op.headType, DType::F16) << "the head as the file keeps it";
   ModelPlan floatPlan;
   if (const attnc_model_library *f = c.floatLibrary)
     ASSERT_TRUE(parsePlan(f->plan_json, entries(f->kernels), f->kernel_count,

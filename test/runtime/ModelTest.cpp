@@ -1337,6 +1337,11 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
   // i4 is a weight type: no cache stores it.
   refused("\"dtype\": \"f32\"", "\"dtype\": \"i4\"",
           "dtype must be f32, f16, bf16 or i8, got 'i4'");
+  // The output head's own weights (its op's weight_dtype, the plan's first:
+  // ops precede the model's keys): the model's, or f32, f16, bf16 or i8.
+  refused("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"i4\"",
+          "output head's weight_dtype must be the model's (f32) or f32, f16, "
+          "bf16 or i8, got 'i4'");
   // A checkpoint's own int4 format: known, and on i4 weights only.
   refused("\"weight_format\": \"\"", "\"weight_format\": \"marlin\"",
           "weight_format must be gptq, gptq_v2 or awq, got 'marlin'");
@@ -1398,14 +1403,17 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
             std::string::npos)
       << s.message();
 
-  // Weights the runtime cannot lay out.
-  s = parsePlan(edited("\"weight_panel\": 16", "\"weight_panel\": 0"),
+  // Weights the runtime cannot lay out. The model's keys are the plan's
+  // top level (indented 2; the output head op has its own).
+  const std::string top = "\n  ";
+  s = parsePlan(edited(top + "\"weight_panel\": 16", top + "\"weight_panel\": 0"),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("'weight_panel' must be an integer in [1, 1024]"),
             std::string::npos)
       << s.message();
-  s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"f8\""),
+  s = parsePlan(edited(top + "\"weight_dtype\": \"f32\"",
+                       top + "\"weight_dtype\": \"f8\""),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
   EXPECT_NE(
@@ -1419,7 +1427,8 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   EXPECT_NE(s.message().find("weight_group 64 must be 0 for f32 weights"),
             std::string::npos)
       << s.message();
-  s = parsePlan(edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"i4\""),
+  s = parsePlan(edited(top + "\"weight_dtype\": \"f32\"",
+                       top + "\"weight_dtype\": \"i4\""),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("weight_group 0 must be 32, 64 or 128 for i4"),
@@ -1429,9 +1438,10 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   // (as bf16 pairs), and the first call is refused by the kernel's
   // metadata, not run on misread memory.
   {
-    std::string bf16 =
-        edited("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"bf16\"");
-    bf16.replace(bf16.find("\"weight_panel\": 16"), 18, "\"weight_panel\": 32");
+    std::string bf16 = edited(top + "\"weight_dtype\": \"f32\"",
+                              top + "\"weight_dtype\": \"bf16\"");
+    bf16.replace(bf16.find(top + "\"weight_panel\": 16"), 21,
+                 top + "\"weight_panel\": 32");
     ASSERT_TRUE(parsePlan(bf16, entries(kPaged.table), kPaged.size, plan));
     std::unique_ptr<Model> model;
     ASSERT_TRUE(Model::load(bf16, entries(kPaged.table), kPaged.size,

@@ -512,14 +512,21 @@ def Attn_OutputHeadOp : Attn_Op<"output_head", [Symbol, HasParent<"ModelOp">]> {
     `tie_word_embeddings`): a checkpoint's own `lm_head.weight`, if any, is
     not what transformers computes with. `softcap` caps each logit to
     softcap·tanh(logit/softcap) (Gemma 2's final_logit_softcapping).
+    `weight_dtype` (f32, f16, bf16 or i8; absent: the model's) is the head's
+    own weight type: a checkpoint keeps its head at the precision it was
+    published in beside quantized blocks (GPTQ's and AWQ's fp16 head, a GGUF
+    file's F16 `output.weight` beside Q4_0 blocks), and the head's kernel
+    reads it so.
     ```mlir
     attn.output_head @output_head {vocab_size = 34 : i64}
+    attn.output_head @output_head {vocab_size = 34 : i64, weight_dtype = f16}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Attn_PositiveI64:$vocab_size, UnitAttr:$bias,
                        OptionalAttr<FlatSymbolRefAttr>:$kernel,
-                       UnitAttr:$tied, OptionalAttr<F32Attr>:$softcap);
+                       UnitAttr:$tied, OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<TypeAttr>:$weight_dtype);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

@@ -174,7 +174,8 @@ public:
     if (l.experts > 0)
       name += "_x" + std::to_string(l.experts);
     // Every linear kernel of a model reads the model's weight dtype but a
-    // router (routerWeights).
+    // router (routerWeights), experts of their own type and a head of its
+    // own (OutputHeadOp's weight_dtype).
     Type weights = l.weights
                        ? l.weights
                        : model.getWeightDtype().value_or(builder.getF32Type());
@@ -397,6 +398,7 @@ public:
       // one int per sequence instead of scanning the logits.
       Linear l{dModel, int64_t(head.getVocabSize()), head.getBias()};
       l.argmax = true;
+      l.weights = head.getWeightDtype().value_or(Type());
       if (std::optional<APFloat> cap = head.getSoftcap())
         l.softcap = cap->convertToFloat();
       head.setKernelAttr(linear(l, head.getLoc()));

@@ -47,6 +47,10 @@ struct PlanOp {
   bool argmax = false; ///< output head: its kernel also writes each token's
                        ///< greedy choice (best_token [tokens] int32)
   bool tied = false;   ///< output head: its weight is the embedding table
+  /// Output head: its weights' element type and panel (plan::kWeightDtype,
+  /// kWeightPanel): the model's, or the checkpoint's float head's own.
+  DType headType = DType::F32;
+  int headPanel = 0;
   bool cross = false;  ///< attention: cross (else self)
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
   float scale = 0;                              ///< attention: of Q·Kᵀ

@@ -34,7 +34,8 @@
 //                               source } } ],
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
 // (version 7: an FFN's experts; 8: their shared experts, sigmoid and
-// group-limited routers; 9: latent attention layers)
+// group-limited routers; 9: latent attention layers; 11: the output head's
+// weight_dtype and weight_panel)
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,7 +46,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 10;
+inline constexpr int kVersion = 11;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -201,6 +202,10 @@ inline constexpr char kRouterPanel[] = "router_panel";
 /// is scaled by sigmoid(x · g) (a [d_model] weight) before it is added.
 inline constexpr char kShared[] = "shared";
 inline constexpr char kSharedGate[] = "gate";
+/// An output head: { vocab_size, bias, argmax, tied, kernel, weight_dtype,
+/// weight_panel }; weight_dtype and weight_panel (kWeightDtype,
+/// kWeightPanel) are its weights': the model's, or a float type of its own
+/// (a GPTQ, AWQ or GGUF checkpoint's head as stored).
 inline constexpr char kOpOutputHead[] = "output_head";
 inline constexpr char kArgmax[] = "argmax";
 inline constexpr char kTied[] = "tied";
