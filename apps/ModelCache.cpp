@@ -107,7 +107,7 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
                                           bool &compiled) {
   compiled = false;
   // A folder's config.json, or a GGUF file itself (its header: the
-  // metadata and the tensor table, all attnc reads of it).
+  // metadata and the tensor table, and the one tensor attnc reads).
   llvm::SmallString<256> config(modelDir);
   std::string key;
   if (isGgufFile(modelDir)) {
@@ -115,6 +115,9 @@ llvm::Expected<std::string> findOrCompile(const std::string &modelDir,
     if (runtime::Status s = runtime::GgufFile::open(modelDir, file); !s)
       return error(s.message());
     key = std::string(file.header());
+    // What attnc reads of the tensor data: Llama 3's RoPE factors.
+    if (const runtime::GgufTensor *freqs = file.tensor("rope_freqs.weight"))
+      key.append(reinterpret_cast<const char *>(freqs->data), freqs->bytes);
   } else {
     llvm::sys::path::append(config, "config.json");
     auto text = llvm::MemoryBuffer::getFile(config);

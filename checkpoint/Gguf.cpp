@@ -2,6 +2,8 @@
 
 #include "attn/runtime/Gguf.h"
 
+#include "attn/runtime/DType.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -265,20 +267,13 @@ std::vector<int64_t> GgufTensor::shape() const {
 }
 
 namespace {
+/// The float16 at `bytes` (any alignment), as DType.h decodes it.
 float halfToFloat(const uint8_t *bytes) {
-  uint16_t h;
-  std::memcpy(&h, bytes, 2);
-  const uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 31,
-                 mantissa = h & 1023;
+  uint16_t bits;
+  std::memcpy(&bits, bytes, 2);
   float value;
-  if (exponent == 0) // zero or subnormal: mantissa · 2^-24
-    value = std::ldexp(float(mantissa), -24);
-  else if (exponent == 31)
-    value = mantissa ? std::numeric_limits<float>::quiet_NaN()
-                     : std::numeric_limits<float>::infinity();
-  else
-    value = std::ldexp(float(mantissa | 1024), int(exponent) - 25);
-  return sign ? -value : value;
+  decode(DType::F16, &bits, &value, 1);
+  return value;
 }
 } // namespace
 
@@ -300,17 +295,19 @@ void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
     std::memcpy(out, data, size_t(values) * 4);
     return;
   case GgmlType::F16:
-    for (int64_t i = 0; i < values; i++)
-      out[i] = halfToFloat(data + 2 * i);
-    return;
-  case GgmlType::BF16:
-    for (int64_t i = 0; i < values; i++) {
-      uint16_t bits;
-      std::memcpy(&bits, data + 2 * i, 2);
-      const uint32_t word = uint32_t(bits) << 16;
-      std::memcpy(out + i, &word, 4);
+  case GgmlType::BF16: {
+    // DType.h's conversions read uint16 elements: copied first where
+    // `data` is not 2-aligned.
+    const DType element = type == GgmlType::F16 ? DType::F16 : DType::BF16;
+    if (reinterpret_cast<uintptr_t>(data) % 2 == 0) {
+      decode(element, data, out, size_t(values));
+      return;
     }
+    std::vector<uint16_t> bits(static_cast<size_t>(values));
+    std::memcpy(bits.data(), data, size_t(values) * 2);
+    decode(element, bits.data(), out, size_t(values));
     return;
+  }
   case GgmlType::Q8_0:
     // float16 d, int8 q[32]: d · q.
     for (int64_t b = 0; b < values / 32; b++) {

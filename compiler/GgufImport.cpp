@@ -17,6 +17,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -236,10 +237,47 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     config["model_type"] = "mistral";
     config["sliding_window"] = *window;
   }
-  // Llama 3's frequency factors come as a tensor (rope_freqs.weight).
-  if (file.tensor("rope_freqs.weight"))
-    return error(file, "tensor 'rope_freqs.weight' (Llama 3's RoPE "
-                       "frequency factors) is not read yet");
+  // Llama 3's RoPE (rope_type llama3) comes as a tensor of its own,
+  // rope_freqs.weight [head_dim / 2]: the divisor of each channel pair's
+  // frequency, which llama.cpp's converter computes from the config's
+  // factor, low/high_freq_factor and original context. The same divisors
+  // per pair are transformers' LongRoPE factors (inv_freq / factor_i) at a
+  // context of its original length (no attention factor): that rule, with
+  // one list for short and long sequences, is what the file states.
+  if (const GgufTensor *freqs = file.tensor("rope_freqs.weight")) {
+    if (config.get("rope_scaling"))
+      return error(file, "tensor 'rope_freqs.weight' beside metadata '" +
+                             prefix + "rope.scaling.type' '" + scaling +
+                             "': attnc reads one RoPE rule");
+    if (freqs->dims.size() != 1 || freqs->dims[0] != headDim / 2 ||
+        !floatType(freqs->type))
+      return error(file, "tensor 'rope_freqs.weight' must be [" +
+                             std::to_string(headDim / 2) +
+                             "] floats (a factor per channel pair), got " +
+                             ::attn::runtime::name(freqs->type) + " [" +
+                             llvm::join(llvm::map_range(freqs->shape(),
+                                                        [](int64_t d) {
+                                                          return std::to_string(d);
+                                                        }),
+                                        ", ") +
+                             "]");
+    std::vector<float> factors(size_t(freqs->dims[0]));
+    ::attn::runtime::decodeValues(freqs->type, freqs->data, freqs->dims[0],
+                                  factors.data());
+    llvm::json::Array list;
+    for (float factor : factors) {
+      if (!(std::isfinite(factor) && factor > 0))
+        return error(file, "tensor 'rope_freqs.weight' holds " +
+                               std::to_string(factor) +
+                               ": each factor must be positive and finite");
+      list.push_back(double(factor));
+    }
+    config["rope_scaling"] = llvm::json::Object{
+        {"rope_type", "longrope"},
+        {"factor", 1.0},
+        {"short_factor", llvm::json::Array(list)},
+        {"long_factor", std::move(list)}};
+  }
 
   // The vocabulary is the embedding's rows; a file without an output head
   // ties it to the embedding.

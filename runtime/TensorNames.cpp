@@ -3,7 +3,7 @@
 
 #include "TensorNames.h"
 
-#include "Int4Checkpoint.h"
+#include "attn/runtime/Int4Checkpoint.h"
 
 #include <cctype>
 #include <map>

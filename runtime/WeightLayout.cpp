@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Int4Checkpoint.h"
 #include "ModelWeights.h"
 #include "TensorNames.h"
 
 #include "attn/runtime/Checkpoint.h"
+#include "attn/runtime/Int4Checkpoint.h"
 
 #include <algorithm>
 #include <memory>
@@ -57,6 +57,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     present.push_back(tensor);
   for (const std::string &tensor : harmlessTensors(plan, naming, present))
     tolerated.insert(tensor);
+  // A GGUF file's Llama 3 RoPE factors: attnc compiled them into the
+  // projection kernels from this file (the model cache keys on them).
+  if (file.gguf())
+    tolerated.insert("rope_freqs.weight");
   if (Status status = checkTensors(file, distinctTensors(names), tolerated);
       !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +

@@ -25,8 +25,9 @@ Usage:
     safetensors, and its tokenizer where it has tokenizer.json: vocab below)
     as llama.cpp's converter names and lays it out: arch llama
     for llama and mistral (Q and K rows permuted to GGML's interleaved RoPE
-    pairs), qwen2, qwen3. --type quantizes the 2-D weights (the embedding
-    and output head among them); norms and biases stay float32.
+    pairs; Llama 3's rope_scaling as rope_freqs.weight), qwen2, qwen3.
+    --type quantizes the 2-D weights (the embedding and output head among
+    them); norms and biases stay float32.
     --dequantized writes DIR/model.safetensors (float32) and config.json:
     the same model with each quantized weight as its blocks decode, in
     Hugging Face's layout, for tools/hf_reference.py.
@@ -203,8 +204,10 @@ def hyperparameters(config):
     mt = config["model_type"]
     if mt not in ARCH:
         raise SystemExit(f"gguf_writer.py: model_type {mt} is not written")
-    if config.get("rope_scaling"):
-        raise SystemExit("gguf_writer.py: rope_scaling is not written")
+    scaling = config.get("rope_scaling") or {}
+    if scaling and not (mt == "llama" and llama3_scaling(config)):
+        raise SystemExit("gguf_writer.py: rope_scaling other than Llama 3's "
+                         "is not written")
     if mt in ("qwen2", "qwen3") and (config.get("use_sliding_window")
                                      or "sliding_attention" in config.get("layer_types", [])):
         raise SystemExit(f"gguf_writer.py: {mt}'s sliding window has no GGUF key")
@@ -229,6 +232,39 @@ def hyperparameters(config):
     if config.get("sliding_window") and mt == "mistral":
         meta.append((f"{arch}.attention.sliding_window", U32, config["sliding_window"]))
     return arch, meta
+
+
+def llama3_scaling(config):
+    """The config's rope_scaling if it is Llama 3's (rope_type llama3)."""
+    scaling = config.get("rope_scaling") or {}
+    return scaling if scaling.get("rope_type", scaling.get("type")) == "llama3" else None
+
+
+def rope_freqs(config):
+    """Llama 3's RoPE as llama.cpp's converter writes it: rope_freqs.weight
+    [head_dim / 2], each channel pair's frequency divisor (transformers'
+    llama3 rule: 1 where the wavelength is under original / high_freq_factor,
+    `factor` where it is over original / low_freq_factor, and between them
+    1 / ((1 - s) / factor + s) with s = (original / wavelength - low) /
+    (high - low))."""
+    scaling = llama3_scaling(config)
+    heads = config["num_attention_heads"]
+    dim = config.get("head_dim") or config["hidden_size"] // heads
+    base = float(config.get("rope_theta", 10000))
+    factor, low, high = (float(scaling[k]) for k in
+                         ("factor", "low_freq_factor", "high_freq_factor"))
+    original = float(scaling["original_max_position_embeddings"])
+    divisors = []
+    for i in range(0, dim, 2):
+        wavelength = 2 * np.pi * base ** (i / dim)
+        if wavelength < original / high:
+            divisors.append(1.0)
+        elif wavelength > original / low:
+            divisors.append(factor)
+        else:
+            smooth = (original / wavelength - low) / (high - low)
+            divisors.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(divisors, dtype=np.float32)
 
 
 def tensors_of(config, weights, kind, head=None):
@@ -260,6 +296,9 @@ def tensors_of(config, weights, kind, head=None):
             back = back.reshape(n, back.shape[0] // n // 2, 2, -1).swapaxes(1, 2).reshape(w.shape)
         stored[name] = back
         out.append((g, t, list(reversed(w.shape)), blob))
+    if llama3_scaling(config):
+        freqs = rope_freqs(config)
+        out.append(("rope_freqs.weight", "f32", [freqs.size], encode(freqs, "f32")))
     return out, stored
 
 

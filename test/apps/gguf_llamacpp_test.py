@@ -4,8 +4,10 @@
 Model folders as Hugging Face publishes them (test/apps/model_folder.py: the
 Llama 2-style SentencePiece tokenizer, random bf16 weights): a Llama
 (text_llama: Q and K rows paired in the file, as llama.cpp's converter writes
-them) and a Qwen3 (text_qwen3: QK-norm, head_dim 64/4 != 32, tied head), each
-written by tools/gguf_writer.py as one GGUF file in F32, BF16 and Q4_0. attn-run
+them), a Llama 3 (text_llama3: its rope_scaling as the file's rope_freqs.weight,
+which attnc reads as per-pair frequency divisors) and a Qwen3 (text_qwen3:
+QK-norm, head_dim 64/4 != 32, tied head), each written by tools/gguf_writer.py
+as one GGUF file in F32, BF16 and Q4_0. attn-run
 compiles the file, reads its weights and tokenizer and decodes greedily from a
 text prompt; llama.cpp (node-llama-cpp's prebuilt CPU build, tools/gguf-peer.mjs)
 decodes the same prompt ids from the same file. Their greedy tokens must be
@@ -13,7 +15,9 @@ identical for F32 and BF16; for Q4_0 the first 6 of 12 (both compute the
 products from rounded activations, llama.cpp in Q8_0 blocks, attnc in int8
 per group of 32 where the CPU has VNNI, so a near tie of random weights'
 logits may go either way, and the sequences part there; observed on Zen 5:
-12, 10 of 12).
+12, 10 of 12). The BF16 file's tokens must also be attn-run's on the folder
+itself (its config.json: Llama 3's rule computed from its keys, not read from
+the file).
 
 Usage: gguf_llamacpp_test.py BIN_DIR TOKENIZER_DATA PYTHON_WITH_NUMPY LLAMACPP_DATA
 """
@@ -42,9 +46,14 @@ def main():
     work = tempfile.mkdtemp(prefix="gguf-llamacpp-test.")
     environment = dict(os.environ, NODE_PATH=os.path.join(peer, "node_modules"))
     try:
-        for family in ("text_llama", "text_qwen3"):
+        for family in ("text_llama", "text_llama3", "text_qwen3"):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)
             check(compiled.returncode == 0, family + ": compile-only failed: " + compiled.stderr)
+            # attnc on the folder (its bf16 weights, which the BF16 file holds).
+            direct = run([os.path.join(bin_dir, "attn-run"), folder, "--prompt", "Hello world",
+                          "--temperature", "0", "--max-new-tokens", str(STEPS),
+                          "--print-ids", "--cache-dir", cache])
+            check(direct.returncode == 0, "attn-run %s: %s" % (folder, direct.stderr))
             for kind in ("f32", "bf16", "q4_0"):
                 gguf = os.path.join(work, "%s-%s.gguf" % (family, kind))
                 written = run([python, os.path.join(ROOT, "tools", "gguf_writer.py"), "convert",
@@ -59,6 +68,11 @@ def main():
                 ids = json.loads(ours.stderr.strip().splitlines()[-1])
                 check(ids["prompt"] == [1, 22557, 1526],
                       "the file's tokenizer gave %s" % ids["prompt"])
+                if kind == "bf16" and direct.returncode == 0:
+                    folder_ids = json.loads(direct.stderr.strip().splitlines()[-1])
+                    check(folder_ids["generated"] == ids["generated"],
+                          "%s: the folder gave %s, its BF16 file %s"
+                          % (family, folder_ids["generated"], ids["generated"]))
                 theirs = run(["node", os.path.join(ROOT, "tools", "gguf-peer.mjs"), "greedy", gguf,
                               ",".join(map(str, ids["prompt"])), str(len(ids["generated"]))],
                              env=environment)

@@ -58,10 +58,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Int4Checkpoint.h"
 #include "KernelCalls.h"
 #include "ModelWeights.h"
 #include "attn/runtime/Checkpoint.h"
+#include "attn/runtime/Int4Checkpoint.h"
 #include "attn/schedules/AmxLinear.h"
 #include "attn/runtime/Model.h"
 

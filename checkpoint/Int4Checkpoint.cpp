@@ -1,6 +1,6 @@
 //===- Int4Checkpoint.cpp - GPTQ and AWQ linear layers, as published ------===//
 
-#include "Int4Checkpoint.h"
+#include "attn/runtime/Int4Checkpoint.h"
 
 #include <cstring>
 

@@ -1,6 +1,6 @@
 //===- Int4Checkpoint.h - GPTQ and AWQ linear layers, as published -*- C++ -*-===//
 //
-// Private to the runtime (Model.cpp's loading). A GPTQ or AWQ checkpoint
+// For the runtime's loading (WeightLayout.cpp). A GPTQ or AWQ checkpoint
 // stores each quantized linear layer X (out features, in inputs, groups of
 // G inputs) as
 //   X.qweight  int32  GPTQ [in/8][out]: nibble i of word (r, n) is input
