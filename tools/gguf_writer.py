@@ -35,7 +35,8 @@ Usage:
     The same from a config.json alone, with random weights.
   Both take --meta KEY=TYPE:VALUE (set a metadata key; types u8 … f64,
   bool, str) and --drop NAME (leave out a key or tensor), repeatable, and
-  --head-type T (output.weight's type).
+  --head-type T (output.weight's type), and --rope-freqs V,V,... (Llama 3's
+  rope_freqs.weight as given, for the reader's error tests).
   gguf_writer.py broken KIND OUT
     A small file broken as KIND says (the reader's error tests):
     magic, version, truncated, key-overflow, array-overflow, tensor-range,
@@ -267,7 +268,7 @@ def rope_freqs(config):
     return np.array(divisors, dtype=np.float32)
 
 
-def tensors_of(config, weights, kind, head=None):
+def tensors_of(config, weights, kind, head=None, freqs=None):
     """[(gguf name, type, ne, bytes)] and {hf name: float64 as stored}."""
     arch, _ = hyperparameters(config)
     heads = config["num_attention_heads"]
@@ -297,7 +298,7 @@ def tensors_of(config, weights, kind, head=None):
         stored[name] = back
         out.append((g, t, list(reversed(w.shape)), blob))
     if llama3_scaling(config):
-        freqs = rope_freqs(config)
+        freqs = rope_freqs(config) if freqs is None else np.array(freqs, dtype=np.float32)
         out.append(("rope_freqs.weight", "f32", [freqs.size], encode(freqs, "f32")))
     return out, stored
 
@@ -426,12 +427,12 @@ def vocabulary(folder):
 
 
 def convert(config, weights, path, kind, dequantized=None, changes=(), drops=(), folder=None,
-            head=None):
+            head=None, freqs=None):
     arch, meta = hyperparameters(config)
     if folder and os.path.exists(os.path.join(folder, "tokenizer.json")):
         meta += vocabulary(folder)
     meta = edited(meta, changes, drops)
-    tensors, stored = tensors_of(config, weights, kind, head)
+    tensors, stored = tensors_of(config, weights, kind, head, freqs)
     tensors = [t for t in tensors if t[0] not in drops]
     write(path, meta, tensors)
     if dequantized:
@@ -558,6 +559,7 @@ def main():
     parser.add_argument("out", nargs="?")
     parser.add_argument("--type", default="f32", choices=sorted(GGML))
     parser.add_argument("--dequantized")
+    parser.add_argument("--rope-freqs", type=lambda t: [float(v) for v in t.split(",")])
     parser.add_argument("--head-type", choices=sorted(GGML),
                         help="output.weight's type (default: --type's)")
     parser.add_argument("--meta", action="append", default=[], metavar="KEY=TYPE:VALUE",
@@ -575,12 +577,12 @@ def main():
         with open(os.path.join(a.source, "config.json")) as f:
             config = json.load(f)
         convert(config, read_checkpoint(a.source), a.out, a.type, a.dequantized,
-                a.meta, a.drop, a.source, a.head_type)
+                a.meta, a.drop, a.source, a.head_type, a.rope_freqs)
     else:
         with open(a.source) as f:
             config = json.load(f)
         convert(config, random_weights(config), a.out, a.type, a.dequantized,
-                a.meta, a.drop, head=a.head_type)
+                a.meta, a.drop, head=a.head_type, freqs=a.rope_freqs)
 
 
 if __name__ == "__main__":
