@@ -357,6 +357,18 @@ void readQ4_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
   }
 }
 
+void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
+                  int8_t *q, float *scales) {
+  const int64_t blocks = count * tensor.dims[0] / 32;
+  const uint8_t *row =
+      tensor.data + first * storedBytes(GgmlType::Q8_0, tensor.dims[0]);
+  for (int64_t b = 0; b < blocks; b++) { // the layout: decodeValues
+    const uint8_t *block = row + b * 34;
+    scales[b] = halfToFloat(block);
+    std::memcpy(q + b * 32, block + 2, 32);
+  }
+}
+
 GgufFile::GgufFile(GgufFile &&other) noexcept { *this = std::move(other); }
 
 GgufFile &GgufFile::operator=(GgufFile &&other) noexcept {

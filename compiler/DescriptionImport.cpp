@@ -474,15 +474,22 @@ OwningOpRef<ModuleOp> importNative(const json::Object &root,
       parseDescriptionDType(
           model.optionalEnum("weight_dtype", kDescriptionDTypes, "f32"))
           .value_or(::attn::DType::F32));
-  // int4's group of inputs per scale (32, 64 or 128; the verifier refuses
-  // one with other weights).
+  // The group of inputs per scale: int4's (32, 64 or 128), int8's where
+  // it has one (16 or 32; else a scale per output feature).
   std::optional<int64_t> weightGroup =
-      model.getInt("weight_group", false, 32, 128);
-  if (weightGroup && !::attn::isInt4Group(*weightGroup))
+      model.getInt("weight_group", false, 16, 128);
+  if (weightGroup && weights.isSignlessInteger(4) &&
+      !::attn::isInt4Group(*weightGroup))
+    model.error("weight_group", llvm::Twine("weight_group must be ") +
+                                    ::attn::kInt4Groups + " for int4 weights");
+  else if (weightGroup && weights.isSignlessInteger(8) &&
+           !::attn::isInt8Group(*weightGroup))
+    model.error("weight_group", llvm::Twine("weight_group must be ") +
+                                    ::attn::kInt8Groups + " for int8 weights");
+  else if (weightGroup && !weights.isSignlessInteger(4) &&
+           !weights.isSignlessInteger(8))
     model.error("weight_group",
-                llvm::Twine("weight_group must be ") + ::attn::kInt4Groups);
-  else if (weightGroup && !weights.isSignlessInteger(4))
-    model.error("weight_group", "weight_group applies to int4 weights only");
+                "weight_group applies to int4 and int8 weights only");
   // How its checkpoints name their tensors, when the description says.
   llvm::StringRef naming = model.optionalEnum(
       "weight_naming",

@@ -301,7 +301,7 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
       return error(file, "tensor '" + tensor.name + "' is " +
                              ::attn::runtime::name(tensor.type) +
                              ", which attnc does not run yet (it runs F32, "
-                             "F16, BF16 and Q4_0 weights)");
+                             "F16, BF16, Q8_0 and Q4_0 weights)");
     if (!isBlockLinear(tensor.name))
       continue;
     if (linear && *linear != tensor.type)
@@ -335,10 +335,8 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     config["torch_dtype"] = "float16";
     break;
   case GgmlType::Q8_0:
-    return error(file, "Q8_0 linear weights (32 values a scale) are not run "
-                       "yet: attnc's int8 kernels take one scale a row");
   case GgmlType::Q4_0:
-    // int4 weights (importGguf), and the rest of the arithmetic as attnc
+    // int8 or int4 weights (importGguf), and the rest of the arithmetic as attnc
     // gives a 16-bit checkpoint: bf16 attention products where the CPU
     // has them (a quantized file's model is not fp32 anyway).
     config["torch_dtype"] = "bfloat16";
@@ -368,7 +366,8 @@ std::string ggufReport(const std::string &path) {
   });
   out << ")\n";
   // Each tensor's precision as the file stores it (and the runtime reads
-  // it: Q4_0 blocks as int4, the rest decoded exactly).
+  // it: Q8_0 blocks as int8 and Q4_0 blocks as int4 in groups of 32, the
+  // rest decoded exactly).
   for (const GgufTensor &tensor : file.tensors()) {
     out << "  " << tensor.name << "  " << ::attn::runtime::name(tensor.type)
         << " [";
@@ -443,6 +442,8 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
   auto model = *module->getOps<mlir::attn::ModelOp>().begin();
   if (blocks == GgmlType::Q4_0)
     setWeights(model, IntegerType::get(&context, 4), 32);
+  if (blocks == GgmlType::Q8_0)
+    setWeights(model, IntegerType::get(&context, 8), 32);
   // A head stored in floats beside blocks of another type runs as stored.
   const GgmlType head = headTensor(file)->type;
   if (head != blocks)

@@ -132,7 +132,8 @@ cl::opt<std::string> headDtype(
     cl::cat(attncCategory));
 cl::opt<int> weightGroup(
     "weight-group",
-    cl::desc("int4 weights: inputs per scale, 32, 64 or 128 (default 128)"),
+    cl::desc("int4 weights: inputs per scale, 32, 64 or 128 (default 128); "
+             "int8 weights: 16 or 32 (default: a scale per output feature)"),
     cl::cat(attncCategory));
 enum class ComputeDtype { F32, BF16 };
 cl::opt<ComputeDtype> attentionCompute(
@@ -400,9 +401,11 @@ int main(int argc, char **argv) {
                     "'");
       type = attnc::mlirType(context, *element);
     }
-    if (weightGroup.getNumOccurrences() && !type.isSignlessInteger(4))
-      return fail("--weight-group applies to int4 weights (--weight-dtype="
-                  "int4)");
+    const bool grouped =
+        type.isSignlessInteger(4) || type.isSignlessInteger(8);
+    if (weightGroup.getNumOccurrences() && !grouped)
+      return fail("--weight-group applies to int4 and int8 weights "
+                  "(--weight-dtype=int4 or int8)");
     if (std::optional<llvm::StringRef> format = model.getWeightFormat())
       return fail("the checkpoint holds its weights quantized (" +
                   format->str() +
@@ -410,8 +413,8 @@ int main(int argc, char **argv) {
     std::optional<int64_t> group = model.getWeightGroup();
     if (weightGroup.getNumOccurrences())
       group = weightGroup;
-    else if (!type.isSignlessInteger(4))
-      group.reset();
+    else if (type != attnc::weightDtype(model))
+      group.reset(); // the new type's default
     attnc::setWeights(model, type, group);
   }
   if (headDtype.getNumOccurrences()) {

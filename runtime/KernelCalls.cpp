@@ -106,18 +106,19 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
         {w.rows(), w.words()},
         {w.panels(), w.rows() * w.words()}}},
       {"output", call.output, float32Type(), {{outF, 1}, {tokens, outF}}}};
-  // int8: a scale per output feature; int4: [panels][groups][16], as are
-  // its zero points.
-  const bool nibbles = w.type == DType::I4 || w.type == DType::MXFP4;
-  const int64_t groups = nibbles ? w.int4Layout().groups() : 0;
+  // int8: a scale per output feature, or as int4's; int4: [panels][groups]
+  // [16], as are its zero points.
+  const bool perGroup =
+      w.type == DType::I4 || w.type == DType::MXFP4 || w.group > 0;
+  const int64_t groups = perGroup ? w.int4Layout().groups() : 0;
   const BufferShape groupShape = {
       {kInt4Panel, 1}, {groups, kInt4Panel}, {w.panels(), groups * kInt4Panel}};
   if (call.experts)
     args.push_back({"expert_index", call.experts, int32Type(), {{tokens, 1}}});
-  if (w.type == DType::I8)
+  if (w.type == DType::I8 && !w.group)
     args.push_back(
         {"weight_scales", w.scales.placed(), float32Type(), {{w.out, 1}}});
-  if (w.type == DType::I4)
+  if (w.type == DType::I4 || (w.type == DType::I8 && w.group))
     args.push_back(
         {"weight_scales", w.scales.placed(), float32Type(), groupShape});
   if (w.type == DType::MXFP4) // the E8M0 bytes

@@ -120,13 +120,17 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
     return planError("weight_dtype must be f32, f16, bf16, i8 or i4, got '" +
                      weights + "'");
   result.weightGroup = model.integer(plan::kWeightGroup, 0, 128);
-  const bool int4 = result.weightType == DType::I4;
+  const bool int4 = result.weightType == DType::I4,
+             int8 = result.weightType == DType::I8;
   if (model.status() &&
-      (int4 ? !isInt4Group(result.weightGroup) : result.weightGroup != 0))
-    return planError("weight_group " + std::to_string(result.weightGroup) +
-                     (int4 ? std::string(" must be ") + kInt4Groups +
-                                 " for i4 weights"
-                           : " must be 0 for " + weights + " weights"));
+      (int4   ? !isInt4Group(result.weightGroup)
+       : int8 ? result.weightGroup != 0 && !isInt8Group(result.weightGroup)
+              : result.weightGroup != 0))
+    return planError(
+        "weight_group " + std::to_string(result.weightGroup) +
+        (int4   ? std::string(" must be ") + kInt4Groups + " for i4 weights"
+         : int8 ? std::string(" must be 0, ") + kInt8Groups + " for i8 weights"
+                : " must be 0 for " + weights + " weights"));
   if (root.contains(plan::kWeightFormat) &&
       root[plan::kWeightFormat].is_string() &&
       !root[plan::kWeightFormat].get<std::string>().empty()) {

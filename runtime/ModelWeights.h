@@ -39,6 +39,10 @@ struct WeightRows {
   /// readInt4's zero points are all 8 (GGUF's Q4_0): the kernels' own
   /// symmetric int4, which reads no zero points.
   bool symmetricInt4 = false;
+  /// Or for int8 rows a checkpoint holds in groups of inputs (GGUF's Q8_0
+  /// blocks): q [n][in] and per group scales [n][groups], W = q · scale.
+  std::function<void(int64_t first, int64_t n, int8_t *q, float *scales)>
+      readInt8;
   /// Or for MXFP4 rows a checkpoint holds (gpt-oss's experts): E2M1 codes
   /// [n][in] (0..15) and the E8M0 exponent bytes [n][in / 32].
   std::function<void(int64_t first, int64_t n, uint8_t *codes,
@@ -121,21 +125,23 @@ using Floats = WeightArray<float>;
 /// the plan's weight_dtype: f32 values, the bits of f16 / bf16 ones
 /// (bf16 in pairs: 32 features a panel row as 16 uint32 words, feature p
 /// in word p's low half and p + 16 in its high half; KernelSpec.h), or
-/// int8 values with a scale per output feature (W = q · scale), inputs in
-/// pairs: [panels][ceil(in / 2)][2 · panel], byte 2p + r of row j holding
-/// input 2j + r of feature p (the kernel's vpdpwssd operand), or int4
+/// int8 values with a scale per output feature or per group of inputs and
+/// feature (W = q · scale), inputs in pairs: [panels][ceil(in / 2)][2 ·
+/// panel], byte 2p + r of row j holding input 2j + r of feature p (the
+/// kernel's vpdpwssd operand), or int4
 /// nibbles with a scale (and zero point) per group of inputs and feature,
 /// as Int4Layout places them; page-aligned once large, so a panel row
 /// never straddles more cache lines than it must.
 struct WeightMatrix {
   DType type = DType::F32;
   int64_t in = 0, out = 0, panel = 0;
-  int64_t group = 0; // int4: inputs per scale
+  int64_t group = 0; // int4, grouped int8: inputs per scale
   Floats f32;
   WeightArray<uint16_t> narrow;
   WeightArray<int8_t> int8;
   WeightArray<uint16_t> int4; // Int4Layout's words
-  // int8: [out], max |W(:, n)| / 127. int4: [panels][groups][16].
+  // int8: [out], max |W(:, n)| / 127, or grouped as int4's. int4:
+  // [panels][groups][16].
   Floats scales;
   // int4 with zero points of their own (GPTQ, AWQ): [panels][groups][16];
   // empty: 8 (symmetric).
@@ -146,7 +152,8 @@ struct WeightMatrix {
 
   /// Lays out `blocks` (PyTorch's [rows][in] each, stacked along the
   /// output features: fused Q | K | V, gate | up) in panels of `panel`,
-  /// stored as `to` (round to nearest even; int8 quantized per row; int4
+  /// stored as `to` (round to nearest even; int8 quantized per row, or per
+  /// `group` inputs of a row or as a block's readInt8 gives them; int4
   /// per `group` inputs of a row, quantizeInt4Group, or as a block's
   /// readInt4 gives them; MXFP4 per 32 inputs of a row,
   /// quantizeMxfp4Block, or as a block's readMx gives them). `withZeros`:

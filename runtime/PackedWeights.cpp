@@ -157,9 +157,12 @@ bool wellFormed(const WeightMatrix &m) {
   case DType::BF16: // pairs: uint32 words of two
     return size(m.narrow) == 2 * elements && m.bytes() == elements * 4 &&
            m.scales.empty() && m.zeros.empty();
-  case DType::I8:
+  case DType::I8: // a scale per feature, or per (group, feature)
     return size(m.int8) == elements && m.bytes() == elements &&
-           size(m.scales) == uint64_t(m.out) && m.zeros.empty();
+           (m.group ? isInt8Group(m.group) &&
+                          size(m.scales) == m.int4Layout().scaleCount()
+                    : size(m.scales) == uint64_t(m.out)) &&
+           m.zeros.empty();
   case DType::I4: {
     if (!isInt4Group(m.group))
       return false;

@@ -84,6 +84,14 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       for (int64_t r = 0; r < count; r++)
         source.read(fileRow(first + r), 1, out + r * in);
     };
+    if (source.readInt8)
+      result.readInt8 = [source, fileRow, in, group](int64_t first,
+                                                     int64_t count, int8_t *q,
+                                                     float *scales) {
+        for (int64_t r = 0; r < count; r++)
+          source.readInt8(fileRow(first + r), 1, q + r * in,
+                          scales + r * (in / group));
+      };
     if (source.readInt4)
       result.readInt4 = [source, fileRow, in, group](
                             int64_t first, int64_t count, uint8_t *u,
@@ -226,6 +234,15 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                                      float *scales, uint8_t *zeros) {
         readQ4_0Rows(*blocks, first, count, u, scales);
         std::fill_n(zeros, count * in / 32, kInt4SymmetricZero);
+      };
+    }
+    // Q8_0 rows for int8 kernels in groups of 32: q · d as they are.
+    if (tensor->type == TensorType::Q8_0 && plan.weightType == DType::I8 &&
+        plan.weightGroup == 32) {
+      const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
+      result.readInt8 = [blocks](int64_t first, int64_t count, int8_t *q,
+                                 float *scales) {
+        readQ8_0Rows(*blocks, first, count, q, scales);
       };
     }
     if (const int64_t head = entry->pairedRopeHeadRows)
@@ -477,10 +494,12 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         w->routerBias = get(n, "router.bias");
         w->selectionBias = get(n, "router.selection_bias");
         // The experts' own type (a checkpoint's MXFP4) or the model's.
+        const int64_t group = kernelWeightGroup(
+            op.experts.weightType, plan.weightType, plan.weightGroup);
         w->up.pack(ups, d, op.experts.weightPanel, op.experts.weightType,
-                   plan.weightGroup, zeros);
+                   group, zeros);
         w->down.pack(downs, f, op.experts.weightPanel, op.experts.weightType,
-                     plan.weightGroup, zeros);
+                     group, zeros);
         if (const int64_t s = op.experts.shared.intermediateSize) {
           std::vector<WeightRows> sharedUp;
           if (op.gated)
@@ -527,7 +546,9 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       // In its own type where it has one (a checkpoint's float head).
       const bool int4 = op.headType == DType::I4;
       w->head.pack({rows(n, "weight")}, d, op.headPanel, op.headType,
-                   int4 ? plan.weightGroup : 0, int4 && zeros);
+                   kernelWeightGroup(op.headType, plan.weightType,
+                                     plan.weightGroup),
+                   int4 && zeros);
       done();
       w->headBias = get(n, "bias");
       break;

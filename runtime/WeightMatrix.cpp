@@ -20,7 +20,9 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                         int64_t groupSize, bool withZeros) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
-  group = to == DType::I4 ? groupSize : to == DType::MXFP4 ? kMxBlock : 0;
+  group = to == DType::I4 || to == DType::I8 ? groupSize
+          : to == DType::MXFP4                ? kMxBlock
+                                              : 0;
   for (const WeightRows &block : blocks)
     out += block.count;
   for (auto *array : {&f32, &scales})
@@ -56,6 +58,46 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
       block.read(row, n, rows.data() + size_t((feature - q * panel) * in));
     });
   };
+  if (to == DType::I8 && group > 0) {
+    // Each (group, feature) quantized on its own (absmax / 127), or placed
+    // as the checkpoint quantized it; inputs in pairs as below, the scales
+    // where int4's go.
+    const Int4Layout layout = int4Layout();
+    const int64_t groups = layout.groups();
+    PooledVector<float> &scale = scales.edit();
+    PooledVector<int8_t> &values = int8.edit();
+    scale.assign(layout.scaleCount(), 0.0f);
+    values.assign(size_t(panels() * this->rows() * words()), 0);
+    std::vector<int8_t> q;
+    std::vector<float> s;
+    for (int64_t p = 0; p < panels(); p++)
+      eachRun(p, [&](const WeightRows &block, int64_t row, int64_t n,
+                     int64_t from) {
+        q.assign(size_t(n * in), 0);
+        s.assign(size_t(n * groups), 0.0f);
+        if (block.readInt8) {
+          block.readInt8(row, n, q.data(), s.data());
+        } else {
+          block.read(row, n, rows.data());
+          for (int64_t r = 0; r < n; r++)
+            for (int64_t g = 0; g < groups; g++) {
+              const int64_t k0 = g * group, count = std::min(group, in - k0);
+              s[size_t(r * groups + g)] = quantizeRow(
+                  &rows[size_t(r * in + k0)], &q[size_t(r * in + k0)],
+                  size_t(count));
+            }
+        }
+        for (int64_t r = 0; r < n; r++) {
+          const int64_t feature = from + r, f = feature % panel;
+          for (int64_t k = 0; k < in; k++)
+            values[size_t((p * this->rows() + k / 2) * words() + 2 * f +
+                          k % 2)] = q[size_t(r * in + k)];
+          for (int64_t g = 0; g < groups; g++)
+            scale[layout.scaleOf(g, feature)] = s[size_t(r * groups + g)];
+        }
+      });
+    return;
+  }
   if (to == DType::I8) {
     // Each output feature quantized on its own; inputs in pairs: byte
     // 2p + r of row j is input 2j + r of feature p.

@@ -107,7 +107,9 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     break;
   case DType::I8:
     buffers.push_back({"weight", E::I8, "[panels][(in_features + 1) / 2][32]"});
-    buffers.push_back({"weight_scales", E::F32, "[out_features]"});
+    buffers.push_back({"weight_scales", E::F32,
+                       spec.weightGroup ? "[panels][groups][16]"
+                                        : "[out_features]"});
     break;
   case DType::I4:
     buffers.push_back({"weight", E::U16, "[panels][groups * group / 8][32]"});

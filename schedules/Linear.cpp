@@ -250,21 +250,36 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
     }
     return packed;
   }
-  if (element == DType::I8) { // per output feature: absmax / 127
+  if (element == DType::I8) { // per output feature or (group, feature)
     assert(scales && "int8 weights come with their scales");
-    *scales = Buffer<float>(out);
-    for (int n = 0; n < out; n++) {
+    // absmax / 127 of inputs [k0, k0 + count) of feature n.
+    auto absmax = [&](int n, int k0, int count) {
       float largest = 0.0f;
-      for (int k = 0; k < in; k++)
+      for (int k = k0; k < std::min(in, k0 + count); k++)
         if (std::isfinite(at(k, n)))
           largest = std::max(largest, std::fabs(at(k, n)));
-      (*scales)(n) = largest / 127.0f;
+      return largest / 127.0f;
+    };
+    const Int4Layout groups{in, out, std::max(group, 1)};
+    if (group > 0) {
+      *scales = Buffer<float>(P, int(groups.groups()), panels);
+      scales->fill(0.0f);
+      for (int n = 0; n < out; n++)
+        for (int g = 0; g < groups.groups(); g++)
+          scales->data()[groups.scaleOf(g, n)] = absmax(n, g * group, group);
+    } else {
+      *scales = Buffer<float>(out);
+      for (int n = 0; n < out; n++)
+        (*scales)(n) = absmax(n, 0, in);
     }
     // Byte 2p + r of row j: input 2j + r (pairs), feature p.
     Buffer<int8_t> packed(2 * P, (in + 1) / 2, panels);
     packed.for_each_element([&](int b, int j, int q) {
       const int n = q * P + b / 2, k = 2 * j + b % 2;
-      const float scale = n < out ? (*scales)(n) : 0.0f;
+      const float scale =
+          n >= out || k >= in ? 0.0f
+          : group > 0         ? scales->data()[groups.scaleOf(k / group, n)]
+                              : (*scales)(n);
       const float v =
           k < in && scale > 0.0f ? std::nearbyint(at(k, n) / scale) : 0.0f;
       packed(b, j, q) =
@@ -375,7 +390,7 @@ bool linearUsesInt8Inputs(const LinearSpec &spec, const Target &target) {
 bool linearUsesAmx(const LinearSpec &spec, const Target &target) {
   return spec.bf16Products &&
          (spec.weightElement == DType::BF16 ||
-          spec.weightElement == DType::I8 ||
+          (spec.weightElement == DType::I8 && spec.weightGroup == 0) ||
           spec.weightElement == DType::I4) &&
          spec.schedule.tileRows > 1 && target.arch == Target::X86 &&
          target.bits == 64 && !target.has_gpu_feature() &&
@@ -404,6 +419,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // fp32 took three instructions per 16 and left a one-token GEMV
   // instruction-bound at half the read bandwidth). Each block's int32 sum
   // is scaled into an fp32 accumulator; the weight scale comes last.
+  // Grouped int8 (GGUF's Q8_0 and Q6_K blocks: a scale per group of 32 or
+  // 16 inputs and feature): the input blocks are the weights' groups, each
+  // block's sum scaled by both scales into the accumulator.
   // int4 (KernelSpec.h, Int4Weights.h): the same integer dot products,
   // the inputs rounded per group of the weights' scales, each weight pair
   // taken from its word by a shift and a mask; each group's int32 sum,
@@ -411,6 +429,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // weight's and the input's scales into the fp32 accumulator.
   const bool pairs = spec.weightElement == DType::BF16;
   const bool int8 = spec.weightElement == DType::I8;
+  const bool int8Groups = int8 && spec.weightGroup > 0;
   // MXFP4 (KernelSpec.h): int4's layout and dot products, each code
   // decoded to twice its E2M1 value (an integer in [-12, 12]: exact in
   // the int16 or, offset by 12, uint8 operands), each block's sum scaled by
@@ -433,13 +452,22 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
                                 ": int4 weights need a group of " +
                                 kInt4Groups + " inputs, got " +
                                 std::to_string(group));
+  if (int8 && group && !isInt8Group(group))
+    throw std::invalid_argument("linear kernel " + spec.functionName +
+                                ": int8 weights take a group of " +
+                                kInt8Groups + " inputs (or none), got " +
+                                std::to_string(group));
+  if (int8 && spec.weightZeros)
+    throw std::invalid_argument("linear kernel " + spec.functionName +
+                                ": int8 weights are symmetric, without "
+                                "zero points");
   if (mx && (group != kMxBlock || spec.weightZeros))
     throw std::invalid_argument("linear kernel " + spec.functionName +
                                 ": mxfp4 weights come in blocks of 32 "
                                 "inputs, without zero points");
   const int P = weightPanel(spec.weightElement),
             panels = (spec.outFeatures + P - 1) / P;
-  const int groups = int4 ? (in + group - 1) / group : 0;
+  const int groups = int4 || int8Groups ? (in + group - 1) / group : 0;
   // The grouped expert variant: W stacks `experts` matrices of `panels`
   // panels each, and token row m reads expert expert_index[m]'s (clamped:
   // an index out of range reads a real expert, never past W; the runtime
@@ -456,7 +484,8 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   ImageParam expertIndex =
       grouped ? buffers.input("expert_index") : ImageParam(); // (m)
   ImageParam weight = buffers.input("weight");
-  // int8: (n); int4: (p, g, q), as are the zero points.
+  // int8: (n), or (p, g, q) in groups; int4: (p, g, q), as are the zero
+  // points.
   ImageParam weightScales =
       int8 || int4 ? buffers.input("weight_scales") : ImageParam();
   // mxfp4: the E8M0 bytes (p, g, q) in weight_scales.
@@ -537,7 +566,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   };
   Func accumulate("accumulate");
   accumulate(p, q, m) =
-      spec.bias && !int8 ? bias(firstOutput + min(q * P + p, out - 1)) : 0.0f;
+      spec.bias && !(int8 && !int8Groups)
+          ? bias(firstOutput + min(q * P + p, out - 1))
+          : 0.0f;
   Func partial("partial"); // (p, q, m, block): one block's share of the sum
   Var kb("kb");
   RDom rki(0, std::max(kBlock, 1), "rki");
@@ -545,7 +576,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // int8 and int4: the quantized inputs and each (block, token)'s scale.
   // A block with a non-finite input gets an infinite scale, so its outputs
   // are non-finite as in fp32 (never a silent 0).
-  const int inputBlock = int4 ? group : kInt8InputBlock;
+  const int inputBlock = int4 || int8Groups ? group : kInt8InputBlock;
   const int inputBlocks = (in + inputBlock - 1) / inputBlock,
             weightRows = int8   ? (in + 1) / 2
                          : int4 ? groups * group / int(kInt4RowInputs)
@@ -554,7 +585,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   Func inputSum("input_sum"); // int4: (g, m), the group's sum of int16s
   Func inputBytes("input_bytes"); // int8 inputs: (slot, m), below
   RDom rq(0, inputBlock, "rq");
-  RDom rd(0, 2, 0, kInt8InputBlock / 2, "rd"); // (pair member, pair)
+  RDom rd(0, 2, 0, inputBlock / 2, "rd"); // (pair member, pair)
   // int4: (pair member r, nibble step, row j): input 8j + 2t + r of a
   // group for nibble t = step · chains + chain. A one-token product sums
   // each nibble into an accumulator of its own (4 chains of vpdpwssd per
@@ -605,13 +636,14 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // targets LLVM's sapphirerapids CPU), which Zen 4/5 lack.
   if (int8) {
     // Rows past the last pair are clamped and meet zero inputs.
-    Expr pair = min(kb * (kInt8InputBlock / 2) + rd.y, weightRows - 1);
+    Expr pair = min(kb * (inputBlock / 2) + rd.y, weightRows - 1);
     blockDot(p, q, m, kb) = 0;
     blockDot(p, q, m, kb) +=
         cast<int32_t>(cast<int16_t>(weight(2 * p + rd.x, pair, panel))) *
-        cast<int32_t>(input16(kb * kInt8InputBlock + 2 * rd.y + rd.x, row));
-    accumulate(p, q, m) +=
-        cast<float>(blockDot(p, q, m, rb)) * inputScale(rb, row);
+        cast<int32_t>(input16(kb * inputBlock + 2 * rd.y + rd.x, row));
+    Expr scale = int8Groups ? weightScales(p, rb, panel) * inputScale(rb, row)
+                            : inputScale(rb, row);
+    accumulate(p, q, m) += cast<float>(blockDot(p, q, m, rb)) * scale;
   } else if (int4) {
     Expr dot;
     // Twice an E2M1 code's value: magnitudes 0, 1, 2, 3, 4, 6, 8, 12 are m,
@@ -718,7 +750,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   } else {
     sum(n, m) = registerTileSum;
   }
-  if (int8) {
+  if (int8 && !int8Groups) {
     Expr scaled = sum(n, m) * weightScales(firstOutput + n);
     sum = Func("scaled_sum");
     sum(n, m) = spec.bias ? scaled + bias(firstOutput + n) : scaled;
@@ -936,10 +968,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
       .set_stride(words * weightRows);
   if (spec.bias)
     bias.dim(0).set_min(0).set_extent(stacked * out).set_stride(1);
-  if (int8)
+  if (int8 && !int8Groups)
     weightScales.dim(0).set_min(0).set_extent(stacked * out).set_stride(1);
   for (ImageParam perGroup : {weightScales, weightZeros})
-    if (int4 && perGroup.defined()) {
+    if ((int4 || int8Groups) && perGroup.defined()) {
       perGroup.dim(0).set_min(0).set_extent(P).set_stride(1);
       perGroup.dim(1).set_min(0).set_extent(groups).set_stride(P);
       perGroup.dim(2)

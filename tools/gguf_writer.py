@@ -14,12 +14,21 @@ Blocks (32 values each):
   Q8_0  float16 d, int8 q[32]:                  x = d q
   Q4_0  float16 d, uint8 qs[16]: value j < 16 in the low nibble of byte j,
         value j + 16 in its high nibble:          x = d (q - 8)
+Super-blocks (256 values each, in sub-blocks of 16 consecutive values):
+  Q6_K  uint8 ql[128], uint8 qh[64], int8 scales[16], float16 d; 6-bit q:
+        in each half h of 128 values (ql[64h..], qh[32h..]), value
+        128h + 32t + l (t < 4, l < 32) has the low nibble (t < 2) or high
+        nibble (t >= 2) of ql[64h + 32(t % 2) + l] as its low 4 bits and
+        bits 2t, 2t + 1 of qh[32h + l] as its high 2:
+                                                  x = d scales[v / 16] (q - 32)
 The encoders round as ggml's reference quantizers do (Q4_0: d = the value of
-largest magnitude / -8; Q8_0: d = max |x| / 127); any valid block decodes
-the same way, so only the decoders below state the format.
+largest magnitude / -8; Q8_0: d = max |x| / 127) or more simply (Q6_K: a
+sub-block's scale max |x| / 31 rounded to a multiple of d = the largest /
+127); any valid block decodes the same way, so only the decoders below
+state the format.
 
 Usage:
-  gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
+  gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q6_k]
       [--dequantized DIR]
     A Hugging Face llama / mistral / qwen2 / qwen3 folder (config.json,
     safetensors, and its tokenizer where it has tokenizer.json: vocab below)
@@ -67,7 +76,7 @@ SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i",
           F32: "<f", BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
 # ggml tensor types: number, values a block, bytes a block.
 GGML = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18),
-        "q8_0": (8, 32, 34), "bf16": (30, 1, 2)}
+        "q8_0": (8, 32, 34), "q6_k": (14, 256, 210), "bf16": (30, 1, 2)}
 
 
 def string(text):
@@ -125,6 +134,8 @@ def encode(x, kind):
         return f16(x).tobytes()
     if kind == "bf16":
         return bf16_bits(x).tobytes()
+    if kind == "q6_k":
+        return encode_q6_k(x.reshape(-1, 256))
     blocks = x.reshape(-1, 32)
     if kind == "q8_0":
         d = np.abs(blocks).max(axis=1) / 127
@@ -146,6 +157,44 @@ def encode(x, kind):
     return out.tobytes()
 
 
+def encode_q6_k(blocks):
+    sub = blocks.reshape(len(blocks), 16, 16)
+    s = np.abs(sub).max(axis=2) / 31                       # [n][16]
+    d = f16(s.max(axis=1) / 127).astype(np.float32)        # [n]
+    safe_d = np.where(d != 0, d, 1)
+    sc = np.where(d[:, None] != 0, np.round(s / safe_d[:, None]), 0)
+    sc = np.clip(sc, -128, 127).astype(np.int8)
+    step = d[:, None] * sc                                 # [n][16]
+    safe = np.where(step != 0, step, 1)[:, :, None]
+    q = np.where(step[:, :, None] != 0, np.round(sub / safe), 0)
+    q = (np.clip(q, -32, 31) + 32).astype(np.uint8).reshape(len(blocks), 256)
+    out = np.zeros((len(blocks), 210), np.uint8)
+    for h in range(2):
+        part = q[:, 128 * h:128 * (h + 1)]
+        quarter = [part[:, 32 * t:32 * (t + 1)] for t in range(4)]
+        out[:, 64 * h:64 * h + 32] = (quarter[0] & 15) | ((quarter[2] & 15) << 4)
+        out[:, 64 * h + 32:64 * h + 64] = (quarter[1] & 15) | ((quarter[3] & 15) << 4)
+        out[:, 128 + 32 * h:128 + 32 * (h + 1)] = sum(
+            (quarter[t] >> 4) << (2 * t) for t in range(4))
+    out[:, 192:208] = sc.view(np.uint8)
+    out[:, 208:210] = f16(d).view(np.uint8).reshape(-1, 2)
+    return out.tobytes()
+
+
+def decode_q6_k(blocks):
+    ql, qh = blocks[:, :128].astype(np.int64), blocks[:, 128:192].astype(np.int64)
+    sc = blocks[:, 192:208].copy().view(np.int8).astype(np.float64)
+    d = blocks[:, 208:210].copy().view("<f2").astype(np.float64)  # [n][1]
+    q = np.empty((len(blocks), 256), np.int64)
+    for h in range(2):
+        for t in range(4):
+            low = ql[:, 64 * h + 32 * (t % 2):64 * h + 32 * (t % 2) + 32]
+            low = low & 15 if t < 2 else low >> 4
+            high = (qh[:, 32 * h:32 * h + 32] >> (2 * t)) & 3
+            q[:, 128 * h + 32 * t:128 * h + 32 * t + 32] = low | (high << 4)
+    return (d * np.repeat(sc, 16, axis=1) * (q - 32)).reshape(-1)
+
+
 def decode(blob, kind, count):
     """float64 values of `count` elements stored as `kind`."""
     data = np.frombuffer(blob, dtype=np.uint8)
@@ -156,8 +205,10 @@ def decode(blob, kind, count):
     if kind == "bf16":
         bits = np.frombuffer(blob, "<u2")[:count].astype(np.uint32) << 16
         return bits.view(np.float32).astype(np.float64)
-    size = GGML[kind][2]
-    blocks = data[:count // 32 * size].reshape(-1, size)
+    values, size = GGML[kind][1:]
+    blocks = data[:count // values * size].reshape(-1, size)
+    if kind == "q6_k":
+        return decode_q6_k(blocks)
     d = blocks[:, :2].copy().view("<f2").astype(np.float64)  # [blocks][1]
     if kind == "q8_0":
         q = blocks[:, 2:].copy().view(np.int8).astype(np.float64)
@@ -285,7 +336,7 @@ def tensors_of(config, weights, kind, head=None, freqs=None):
         t = kind if w.ndim == 2 and kind in GGML else "f32"
         if w.ndim == 2 and kind in ("f16", "bf16"):
             t = kind
-        if t in ("q4_0", "q8_0") and w.shape[-1] % 32:
+        if t in GGML and w.shape[-1] % GGML[t][1]:
             t = "f16"
         if head and g == "output.weight":
             t = head

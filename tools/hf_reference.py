@@ -182,12 +182,12 @@ def dequantize(config, w):
 
 def quantize_rows(m, bits, group=None):
     """Each row of m [rows][in] as attnc's kernels hold it, dequantized
-    (float32 math, as attnc's loader): int8 symmetric per row (s = max|w| /
-    127, q = clamp(round-half-even(w / s), -127, 127)), or int4 symmetric per
-    `group` inputs (s = max|w| / 7, q in [-8, 7]; a scale below the smallest
-    normal float is 0)."""
+    (float32 math, as attnc's loader): int8 symmetric per row or per `group`
+    inputs (s = max|w| / 127, q = clamp(round-half-even(w / s), -127, 127)),
+    or int4 symmetric per `group` inputs (s = max|w| / 7, q in [-8, 7]; a
+    scale below the smallest normal float is 0)."""
     m = m.astype(np.float32)
-    width = m.shape[1] if bits == 8 else group
+    width = group or m.shape[1]
     limit, low = (127, -127) if bits == 8 else (7, -8)
     out = np.empty(m.shape, dtype=np.float64)
     for begin in range(0, m.shape[1], width):  # the last group may be partial
@@ -203,13 +203,15 @@ def quantize_rows(m, bits, group=None):
 
 def quantize_like_attnc(config, w, spec):
     """The checkpoint's linear weights as attnc quantizes them at load with
-    --weight-dtype (spec "int8", or "int4:G" for groups of G inputs), so that
+    --weight-dtype (spec "int8", or "int8:G" / "int4:G" for groups of G
+    inputs), so that
     the reference runs the model attnc runs: every linear weight but a
     mixture's router (which attnc keeps in bf16) and the embedding table
     (which stays in floats; a tied head is quantized apart from it). A latent
     layer's kv_b_proj as attnc splits it: each head's W_uk transposed (a row
     per latent channel over its no-RoPE channels), its W_uv as stored."""
-    bits, group = (8, None) if spec == "int8" else (4, int(spec.split(":")[1]))
+    bits = 8 if spec.startswith("int8") else 4
+    group = int(spec.split(":")[1]) if ":" in spec else None
     heads = config.get("num_attention_heads")
     for name in list(w):
         t = w[name]
@@ -978,7 +980,7 @@ def main():
                         help="also the logits after every prompt token")
     parser.add_argument("--absorbed", action="store_true",
                         help="DeepSeek: latent attention in its absorbed form")
-    parser.add_argument("--quantize", metavar="int8|int4:G",
+    parser.add_argument("--quantize", metavar="int8[:G]|int4:G",
                         help="the linear weights as attnc's --weight-dtype "
                              "quantizes them (int4 in groups of G)")
     args = parser.parse_args()

@@ -264,22 +264,26 @@ static bool isWeightElementType(Type type) {
 }
 
 /// An op's weight_dtype and weight_group together: a group (32, 64 or 128
-/// inputs) exactly when the weights are i4.
+/// inputs) exactly when the weights are i4; i8 weights may have one (16 or
+/// 32: GGUF's blocks) instead of a scale per output feature.
 template <typename OpType> static LogicalResult verifyWeights(OpType op) {
   std::optional<Type> weights = op.getWeightDtype();
   if (weights && !isWeightElementType(*weights))
     return op.emitOpError()
            << "weight_dtype must be f32, f16, bf16, i8, i4 or !attn.mxfp4";
   const bool int4 = weights && weights->isSignlessInteger(4);
+  const bool int8 = weights && weights->isSignlessInteger(8);
   std::optional<uint64_t> group = op.getWeightGroup();
   if (int4 && !group)
     return op.emitOpError() << "i4 weights need a weight_group";
-  if (!int4 && group)
-    return op.emitOpError() << "weight_group applies to i4 weights only";
-  if (group && !::attn::isInt4Group(int64_t(*group)))
+  if (!int4 && !int8 && group)
+    return op.emitOpError() << "weight_group applies to i4 and i8 weights only";
+  if (group && int4 && !::attn::isInt4Group(int64_t(*group)))
     return op.emitOpError() << "weight_group must be " << ::attn::kInt4Groups
-                            << ", got "
-                            << *group;
+                            << " for i4 weights, got " << *group;
+  if (group && int8 && !::attn::isInt8Group(int64_t(*group)))
+    return op.emitOpError() << "weight_group must be " << ::attn::kInt8Groups
+                            << " for i8 weights, got " << *group;
   return success();
 }
 

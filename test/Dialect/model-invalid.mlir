@@ -255,15 +255,22 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
-// i4 weights come with a group of inputs per scale, and only they do.
+// i4 weights come with a group of inputs per scale; i8 weights may, and
+// no other weights do.
 // expected-error @+1 {{i4 weights need a weight_group}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4} {
 }
 
 // -----
 
-// expected-error @+1 {{weight_group applies to i4 weights only}}
+// expected-error @+1 {{weight_group applies to i4 and i8 weights only}}
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = bf16, weight_group = 64 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{weight_group must be 16 or 32 for i8 weights, got 64}}
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i8, weight_group = 64 : i64} {
 }
 
 // -----
@@ -289,7 +296,7 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 // -----
 
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 128 : i64} {
-  // expected-error @+1 {{weight_group must be 32, 64 or 128, got 96}}
+  // expected-error @+1 {{weight_group must be 32, 64 or 128 for i4 weights, got 96}}
   attn.linear_kernel @l {in_features = 8 : i64, out_features = 8 : i64, activation = #attn.activation<none>, weight_dtype = i4, weight_group = 96 : i64}
 }
 
@@ -518,6 +525,6 @@ attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch =
 // -----
 
 attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
-  // expected-error @+1 {{weight_group applies to i4 weights only}}
+  // expected-error @+1 {{weight_group applies to i4 and i8 weights only}}
   attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 32 : i64, out_features = 64 : i64, weight_dtype = !attn.mxfp4, weight_group = 32 : i64}
 }

@@ -7,15 +7,15 @@ Llama 2-style SentencePiece tokenizer, random bf16 weights): a Llama
 them), a Llama 3 (text_llama3: its rope_scaling as the file's rope_freqs.weight,
 which attnc reads as per-pair frequency divisors) and a Qwen3 (text_qwen3:
 QK-norm, head_dim 64/4 != 32, tied head), each written by tools/gguf_writer.py
-as one GGUF file in F32, BF16 and Q4_0. attn-run
+as one GGUF file in F32, BF16, Q8_0 and Q4_0. attn-run
 compiles the file, reads its weights and tokenizer and decodes greedily from a
 text prompt; llama.cpp (node-llama-cpp's prebuilt CPU build, tools/gguf-peer.mjs)
 decodes the same prompt ids from the same file. Their greedy tokens must be
-identical for F32 and BF16; for Q4_0 the first 6 of 12 (both compute the
-products from rounded activations, llama.cpp in Q8_0 blocks, attnc in int8
-per group of 32 where the CPU has VNNI, so a near tie of random weights'
-logits may go either way, and the sequences part there; observed on Zen 5:
-12, 10 of 12). The BF16 file's tokens must also be attn-run's on the folder
+identical for F32 and BF16; for Q8_0 and Q4_0 the first 6 of 12 (both
+compute the products from rounded activations, llama.cpp in Q8_0 blocks,
+attnc in int16 per group of 32 (Q8_0) or int8 per group of 32 where the CPU
+has VNNI (Q4_0), so a near tie of random weights' logits may go either way,
+and the sequences part there). The BF16 file's tokens must also be attn-run's on the folder
 itself (its config.json: Llama 3's rule computed from its keys, not read from
 the file).
 
@@ -54,7 +54,7 @@ def main():
                           "--temperature", "0", "--max-new-tokens", str(STEPS),
                           "--print-ids", "--cache-dir", cache])
             check(direct.returncode == 0, "attn-run %s: %s" % (folder, direct.stderr))
-            for kind in ("f32", "bf16", "q4_0"):
+            for kind in ("f32", "bf16", "q8_0", "q4_0"):
                 gguf = os.path.join(work, "%s-%s.gguf" % (family, kind))
                 written = run([python, os.path.join(ROOT, "tools", "gguf_writer.py"), "convert",
                                folder, gguf, "--type", kind])
@@ -83,7 +83,7 @@ def main():
                 same = 0
                 while same < len(tokens) and ids["generated"][same] == tokens[same]:
                     same += 1
-                needed = len(tokens) if kind != "q4_0" else 6
+                needed = len(tokens) if kind in ("f32", "bf16") else 6
                 check(same >= needed and len(tokens) == STEPS,
                       "%s %s: attnc %s, llama.cpp %s" % (family, kind, ids["generated"], tokens))
                 print("%s %s: the first %d of %d greedy tokens identical in attnc and llama.cpp"

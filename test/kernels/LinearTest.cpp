@@ -38,7 +38,8 @@ struct LinearCase {
   /// W's element type (F32, F16, BF16, I8, I4, MXFP4); the reference uses
   /// the same rounded (dequantized) values.
   attn::DType weights = attn::DType::F32;
-  /// I4: inputs per scale, and random zero points of their own (else 8).
+  /// I4 and grouped I8: inputs per scale, and (I4) random zero points of
+  /// their own (else 8).
   int group = 0;
   bool zeros = false;
   /// > 0: QK-norm of the RoPE heads (with random per-feature weights).
@@ -88,7 +89,7 @@ void dequantize(std::vector<float> &w, int in, int out, attn::DType type,
                 exponents->data()[layout.scaleOf(k / attn::kMxBlock, n)]);
       if (type == attn::DType::I8)
         v = float(packed.as<int8_t>()(2 * (n % 16) + k % 2, k / 2, n / 16)) *
-            scales(n);
+            (group ? scales.data()[layout.scaleOf(k / group, n)] : scales(n));
       if (type == attn::DType::I4) {
         const size_t at = layout.scaleOf(k / group, n);
         const float value =
@@ -292,7 +293,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
     }
     if (!int8 && !int4 && !mx)
       return std::pair{row, halfStep};
-    const int block = int4 || mx ? c.group : attn::kInt8InputBlock;
+    const int block = c.group ? c.group : attn::kInt8InputBlock;
     const float levels =
         attn::linearUsesInt8Inputs(spec, target) ? 127.0f : 32767.0f;
     for (int b0 = 0; b0 < c.in; b0 += block) {
@@ -495,6 +496,20 @@ INSTANTIATE_TEST_SUITE_P(
                     // more tokens than one AMX block.
                     LinearCase{97, 200, 70, true, {}, 0, 0, 0.0f, {},
                                attn::DType::I8},
+                    // int8 with a scale per group of 32 or 16 inputs and
+                    // feature (GGUF's Q8_0, Q6_K): register and one-row
+                    // tiles, a partial last group (100 inputs), a feature
+                    // tail, RoPE after the scales, odd inputs.
+                    LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::I8, 32},
+                    LinearCase{128, 384, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::I8, 32},
+                    LinearCase{100, 37, 2, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::I8, 16},
+                    LinearCase{64, 128, 5, true, {}, 6, 16, 10000.0f, {},
+                               attn::DType::I8, 32},
+                    LinearCase{97, 200, 70, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::I8, 16},
                     // int4 in groups of 32, 64 and 128 inputs: register and
                     // one-row tiles, a partial last group (100 inputs), a
                     // feature tail, RoPE after the scales, wide inputs, and
@@ -693,7 +708,7 @@ struct GroupedCase {
   int in, out, experts, rows;
   bool bias, gated;
   attn::DType weights = attn::DType::F32;
-  int group = 0; ///< I4: inputs per scale (MXFP4: 32)
+  int group = 0; ///< I4, grouped I8: inputs per scale (MXFP4: 32)
   bool zeros = false;
   /// gpt-oss's gated product: g·sigmoid(alpha·g)·(u + 1), g and u clamped
   /// at limit; 0: SwiGLU's.
@@ -786,7 +801,7 @@ TEST_P(GroupedExpertsTest, EachRowMultipliesItsExpert) {
     for (int k = 0; k < c.in; k++)
       row[k] = c.gated ? gatedInput(xm[k], xm[c.in + k]) : xm[k];
     if (int8 || int4 || mx) {
-      const int block = int4 || mx ? c.group : attn::kInt8InputBlock;
+      const int block = c.group ? c.group : attn::kInt8InputBlock;
       for (int b0 = 0; b0 < c.in; b0 += block) {
         double largest = 0;
         for (int k = b0; k < std::min(c.in, b0 + block); k++)
@@ -819,6 +834,7 @@ INSTANTIATE_TEST_SUITE_P(
         GroupedCase{64, 32, 5, 2, true, true, attn::DType::F16},
         GroupedCase{128, 64, 8, 4, true, false, attn::DType::I8},
         GroupedCase{96, 128, 8, 4, false, true, attn::DType::I8},
+        GroupedCase{96, 128, 8, 4, true, true, attn::DType::I8, 32},
         GroupedCase{256, 64, 6, 5, false, false, attn::DType::I4, 128},
         GroupedCase{128, 96, 6, 5, true, true, attn::DType::I4, 32},
         GroupedCase{128, 64, 3, 4, false, false, attn::DType::I4, 64, true},

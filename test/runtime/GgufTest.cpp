@@ -100,6 +100,21 @@ TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
     for (size_t i = 0; i < 64; i++)
       ASSERT_EQ(row[i], got[128 + i]) << name;
   }
+  // Q8_0 and Q4_0 rows as stored, what the int8 and int4 kernels take: per
+  // block of 32 a scale, q · d and (u - 8) · d being the decoded values.
+  std::vector<float> values(3 * 64), scales(2 * 2);
+  std::vector<int8_t> q(2 * 64);
+  std::vector<uint8_t> u(2 * 64);
+  readRows(*file.tensor("q8_0"), 1, 2, values.data());
+  readQ8_0Rows(*file.tensor("q8_0"), 1, 2, q.data(), scales.data());
+  for (size_t i = 0; i < q.size(); i++)
+    ASSERT_EQ(float(q[i]) * scales[i / 32], values[i]) << i;
+  readRows(*file.tensor("q4_0"), 1, 2, values.data());
+  readQ4_0Rows(*file.tensor("q4_0"), 1, 2, u.data(), scales.data());
+  for (size_t i = 0; i < u.size(); i++) {
+    ASSERT_LT(u[i], 16) << i;
+    ASSERT_EQ(float(int(u[i]) - 8) * scales[i / 32], values[i]) << i;
+  }
 }
 
 struct Broken {

@@ -69,6 +69,7 @@
 #include "ref_llama.h"
 #include "ref_llama_int4.h"
 #include "ref_llama_int8.h"
+#include "ref_llama_int8g32.h"
 #include "ref_llama_gptq.h"
 #include "ref_llama_gptq_v2.h"
 #include "ref_olmo2_gptq.h"
@@ -95,6 +96,7 @@
 #include "ref_phi3_longrope.h"
 #include "ref_llama_gguf.h"
 #include "ref_llama_gguf_q4_0.h"
+#include "ref_llama_gguf_q8_0.h"
 #include "ref_qwen3_gguf.h"
 
 #include "TestCommand.h"
@@ -144,7 +146,7 @@ struct Case {
   /// runs the checkpoint's floats.
   const char *referenceQuantize = nullptr;
   /// The checkpoint converted to a GGUF file of this type
-  /// (tools/gguf_writer.py: f32, bf16, q4_0), which the model loads; the
+  /// (tools/gguf_writer.py: f32, bf16, q8_0, q4_0), which the model loads; the
   /// reference runs the values the file stores (its --dequantized copy).
   /// Null: the safetensors checkpoint.
   const char *gguf = nullptr;
@@ -478,6 +480,13 @@ INSTANTIATE_TEST_SUITE_P(
                          ref_llama_int8_kernel_table,
                          REF_LLAMA_INT8_KERNEL_TABLE_SIZE, WeightNaming::Llama,
                          TensorType::BF16, DType::I8, "ref_llama"},
+                    // int8 per group of 32 inputs, against the reference
+                    // quantized so.
+                    Case{"ref_llama_int8g32", ref_llama_int8g32_plan_json,
+                         ref_llama_int8g32_kernel_table,
+                         REF_LLAMA_INT8G32_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16, DType::I8,
+                         "ref_llama", nullptr, 5, false, "int8:32"},
                     Case{"ref_llama_gguf", ref_llama_gguf_plan_json,
                          ref_llama_gguf_kernel_table,
                          REF_LLAMA_GGUF_KERNEL_TABLE_SIZE, WeightNaming::Llama,
@@ -488,6 +497,11 @@ INSTANTIATE_TEST_SUITE_P(
                          REF_LLAMA_GGUF_Q4_0_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16, DType::I4,
                          "ref_llama_gguf", nullptr, 5, false, nullptr, "q4_0"},
+                    Case{"ref_llama_gguf_q8_0", ref_llama_gguf_q8_0_plan_json,
+                         ref_llama_gguf_q8_0_kernel_table,
+                         REF_LLAMA_GGUF_Q8_0_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16, DType::I8,
+                         "ref_llama_gguf", nullptr, 5, false, nullptr, "q8_0"},
                     Case{"ref_qwen3_gguf", ref_qwen3_gguf_plan_json,
                          ref_qwen3_gguf_kernel_table,
                          REF_QWEN3_GGUF_KERNEL_TABLE_SIZE, WeightNaming::Llama,

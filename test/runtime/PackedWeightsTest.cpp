@@ -17,6 +17,7 @@
 #include "ref_llama.h"
 #include "ref_llama_int4.h"
 #include "ref_llama_int8.h"
+#include "ref_llama_int8g32.h"
 
 #include "TestDirectory.h"
 
@@ -43,6 +44,7 @@ const Library kLibraries[] = {
     {"f32_conv1d", &gpt2_tiny_library},
     {"bf16", &ref_llama_library},
     {"int8", &ref_llama_int8_library},
+    {"int8_group32", &ref_llama_int8g32_library},
     {"int4_group32", &ref_llama_int4_library},
 };
 

@@ -180,8 +180,11 @@ public:
                        ? l.weights
                        : model.getWeightDtype().value_or(builder.getF32Type());
     std::optional<uint64_t> group;
-    if (weights.isSignlessInteger(4))
-      group = model.getWeightGroup();
+    if (const int64_t g = ::attn::kernelWeightGroup(
+            toDType(weights),
+            toDType(model.getWeightDtype().value_or(builder.getF32Type())),
+            int64_t(model.getWeightGroup().value_or(0))))
+      group = uint64_t(g);
     if (!weights.isF32())
       name += std::string("_w") + ::attn::dtypeName(toDType(weights));
     if (group)

@@ -114,6 +114,11 @@ void readRows(const GgufTensor &tensor, int64_t first, int64_t count,
 /// (u - 8) · scale — attnc's symmetric int4 in groups of 32.
 void readQ4_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
                   uint8_t *u, float *scales);
+/// The same rows of a Q8_0 tensor as they are stored: q [count][dims[0]]
+/// and scales [count][dims[0] / 32], each value q · scale — attnc's int8
+/// in groups of 32.
+void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
+                  int8_t *q, float *scales);
 
 class GgufFile {
 public:

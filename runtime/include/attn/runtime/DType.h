@@ -85,6 +85,19 @@ constexpr size_t kvBytesPerToken(DType type, size_t kvHeads, size_t headDim,
          (headDim * byteSize(type) + scaleBytes(type));
 }
 
+/// The inputs per scale of a linear kernel whose weights are `kernel` in a
+/// model whose linear weights are `model` in groups of `modelGroup` (0:
+/// none): the model's group goes with int4 weights and with int8 weights
+/// of the model's own type; any other kernel (an int8 head beside int4
+/// blocks: a scale per output feature) takes none. attnc's kernels
+/// (--attn-specialize-kernels) and the runtime's packing both.
+constexpr int64_t kernelWeightGroup(DType kernel, DType model,
+                                    int64_t modelGroup) {
+  return kernel == DType::I4 || (kernel == DType::I8 && model == DType::I8)
+             ? modelGroup
+             : 0;
+}
+
 /// Pages of `pageSize` tokens a sequence holds in one layer's cache at most:
 /// every page up to `maxLength`, or, for a layer sliding over `window` keys
 /// (0: none), the pages the positions [L - window, L) of any length L can
@@ -99,13 +112,16 @@ constexpr int64_t kvPagesPerSequence(int64_t maxLength, int64_t pageSize,
 }
 
 /// Bytes of a linear kernel's W of `in` x `out` stored as `type`, with its
-/// scales (I8: an fp32 per output feature; I4: an fp32 per group of `group`
-/// inputs and output feature; MXFP4: a byte per 32 inputs and output
-/// feature), before panel padding: what a decoded token streams per matrix.
+/// scales (I8: an fp32 per output feature, or per group of `group` inputs
+/// and output feature; I4: an fp32 per group; MXFP4: a byte per 32 inputs
+/// and output feature), before panel padding: what a decoded token streams
+/// per matrix.
 constexpr size_t linearWeightBytes(DType type, size_t in, size_t out,
                                    size_t group) {
   if (type == DType::I4)
     return (in + 1) / 2 * out + (in + group - 1) / group * out * 4;
+  if (type == DType::I8 && group > 0)
+    return in * out + (in + group - 1) / group * out * 4;
   if (type == DType::MXFP4)
     return (in + 1) / 2 * out + (in + 31) / 32 * out;
   return (in * byteSize(type) + scaleBytes(type)) * out;

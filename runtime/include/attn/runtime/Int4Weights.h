@@ -50,6 +50,13 @@ constexpr bool isInt4Group(int64_t group) {
   return group == 32 || group == 64 || group == 128;
 }
 inline constexpr char kInt4Groups[] = "32, 64 or 128";
+/// int8 weights take one scale per output feature (group 0), or one per
+/// group of inputs and feature as GGUF's Q8_0 (32) and Q6_K (16) blocks
+/// hold them, placed as int4's scales are (Int4Layout::scaleOf).
+constexpr bool isInt8Group(int64_t group) {
+  return group == 16 || group == 32;
+}
+inline constexpr char kInt8Groups[] = "16 or 32";
 
 /// How a published checkpoint stores int4 weights that attnc reads as they
 /// are (its zero points become the kernels' own): GPTQ (quantization_config

@@ -119,8 +119,9 @@ enum class Activation {
 ///           high half, so widening is a shift and a mask, no shuffle. I8:
 ///           16 features and inputs in pairs: byte 2p + r of row j of panel
 ///           q is the int8 of W(2j + r, 16q + p) (0 past the inputs),
-///           W(k, n) = that · weight_scales[n]; the kernel multiplies pairs
-///           of them with pairs of int16 inputs (vpdpwssd / vpmaddwd).
+///           W(k, n) = that · its scale (weight_scales); the kernel
+///           multiplies pairs of them with pairs of int16 inputs
+///           (vpdpwssd / vpmaddwd).
 ///           I4: 16 features, rows of 8 inputs, groups of G = weightGroup
 ///           inputs (the last one zero-padded): uint16 word 2p + r of row
 ///           j of panel q holds 4-bit values u of feature 16q + p, input
@@ -138,7 +139,10 @@ enum class Activation {
 ///           per block of kInt8InputBlock inputs and token (scale: the
 ///           block's max |x| / 32767), sums the integer products per block,
 ///           scales each block's sum, and multiplies by the weight scale
-///           once per output.
+///           once per output. I8 with a weightGroup G (16 or 32: GGUF's
+///           Q6_K and Q8_0 blocks): [panels][groups][16] fp32, the scale of
+///           (k / G, n) at (q, g, p) as I4's; the input's blocks are the
+///           groups, each block's sum scaled by both scales.
 ///   weight_scales (MXFP4 weights): [panels][groups][16] uint8, e of
 ///           group g and feature 16q + p at (q, g, p); the kernel decodes
 ///           each code to twice its value (an integer in [-12, 12]) and
@@ -282,7 +286,8 @@ struct LinearSpec {
   /// is 32).
   DType weightElement = DType::F32;
   /// I4: inputs per scale (32, 64 or 128), and whether each group has a
-  /// zero point of its own (else 8).
+  /// zero point of its own (else 8). I8: 0 (a scale per output feature)
+  /// or inputs per scale (16 or 32).
   int weightGroup = 0;
   bool weightZeros = false;
   CacheAppend cacheAppend;

@@ -77,7 +77,7 @@ bool linearUsesAmx(const LinearSpec &spec, const Halide::Target &target);
 /// W `weight` [in][out] (row k, column n) as the linear kernels take it:
 /// panels (KernelSpec.h), in `element` (F32, F16 or BF16 pairs, rounded to
 /// nearest even; I8 quantized per output feature, its scales [out] in
-/// `*scales`; I4 symmetric per `group` inputs (quantizeInt4Group), its
+/// `*scales`, or per `group` inputs, its scales [panels][groups][16]; I4 symmetric per `group` inputs (quantizeInt4Group), its
 /// scales [panels][groups][16] in `*scales`; MXFP4 per 32 inputs
 /// (quantizeMxfp4Block), its E8M0 bytes [panels][groups][16] in
 /// `*exponents`), for tests and benchmarks (the runtime packs its own, by
