@@ -23,7 +23,8 @@
 //                                     Face publishes them: bf16, 2 shards,
 //                                     index, and the config beside them
 //   attn-model-bench [--model M] --weights DIR|FILE.gguf
-//                    [--weight-dtype bf16|f32|int8|int4|int4g32|int8g32]
+//                    [--weight-dtype bf16|f32|int8|int4|int4g32|int8g32|
+//                                    int8g16]
 //                    [--packed-weights FILE] [--prompt 512] [--steps 64]
 //                    [--context N]
 //
@@ -31,9 +32,10 @@
 // values written straight into the cache) instead of a prompt's prefill: a
 // long context's decode, whose cost is the bytes and products over those
 // rows whatever they hold, without the prefill of N tokens first.
-// int4g32, int8g32: int4 or int8 in groups of 32, the plans of the model's
-// GGUF file in Q4_0 or Q8_0 (tools/gguf_writer.py convert DIR FILE.gguf
-// --type q4_0), whose blocks load as they are.
+// int4g32, int8g32, int8g16: int4 or int8 in groups of 32, int8 in groups
+// of 16, the plans of the model's GGUF file in Q4_0, Q8_0 or Q6_K
+// (tools/gguf_writer.py convert DIR FILE.gguf --type q4_0), whose blocks
+// load as they are.
 // --packed-weights: keep the laid-out weights in FILE (LoadOptions), so
 // that the next run maps them, as attn-run does.
 //
@@ -55,6 +57,7 @@
 #include "tinyllama_int4.h"
 #include "tinyllama_int4g32.h"
 #include "tinyllama_int8.h"
+#include "tinyllama_int8g16.h"
 #include "tinyllama_int8g32.h"
 #include "gemma_3_1b_32k.h"
 #include "gemma_3_1b_bf16.h"
@@ -120,14 +123,16 @@ const KernelEntry *entries(const attnc_kernel_entry *table) {
 struct BenchModel {
   const char *name, *label;
   const attnc_model_library *bf16, *f32, *int8, *int4;
-  /// int4 and int8 in groups of 32: the plans of the model's GGUF file in
-  /// Q4_0 and Q8_0.
-  const attnc_model_library *int4g32 = nullptr, *int8g32 = nullptr;
+  /// int4 and int8 in groups of 32, int8 in groups of 16: the plans of the
+  /// model's GGUF file in Q4_0, Q8_0 and Q6_K.
+  const attnc_model_library *int4g32 = nullptr, *int8g32 = nullptr,
+                            *int8g16 = nullptr;
 };
 const BenchModel kModels[] = {
     {"tinyllama", "TinyLlama-1.1B", &tinyllama_bf16_library,
      &tinyllama_f32_library, &tinyllama_int8_library, &tinyllama_int4_library,
-     &tinyllama_int4g32_library, &tinyllama_int8g32_library},
+     &tinyllama_int4g32_library, &tinyllama_int8g32_library,
+     &tinyllama_int8g16_library},
     {"qwen3-0.6b", "Qwen3-0.6B", &qwen3_0_6b_bf16_library, nullptr, nullptr,
      nullptr},
     {"gemma-3-1b", "Gemma-3-1B", &gemma_3_1b_bf16_library, nullptr, nullptr,
@@ -202,6 +207,7 @@ const attnc_model_library *libraryFor(const BenchModel &model,
          : dtype == "int4" ? model.int4
          : dtype == "int4g32" ? model.int4g32
          : dtype == "int8g32" ? model.int8g32
+         : dtype == "int8g16" ? model.int8g16
                            : model.bf16;
 }
 
@@ -385,12 +391,14 @@ int main(int argc, char **argv) {
     return writeRandomCheckpoint(*bench, write);
   if (weights.empty() ||
       (dtype != "bf16" && dtype != "f32" && dtype != "int8" &&
-       dtype != "int4" && dtype != "int4g32" && dtype != "int8g32") ||
+       dtype != "int4" && dtype != "int4g32" && dtype != "int8g32" &&
+       dtype != "int8g16") ||
       promptLength < 1 || steps < 1 || context < 0)
     return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
                 "gemma-3-1b|gemma-3-1b-32k|qwen3-moe-a3b-half|"
                 "deepseek-v2-lite-slim] --write DIR | --weights DIR "
-                "[--weight-dtype bf16|f32|int8|int4|int4g32|int8g32] [--packed-weights FILE] "
+                "[--weight-dtype bf16|f32|int8|int4|int4g32|int8g32|int8g16] "
+                "[--packed-weights FILE] "
                 "[--prompt N] [--steps N] [--context N] "
                 "(prompt or context + steps + 4 <= the model's max length)"),
            2;

@@ -109,11 +109,14 @@ Status Checkpoint::openGguf(const std::string &path) {
     case GgmlType::Q4_0:
       view.type = TensorType::Q4_0;
       break;
+    case GgmlType::Q6_K:
+      view.type = TensorType::Q6_K;
+      break;
     default:
       return invalid(path + ": tensor '" + tensor.name + "' is " +
                      name(tensor.type) +
                      ", which attnc does not run yet (it runs F32, F16, "
-                     "BF16, Q8_0 and Q4_0 tensors)");
+                     "BF16, Q8_0, Q6_K and Q4_0 tensors)");
     }
     ggufViews_.push_back(std::move(view));
   }

@@ -275,12 +275,32 @@ float halfToFloat(const uint8_t *bytes) {
   decode(DType::F16, &bits, &value, 1);
   return value;
 }
+/// A Q6_K super-block (ggml-common.h's block_q6_K: uint8 ql[128], uint8
+/// qh[64], int8 scales[16], float16 d) as its 256 values q - 32 and its 16
+/// sub-blocks' d · scale. In each half h of 128 values, value 128h + 32t +
+/// l (t < 4, l < 32) takes its low 4 bits from ql[64h + 32(t % 2) + l]
+/// (the low nibble for t < 2, else the high one) and its high 2 from bits
+/// 2t and 2t + 1 of qh[32h + l]; sub-block j is values 16j .. 16j + 15.
+void q6_KBlock(const uint8_t *block, int8_t *q, float *scales) {
+  const uint8_t *ql = block, *qh = block + 128;
+  const float d = halfToFloat(block + 208);
+  for (int j = 0; j < 16; j++)
+    scales[j] = d * float(int8_t(block[192 + j]));
+  for (int h = 0; h < 2; h++)
+    for (int t = 0; t < 4; t++)
+      for (int l = 0; l < 32; l++) {
+        const uint8_t low = ql[64 * h + 32 * (t % 2) + l];
+        const int bits = (t < 2 ? low & 15 : low >> 4) |
+                         (((qh[32 * h + l] >> (2 * t)) & 3) << 4);
+        q[128 * h + 32 * t + l] = int8_t(bits - 32);
+      }
+}
 } // namespace
 
 bool ggmlReadable(GgmlType type) {
   return type == GgmlType::F32 || type == GgmlType::F16 ||
          type == GgmlType::BF16 || type == GgmlType::Q8_0 ||
-         type == GgmlType::Q4_0;
+         type == GgmlType::Q4_0 || type == GgmlType::Q6_K;
 }
 
 size_t storedBytes(GgmlType type, int64_t values) {
@@ -329,6 +349,16 @@ void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
       }
     }
     return;
+  case GgmlType::Q6_K: {
+    std::vector<int8_t> q(256);
+    float scales[16];
+    for (int64_t b = 0; b < values / 256; b++) {
+      q6_KBlock(data + b * 210, q.data(), scales);
+      for (int j = 0; j < 256; j++)
+        out[b * 256 + j] = scales[j / 16] * float(q[size_t(j)]);
+    }
+    return;
+  }
   default:
     std::fill_n(out, values, 0.0f); // not ggmlReadable: callers refuse
   }
@@ -367,6 +397,15 @@ void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
     scales[b] = halfToFloat(block);
     std::memcpy(q + b * 32, block + 2, 32);
   }
+}
+
+void readQ6_KRows(const GgufTensor &tensor, int64_t first, int64_t count,
+                  int8_t *q, float *scales) {
+  const int64_t blocks = count * tensor.dims[0] / 256;
+  const uint8_t *row =
+      tensor.data + first * storedBytes(GgmlType::Q6_K, tensor.dims[0]);
+  for (int64_t b = 0; b < blocks; b++)
+    q6_KBlock(row + b * 210, q + b * 256, scales + b * 16);
 }
 
 GgufFile::GgufFile(GgufFile &&other) noexcept { *this = std::move(other); }

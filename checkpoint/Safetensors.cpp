@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,9 +34,18 @@ constexpr TypeInfo kTypes[] = {
     {"I16", TensorType::I16, 2}, {"I8", TensorType::I8, 1},
     {"U8", TensorType::U8, 1},   {"BOOL", TensorType::Bool, 1}};
 
-/// GGUF's block types as ggml numbers them.
-GgmlType ggmlType(TensorType type) {
-  return type == TensorType::Q8_0 ? GgmlType::Q8_0 : GgmlType::Q4_0;
+/// GGUF's block types as ggml numbers them; none for safetensors' types.
+std::optional<GgmlType> blockType(TensorType type) {
+  switch (type) {
+  case TensorType::Q8_0:
+    return GgmlType::Q8_0;
+  case TensorType::Q4_0:
+    return GgmlType::Q4_0;
+  case TensorType::Q6_K:
+    return GgmlType::Q6_K;
+  default:
+    return std::nullopt;
+  }
 }
 
 Status invalid(const std::string &path, const std::string &message) {
@@ -51,8 +61,8 @@ std::string describeShape(const std::vector<int64_t> &shape) {
 }
 
 const char *name(TensorType type) {
-  if (type == TensorType::Q8_0 || type == TensorType::Q4_0)
-    return runtime::name(ggmlType(type));
+  if (std::optional<GgmlType> block = blockType(type))
+    return runtime::name(*block);
   for (const TypeInfo &info : kTypes)
     if (info.type == type)
       return info.name;
@@ -216,14 +226,16 @@ Status SafetensorsFile::open(const std::string &path, SafetensorsFile &file) {
 }
 
 size_t storedBytes(TensorType type, int64_t elements) {
-  if (type == TensorType::Q8_0 || type == TensorType::Q4_0)
-    return runtime::storedBytes(ggmlType(type), elements);
+  if (std::optional<GgmlType> block = blockType(type))
+    return runtime::storedBytes(*block, elements);
   return size_t(elements) * byteSize(type);
 }
 
 size_t elementCount(const TensorView &tensor) {
-  if (tensor.type == TensorType::Q8_0 || tensor.type == TensorType::Q4_0)
-    return tensor.bytes / runtime::storedBytes(ggmlType(tensor.type), 32) * 32;
+  if (std::optional<GgmlType> block = blockType(tensor.type)) {
+    const GgmlTypeInfo &info = *ggmlTypeInfo(uint32_t(*block));
+    return tensor.bytes / size_t(info.blockBytes) * size_t(info.blockElements);
+  }
   return tensor.bytes / byteSize(tensor.type);
 }
 
@@ -231,7 +243,7 @@ bool readableAs(TensorType stored, TensorType expected) {
   return stored == expected ||
          (expected == TensorType::F32 &&
           (stored == TensorType::F16 || stored == TensorType::BF16 ||
-           stored == TensorType::Q8_0 || stored == TensorType::Q4_0));
+           blockType(stored)));
 }
 
 std::vector<float> readFloats(const TensorView &tensor) {
@@ -244,8 +256,8 @@ std::vector<float> readFloats(const TensorView &tensor) {
 
 void readFloats(const TensorView &tensor, float *destination) {
   const size_t count = elementCount(tensor);
-  if (tensor.type == TensorType::Q8_0 || tensor.type == TensorType::Q4_0) {
-    decodeValues(ggmlType(tensor.type),
+  if (std::optional<GgmlType> block = blockType(tensor.type)) {
+    decodeValues(*block,
                  static_cast<const uint8_t *>(tensor.data), int64_t(count),
                  destination);
     return;

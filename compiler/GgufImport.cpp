@@ -301,7 +301,7 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
       return error(file, "tensor '" + tensor.name + "' is " +
                              ::attn::runtime::name(tensor.type) +
                              ", which attnc does not run yet (it runs F32, "
-                             "F16, BF16, Q8_0 and Q4_0 weights)");
+                             "F16, BF16, Q8_0, Q6_K and Q4_0 weights)");
     if (!isBlockLinear(tensor.name))
       continue;
     if (linear && *linear != tensor.type)
@@ -335,10 +335,11 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     config["torch_dtype"] = "float16";
     break;
   case GgmlType::Q8_0:
+  case GgmlType::Q6_K:
   case GgmlType::Q4_0:
-    // int8 or int4 weights (importGguf), and the rest of the arithmetic as attnc
-    // gives a 16-bit checkpoint: bf16 attention products where the CPU
-    // has them (a quantized file's model is not fp32 anyway).
+    // int8 or int4 weights (importGguf), and the rest of the arithmetic
+    // as attnc gives a 16-bit checkpoint: bf16 attention products where
+    // the CPU has them (a quantized file's model is not fp32 anyway).
     config["torch_dtype"] = "bfloat16";
     break;
   default:
@@ -366,8 +367,8 @@ std::string ggufReport(const std::string &path) {
   });
   out << ")\n";
   // Each tensor's precision as the file stores it (and the runtime reads
-  // it: Q8_0 blocks as int8 and Q4_0 blocks as int4 in groups of 32, the
-  // rest decoded exactly).
+  // it: Q8_0 and Q6_K blocks as int8 in groups of 32 and 16, Q4_0 blocks
+  // as int4 in groups of 32, the rest decoded).
   for (const GgufTensor &tensor : file.tensors()) {
     out << "  " << tensor.name << "  " << ::attn::runtime::name(tensor.type)
         << " [";
@@ -444,6 +445,8 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
     setWeights(model, IntegerType::get(&context, 4), 32);
   if (blocks == GgmlType::Q8_0)
     setWeights(model, IntegerType::get(&context, 8), 32);
+  if (blocks == GgmlType::Q6_K)
+    setWeights(model, IntegerType::get(&context, 8), 16);
   // A head stored in floats beside blocks of another type runs as stored.
   const GgmlType head = headTensor(file)->type;
   if (head != blocks)

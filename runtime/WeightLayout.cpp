@@ -236,13 +236,16 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         std::fill_n(zeros, count * in / 32, kInt4SymmetricZero);
       };
     }
-    // Q8_0 rows for int8 kernels in groups of 32: q · d as they are.
-    if (tensor->type == TensorType::Q8_0 && plan.weightType == DType::I8 &&
-        plan.weightGroup == 32) {
+    // Q8_0 and Q6_K rows for int8 kernels in groups of 32 and 16: q · d
+    // and (q - 32) · d · scale as they are.
+    if (plan.weightType == DType::I8 &&
+        ((tensor->type == TensorType::Q8_0 && plan.weightGroup == 32) ||
+         (tensor->type == TensorType::Q6_K && plan.weightGroup == 16))) {
       const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
-      result.readInt8 = [blocks](int64_t first, int64_t count, int8_t *q,
-                                 float *scales) {
-        readQ8_0Rows(*blocks, first, count, q, scales);
+      auto read = tensor->type == TensorType::Q8_0 ? readQ8_0Rows : readQ6_KRows;
+      result.readInt8 = [blocks, read](int64_t first, int64_t count, int8_t *q,
+                                       float *scales) {
+        read(*blocks, first, count, q, scales);
       };
     }
     if (const int64_t head = entry->pairedRopeHeadRows)

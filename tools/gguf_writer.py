@@ -594,10 +594,10 @@ def values(path):
             ("u64", U64, 2**64 - 1), ("i64", I64, -2**62), ("f64", F64, -1.5),
             ("general.alignment", U32, 64)]
     tensors, decoded = [], {}
-    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0"):
-        x = rng.normal(size=(3, 64)).astype(np.float32)
+    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0", "q6_k"):
+        x = rng.normal(size=(3, 256)).astype(np.float32)
         blob = encode(x, kind)
-        tensors.append((kind, kind, [64, 3], blob))
+        tensors.append((kind, kind, [256, 3], blob))
         decoded[kind] = decode(blob, kind, x.size).tolist()
     write(path, meta, tensors, alignment=64)
     json.dump(decoded, sys.stdout)

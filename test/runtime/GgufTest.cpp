@@ -86,29 +86,39 @@ TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
   for (const auto &[name, values] : decoded.items()) {
     const GgufTensor *tensor = file.tensor(name);
     ASSERT_NE(tensor, nullptr) << name;
-    EXPECT_EQ(tensor->shape(), (std::vector<int64_t>{3, 64})) << name;
+    EXPECT_EQ(tensor->shape(), (std::vector<int64_t>{3, 256})) << name;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(tensor->data) % 64, 0u) << name;
     ASSERT_TRUE(ggmlReadable(tensor->type)) << name;
     std::vector<float> got(size_t(tensor->elements()));
     readRows(*tensor, 0, 3, got.data());
     ASSERT_EQ(values.size(), got.size());
+    // Each value as the float64 decoder's, rounded once to fp32 (Q6_K's
+    // d · scale · q may need 25 bits; every other type's value is a float).
     for (size_t i = 0; i < got.size(); i++)
-      ASSERT_EQ(double(got[i]), values[i].get<double>()) << name << " " << i;
+      ASSERT_EQ(got[i], float(values[i].get<double>())) << name << " " << i;
     // A row at a time reads the same values.
-    std::vector<float> row(64);
+    std::vector<float> row(256);
     readRows(*tensor, 2, 1, row.data());
-    for (size_t i = 0; i < 64; i++)
-      ASSERT_EQ(row[i], got[128 + i]) << name;
+    for (size_t i = 0; i < 256; i++)
+      ASSERT_EQ(row[i], got[512 + i]) << name;
   }
-  // Q8_0 and Q4_0 rows as stored, what the int8 and int4 kernels take: per
-  // block of 32 a scale, q · d and (u - 8) · d being the decoded values.
-  std::vector<float> values(3 * 64), scales(2 * 2);
-  std::vector<int8_t> q(2 * 64);
-  std::vector<uint8_t> u(2 * 64);
+  // Q8_0, Q6_K and Q4_0 rows as stored, what the int8 and int4 kernels
+  // take: per block of 32 (Q6_K: 16) a scale, q · d, q · d · scale and
+  // (u - 8) · d being the decoded values.
+  std::vector<float> values(2 * 256), scales(2 * 16);
+  std::vector<int8_t> q(2 * 256);
+  std::vector<uint8_t> u(2 * 256);
   readRows(*file.tensor("q8_0"), 1, 2, values.data());
   readQ8_0Rows(*file.tensor("q8_0"), 1, 2, q.data(), scales.data());
   for (size_t i = 0; i < q.size(); i++)
     ASSERT_EQ(float(q[i]) * scales[i / 32], values[i]) << i;
+  readRows(*file.tensor("q6_k"), 1, 2, values.data());
+  readQ6_KRows(*file.tensor("q6_k"), 1, 2, q.data(), scales.data());
+  for (size_t i = 0; i < q.size(); i++) {
+    ASSERT_GE(q[i], -32) << i;
+    ASSERT_LE(q[i], 31) << i;
+    ASSERT_EQ(float(q[i]) * scales[i / 16], values[i]) << i;
+  }
   readRows(*file.tensor("q4_0"), 1, 2, values.data());
   readQ4_0Rows(*file.tensor("q4_0"), 1, 2, u.data(), scales.data());
   for (size_t i = 0; i < u.size(); i++) {

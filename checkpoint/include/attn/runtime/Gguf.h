@@ -96,7 +96,7 @@ struct GgufTensor {
   std::vector<int64_t> shape() const;
 };
 
-/// Whether readRows decodes `type`: F32, F16, BF16, Q8_0 and Q4_0 (the
+/// Whether readRows decodes `type`: F32, F16, BF16, Q8_0, Q6_K and Q4_0 (the
 /// other types are refused by the loaders, naming the tensor).
 bool ggmlReadable(GgmlType type);
 /// `values` values of `type` stored at `data` (whole blocks) as floats,
@@ -118,6 +118,12 @@ void readQ4_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
 /// and scales [count][dims[0] / 32], each value q · scale — attnc's int8
 /// in groups of 32.
 void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
+                  int8_t *q, float *scales);
+/// The same rows of a Q6_K tensor: q [count][dims[0]] in [-32, 31] (the
+/// 6-bit value less 32) and scales [count][dims[0] / 16], each sub-block's
+/// d · scale (exact in fp32), each value q · scale — attnc's int8 in groups
+/// of 16.
+void readQ6_KRows(const GgufTensor &tensor, int64_t first, int64_t count,
                   int8_t *q, float *scales);
 
 class GgufFile {

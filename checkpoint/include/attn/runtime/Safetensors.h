@@ -26,9 +26,9 @@
 namespace attn::runtime {
 
 /// Element types of checkpoint tensors: safetensors' dtypes, and GGUF's
-/// block types that attnc reads (Gguf.h: blocks of 32 values, a float16
-/// scale each), which readFloats decodes exactly.
-enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool, Q8_0, Q4_0 };
+/// block types that attnc reads (Gguf.h: blocks of 32 or 256 values with
+/// float16 scales), which readFloats decodes.
+enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool, Q8_0, Q4_0, Q6_K };
 
 const char *name(TensorType type);
 /// Bytes an element (0 for block types: storedBytes).
@@ -105,7 +105,8 @@ bool readableAs(TensorType stored, TensorType expected);
 
 /// The elements a tensor (or a slice of one) holds.
 size_t elementCount(const TensorView &tensor);
-/// A F32, F16, BF16, Q8_0 or Q4_0 tensor's elements as floats (exact).
+/// A F32, F16, BF16, Q8_0, Q6_K or Q4_0 tensor's elements as floats (exact
+/// but for Q6_K's, rounded once from d · scale · q as ggml computes them).
 std::vector<float> readFloats(const TensorView &tensor);
 /// The same into `destination` (elementCount(tensor) floats).
 void readFloats(const TensorView &tensor, float *destination);
