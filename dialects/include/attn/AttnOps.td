@@ -207,9 +207,11 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     cache is planned for. `weight_dtype` (f32 when absent, f16, bf16, i8 or
     i4) is how the linear kernels read their weights: the runtime converts a
     checkpoint to it once, at load (round to nearest even; i8 symmetric per
-    output feature with an f32 scale, absmax / 127; i4 symmetric per group
-    of `weight_group` inputs (32, 64 or 128; i4 only, which requires it) and
-    output feature, absmax / 7), and every product accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
+    output feature with an f32 scale, absmax / 127, or per group of
+    `weight_group` inputs (16 or 32: GGUF's Q6_K and Q8_0) and output
+    feature; i4 symmetric per group of `weight_group` inputs (32, 64 or
+    128; i4 requires it) and output feature, absmax / 7), and every product
+    accumulates in fp32. `weight_naming` (`llama`, `gpt2` or
     `bart`, set by the Hugging Face importer from `model_type`) is how a
     checkpoint of the model names its tensors. `weight_format` (`gptq`,
     `gptq_v2` or `awq`; i4 only) says that the checkpoint holds its linear
@@ -541,7 +543,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
   let description = [{
     `weight_dtype` (f32 when absent, f16, bf16, i8, i4, !attn.mxfp4) is the
     element type of W (widened to fp32 as it is read; i8 with a scale per
-    output feature, applied once to each sum; i4 with a scale and zero point
+    output feature, applied once to each sum, or with `weight_group` one per
+    group of inputs and output feature, applied to each group's sum; i4
+    with a scale and zero point
     per group of `weight_group` inputs and output feature, applied to each
     group's sum; its zero point 8 unless `weight_zeros` gives each group one
     of its own; mxfp4 with a power-of-two scale per 32 inputs and output
