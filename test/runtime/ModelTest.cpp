@@ -1434,6 +1434,18 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   EXPECT_NE(s.message().find("weight_group 0 must be 32, 64 or 128 for i4"),
             std::string::npos)
       << s.message();
+  // i8 weights: a scale per feature (0) or per group of 16 or 32 inputs.
+  {
+    std::string i8 = edited(top + "\"weight_dtype\": \"f32\"",
+                            top + "\"weight_dtype\": \"i8\"");
+    const std::string group = "\"weight_group\": 0";
+    i8.replace(i8.find(group), group.size(), "\"weight_group\": 64");
+    s = parsePlan(i8, entries(kPaged.table), kPaged.size, plan);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("weight_group 64 must be 0, 16 or 32 for i8"),
+              std::string::npos)
+        << s.message();
+  }
   // A plan whose weight dtype its kernels do not read: the weights load
   // (as bf16 pairs), and the first call is refused by the kernel's
   // metadata, not run on misread memory.
