@@ -7,15 +7,16 @@ Llama 2-style SentencePiece tokenizer, random bf16 weights): a Llama
 them), a Llama 3 (text_llama3: its rope_scaling as the file's rope_freqs.weight,
 which attnc reads as per-pair frequency divisors) and a Qwen3 (text_qwen3:
 QK-norm, head_dim 64/4 != 32, tied head), each written by tools/gguf_writer.py
-as one GGUF file in F32, BF16, Q8_0 and Q4_0, and a Llama of rows that hold
-whole 256-value super-blocks (text_llama_k) in Q6_K. attn-run
+as one GGUF file in F32, BF16, Q8_0 and Q4_0 (the Llama in Q4_1 too), and a
+Llama of rows that hold whole 256-value super-blocks (text_llama_k) in Q6_K
+and Q4_K. attn-run
 compiles the file, reads its weights and tokenizer and decodes greedily from a
 text prompt; llama.cpp (node-llama-cpp's prebuilt CPU build, tools/gguf-peer.mjs)
 decodes the same prompt ids from the same file. Their greedy tokens must be
-identical for F32 and BF16; for Q8_0, Q6_K and Q4_0 the first 6 of 12 (both
+identical for F32 and BF16; for the quantized types the first 6 of 12 (both
 compute the products from rounded activations, llama.cpp in Q8_0 blocks,
 attnc in int16 per group of 32 (Q8_0) or 16 (Q6_K) or int8 per group of 32
-where the CPU has VNNI (Q4_0), so a near tie of random weights' logits may go either way,
+where the CPU has VNNI (the 4-bit types), so a near tie of random weights' logits may go either way,
 and the sequences part there). The BF16 file's tokens must also be attn-run's on the folder
 itself (its config.json: Llama 3's rule computed from its keys, not read from
 the file).
@@ -47,10 +48,10 @@ def main():
     work = tempfile.mkdtemp(prefix="gguf-llamacpp-test.")
     environment = dict(os.environ, NODE_PATH=os.path.join(peer, "node_modules"))
     try:
-        for family, kinds in (("text_llama", ("f32", "bf16", "q8_0", "q4_0")),
+        for family, kinds in (("text_llama", ("f32", "bf16", "q8_0", "q4_0", "q4_1")),
                               ("text_llama3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_qwen3", ("f32", "bf16", "q8_0", "q4_0")),
-                              ("text_llama_k", ("q6_k",))):
+                              ("text_llama_k", ("q6_k", "q4_k"))):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)
             check(compiled.returncode == 0, family + ": compile-only failed: " + compiled.stderr)
             # attnc on the folder (its bf16 weights, which the BF16 file holds).
