@@ -112,11 +112,17 @@ Status Checkpoint::openGguf(const std::string &path) {
     case GgmlType::Q6_K:
       view.type = TensorType::Q6_K;
       break;
+    case GgmlType::Q4_1:
+      view.type = TensorType::Q4_1;
+      break;
+    case GgmlType::Q4_K:
+      view.type = TensorType::Q4_K;
+      break;
     default:
       return invalid(path + ": tensor '" + tensor.name + "' is " +
                      name(tensor.type) +
                      ", which attnc does not run yet (it runs F32, F16, "
-                     "BF16, Q8_0, Q6_K and Q4_0 tensors)");
+                     "BF16, Q8_0, Q6_K, Q4_0, Q4_1 and Q4_K tensors)");
     }
     ggufViews_.push_back(std::move(view));
   }

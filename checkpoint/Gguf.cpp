@@ -275,6 +275,45 @@ float halfToFloat(const uint8_t *bytes) {
   decode(DType::F16, &bits, &value, 1);
   return value;
 }
+/// A Q4_1 block (float16 d, float16 m, uint8 qs[16]: value j < 16 in the
+/// low nibble of byte j, j + 16 in its high nibble) as its 32 values u and
+/// its scale d and minimum m: x = u · d + m.
+void q4_1Block(const uint8_t *block, uint8_t *u, float *scale, float *min) {
+  *scale = halfToFloat(block);
+  *min = halfToFloat(block + 2);
+  for (int j = 0; j < 16; j++) {
+    u[j] = block[4 + j] & 15;
+    u[j + 16] = block[4 + j] >> 4;
+  }
+}
+
+/// A Q4_K super-block (ggml-common.h's block_q4_K: float16 d, float16
+/// dmin, uint8 scales[12], uint8 qs[128]) as its 256 values u and its 8
+/// sub-blocks' scale d · sc and minimum -dmin · m: x = u · scale + min.
+/// Sub-block j's 6-bit sc and m: for j < 4 the low 6 bits of scales[j] and
+/// scales[j + 4]; for j >= 4 the low and high nibbles of scales[j + 4],
+/// with the top 2 bits of scales[j - 4] and scales[j] as their bits 4-5.
+/// Values 64c + l (l < 32) are the low nibbles of qs[32c + l], sub-block
+/// 2c; values 64c + 32 + l their high nibbles, sub-block 2c + 1.
+void q4_KBlock(const uint8_t *block, uint8_t *u, float *scales,
+               float *mins) {
+  const float d = halfToFloat(block), dmin = halfToFloat(block + 2);
+  const uint8_t *packed = block + 4, *qs = block + 16;
+  for (int j = 0; j < 8; j++) {
+    const int sc = j < 4 ? packed[j] & 63
+                         : (packed[j + 4] & 15) | ((packed[j - 4] >> 6) << 4);
+    const int m = j < 4 ? packed[j + 4] & 63
+                        : (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    scales[j] = d * float(sc);
+    mins[j] = -(dmin * float(m));
+  }
+  for (int c = 0; c < 4; c++)
+    for (int l = 0; l < 32; l++) {
+      u[64 * c + l] = qs[32 * c + l] & 15;
+      u[64 * c + 32 + l] = qs[32 * c + l] >> 4;
+    }
+}
+
 /// A Q6_K super-block (ggml-common.h's block_q6_K: uint8 ql[128], uint8
 /// qh[64], int8 scales[16], float16 d) as its 256 values q - 32 and its 16
 /// sub-blocks' d · scale. In each half h of 128 values, value 128h + 32t +
@@ -300,7 +339,8 @@ void q6_KBlock(const uint8_t *block, int8_t *q, float *scales) {
 bool ggmlReadable(GgmlType type) {
   return type == GgmlType::F32 || type == GgmlType::F16 ||
          type == GgmlType::BF16 || type == GgmlType::Q8_0 ||
-         type == GgmlType::Q4_0 || type == GgmlType::Q6_K;
+         type == GgmlType::Q4_0 || type == GgmlType::Q6_K ||
+         type == GgmlType::Q4_1 || type == GgmlType::Q4_K;
 }
 
 size_t storedBytes(GgmlType type, int64_t values) {
@@ -349,6 +389,23 @@ void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
       }
     }
     return;
+  case GgmlType::Q4_1:
+  case GgmlType::Q4_K: {
+    // u · s + m per group of 32 (q4_1Block, q4_KBlock).
+    const bool k = type == GgmlType::Q4_K;
+    const int64_t block = k ? 256 : 32, bytes = k ? 144 : 20;
+    std::vector<uint8_t> u(static_cast<size_t>(block));
+    float scales[8], mins[8];
+    for (int64_t b = 0; b < values / block; b++) {
+      if (k)
+        q4_KBlock(data + b * bytes, u.data(), scales, mins);
+      else
+        q4_1Block(data + b * bytes, u.data(), scales, mins);
+      for (int64_t j = 0; j < block; j++)
+        out[b * block + j] = float(u[size_t(j)]) * scales[j / 32] + mins[j / 32];
+    }
+    return;
+  }
   case GgmlType::Q6_K: {
     std::vector<int8_t> q(256);
     float scales[16];
@@ -396,6 +453,23 @@ void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
     const uint8_t *block = row + b * 34;
     scales[b] = halfToFloat(block);
     std::memcpy(q + b * 32, block + 2, 32);
+  }
+}
+
+void readQ4MinRows(const GgufTensor &tensor, int64_t first, int64_t count,
+                   uint8_t *u, float *scales, float *mins) {
+  const bool k = tensor.type == GgmlType::Q4_K;
+  const int64_t block = k ? 256 : 32, bytes = k ? 144 : 20;
+  const int64_t blocks = count * tensor.dims[0] / block;
+  const uint8_t *row =
+      tensor.data + first * storedBytes(tensor.type, tensor.dims[0]);
+  for (int64_t b = 0; b < blocks; b++) {
+    const int64_t groups = block / 32;
+    if (k)
+      q4_KBlock(row + b * bytes, u + b * block, scales + b * groups,
+                mins + b * groups);
+    else
+      q4_1Block(row + b * bytes, u + b * block, scales + b, mins + b);
   }
 }
 

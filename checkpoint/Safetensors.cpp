@@ -43,6 +43,10 @@ std::optional<GgmlType> blockType(TensorType type) {
     return GgmlType::Q4_0;
   case TensorType::Q6_K:
     return GgmlType::Q6_K;
+  case TensorType::Q4_1:
+    return GgmlType::Q4_1;
+  case TensorType::Q4_K:
+    return GgmlType::Q4_K;
   default:
     return std::nullopt;
   }

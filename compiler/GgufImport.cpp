@@ -301,7 +301,8 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
       return error(file, "tensor '" + tensor.name + "' is " +
                              ::attn::runtime::name(tensor.type) +
                              ", which attnc does not run yet (it runs F32, "
-                             "F16, BF16, Q8_0, Q6_K and Q4_0 weights)");
+                             "F16, BF16, Q8_0, Q6_K, Q4_0, Q4_1 and Q4_K "
+                             "weights)");
     if (!isBlockLinear(tensor.name))
       continue;
     if (linear && *linear != tensor.type)
@@ -337,6 +338,8 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   case GgmlType::Q8_0:
   case GgmlType::Q6_K:
   case GgmlType::Q4_0:
+  case GgmlType::Q4_1:
+  case GgmlType::Q4_K:
     // int8 or int4 weights (importGguf), and the rest of the arithmetic
     // as attnc gives a 16-bit checkpoint: bf16 attention products where
     // the CPU has them (a quantized file's model is not fp32 anyway).
@@ -367,8 +370,8 @@ std::string ggufReport(const std::string &path) {
   });
   out << ")\n";
   // Each tensor's precision as the file stores it (and the runtime reads
-  // it: Q8_0 and Q6_K blocks as int8 in groups of 32 and 16, Q4_0 blocks
-  // as int4 in groups of 32, the rest decoded).
+  // it: Q8_0 and Q6_K blocks as int8 in groups of 32 and 16, Q4_0, Q4_1
+  // and Q4_K blocks as int4 in groups of 32, the rest decoded).
   for (const GgufTensor &tensor : file.tensors()) {
     out << "  " << tensor.name << "  " << ::attn::runtime::name(tensor.type)
         << " [";
@@ -443,6 +446,9 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
   auto model = *module->getOps<mlir::attn::ModelOp>().begin();
   if (blocks == GgmlType::Q4_0)
     setWeights(model, IntegerType::get(&context, 4), 32);
+  if (blocks == GgmlType::Q4_1 || blocks == GgmlType::Q4_K)
+    setWeights(model, IntegerType::get(&context, 4), 32, std::nullopt,
+               /*mins=*/true);
   if (blocks == GgmlType::Q8_0)
     setWeights(model, IntegerType::get(&context, 8), 32);
   if (blocks == GgmlType::Q6_K)

@@ -209,6 +209,7 @@ LogicalResult collectKernelSpecs(ModuleOp module, ModelSpecs &specs) {
                              ? int(::attn::kMxBlock)
                              : int(kernel.getWeightGroup().value_or(0));
       spec.weightZeros = kernel.getWeightZeros();
+      spec.weightMins = kernel.getWeightMins();
       spec.experts = int(kernel.getExperts().value_or(0));
       specs.linear.push_back(spec);
     } else if (auto kernel = dyn_cast<NormKernelOp>(op)) {

@@ -92,7 +92,7 @@ ModelBuilder::experts(mlir::attn::RouterKind router, int64_t count,
 
 void setWeights(mlir::attn::ModelOp model, Type type,
                 std::optional<int64_t> group,
-                std::optional<::attn::Int4Format> format) {
+                std::optional<::attn::Int4Format> format, bool mins) {
   model.setWeightDtypeAttr(type && !type.isF32() ? TypeAttr::get(type)
                                                  : TypeAttr());
   if (!group && type && type.isSignlessInteger(4))
@@ -103,6 +103,7 @@ void setWeights(mlir::attn::ModelOp model, Type type,
   model.setWeightFormatAttr(
       format ? builder.getStringAttr(::attn::int4FormatName(*format))
              : StringAttr());
+  model.setWeightMins(mins);
 }
 
 void ModelBuilder::setWeightDtype(Type type, std::optional<int64_t> group,

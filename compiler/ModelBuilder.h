@@ -153,11 +153,13 @@ bool isCIdentifier(llvm::StringRef name);
 /// Sets how `model`'s linear kernels read their weights (null or f32:
 /// absent) and the group of i4 weights: `group`, or kDefaultWeightGroup for
 /// i4, and the format of a checkpoint that holds them quantized (GPTQ,
-/// AWQ). A group or format with another type stays, for the verifier to
+/// AWQ), or `mins`: i4 with a minimum per group (GGUF's Q4_1, Q4_K). A
+/// group, format or minimums with another type stay, for the verifier to
 /// refuse.
 void setWeights(mlir::attn::ModelOp model, mlir::Type type,
                 std::optional<int64_t> group,
-                std::optional<::attn::Int4Format> format = std::nullopt);
+                std::optional<::attn::Int4Format> format = std::nullopt,
+                bool mins = false);
 
 } // namespace attnc
 

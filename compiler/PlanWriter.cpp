@@ -238,6 +238,7 @@ std::string renderPlanJson(ModuleOp module,
        int64_t(::attn::weightPanel(toDType(weightDtype(model))))},
       {plan::kWeightGroup, int64_t(model.getWeightGroup().value_or(0))},
       {plan::kWeightFormat, model.getWeightFormat().value_or("")},
+      {plan::kWeightMins, model.getWeightMins()},
       {plan::kNormWeightOffset,
        model.getNormWeightOffset()
            ? double(model.getNormWeightOffset()->convertToFloat())

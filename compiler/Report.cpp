@@ -121,7 +121,8 @@ std::string describeKernel(Operation &op) {
       text += " " + typeName(*weights) + " weights";
     if (std::optional<uint64_t> group = linear.getWeightGroup())
       text += " (groups of " + std::to_string(*group) +
-              (linear.getWeightZeros() ? ", zero points" : "") + ")";
+              (linear.getWeightZeros() ? ", zero points" : "") +
+              (linear.getWeightMins() ? ", minimums" : "") + ")";
     if (linear.getInputGate())
       text +=
           " gated(" + stringifyActivation(*linear.getInputGate()).str() + ")";

@@ -135,6 +135,11 @@ cl::opt<int> weightGroup(
     cl::desc("int4 weights: inputs per scale, 32, 64 or 128 (default 128); "
              "int8 weights: 16 or 32 (default: a scale per output feature)"),
     cl::cat(attncCategory));
+cl::opt<bool> weightMins(
+    "weight-mins",
+    cl::desc("int4 weights with an f32 minimum per group instead of a zero "
+             "point, W = u·s + m (as GGUF's Q4_1 and Q4_K store them)"),
+    cl::cat(attncCategory));
 enum class ComputeDtype { F32, BF16 };
 cl::opt<ComputeDtype> attentionCompute(
     "attention-compute",
@@ -390,7 +395,8 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   mlir::attn::ModelOp model = *module->getOps<mlir::attn::ModelOp>().begin();
-  if (weightDtype.getNumOccurrences() || weightGroup.getNumOccurrences()) {
+  if (weightDtype.getNumOccurrences() || weightGroup.getNumOccurrences() ||
+      weightMins.getNumOccurrences()) {
     mlir::Type type = attnc::weightDtype(model);
     if (weightDtype.getNumOccurrences()) {
       std::optional<::attn::DType> element =
@@ -406,6 +412,9 @@ int main(int argc, char **argv) {
     if (weightGroup.getNumOccurrences() && !grouped)
       return fail("--weight-group applies to int4 and int8 weights "
                   "(--weight-dtype=int4 or int8)");
+    if (weightMins && !type.isSignlessInteger(4))
+      return fail("--weight-mins applies to int4 weights (--weight-dtype="
+                  "int4)");
     if (std::optional<llvm::StringRef> format = model.getWeightFormat())
       return fail("the checkpoint holds its weights quantized (" +
                   format->str() +
@@ -415,7 +424,10 @@ int main(int argc, char **argv) {
       group = weightGroup;
     else if (type != attnc::weightDtype(model))
       group.reset(); // the new type's default
-    attnc::setWeights(model, type, group);
+    // Minimums stay with the model's own int4 weights unless asked for.
+    const bool mins = weightMins || (type == attnc::weightDtype(model) &&
+                                     model.getWeightMins());
+    attnc::setWeights(model, type, group, std::nullopt, mins);
   }
   if (headDtype.getNumOccurrences()) {
     std::optional<::attn::DType> element = attnc::parseDescriptionDType(

@@ -127,6 +127,8 @@ Status linear(const DeviceApi *device, const LinearCall &call) {
   if (!w.zeros.empty())
     args.push_back({"weight_zeros", w.zeros.placed(),
                     halide_type_t{halide_type_uint, 8, 1}, groupShape});
+  if (!w.mins.empty())
+    args.push_back({"weight_mins", w.mins.placed(), float32Type(), groupShape});
   if (!call.bias.empty())
     args.push_back({"bias", call.bias.placed(), float32Type(), {{w.out, 1}}});
   if (call.positions)

@@ -144,6 +144,16 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                        weights);
     result.weightFormat = parsed;
   }
+  if (root.contains(plan::kWeightMins)) {
+    const json &mins = root[plan::kWeightMins];
+    if (!mins.is_boolean())
+      return planError("weight_mins must be true or false");
+    result.weightMins = mins.get<bool>();
+    if (result.weightMins && (!int4 || result.weightFormat))
+      return planError("weight_mins needs i4 weights without a "
+                       "weight_format, not " +
+                       weights);
+  }
   // The kernel sets the library holds (plans before GPU targets had only
   // CPU ones): the one asked for must be among them.
   bool hasDevice = device == plan::kCpu && !root.contains(plan::kDevices);

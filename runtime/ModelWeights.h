@@ -39,6 +39,11 @@ struct WeightRows {
   /// readInt4's zero points are all 8 (GGUF's Q4_0): the kernels' own
   /// symmetric int4, which reads no zero points.
   bool symmetricInt4 = false;
+  /// Or for int4 rows with a minimum per group (GGUF's Q4_1, Q4_K): u
+  /// [n][in] (0..15), scales and mins [n][groups], W = u · s + m.
+  std::function<void(int64_t first, int64_t n, uint8_t *u, float *scales,
+                     float *mins)>
+      readInt4Mins;
   /// Or for int8 rows a checkpoint holds in groups of inputs (GGUF's Q8_0
   /// blocks): q [n][in] and per group scales [n][groups], W = q · scale.
   std::function<void(int64_t first, int64_t n, int8_t *q, float *scales)>
@@ -146,6 +151,9 @@ struct WeightMatrix {
   // int4 with zero points of their own (GPTQ, AWQ): [panels][groups][16];
   // empty: 8 (symmetric).
   WeightArray<uint8_t> zeros;
+  // int4 with minimums instead (GGUF's Q4_1, Q4_K): [panels][groups][16],
+  // W = u · s + m.
+  Floats mins;
   // MXFP4 (its codes in int4): the E8M0 bytes, [panels][groups][16].
   WeightArray<uint8_t> exponents;
 
@@ -157,9 +165,12 @@ struct WeightMatrix {
   /// per `group` inputs of a row, quantizeInt4Group, or as a block's
   /// readInt4 gives them; MXFP4 per 32 inputs of a row,
   /// quantizeMxfp4Block, or as a block's readMx gives them). `withZeros`:
-  /// int4 with a zero point per group (8 where packing quantized the rows).
+  /// int4 with a zero point per group (8 where packing quantized the rows);
+  /// `withMins`: int4 with a minimum per group instead (quantizeInt4MinGroup,
+  /// or as a block's readInt4Mins gives them).
   void pack(const std::vector<WeightRows> &blocks, int64_t in, int64_t panel,
-            DType to, int64_t group = 0, bool withZeros = false);
+            DType to, int64_t group = 0, bool withZeros = false,
+            bool withMins = false);
   int64_t panels() const { return panel ? (out + panel - 1) / panel : 0; }
   /// Output features [first, first + count) as a matrix of their own,
   /// viewing this one's arrays (every one of them panel-major, int8's
@@ -261,6 +272,7 @@ struct Model::Weights {
       onArray(m->int4);
       onArray(m->scales);
       onArray(m->zeros);
+      onArray(m->mins);
       onArray(m->exponents);
     }
   }

@@ -141,8 +141,9 @@ bool wellFormed(const WeightMatrix &m) {
   const auto size = [&](auto &array) { return uint64_t(array.size()); };
   if (m.out == 0)
     return m.empty() && m.scales.empty() && m.zeros.empty() &&
-           m.exponents.empty();
-  if (m.type != DType::MXFP4 && !m.exponents.empty())
+           m.mins.empty() && m.exponents.empty();
+  if ((m.type != DType::MXFP4 && !m.exponents.empty()) ||
+      (m.type != DType::I4 && !m.mins.empty()))
     return false;
   if (m.in <= 0 || m.out < 0 || m.panel <= 0 || m.panel % kInt4Panel)
     return false;
@@ -170,7 +171,9 @@ bool wellFormed(const WeightMatrix &m) {
     return size(m.int4) == layout.weightWords() &&
            m.bytes() == layout.weightWords() * 2 &&
            size(m.scales) == layout.scaleCount() &&
-           (m.zeros.empty() || size(m.zeros) == layout.scaleCount());
+           (m.zeros.empty() || size(m.zeros) == layout.scaleCount()) &&
+           (m.mins.empty() ||
+            (m.zeros.empty() && size(m.mins) == layout.scaleCount()));
   }
   case DType::MXFP4: {
     if (m.group != kMxBlock)

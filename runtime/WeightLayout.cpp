@@ -92,6 +92,15 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
           source.readInt8(fileRow(first + r), 1, q + r * in,
                           scales + r * (in / group));
       };
+    if (source.readInt4Mins)
+      result.readInt4Mins = [source, fileRow, in, group](
+                                int64_t first, int64_t count, uint8_t *u,
+                                float *scales, float *mins) {
+        const int64_t groups = in / group;
+        for (int64_t r = 0; r < count; r++)
+          source.readInt4Mins(fileRow(first + r), 1, u + r * in,
+                              scales + r * groups, mins + r * groups);
+      };
     if (source.readInt4)
       result.readInt4 = [source, fileRow, in, group](
                             int64_t first, int64_t count, uint8_t *u,
@@ -236,6 +245,18 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         std::fill_n(zeros, count * in / 32, kInt4SymmetricZero);
       };
     }
+    // Q4_1 and Q4_K rows for int4 kernels with minimums in groups of 32:
+    // u · scale + min as they are.
+    if ((tensor->type == TensorType::Q4_1 ||
+         tensor->type == TensorType::Q4_K) &&
+        plan.weightType == DType::I4 && plan.weightGroup == 32 &&
+        plan.weightMins) {
+      const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
+      result.readInt4Mins = [blocks](int64_t first, int64_t count, uint8_t *u,
+                                     float *scales, float *mins) {
+        readQ4MinRows(*blocks, first, count, u, scales, mins);
+      };
+    }
     // Q8_0 and Q6_K rows for int8 kernels in groups of 32 and 16: q · d
     // and (q - 32) · d · scale as they are.
     if (plan.weightType == DType::I8 &&
@@ -345,10 +366,12 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         order.push_back(head + c);
     }
     w.query.pack({reordered(rows(n, "q.weight"), order, queryIn)}, queryIn,
-                 panel, plan.weightType, plan.weightGroup);
+                 panel, plan.weightType, plan.weightGroup, false,
+                   plan.weightMins);
     if (l.queryRank) {
       w.queryDown.pack({rows(n, "q_a.weight")}, plan.dModel, panel,
-                       plan.weightType, plan.weightGroup);
+                       plan.weightType, plan.weightGroup, false,
+                   plan.weightMins);
       w.queryDownNorm = rmsWeight(n, "q_a_norm.weight");
     }
     // [latent | rope] rows as [rope (de-interleaved) | latent].
@@ -358,7 +381,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     for (int64_t c = 0; c < rank; c++)
       order.push_back(c);
     w.keyValue.pack({reordered(rows(n, "kv_a.weight"), order, plan.dModel)},
-                    plan.dModel, panel, plan.weightType, plan.weightGroup);
+                    plan.dModel, panel, plan.weightType, plan.weightGroup, false,
+                   plan.weightMins);
     w.latentNorm = rmsWeight(n, "kv_a_norm.weight");
     // kv_b_proj [heads][nope + value][rank]: head h's rows [0, nope) are
     // W_uk_h, its rows [nope, nope + value) W_uv_h.
@@ -384,10 +408,13 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                     rank, out + r * rank);
       }
     };
-    w.absorb.pack({absorb}, nope, panel, plan.weightType, plan.weightGroup);
-    w.unabsorb.pack({unabsorb}, rank, panel, plan.weightType, plan.weightGroup);
+    w.absorb.pack({absorb}, nope, panel, plan.weightType, plan.weightGroup, false,
+                   plan.weightMins);
+    w.unabsorb.pack({unabsorb}, rank, panel, plan.weightType, plan.weightGroup, false,
+                   plan.weightMins);
     w.output.pack({rows(n, "out.weight")}, heads * value, panel,
-                  plan.weightType, plan.weightGroup);
+                  plan.weightType, plan.weightGroup, false,
+                   plan.weightMins);
     return Status::ok();
   };
   for (size_t i = 0; i < plan.ops.size(); i++) {
@@ -420,11 +447,12 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       const int64_t panel = plan.weightPanel;
       if (op.fusedProjections) {
         w->query.pack({wq, wk, wv}, d, panel, plan.weightType, plan.weightGroup,
-                      zeros);
+                      zeros, plan.weightMins);
       } else {
-        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup, zeros);
+        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup, zeros,
+                   plan.weightMins);
         w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup,
-                         zeros);
+                         zeros, plan.weightMins);
       }
       if (op.bias) {
         w->queryBias = bq;
@@ -451,7 +479,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                whole ? 1 : op.kvHeads);
       }
       w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
-                     plan.weightGroup, zeros);
+                     plan.weightGroup, zeros,
+                   plan.weightMins);
       done();
       w->outputBias = get(n, "out.bias");
       if (op.sinks)
@@ -500,19 +529,21 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         const int64_t group = kernelWeightGroup(
             op.experts.weightType, plan.weightType, plan.weightGroup);
         w->up.pack(ups, d, op.experts.weightPanel, op.experts.weightType,
-                   group, zeros);
+                   group, zeros, plan.weightMins);
         w->down.pack(downs, f, op.experts.weightPanel, op.experts.weightType,
-                     group, zeros);
+                     group, zeros, plan.weightMins);
         if (const int64_t s = op.experts.shared.intermediateSize) {
           std::vector<WeightRows> sharedUp;
           if (op.gated)
             sharedUp.push_back(rows(n, "shared.gate.weight"));
           sharedUp.push_back(rows(n, "shared.up.weight"));
           w->sharedUp.pack(sharedUp, d, plan.weightPanel, plan.weightType,
-                           plan.weightGroup, zeros);
+                           plan.weightGroup, zeros,
+                   plan.weightMins);
           w->sharedDown.pack({rows(n, "shared.down.weight")}, s,
                              plan.weightPanel, plan.weightType,
-                             plan.weightGroup, zeros);
+                             plan.weightGroup, zeros,
+                   plan.weightMins);
           PooledVector<float> &bias = w->sharedUpBias.edit();
           for (const char *r : {"shared.gate.bias", "shared.up.bias"}) {
             if (!op.gated && std::string(r) == "shared.gate.bias")
@@ -530,17 +561,19 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                        down = rows(n, "down.weight");
       if (op.gated) {
         w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup, zeros);
+                   plan.weightGroup, zeros,
+                   plan.weightMins);
         w->upBias = get(n, "gate.bias");
       } else {
         w->up.pack({up}, d, plan.weightPanel, plan.weightType, plan.weightGroup,
-                   zeros);
+                   zeros, plan.weightMins);
       }
       const PooledVector<float> upBias = get(n, "up.bias");
       PooledVector<float> &bias = w->upBias.edit();
       bias.insert(bias.end(), upBias.begin(), upBias.end());
       w->down.pack({down}, f, plan.weightPanel, plan.weightType,
-                   plan.weightGroup, zeros);
+                   plan.weightGroup, zeros,
+                   plan.weightMins);
       done();
       w->downBias = get(n, "down.bias");
       break;
@@ -551,7 +584,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       w->head.pack({rows(n, "weight")}, d, op.headPanel, op.headType,
                    kernelWeightGroup(op.headType, plan.weightType,
                                      plan.weightGroup),
-                   int4 && zeros);
+                   int4 && zeros, int4 && plan.weightMins);
       done();
       w->headBias = get(n, "bias");
       break;

@@ -17,7 +17,7 @@ namespace attn::runtime {
 
 void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                         int64_t inFeatures, int64_t panelWidth, DType to,
-                        int64_t groupSize, bool withZeros) {
+                        int64_t groupSize, bool withZeros, bool withMins) {
   type = to;
   in = inFeatures, panel = panelWidth, out = 0;
   group = to == DType::I4 || to == DType::I8 ? groupSize
@@ -25,7 +25,7 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
                                               : 0;
   for (const WeightRows &block : blocks)
     out += block.count;
-  for (auto *array : {&f32, &scales})
+  for (auto *array : {&f32, &scales, &mins})
     array->edit().clear();
   narrow.edit().clear();
   int8.edit().clear();
@@ -156,6 +156,48 @@ void WeightMatrix::pack(const std::vector<WeightRows> &blocks,
       });
     return;
   }
+  if (to == DType::I4 && withMins) {
+    // Each (group, feature) with its minimum (quantizeInt4MinGroup), or
+    // placed as the checkpoint quantized it (readInt4Mins).
+    const Int4Layout layout = int4Layout();
+    const int64_t groups = layout.groups();
+    PooledVector<uint16_t> &words = int4.edit();
+    PooledVector<float> &scale = scales.edit(), &least = mins.edit();
+    words.assign(layout.weightWords(), 0);
+    scale.assign(layout.scaleCount(), 0.0f);
+    least.assign(layout.scaleCount(), 0.0f);
+    std::vector<uint8_t> u;
+    std::vector<float> s, m;
+    for (int64_t q = 0; q < panels(); q++)
+      eachRun(q, [&](const WeightRows &block, int64_t row, int64_t n,
+                     int64_t from) {
+        u.assign(size_t(n * in), 0);
+        s.assign(size_t(n * groups), 0.0f);
+        m.assign(size_t(n * groups), 0.0f);
+        if (block.readInt4Mins) {
+          block.readInt4Mins(row, n, u.data(), s.data(), m.data());
+        } else {
+          block.read(row, n, rows.data());
+          for (int64_t r = 0; r < n; r++)
+            for (int64_t g = 0; g < groups; g++) {
+              const int64_t k0 = g * group, count = std::min(group, in - k0);
+              quantizeInt4MinGroup(&rows[size_t(r * in + k0)], count,
+                                   &u[size_t(r * in + k0)],
+                                   s[size_t(r * groups + g)],
+                                   m[size_t(r * groups + g)]);
+            }
+        }
+        for (int64_t r = 0; r < n; r++) {
+          for (int64_t k = 0; k < in; k++)
+            layout.put(words.data(), k, from + r, u[size_t(r * in + k)]);
+          for (int64_t g = 0; g < groups; g++) {
+            scale[layout.scaleOf(g, from + r)] = s[size_t(r * groups + g)];
+            least[layout.scaleOf(g, from + r)] = m[size_t(r * groups + g)];
+          }
+        }
+      });
+    return;
+  }
   if (to == DType::I4) {
     // Each (group, feature) quantized on its own (symmetric, zero point 8),
     // or placed as the checkpoint quantized it.
@@ -244,6 +286,7 @@ WeightMatrix WeightMatrix::outputs(int64_t first, int64_t count) const {
   slice(int4, view.int4);
   slice(scales, view.scales);
   slice(zeros, view.zeros);
+  slice(mins, view.mins);
   slice(exponents, view.exponents);
   return view;
 }

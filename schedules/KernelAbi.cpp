@@ -116,6 +116,8 @@ std::vector<KernelBuffer> kernelBuffers(const LinearSpec &spec,
     buffers.push_back({"weight_scales", E::F32, "[panels][groups][16]"});
     if (spec.weightZeros)
       buffers.push_back({"weight_zeros", E::U8, "[panels][groups][16]"});
+    if (spec.weightMins)
+      buffers.push_back({"weight_mins", E::F32, "[panels][groups][16]"});
     break;
   case DType::MXFP4: // E8M0 exponents as the scales
     buffers.push_back({"weight", E::U16, "[panels][groups * 4][32]"});

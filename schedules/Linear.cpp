@@ -208,7 +208,8 @@ Func applyActivation(Func f, Activation activation) {
 
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    DType element, Halide::Buffer<float> *scales,
-                                   int group, Halide::Buffer<uint8_t> *exponents) {
+                                   int group, Halide::Buffer<uint8_t> *exponents,
+                                   Halide::Buffer<float> *mins) {
   const int P = weightPanel(element), panels = (out + P - 1) / P;
   auto at = [&](int k, int n) {
     return n < out ? weight[size_t(k) * out + n] : 0.0f;
@@ -242,6 +243,24 @@ Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
     *scales = Buffer<float>(int(kInt4Panel), int(layout.groups()), panels);
     packed.fill(0);
     scales->fill(0.0f);
+    if (mins) { // per (group, feature): quantizeInt4MinGroup
+      *mins = Buffer<float>(int(kInt4Panel), int(layout.groups()), panels);
+      mins->fill(0.0f);
+      std::vector<float> x(static_cast<size_t>(group));
+      std::vector<uint8_t> u(static_cast<size_t>(group));
+      for (int n = 0; n < out; n++)
+        for (int g = 0; g < layout.groups(); g++) {
+          const int k0 = g * group, count = std::min(group, in - k0);
+          for (int i = 0; i < count; i++)
+            x[size_t(i)] = at(k0 + i, n);
+          const size_t slot = layout.scaleOf(g, n);
+          quantizeInt4MinGroup(x.data(), count, u.data(),
+                               scales->data()[slot], mins->data()[slot]);
+          for (int i = 0; i < count; i++)
+            layout.put(packed.data(), k0 + i, n, u[size_t(i)]);
+        }
+      return packed;
+    }
     std::vector<float> column(static_cast<size_t>(in));
     for (int n = 0; n < out; n++) {
       for (int k = 0; k < in; k++)
@@ -391,7 +410,7 @@ bool linearUsesAmx(const LinearSpec &spec, const Target &target) {
   return spec.bf16Products &&
          (spec.weightElement == DType::BF16 ||
           (spec.weightElement == DType::I8 && spec.weightGroup == 0) ||
-          spec.weightElement == DType::I4) &&
+          (spec.weightElement == DType::I4 && !spec.weightMins)) &&
          spec.schedule.tileRows > 1 && target.arch == Target::X86 &&
          target.bits == 64 && !target.has_gpu_feature() &&
          target.has_feature(Target::AVX512_SapphireRapids);
@@ -426,7 +445,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   // the inputs rounded per group of the weights' scales, each weight pair
   // taken from its word by a shift and a mask; each group's int32 sum,
   // less the zero point times the group's input sum, is scaled by the
-  // weight's and the input's scales into the fp32 accumulator.
+  // weight's and the input's scales into the fp32 accumulator. With
+  // minimums (GGUF's Q4_1, Q4_K: W = u · s + m) no zero point, and each
+  // group adds m times its input sum.
   const bool pairs = spec.weightElement == DType::BF16;
   const bool int8 = spec.weightElement == DType::I8;
   const bool int8Groups = int8 && spec.weightGroup > 0;
@@ -461,6 +482,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     throw std::invalid_argument("linear kernel " + spec.functionName +
                                 ": int8 weights are symmetric, without "
                                 "zero points");
+  if (spec.weightMins && (spec.weightElement != DType::I4 || spec.weightZeros))
+    throw std::invalid_argument("linear kernel " + spec.functionName +
+                                ": minimums go with int4 weights, instead "
+                                "of zero points");
   if (mx && (group != kMxBlock || spec.weightZeros))
     throw std::invalid_argument("linear kernel " + spec.functionName +
                                 ": mxfp4 weights come in blocks of 32 "
@@ -492,6 +517,9 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
   ImageParam weightZeros = int4 && spec.weightZeros
                                ? buffers.input("weight_zeros")
                                : ImageParam();
+  // int4 with minimums (p, g, q): W = u · s + m.
+  ImageParam weightMins =
+      spec.weightMins ? buffers.input("weight_mins") : ImageParam();
   ImageParam bias = spec.bias ? buffers.input("bias") : ImageParam(); // (n)
   Var n("n"), m("m");
   RDom rk(0, in, "rk");
@@ -684,6 +712,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     }
     Expr zero = spec.weightZeros ? cast<int32_t>(weightZeros(p, rb, panel))
                 : mx             ? Expr(int8Inputs ? mxZero : 0)
+                : spec.weightMins ? Expr(0)
                                  : Expr(int(kInt4SymmetricZero));
     Expr weightScale = weightScales(p, rb, panel);
     if (mx) {
@@ -695,8 +724,10 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
           e >= 2, reinterpret<float>((e - 1) << 23),
           reinterpret<float>(cast<uint32_t>(Expr(0x00200000)) << e));
     }
-    accumulate(p, q, m) += cast<float>(dot - zero * inputSum(rb, row)) *
-                           (weightScale * inputScale(rb, row));
+    Expr groupSum = cast<float>(dot - zero * inputSum(rb, row)) * weightScale;
+    if (spec.weightMins) // + m · (the group's inputs' sum)
+      groupSum += weightMins(p, rb, panel) * cast<float>(inputSum(rb, row));
+    accumulate(p, q, m) += groupSum * inputScale(rb, row);
   } else if (kBlock) {
     partial(p, q, m, kb) = 0.0f;
     partial(p, q, m, kb) += product(kb * kBlock + rki);
@@ -970,7 +1001,7 @@ KernelPipeline buildLinearPipeline(const LinearSpec &spec,
     bias.dim(0).set_min(0).set_extent(stacked * out).set_stride(1);
   if (int8 && !int8Groups)
     weightScales.dim(0).set_min(0).set_extent(stacked * out).set_stride(1);
-  for (ImageParam perGroup : {weightScales, weightZeros})
+  for (ImageParam perGroup : {weightScales, weightZeros, weightMins})
     if ((int4 || int8Groups) && perGroup.defined()) {
       perGroup.dim(0).set_min(0).set_extent(P).set_stride(1);
       perGroup.dim(1).set_min(0).set_extent(groups).set_stride(P);

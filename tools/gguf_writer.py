@@ -14,21 +14,32 @@ Blocks (32 values each):
   Q8_0  float16 d, int8 q[32]:                  x = d q
   Q4_0  float16 d, uint8 qs[16]: value j < 16 in the low nibble of byte j,
         value j + 16 in its high nibble:          x = d (q - 8)
-Super-blocks (256 values each, in sub-blocks of 16 consecutive values):
-  Q6_K  uint8 ql[128], uint8 qh[64], int8 scales[16], float16 d; 6-bit q:
+  Q4_1  float16 d, float16 m, uint8 qs[16] (as Q4_0's): x = d q + m
+Super-blocks (256 values each):
+  Q4_K  float16 d, float16 dmin, uint8 scales[12], uint8 qs[128]; 8
+        sub-blocks of 32 with 6-bit sc and m: for j < 4 the low 6 bits of
+        scales[j] and scales[j + 4], for j >= 4 the low and high nibbles of
+        scales[j + 4] with the top 2 bits of scales[j - 4] and scales[j] as
+        bits 4-5; value 64c + l (l < 32) the low nibble of qs[32c + l]
+        (sub-block 2c), value 64c + 32 + l its high nibble (2c + 1):
+                                                  x = d sc q - dmin m
+  Q6_K  uint8 ql[128], uint8 qh[64], int8 scales[16], float16 d; 6-bit q,
+        16 sub-blocks of 16 consecutive values:
         in each half h of 128 values (ql[64h..], qh[32h..]), value
         128h + 32t + l (t < 4, l < 32) has the low nibble (t < 2) or high
         nibble (t >= 2) of ql[64h + 32(t % 2) + l] as its low 4 bits and
         bits 2t, 2t + 1 of qh[32h + l] as its high 2:
                                                   x = d scales[v / 16] (q - 32)
 The encoders round as ggml's reference quantizers do (Q4_0: d = the value of
-largest magnitude / -8; Q8_0: d = max |x| / 127) or more simply (Q6_K: a
-sub-block's scale max |x| / 31 rounded to a multiple of d = the largest /
-127); any valid block decodes the same way, so only the decoders below
-state the format.
+largest magnitude / -8; Q8_0: d = max |x| / 127; Q4_1: m = the least
+value, d = the range / 15) or more simply (Q6_K: a sub-block's scale max
+|x| / 31 rounded to a multiple of d = the largest / 127; Q4_K: a
+sub-block's range / 15 and its least value (at most 0) rounded to
+multiples of d and dmin = the largest / 63); any valid block decodes the
+same way, so only the decoders below state the format.
 
 Usage:
-  gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q6_k]
+  gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1|q4_k|q6_k]
       [--dequantized DIR]
     A Hugging Face llama / mistral / qwen2 / qwen3 folder (config.json,
     safetensors, and its tokenizer where it has tokenizer.json: vocab below)
@@ -76,7 +87,8 @@ SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i",
           F32: "<f", BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
 # ggml tensor types: number, values a block, bytes a block.
 GGML = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18),
-        "q8_0": (8, 32, 34), "q6_k": (14, 256, 210), "bf16": (30, 1, 2)}
+        "q4_1": (3, 32, 20), "q8_0": (8, 32, 34), "q4_k": (12, 256, 144),
+        "q6_k": (14, 256, 210), "bf16": (30, 1, 2)}
 
 
 def string(text):
@@ -136,6 +148,21 @@ def encode(x, kind):
         return bf16_bits(x).tobytes()
     if kind == "q6_k":
         return encode_q6_k(x.reshape(-1, 256))
+    if kind == "q4_k":
+        return encode_q4_k(x.reshape(-1, 256))
+    if kind == "q4_1":
+        blocks = x.reshape(-1, 32)
+        m = blocks.min(axis=1)
+        d = f16((blocks.max(axis=1) - m) / 15).astype(np.float32)
+        m = f16(m).astype(np.float32)
+        safe = np.where(d != 0, d, 1)
+        q = np.where(d[:, None] != 0, np.round((blocks - m[:, None]) / safe[:, None]), 0)
+        q = np.clip(q, 0, 15).astype(np.uint8)
+        out = np.empty((len(blocks), 20), np.uint8)
+        out[:, :2] = f16(d).view(np.uint8).reshape(-1, 2)
+        out[:, 2:4] = f16(m).view(np.uint8).reshape(-1, 2)
+        out[:, 4:] = q[:, :16] | (q[:, 16:] << 4)
+        return out.tobytes()
     blocks = x.reshape(-1, 32)
     if kind == "q8_0":
         d = np.abs(blocks).max(axis=1) / 127
@@ -181,6 +208,55 @@ def encode_q6_k(blocks):
     return out.tobytes()
 
 
+def encode_q4_k(blocks):
+    sub = blocks.reshape(len(blocks), 8, 32)
+    lo = np.minimum(sub.min(axis=2), 0)                    # [n][8], <= 0
+    scale = (sub.max(axis=2) - lo) / 15
+    d = f16(scale.max(axis=1) / 63).astype(np.float32)
+    dmin = f16(-lo.min(axis=1) / 63).astype(np.float32)
+    sc = np.clip(np.round(scale / np.where(d != 0, d, 1)[:, None]), 0, 63).astype(np.uint8)
+    m = np.clip(np.round(-lo / np.where(dmin != 0, dmin, 1)[:, None]), 0, 63).astype(np.uint8)
+    step = d[:, None] * sc
+    least = -(dmin[:, None] * m)
+    q = np.where(step[:, :, None] != 0,
+                 np.round((sub - least[:, :, None]) / np.where(step != 0, step, 1)[:, :, None]), 0)
+    q = np.clip(q, 0, 15).astype(np.uint8).reshape(len(blocks), 256)
+    out = np.zeros((len(blocks), 144), np.uint8)
+    out[:, :2] = f16(d).view(np.uint8).reshape(-1, 2)
+    out[:, 2:4] = f16(dmin).view(np.uint8).reshape(-1, 2)
+    packed = np.zeros((len(blocks), 12), np.uint8)
+    for j in range(4):
+        packed[:, j] = (sc[:, j] & 63) | ((sc[:, j + 4] >> 4) << 6)
+        packed[:, j + 4] = (m[:, j] & 63) | ((m[:, j + 4] >> 4) << 6)
+        packed[:, j + 8] = (sc[:, j + 4] & 15) | ((m[:, j + 4] & 15) << 4)
+    out[:, 4:16] = packed
+    for c in range(4):
+        out[:, 16 + 32 * c:16 + 32 * (c + 1)] = (
+            q[:, 64 * c:64 * c + 32] | (q[:, 64 * c + 32:64 * c + 64] << 4))
+    return out.tobytes()
+
+
+def decode_q4_k(blocks):
+    d = blocks[:, :2].copy().view("<f2").astype(np.float64)       # [n][1]
+    dmin = blocks[:, 2:4].copy().view("<f2").astype(np.float64)
+    packed = blocks[:, 4:16].astype(np.int64)
+    sc, m = np.empty((len(blocks), 8)), np.empty((len(blocks), 8))
+    for j in range(8):
+        if j < 4:
+            sc[:, j], m[:, j] = packed[:, j] & 63, packed[:, j + 4] & 63
+        else:
+            sc[:, j] = (packed[:, j + 4] & 15) | ((packed[:, j - 4] >> 6) << 4)
+            m[:, j] = (packed[:, j + 4] >> 4) | ((packed[:, j] >> 6) << 4)
+    qs = blocks[:, 16:144].astype(np.int64)
+    q = np.empty((len(blocks), 256))
+    for c in range(4):
+        q[:, 64 * c:64 * c + 32] = qs[:, 32 * c:32 * c + 32] & 15
+        q[:, 64 * c + 32:64 * c + 64] = qs[:, 32 * c:32 * c + 32] >> 4
+    scale = np.repeat(d * sc, 32, axis=1)
+    least = np.repeat(dmin * m, 32, axis=1)
+    return (scale * q - least).reshape(-1)
+
+
 def decode_q6_k(blocks):
     ql, qh = blocks[:, :128].astype(np.int64), blocks[:, 128:192].astype(np.int64)
     sc = blocks[:, 192:208].copy().view(np.int8).astype(np.float64)
@@ -209,6 +285,13 @@ def decode(blob, kind, count):
     blocks = data[:count // values * size].reshape(-1, size)
     if kind == "q6_k":
         return decode_q6_k(blocks)
+    if kind == "q4_k":
+        return decode_q4_k(blocks)
+    if kind == "q4_1":
+        m = blocks[:, 2:4].copy().view("<f2").astype(np.float64)
+        qs = blocks[:, 4:]
+        q = np.concatenate([qs & 15, qs >> 4], axis=1).astype(np.float64)
+        return (blocks[:, :2].copy().view("<f2").astype(np.float64) * q + m).reshape(-1)
     d = blocks[:, :2].copy().view("<f2").astype(np.float64)  # [blocks][1]
     if kind == "q8_0":
         q = blocks[:, 2:].copy().view(np.int8).astype(np.float64)
@@ -594,7 +677,7 @@ def values(path):
             ("u64", U64, 2**64 - 1), ("i64", I64, -2**62), ("f64", F64, -1.5),
             ("general.alignment", U32, 64)]
     tensors, decoded = [], {}
-    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0", "q6_k"):
+    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0", "q6_k", "q4_1", "q4_k"):
         x = rng.normal(size=(3, 256)).astype(np.float32)
         blob = encode(x, kind)
         tensors.append((kind, kind, [256, 3], blob))

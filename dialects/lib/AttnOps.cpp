@@ -297,6 +297,11 @@ LogicalResult ModelOp::verify() {
     return emitOpError() << "!attn.mxfp4 is the weight type of a "
                             "checkpoint's experts (attn.ffn's "
                             "expert_weight_dtype), not a model's";
+  if (getWeightMins() &&
+      (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(4) ||
+       getWeightFormat()))
+    return emitOpError() << "weight_mins applies to i4 weights without a "
+                            "weight_format";
   if (std::optional<StringRef> format = getWeightFormat()) {
     ::attn::Int4Format parsed;
     if (!::attn::parseInt4Format(format->str(), parsed))
@@ -736,6 +741,11 @@ LogicalResult LinearKernelOp::verify() {
   if (getWeightZeros() &&
       (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(4)))
     return emitOpError() << "weight_zeros applies to i4 weights only";
+  if (getWeightMins() &&
+      (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(4) ||
+       getWeightZeros()))
+    return emitOpError() << "weight_mins applies to i4 weights without "
+                            "weight_zeros";
   bool rope = getRopeTheta().has_value();
   if (DictionaryAttr scaling = getRopeScalingAttr()) {
     if (!rope)

@@ -47,6 +47,9 @@ struct LinearCase {
   attn::QkNormScope qkNormScope = attn::QkNormScope::Head;
   /// Partial rotary: the first ropeDim features of each RoPE head rotate.
   int ropeDim = 0;
+  /// I4 with a minimum per (group, feature) instead of a zero point (GGUF's
+  /// Q4_1, Q4_K): W = u · s + m.
+  bool mins = false;
 };
 
 /// `w` rounded to nearest even as bf16 or f16 weights store it.
@@ -78,7 +81,8 @@ void dequantize(std::vector<float> &w, int in, int out, attn::DType type,
                 int group, const Halide::Buffer<> &packed,
                 const Halide::Buffer<float> &scales,
                 const Halide::Buffer<uint8_t> &zeros, bool bf16 = false,
-                const Halide::Buffer<uint8_t> *exponents = nullptr) {
+                const Halide::Buffer<uint8_t> *exponents = nullptr,
+                const Halide::Buffer<float> *mins = nullptr) {
   const attn::Int4Layout layout{in, out, group};
   for (int k = 0; k < in; k++)
     for (int n = 0; n < out; n++) {
@@ -92,10 +96,11 @@ void dequantize(std::vector<float> &w, int in, int out, attn::DType type,
             (group ? scales.data()[layout.scaleOf(k / group, n)] : scales(n));
       if (type == attn::DType::I4) {
         const size_t at = layout.scaleOf(k / group, n);
+        const int u = layout.get(packed.as<uint16_t>().data(), k, n);
         const float value =
-            float(int(layout.get(packed.as<uint16_t>().data(), k, n)) -
-                  int(zeros.data()[at])) *
-            scales.data()[at];
+            mins && mins->defined()
+                ? float(u) * scales.data()[at] + mins->data()[at]
+                : float(u - int(zeros.data()[at])) * scales.data()[at];
         v = bf16 ? float(Halide::bfloat16_t(value)) : value;
       }
     }
@@ -205,6 +210,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   spec.weightElement = c.weights;
   spec.weightGroup = c.group;
   spec.weightZeros = c.zeros;
+  spec.weightMins = c.mins;
   spec.qkNormEps = c.qkNormEps;
   spec.qkNormScope = c.qkNormScope;
   spec.ropeDim = c.ropeDim;
@@ -233,8 +239,10 @@ TEST_P(LinearTest, MatchesDoubleReference) {
       attn::linearUsesAmx(spec, target) && attn::amx::available();
   Halide::Buffer<float> scales;
   Halide::Buffer<uint8_t> exponents; // mxfp4's
-  Halide::Buffer<> packed = attn::packLinearWeights(
-      w.data(), c.in, c.out, c.weights, &scales, c.group, &exponents);
+  Halide::Buffer<float> mins;        // int4 with minimums
+  Halide::Buffer<> packed =
+      attn::packLinearWeights(w.data(), c.in, c.out, c.weights, &scales,
+                              c.group, &exponents, c.mins ? &mins : nullptr);
   const bool int8 = c.weights == attn::DType::I8;
   const bool int4 = c.weights == attn::DType::I4;
   const bool mx = c.weights == attn::DType::MXFP4;
@@ -244,7 +252,7 @@ TEST_P(LinearTest, MatchesDoubleReference) {
   if (int4)
     zeros = int4Zeros(scales, c.zeros, rng);
   dequantize(w, c.in, c.out, c.weights, c.group, packed, scales, zeros, amx,
-             &exponents);
+             &exponents, &mins);
   Halide::ParamMap params;
   size_t next = 0;
   params.set(kernel.inputs[next++], input);
@@ -255,6 +263,8 @@ TEST_P(LinearTest, MatchesDoubleReference) {
     params.set(kernel.inputs[next++], exponents);
   if (c.zeros)
     params.set(kernel.inputs[next++], zeros);
+  if (c.mins)
+    params.set(kernel.inputs[next++], mins);
   if (c.bias)
     params.set(kernel.inputs[next++], bias);
   Halide::Buffer<int32_t> positions(pos.data(), c.tokens);
@@ -530,6 +540,17 @@ INSTANTIATE_TEST_SUITE_P(
                                attn::DType::I4, 64, true},
                     LinearCase{96, 40, 1, false, {0, 4, 1}, 0, 0, 0.0f, {},
                                attn::DType::I4, 32, true},
+                    // int4 with minimums (GGUF's Q4_1 and Q4_K): register
+                    // and one-row tiles, a partial last group, RoPE.
+                    LinearCase{512, 1536, 7, true, {}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 32, false, 0.0f,
+                               attn::QkNormScope::Head, 0, true},
+                    LinearCase{100, 37, 1, true, {0, 4, 1}, 0, 0, 0.0f, {},
+                               attn::DType::I4, 32, false, 0.0f,
+                               attn::QkNormScope::Head, 0, true},
+                    LinearCase{64, 128, 5, false, {}, 6, 16, 10000.0f, {},
+                               attn::DType::I4, 32, false, 0.0f,
+                               attn::QkNormScope::Head, 0, true},
                     // MXFP4 (gpt-oss's experts): one-row tiles (decode),
                     // prompt tiles (vpdpbusd where linearUsesInt8Inputs),
                     // a partial last block (100 inputs), a feature tail.

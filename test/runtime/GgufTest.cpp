@@ -119,6 +119,18 @@ TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
     ASSERT_LE(q[i], 31) << i;
     ASSERT_EQ(float(q[i]) * scales[i / 16], values[i]) << i;
   }
+  // Q4_1 and Q4_K: u · scale + min per group of 32.
+  for (const char *type : {"q4_1", "q4_k"}) {
+    std::vector<float> mins(2 * 8);
+    readRows(*file.tensor(type), 1, 2, values.data());
+    readQ4MinRows(*file.tensor(type), 1, 2, u.data(), scales.data(),
+                  mins.data());
+    for (size_t i = 0; i < u.size(); i++) {
+      ASSERT_LT(u[i], 16) << type << " " << i;
+      ASSERT_EQ(float(u[i]) * scales[i / 32] + mins[i / 32], values[i])
+          << type << " " << i;
+    }
+  }
   readRows(*file.tensor("q4_0"), 1, 2, values.data());
   readQ4_0Rows(*file.tensor("q4_0"), 1, 2, u.data(), scales.data());
   for (size_t i = 0; i < u.size(); i++) {

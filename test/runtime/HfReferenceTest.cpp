@@ -96,6 +96,7 @@
 #include "ref_phi3_longrope.h"
 #include "ref_llama_gguf.h"
 #include "ref_llama_gguf_q4_0.h"
+#include "ref_llama_gguf_q4_1.h"
 #include "ref_llama_gguf_q8_0.h"
 #include "ref_qwen3_gguf.h"
 
@@ -146,7 +147,8 @@ struct Case {
   /// runs the checkpoint's floats.
   const char *referenceQuantize = nullptr;
   /// The checkpoint converted to a GGUF file of this type
-  /// (tools/gguf_writer.py: f32, bf16, q8_0, q4_0), which the model loads; the
+  /// (tools/gguf_writer.py: f32, bf16, q8_0, q4_0, q4_1), which the model
+  /// loads; the
   /// reference runs the values the file stores (its --dequantized copy).
   /// Null: the safetensors checkpoint.
   const char *gguf = nullptr;
@@ -497,6 +499,12 @@ INSTANTIATE_TEST_SUITE_P(
                          REF_LLAMA_GGUF_Q4_0_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16, DType::I4,
                          "ref_llama_gguf", nullptr, 5, false, nullptr, "q4_0"},
+                    // Q4_1: int4 with a minimum per group, as stored.
+                    Case{"ref_llama_gguf_q4_1", ref_llama_gguf_q4_1_plan_json,
+                         ref_llama_gguf_q4_1_kernel_table,
+                         REF_LLAMA_GGUF_Q4_1_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16, DType::I4,
+                         "ref_llama_gguf", nullptr, 5, false, nullptr, "q4_1"},
                     Case{"ref_llama_gguf_q8_0", ref_llama_gguf_q8_0_plan_json,
                          ref_llama_gguf_q8_0_kernel_table,
                          REF_LLAMA_GGUF_Q8_0_KERNEL_TABLE_SIZE,

@@ -219,6 +219,10 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
     zero point per group: the runtime repacks them as they are (and
     quantizes only what the checkpoint keeps in floats, the output head),
     and every linear kernel reads zero points (`weight_zeros`).
+    `weight_mins` (i4 only, without `weight_format`) says that each group
+    of i4 weights has an f32 minimum m instead of a zero point, W = u · s
+    + m (GGUF's Q4_1 and Q4_K blocks); every linear kernel of the model's
+    i4 weights reads them (the kernels' `weight_mins`).
     `norm_weight_offset` says the checkpoint stores every RMS norm's weight
     as w - offset, QK-norm's included (Gemma: 1, applied as (1 + w)); the
     runtime adds it once, at load.
@@ -236,7 +240,8 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
                        OptionalAttr<StrAttr>:$weight_naming,
                        OptionalAttr<Attn_PositiveI64>:$weight_group,
                        OptionalAttr<StrAttr>:$weight_format,
-                       OptionalAttr<F32Attr>:$norm_weight_offset);
+                       OptionalAttr<F32Attr>:$norm_weight_offset,
+                       UnitAttr:$weight_mins);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name attr-dict-with-keyword $body";
   let hasVerifier = 1;
@@ -548,7 +553,9 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
     with a scale and zero point
     per group of `weight_group` inputs and output feature, applied to each
     group's sum; its zero point 8 unless `weight_zeros` gives each group one
-    of its own; mxfp4 with a power-of-two scale per 32 inputs and output
+    of its own, or, with `weight_mins`, no zero point and an f32 minimum m
+    per group, W = u · s + m (each group adding m times its inputs' sum);
+    mxfp4 with a power-of-two scale per 32 inputs and output
     feature, applied to each block's sum).
     With `rope_theta` (and the layer's
     `rope_scaling`, which changes the frequencies), the first `rope_heads` heads of `rope_head_dim`
@@ -602,7 +609,8 @@ def Attn_LinearKernelOp : Attn_Op<"linear_kernel",
                        OptionalAttr<Attn_PositiveI64>:$rope_dim,
                        OptionalAttr<Attn_PositiveI64>:$experts,
                        OptionalAttr<F32Attr>:$gate_alpha,
-                       OptionalAttr<F32Attr>:$gate_limit);
+                       OptionalAttr<F32Attr>:$gate_limit,
+                       UnitAttr:$weight_mins);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

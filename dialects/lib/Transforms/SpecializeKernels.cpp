@@ -193,6 +193,11 @@ public:
     const bool zeros = group && model.getWeightFormat().has_value();
     if (zeros)
       name += "z";
+    // GGUF's Q4_1 and Q4_K: a minimum per group instead.
+    const bool mins = group && weights.isSignlessInteger(4) &&
+                      model.getWeightMins();
+    if (mins)
+      name += "m";
     auto positive = [&](int64_t value) {
       return value > 0 ? builder.getI64IntegerAttr(value) : IntegerAttr();
     };
@@ -219,7 +224,8 @@ public:
           positive(l.experts),
           l.gateAlpha > 0 ? builder.getF32FloatAttr(l.gateAlpha) : FloatAttr(),
           l.gateLimit > 0 ? builder.getF32FloatAttr(l.gateLimit)
-                          : FloatAttr());
+                          : FloatAttr(),
+          mins);
     });
   }
 

@@ -96,7 +96,8 @@ struct GgufTensor {
   std::vector<int64_t> shape() const;
 };
 
-/// Whether readRows decodes `type`: F32, F16, BF16, Q8_0, Q6_K and Q4_0 (the
+/// Whether readRows decodes `type`: F32, F16, BF16, Q8_0, Q6_K, Q4_0, Q4_1
+/// and Q4_K (the
 /// other types are refused by the loaders, naming the tensor).
 bool ggmlReadable(GgmlType type);
 /// `values` values of `type` stored at `data` (whole blocks) as floats,
@@ -125,6 +126,12 @@ void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
 /// of 16.
 void readQ6_KRows(const GgufTensor &tensor, int64_t first, int64_t count,
                   int8_t *q, float *scales);
+/// The same rows of a Q4_1 or Q4_K tensor: u [count][dims[0]] in 0..15, and
+/// per group of 32 scales and mins [count][dims[0] / 32] (Q4_K: each
+/// sub-block's d · sc and -dmin · m, exact in fp32), each value u · scale
+/// + min — attnc's int4 with minimums in groups of 32.
+void readQ4MinRows(const GgufTensor &tensor, int64_t first, int64_t count,
+                   uint8_t *u, float *scales, float *mins);
 
 class GgufFile {
 public:

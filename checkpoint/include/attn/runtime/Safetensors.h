@@ -28,7 +28,8 @@ namespace attn::runtime {
 /// Element types of checkpoint tensors: safetensors' dtypes, and GGUF's
 /// block types that attnc reads (Gguf.h: blocks of 32 or 256 values with
 /// float16 scales), which readFloats decodes.
-enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool, Q8_0, Q4_0, Q6_K };
+enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool, Q8_0, Q4_0, Q6_K, Q4_1,
+                        Q4_K };
 
 const char *name(TensorType type);
 /// Bytes an element (0 for block types: storedBytes).
@@ -105,8 +106,9 @@ bool readableAs(TensorType stored, TensorType expected);
 
 /// The elements a tensor (or a slice of one) holds.
 size_t elementCount(const TensorView &tensor);
-/// A F32, F16, BF16, Q8_0, Q6_K or Q4_0 tensor's elements as floats (exact
-/// but for Q6_K's, rounded once from d · scale · q as ggml computes them).
+/// A F32, F16, BF16 or GGUF block type's tensor's elements as floats (as
+/// ggml computes them: exact but for Q6_K's d · scale · q and Q4_1/Q4_K's
+/// u · scale + min, rounded once).
 std::vector<float> readFloats(const TensorView &tensor);
 /// The same into `destination` (elementCount(tensor) floats).
 void readFloats(const TensorView &tensor, float *destination);

@@ -142,6 +142,26 @@ inline float quantizeInt4Group(const float *x, int64_t count, uint8_t *u) {
   return scale;
 }
 
+/// Asymmetric int4 of one group's `count` values, as GGUF's Q4_1 stores
+/// them: m = the least finite value, s = (the largest - m) / 15 (0 when
+/// they are equal), u = clamp(round((x - m) / s), 0, 15) (NaN: 0), so
+/// W = u · s + m. Returns s and m.
+inline void quantizeInt4MinGroup(const float *x, int64_t count, uint8_t *u,
+                                 float &s, float &m) {
+  float lo = INFINITY, hi = -INFINITY;
+  for (int64_t i = 0; i < count; i++)
+    if (std::isfinite(x[i]))
+      lo = std::min(lo, x[i]), hi = std::max(hi, x[i]);
+  if (!(lo <= hi))
+    lo = hi = 0.0f;
+  s = (hi - lo) / 15.0f;
+  m = lo;
+  for (int64_t i = 0; i < count; i++) {
+    const float q = s > 0.0f ? std::nearbyint((x[i] - m) / s) : 0.0f;
+    u[i] = std::isnan(q) ? 0 : uint8_t(std::clamp(q, 0.0f, 15.0f));
+  }
+}
+
 void Int4Layout::quantizeFeature(const float *values, int64_t n,
                                  uint16_t *weight, float *scales) const {
   uint8_t u[128]; // the largest group isInt4Group allows

@@ -127,8 +127,12 @@ struct ModelPlan {
   /// How the linear kernels read their weights (F32, F16, BF16, I8 or I4):
   /// what a checkpoint is converted to at load.
   DType weightType = DType::F32;
-  /// I4: inputs per scale (32, 64 or 128); 0 otherwise.
+  /// I4: inputs per scale (32, 64 or 128); I8: 16, 32 or 0 (a scale per
+  /// feature); 0 otherwise.
   int weightGroup = 0;
+  /// I4 with an f32 minimum per group instead of a zero point (GGUF's Q4_1,
+  /// Q4_K): W = u · s + m.
+  bool weightMins = false;
   /// i4 weights the checkpoint holds quantized already (GPTQ, AWQ): read as
   /// that format packs them; none: the runtime quantizes float weights.
   std::optional<Int4Format> weightFormat;

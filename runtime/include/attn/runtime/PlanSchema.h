@@ -10,7 +10,7 @@
 // Layout:
 //   { plan_version, model, kind, d_model, max_batch, devices[],
 //     weight_dtype, weight_naming, weight_panel, weight_group,
-//     norm_weight_offset,
+//     weight_format, weight_mins, norm_weight_offset,
 //     weight_bytes_per_token,
 //     kv_bytes_per_token, kv_bytes_per_sequence, kv_bytes,
 //     layers: [ { name, kind, num_query_heads, num_kv_heads, head_dim, mask,
@@ -35,7 +35,7 @@
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
 // (version 7: an FFN's experts; 8: their shared experts, sigmoid and
 // group-limited routers; 9: latent attention layers; 11: the output head's
-// weight_dtype and weight_panel)
+// weight_dtype and weight_panel; 12: weight_mins, and i8's weight_group)
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +46,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 11;
+inline constexpr int kVersion = 12;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -59,8 +59,12 @@ inline constexpr char kCpu[] = "cpu";
 inline constexpr char kWeightDtype[] = "weight_dtype";
 inline constexpr char kWeightNaming[] = "weight_naming";
 inline constexpr char kWeightPanel[] = "weight_panel";
-/// i4 weights: inputs per scale (32, 64 or 128); 0 for the other types.
+/// i4 weights: inputs per scale (32, 64 or 128); i8 weights: 16 or 32, or
+/// 0 (a scale per output feature); 0 for the other types.
 inline constexpr char kWeightGroup[] = "weight_group";
+/// i4 weights with an f32 minimum per group instead of a zero point
+/// (W = u · s + m: GGUF's Q4_1 and Q4_K); false for any other.
+inline constexpr char kWeightMins[] = "weight_mins";
 /// i4 weights a checkpoint holds quantized already: "gptq", "gptq_v2" or
 /// "awq" (Int4Format); "" for weights the runtime quantizes or converts.
 inline constexpr char kWeightFormat[] = "weight_format";

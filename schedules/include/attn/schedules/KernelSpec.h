@@ -156,6 +156,9 @@ enum class Activation {
 ///           the kernel multiplies with vpdpbusd; each group's
 ///           integer sum of u · x, less z times the group's sum of x, is
 ///           scaled by s times the input's scale into the fp32 sum.
+///           weight_mins (I4 with weightMins, instead of zero points:
+///           GGUF's Q4_1 and Q4_K): the same shape in fp32, m, with W(k, n)
+///           = u · s + m; each group adds m times the sum of its inputs.
 ///   residual (when `residual`): added after the activation, so an output
 ///           projection or FFN down projection finishes its block's
 ///           residual connection in one pass.
@@ -290,6 +293,8 @@ struct LinearSpec {
   /// or inputs per scale (16 or 32).
   int weightGroup = 0;
   bool weightZeros = false;
+  /// I4: each group has an fp32 minimum m, W = u · s + m (no zero point).
+  bool weightMins = false;
   CacheAppend cacheAppend;
   bool argmax = false;
   /// > 0: each output becomes softcap·tanh(output/softcap) (an output

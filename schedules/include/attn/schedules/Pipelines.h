@@ -80,13 +80,15 @@ bool linearUsesAmx(const LinearSpec &spec, const Halide::Target &target);
 /// `*scales`, or per `group` inputs, its scales [panels][groups][16]; I4 symmetric per `group` inputs (quantizeInt4Group), its
 /// scales [panels][groups][16] in `*scales`; MXFP4 per 32 inputs
 /// (quantizeMxfp4Block), its E8M0 bytes [panels][groups][16] in
-/// `*exponents`), for tests and benchmarks (the runtime packs its own, by
-/// the same Int4Layout).
+/// `*exponents`; I4 with `mins`: W = u · s + m per group, m the group's
+/// least value and s its range / 15, the minimums as the scales), for tests
+/// and benchmarks (the runtime packs its own, by the same Int4Layout).
 Halide::Buffer<> packLinearWeights(const float *weight, int in, int out,
                                    DType element = DType::F32,
                                    Halide::Buffer<float> *scales = nullptr,
                                    int group = 0,
-                                   Halide::Buffer<uint8_t> *exponents = nullptr);
+                                   Halide::Buffer<uint8_t> *exponents = nullptr,
+                                   Halide::Buffer<float> *mins = nullptr);
 
 /// Builds the layer / RMS norm pipeline.
 KernelPipeline buildNormPipeline(const NormSpec &spec,
