@@ -34,13 +34,17 @@ namespace {
 
 /// The architectures attnc reads (general.architecture) and the Hugging
 /// Face model_type each stands for. llama.cpp's converter writes Llama and
-/// Mistral as `llama` (Q and K rows permuted: the runtime undoes it), Qwen2
-/// and Qwen3 under their own names.
+/// Mistral as `llama` (Q and K rows permuted: the runtime undoes it), the
+/// others under their own names (Gemma's norm weights with its offset
+/// added: the runtime reads them so).
 struct Architecture {
   const char *name, *modelType;
 };
-constexpr Architecture kArchitectures[] = {
-    {"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}};
+constexpr Architecture kArchitectures[] = {{"llama", "llama"},
+                                           {"qwen2", "qwen2"},
+                                           {"qwen3", "qwen3"},
+                                           {"gemma2", "gemma2"},
+                                           {"gemma3", "gemma3_text"}};
 
 llvm::Error error(const GgufFile &file, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -169,6 +173,14 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
                         scale = real("rope.scaling.factor");
   std::optional<int64_t> originalContext =
       integer("rope.scaling.original_context_length", false);
+  // Gemma 2's soft-caps of the attention scores and the output logits
+  // (absent: none); read for gemma2 only, refused below elsewhere.
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  std::optional<double> scoreCap, logitCap;
+  if (arch == "gemma2") {
+    scoreCap = real("attn_logit_softcapping");
+    logitCap = real("final_logit_softcapping");
+  }
   std::string scaling = "none";
   if (file.find(key("rope.scaling.type")) && !failure)
     if (Status s = file.getString(prefix + "rope.scaling.type", scaling); !s)
@@ -200,6 +212,29 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   // llama.cpp's default base where a file states none.
   config["rope_theta"] = base.value_or(10000.0);
   config["hidden_act"] = "silu";
+  if (gemma) {
+    // llama.cpp's Gemma: GELU (tanh) gates; local layers every other
+    // (Gemma 2) or five of six (Gemma 3, their RoPE base 10000 as
+    // llama.cpp fixes it); the query scaled by head_dim^-1/2, or by
+    // (hidden / heads)^-1/2 for the 27B models (by their layer counts:
+    // llama.cpp reads no key for query_pre_attn_scalar).
+    config["hidden_act"] = "gelu_pytorch_tanh";
+    config["hidden_activation"] = "gelu_pytorch_tanh";
+    if (!window)
+      return error(file, "metadata '" + prefix +
+                             "attention.sliding_window' is missing");
+    const int64_t head = keyLength.value_or(*hidden / *heads);
+    const bool is27B = *layers == (arch == "gemma2" ? 46 : 62);
+    config["query_pre_attn_scalar"] = is27B ? *hidden / *heads : head;
+    config["attn_logit_softcapping"] =
+        scoreCap ? llvm::json::Value(*scoreCap) : llvm::json::Value(nullptr);
+    config["final_logit_softcapping"] =
+        logitCap ? llvm::json::Value(*logitCap) : llvm::json::Value(nullptr);
+    if (arch == "gemma3") {
+      config["sliding_window_pattern"] = 6;
+      config["rope_local_base_freq"] = 10000.0;
+    }
+  }
   if (keyLength || valueLength) {
     if (keyLength != valueLength)
       return error(file, "keys of " +
@@ -230,11 +265,12 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   }
   (void)originalContext; // stated by YaRN files, which are refused above
   if (window) {
-    if (arch != "llama")
+    if (arch != "llama" && !gemma)
       return error(file, "metadata '" + prefix +
                              "attention.sliding_window': " + arch +
                              " models have no sliding window in attnc");
-    config["model_type"] = "mistral";
+    if (arch == "llama")
+      config["model_type"] = "mistral";
     config["sliding_window"] = *window;
   }
   // Llama 3's RoPE (rope_type llama3) comes as a tensor of its own,

@@ -408,9 +408,17 @@ constexpr std::pair<const char *, const char *> kGgufBlockStems[] = {
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},
     {"mlp.down_proj", "ffn_down"}};
+/// Gemma's sandwich norms, before the stems above: llama.cpp's converter
+/// names the norm after attention post_attention_norm (Llama's
+/// post_attention_layernorm is the FFN's input norm, ffn_norm).
+constexpr std::pair<const char *, const char *> kGgufGemmaBlockStems[] = {
+    {"post_attention_layernorm", "post_attention_norm"},
+    {"pre_feedforward_layernorm", "ffn_norm"},
+    {"post_feedforward_layernorm", "post_ffw_norm"}};
 
-/// GGUF's name of the Hugging Face tensor `name`; empty where it has none.
-std::string ggufName(const std::string &name) {
+/// GGUF's name of the Hugging Face tensor `name` of a `naming` family's
+/// checkpoint; empty where it has none.
+std::string ggufName(const std::string &name, WeightNaming naming) {
   const size_t dot = name.rfind('.');
   if (dot == std::string::npos)
     return "";
@@ -426,6 +434,10 @@ std::string ggufName(const std::string &name) {
     return "";
   const std::string block = stem.substr(blocks.size(), end - blocks.size()),
                     rest = stem.substr(end + 1);
+  if (naming == WeightNaming::Gemma)
+    for (const auto &[hf, gguf] : kGgufGemmaBlockStems)
+      if (rest == hf)
+        return "blk." + block + "." + gguf + suffix;
   for (const auto &[hf, gguf] : kGgufBlockStems)
     if (rest == hf)
       return "blk." + block + "." + gguf + suffix;
@@ -439,7 +451,7 @@ const char *name(WeightNaming naming) { return family(naming).name; }
 Status ggufNames(const ModelPlan &plan, WeightNaming naming,
                  const std::string &architecture,
                  std::vector<OpTensorNames> &names) {
-  if (naming != WeightNaming::Llama)
+  if (naming != WeightNaming::Llama && naming != WeightNaming::Gemma)
     return Status(StatusCode::InvalidArgument,
                   std::string("weights named as ") + name(naming) +
                       " checkpoints are not read from GGUF files yet");
@@ -448,7 +460,7 @@ Status ggufNames(const ModelPlan &plan, WeightNaming naming,
   const bool paired = architecture == "llama";
   for (size_t i = 0; i < names.size(); i++)
     for (OpTensorNames::Entry &entry : names[i].entries) {
-      const std::string renamed = ggufName(entry.tensor);
+      const std::string renamed = ggufName(entry.tensor, naming);
       if (renamed.empty() || entry.conv1d || entry.rowCount ||
           entry.stackIndex >= 0)
         return Status(StatusCode::InvalidArgument,
@@ -457,7 +469,7 @@ Status ggufNames(const ModelPlan &plan, WeightNaming naming,
       entry.tensor = renamed;
       std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
       for (auto &[alternative, shape] : entry.alternatives) {
-        const std::string other = ggufName(alternative);
+        const std::string other = ggufName(alternative, naming);
         if (!other.empty() && other != renamed)
           alternatives.push_back({other, shape});
       }

@@ -316,11 +316,13 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
   };
   const int64_t d = plan.dModel;
   // RMS norm weights as the kernels multiply by them: the stored w plus the
-  // checkpoint's offset (Gemma's (1 + w)), once.
+  // checkpoint's offset (Gemma's (1 + w)), once. llama.cpp's converter
+  // stores them with the offset added: a GGUF file's are as multiplied.
+  const float normOffset = file.gguf() ? 0.0f : plan.normWeightOffset;
   auto rmsWeight = [&](const OpTensorNames &n, const char *role) {
     PooledVector<float> weight = get(n, role);
     for (float &v : weight)
-      v += plan.normWeightOffset;
+      v += normOffset;
     return weight;
   };
   // A latent layer's (PlanOp::Latent, ModelWeights.h): its RoPE channels

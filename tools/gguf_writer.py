@@ -310,7 +310,9 @@ def permute(w, heads):
              .swapaxes(1, 2).reshape(w.shape))
 
 
-ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+        "gemma2": "gemma2", "gemma3_text": "gemma3"}
+GEMMA = ("gemma2", "gemma3")
 NAMES = [("model.embed_tokens", "token_embd"), ("model.norm", "output_norm"),
          ("lm_head", "output")]
 BLOCK_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
@@ -321,7 +323,13 @@ BLOCK_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
                ("mlp.up_proj", "ffn_up"), ("mlp.down_proj", "ffn_down")]
 
 
-def gguf_name(name):
+# Gemma's sandwich norms (looked up before BLOCK_NAMES).
+GEMMA_BLOCK_NAMES = [("post_attention_layernorm", "post_attention_norm"),
+                     ("pre_feedforward_layernorm", "ffn_norm"),
+                     ("post_feedforward_layernorm", "post_ffw_norm")]
+
+
+def gguf_name(name, arch):
     stem, _, suffix = name.rpartition(".")
     for hf, gg in NAMES:
         if stem == hf:
@@ -329,7 +337,7 @@ def gguf_name(name):
     parts = stem.split(".")
     if parts[:2] == ["model", "layers"]:
         rest = ".".join(parts[3:])
-        for hf, gg in BLOCK_NAMES:
+        for hf, gg in (GEMMA_BLOCK_NAMES if arch in GEMMA else []) + BLOCK_NAMES:
             if rest == hf:
                 return f"blk.{parts[2]}.{gg}.{suffix}"
     raise SystemExit(f"gguf_writer.py: no GGUF name for {name}")
@@ -340,9 +348,10 @@ def hyperparameters(config):
     if mt not in ARCH:
         raise SystemExit(f"gguf_writer.py: model_type {mt} is not written")
     scaling = config.get("rope_scaling") or {}
-    if scaling and not (mt == "llama" and llama3_scaling(config)):
+    if scaling and not (mt == "llama" and llama3_scaling(config)) and not (
+            mt == "gemma3_text" and scaling.get("rope_type", scaling.get("type")) == "linear"):
         raise SystemExit("gguf_writer.py: rope_scaling other than Llama 3's "
-                         "is not written")
+                         "(or Gemma 3's linear) is not written")
     if mt in ("qwen2", "qwen3") and (config.get("use_sliding_window")
                                      or "sliding_attention" in config.get("layer_types", [])):
         raise SystemExit(f"gguf_writer.py: {mt}'s sliding window has no GGUF key")
@@ -366,7 +375,37 @@ def hyperparameters(config):
                  (f"{arch}.attention.value_length", U32, head_dim)]
     if config.get("sliding_window") and mt == "mistral":
         meta.append((f"{arch}.attention.sliding_window", U32, config["sliding_window"]))
+    if arch in GEMMA:
+        meta += gemma_hyperparameters(config, arch, head_dim)
     return arch, meta
+
+
+def gemma_hyperparameters(config, arch, head_dim):
+    """Gemma's keys as llama.cpp's converter writes them, refusing what
+    llama.cpp fixes otherwise (it reads no query_pre_attn_scalar, no local
+    RoPE base and no Gemma 3 layer pattern)."""
+    if config.get("query_pre_attn_scalar", head_dim) != head_dim:
+        raise SystemExit("gguf_writer.py: query_pre_attn_scalar other than "
+                         "head_dim has no GGUF key")
+    if arch == "gemma3":
+        pattern = config.get("sliding_window_pattern", 6)
+        types = config.get("layer_types")
+        if pattern != 6 or (types and any(
+                (t == "sliding_attention") != ((i + 1) % 6 != 0) for i, t in enumerate(types))):
+            raise SystemExit("gguf_writer.py: Gemma 3's local layers are five of six in GGUF")
+        if float(config.get("rope_local_base_freq", 10000)) != 10000:
+            raise SystemExit("gguf_writer.py: rope_local_base_freq other than 10000 has no GGUF key")
+    meta = [(f"{arch}.attention.sliding_window", U32, config["sliding_window"])]
+    for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+        if config.get(key) is not None:
+            if arch != "gemma2":
+                raise SystemExit(f"gguf_writer.py: {key} has no {arch} GGUF key")
+            meta.append((f"{arch}.{key}", F32, float(config[key])))
+    scaling = config.get("rope_scaling") or {}
+    if scaling:
+        meta += [(f"{arch}.rope.scaling.type", STRING, "linear"),
+                 (f"{arch}.rope.scaling.factor", F32, float(scaling["factor"]))]
+    return meta
 
 
 def llama3_scaling(config):
@@ -407,15 +446,20 @@ def tensors_of(config, weights, kind, head=None, freqs=None):
     arch, _ = hyperparameters(config)
     heads = config["num_attention_heads"]
     kv = config.get("num_key_value_heads", heads)
-    tied = config.get("tie_word_embeddings", False)  # LlamaConfig, Qwen2Config, Qwen3Config
+    # LlamaConfig, Qwen2Config, Qwen3Config; Gemma's tie by default
+    tied = config.get("tie_word_embeddings", arch in GEMMA)
     out, stored = [], {}
     for name, w in weights.items():
         if name.endswith("rotary_emb.inv_freq") or (tied and name == "lm_head.weight"):
             continue
         w = np.asarray(w, dtype=np.float32)
-        g = gguf_name(name)
+        g = gguf_name(name, arch)
         if arch == "llama" and (".attn_q." in g or ".attn_k." in g):
             w = permute(w, heads if ".attn_q." in g else kv)
+        # Gemma's norms multiply by (1 + w): stored so, in float32.
+        offset = np.float32(1) if arch in GEMMA and g.endswith("norm.weight") else None
+        if offset is not None:
+            w = w + offset
         t = kind if w.ndim == 2 and kind in GGML else "f32"
         if w.ndim == 2 and kind in ("f16", "bf16"):
             t = kind
@@ -429,6 +473,8 @@ def tensors_of(config, weights, kind, head=None, freqs=None):
             # the inverse of permute: HF row order again
             n = heads if ".attn_q." in g else kv
             back = back.reshape(n, back.shape[0] // n // 2, 2, -1).swapaxes(1, 2).reshape(w.shape)
+        if offset is not None:
+            back = back.astype(np.float64) - 1  # the reference's 1 + w is the stored value
         stored[name] = back
         out.append((g, t, list(reversed(w.shape)), blob))
     if llama3_scaling(config):
@@ -601,11 +647,18 @@ def random_weights(config, seed=7):
         if mt == "qwen2":
             for stem in ("q_proj", "k_proj", "v_proj"):
                 w[p + f"self_attn.{stem}.bias"] = 0.1 * rng.uniform(-1, 1, shapes["self_attn." + stem][0])
-        if mt == "qwen3":
+        # Gemma's norms multiply by (1 + w): its stored w near 0.
+        one = 0 if mt in ("gemma2", "gemma3_text") else 1
+        if mt in ("qwen3", "gemma3_text"):
             for stem in ("q_norm", "k_norm"):
-                w[p + f"self_attn.{stem}.weight"] = 1 + 0.1 * rng.uniform(-1, 1, head_dim)
-        for stem in ("input_layernorm", "post_attention_layernorm"):
-            w[p + stem + ".weight"] = 1 + 0.1 * rng.uniform(-1, 1, d)
+                w[p + f"self_attn.{stem}.weight"] = one + 0.1 * rng.uniform(-1, 1, head_dim)
+        norms = ["input_layernorm", "post_attention_layernorm"]
+        if not one:
+            norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+        for stem in norms:
+            w[p + stem + ".weight"] = one + 0.1 * rng.uniform(-1, 1, d)
+    if mt in ("gemma2", "gemma3_text"):
+        w["model.norm.weight"] -= 1
     return w
 
 

@@ -6,8 +6,14 @@ Llama 2-style SentencePiece tokenizer, random bf16 weights): a Llama
 (text_llama: Q and K rows paired in the file, as llama.cpp's converter writes
 them), a Llama 3 (text_llama3: its rope_scaling as the file's rope_freqs.weight,
 which attnc reads as per-pair frequency divisors) and a Qwen3 (text_qwen3:
-QK-norm, head_dim 64/4 != 32, tied head), each written by tools/gguf_writer.py
-as one GGUF file in F32, BF16, Q8_0 and Q4_0 (the Llama in Q4_1 too), and a
+QK-norm, head_dim 64/4 != 32, tied head), a Gemma 3 (text_gemma3: norms
+stored as 1 + w, sandwich norms, QK-norm, five local layers of six with a
+window of 8, linear RoPE scaling on the global ones) and a Gemma 2
+(text_gemma2: soft-caps 50 and 30, every other layer local; its seed's
+greedy path keeps the two best logits 7.6e-2 apart, where llama.cpp's fp16
+GELU table, ~1e-3 relative, cannot part them), each written by
+tools/gguf_writer.py as one GGUF file in F32, BF16, Q8_0 and Q4_0 (the Llama
+in Q4_1 too; Gemma 2 in F32 and BF16), and a
 Llama of rows that hold whole 256-value super-blocks (text_llama_k) in Q6_K
 and Q4_K. attn-run
 compiles the file, reads its weights and tokenizer and decodes greedily from a
@@ -70,6 +76,8 @@ def main():
         for family, kinds in (("text_llama", ("f32", "bf16", "q8_0", "q4_0", "q4_1")),
                               ("text_llama3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_qwen3", ("f32", "bf16", "q8_0", "q4_0")),
+                              ("text_gemma3", ("f32", "bf16", "q8_0", "q4_0")),
+                              ("text_gemma2", ("f32", "bf16")),
                               ("text_llama_k", ("q6_k", "q4_k"))):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)
             check(compiled.returncode == 0, family + ": compile-only failed: " + compiled.stderr)

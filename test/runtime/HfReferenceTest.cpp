@@ -97,8 +97,10 @@
 #include "ref_llama_gguf.h"
 #include "ref_llama_gguf_q4_0.h"
 #include "ref_llama_gguf_q4_1.h"
+#include "ref_llama_gguf_q4_k.h"
 #include "ref_llama_gguf_q8_0.h"
 #include "ref_qwen3_gguf.h"
+#include "ref_gemma3_gguf.h"
 
 #include "TestCommand.h"
 #include "TestDirectory.h"
@@ -147,9 +149,8 @@ struct Case {
   /// runs the checkpoint's floats.
   const char *referenceQuantize = nullptr;
   /// The checkpoint converted to a GGUF file of this type
-  /// (tools/gguf_writer.py: f32, bf16, q8_0, q4_0, q4_1), which the model
-  /// loads; the
-  /// reference runs the values the file stores (its --dequantized copy).
+  /// (tools/gguf_writer.py: f32, bf16, q8_0, q4_0, q4_1, q4_k, q6_k), which
+  /// the model loads; the reference runs the values the file stores (its --dequantized copy).
   /// Null: the safetensors checkpoint.
   const char *gguf = nullptr;
 };
@@ -505,6 +506,13 @@ INSTANTIATE_TEST_SUITE_P(
                          REF_LLAMA_GGUF_Q4_1_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16, DType::I4,
                          "ref_llama_gguf", nullptr, 5, false, nullptr, "q4_1"},
+                    // Q4_K: 6-bit scales and minimums of each super-block's
+                    // sub-blocks, folded into int4's fp32 ones at load.
+                    Case{"ref_llama_gguf_q4_k", ref_llama_gguf_q4_k_plan_json,
+                         ref_llama_gguf_q4_k_kernel_table,
+                         REF_LLAMA_GGUF_Q4_K_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16, DType::I4,
+                         "ref_llama_gguf_k", nullptr, 5, false, nullptr, "q4_k"},
                     Case{"ref_llama_gguf_q8_0", ref_llama_gguf_q8_0_plan_json,
                          ref_llama_gguf_q8_0_kernel_table,
                          REF_LLAMA_GGUF_Q8_0_KERNEL_TABLE_SIZE,
@@ -515,6 +523,11 @@ INSTANTIATE_TEST_SUITE_P(
                          REF_QWEN3_GGUF_KERNEL_TABLE_SIZE, WeightNaming::Llama,
                          TensorType::F32, DType::F32, nullptr, nullptr, 5,
                          false, nullptr, "f32"},
+                    Case{"ref_gemma3_gguf", ref_gemma3_gguf_plan_json,
+                         ref_gemma3_gguf_kernel_table,
+                         REF_GEMMA3_GGUF_KERNEL_TABLE_SIZE,
+                         WeightNaming::Gemma, TensorType::BF16, DType::F32,
+                         nullptr, nullptr, 12, false, nullptr, "bf16"},
                     Case{"ref_llama_int4", ref_llama_int4_plan_json,
                          ref_llama_int4_kernel_table,
                          REF_LLAMA_INT4_KERNEL_TABLE_SIZE, WeightNaming::Llama,

@@ -18,6 +18,7 @@
 #include "ref_llama_int4.h"
 #include "ref_llama_int8.h"
 #include "ref_llama_int8g32.h"
+#include "ref_llama_gguf_q4_1.h"
 
 #include "TestDirectory.h"
 
@@ -46,6 +47,9 @@ const Library kLibraries[] = {
     {"int8", &ref_llama_int8_library},
     {"int8_group32", &ref_llama_int8g32_library},
     {"int4_group32", &ref_llama_int4_library},
+    // int4 with a minimum per group (GGUF's Q4_1 and Q4_K), here quantized
+    // from the bf16 checkpoint.
+    {"int4_group32_mins", &ref_llama_gguf_q4_1_library},
 };
 
 std::shared_ptr<const ModelLibrary> linked(const attnc_model_library &d) {
