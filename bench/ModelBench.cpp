@@ -24,7 +24,7 @@
 //                                     index, and the config beside them
 //   attn-model-bench [--model M] --weights DIR|FILE.gguf
 //                    [--weight-dtype bf16|f32|int8|int4|int4g32|int8g32|
-//                                    int8g16]
+//                                    int8g16|int4g32m]
 //                    [--packed-weights FILE] [--prompt 512] [--steps 64]
 //                    [--context N]
 //
@@ -32,8 +32,9 @@
 // values written straight into the cache) instead of a prompt's prefill: a
 // long context's decode, whose cost is the bytes and products over those
 // rows whatever they hold, without the prefill of N tokens first.
-// int4g32, int8g32, int8g16: int4 or int8 in groups of 32, int8 in groups
-// of 16, the plans of the model's GGUF file in Q4_0, Q8_0 or Q6_K
+// int4g32, int8g32, int8g16, int4g32m: int4 or int8 in groups of 32, int8
+// in groups of 16, int4 in groups of 32 with a minimum per group, the plans
+// of the model's GGUF file in Q4_0, Q8_0, Q6_K or Q4_K
 // (tools/gguf_writer.py convert DIR FILE.gguf --type q4_0), whose blocks
 // load as they are.
 // --packed-weights: keep the laid-out weights in FILE (LoadOptions), so
@@ -58,6 +59,7 @@
 #include "tinyllama_int4g32.h"
 #include "tinyllama_int8.h"
 #include "tinyllama_int8g16.h"
+#include "tinyllama_int4g32m.h"
 #include "tinyllama_int8g32.h"
 #include "gemma_3_1b_32k.h"
 #include "gemma_3_1b_bf16.h"
@@ -123,16 +125,17 @@ const KernelEntry *entries(const attnc_kernel_entry *table) {
 struct BenchModel {
   const char *name, *label;
   const attnc_model_library *bf16, *f32, *int8, *int4;
-  /// int4 and int8 in groups of 32, int8 in groups of 16: the plans of the
-  /// model's GGUF file in Q4_0, Q8_0 and Q6_K.
+  /// int4 and int8 in groups of 32, int8 in groups of 16, int4 in groups
+  /// of 32 with minimums: the plans of the model's GGUF file in Q4_0, Q8_0,
+  /// Q6_K and Q4_K.
   const attnc_model_library *int4g32 = nullptr, *int8g32 = nullptr,
-                            *int8g16 = nullptr;
+                            *int8g16 = nullptr, *int4g32m = nullptr;
 };
 const BenchModel kModels[] = {
     {"tinyllama", "TinyLlama-1.1B", &tinyllama_bf16_library,
      &tinyllama_f32_library, &tinyllama_int8_library, &tinyllama_int4_library,
      &tinyllama_int4g32_library, &tinyllama_int8g32_library,
-     &tinyllama_int8g16_library},
+     &tinyllama_int8g16_library, &tinyllama_int4g32m_library},
     {"qwen3-0.6b", "Qwen3-0.6B", &qwen3_0_6b_bf16_library, nullptr, nullptr,
      nullptr},
     {"gemma-3-1b", "Gemma-3-1B", &gemma_3_1b_bf16_library, nullptr, nullptr,
@@ -198,17 +201,32 @@ int writeRandomCheckpoint(const BenchModel &bench, const std::string &dir) {
   return 0;
 }
 
+/// --weight-dtype's names and each one's library in a BenchModel.
+const std::pair<const char *, const attnc_model_library *BenchModel::*>
+    kWeightDTypes[] = {{"bf16", &BenchModel::bf16},
+                       {"f32", &BenchModel::f32},
+                       {"int8", &BenchModel::int8},
+                       {"int4", &BenchModel::int4},
+                       {"int4g32", &BenchModel::int4g32},
+                       {"int8g32", &BenchModel::int8g32},
+                       {"int8g16", &BenchModel::int8g16},
+                       {"int4g32m", &BenchModel::int4g32m}};
+
+bool isWeightDType(const std::string &dtype) {
+  for (const auto &[name, library] : kWeightDTypes)
+    if (dtype == name)
+      return true;
+  return false;
+}
+
 /// The library compiled for `dtype` (bf16 unless another is named); null
 /// where the model has none.
 const attnc_model_library *libraryFor(const BenchModel &model,
                                       const std::string &dtype) {
-  return dtype == "f32"    ? model.f32
-         : dtype == "int8" ? model.int8
-         : dtype == "int4" ? model.int4
-         : dtype == "int4g32" ? model.int4g32
-         : dtype == "int8g32" ? model.int8g32
-         : dtype == "int8g16" ? model.int8g16
-                           : model.bf16;
+  for (const auto &[name, library] : kWeightDTypes)
+    if (dtype == name)
+      return model.*library;
+  return nullptr;
 }
 
 /// Fills positions [0, count) of `sequence` with random rows in every layer
@@ -389,18 +407,19 @@ int main(int argc, char **argv) {
            2;
   if (!write.empty())
     return writeRandomCheckpoint(*bench, write);
-  if (weights.empty() ||
-      (dtype != "bf16" && dtype != "f32" && dtype != "int8" &&
-       dtype != "int4" && dtype != "int4g32" && dtype != "int8g32" &&
-       dtype != "int8g16") ||
-      promptLength < 1 || steps < 1 || context < 0)
+  if (weights.empty() || !isWeightDType(dtype) || promptLength < 1 ||
+      steps < 1 || context < 0) {
+    std::string weightDTypes;
+    for (const auto &[name, library] : kWeightDTypes)
+      weightDTypes += (weightDTypes.empty() ? "" : "|") + std::string(name);
     return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
                 "gemma-3-1b|gemma-3-1b-32k|qwen3-moe-a3b-half|"
                 "deepseek-v2-lite-slim] --write DIR | --weights DIR "
-                "[--weight-dtype bf16|f32|int8|int4|int4g32|int8g32|int8g16] "
+                "[--weight-dtype " + weightDTypes + "] "
                 "[--packed-weights FILE] "
                 "[--prompt N] [--steps N] [--context N] "
                 "(prompt or context + steps + 4 <= the model's max length)"),
            2;
+  }
   return run(*bench, weights, dtype, packed, promptLength, steps, context);
 }
