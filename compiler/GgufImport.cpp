@@ -88,6 +88,12 @@ std::optional<::attn::DType> floatType(GgmlType type) {
   }
 }
 
+/// The inputs per scale of the int8 kernels that run a block type as
+/// stored (Q8_0: 32, Q6_K: 16); 0 for any other type.
+uint64_t int8Group(GgmlType type) {
+  return type == GgmlType::Q8_0 ? 32 : type == GgmlType::Q6_K ? 16 : 0;
+}
+
 } // namespace
 
 bool isGguf(llvm::StringRef bytes) {
@@ -351,19 +357,20 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   }
   if (!linear)
     return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
-  // The output head keeps its own precision where it is stored in floats
-  // (importGguf gives its kernel that type); F32 blocks' kernels take any
-  // head exactly. A head of another block type than the blocks' would be
-  // requantized at load.
+  // The output head keeps its own precision where it is stored in floats,
+  // Q8_0 or Q6_K (importGguf gives its kernel that type: llama.cpp's
+  // quantizer keeps most files' head in Q6_K); F32 blocks' kernels take any
+  // head exactly. A head of another block type would be requantized at
+  // load.
   const GgufTensor *head = headTensor(file);
   if (head->type != *linear && *linear != GgmlType::F32 &&
-      !floatType(head->type))
+      !floatType(head->type) && !int8Group(head->type))
     return error(file, "tensor '" + head->name + "' (the output head) is " +
                            ::attn::runtime::name(head->type) +
                            " beside blocks of " +
                            ::attn::runtime::name(*linear) +
                            ": attnc runs a head of the blocks' type or of "
-                           "F32, F16 or BF16");
+                           "F32, F16, BF16, Q8_0 or Q6_K");
   switch (*linear) {
   case GgmlType::BF16:
     config["torch_dtype"] = "bfloat16";
@@ -489,11 +496,15 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
     setWeights(model, IntegerType::get(&context, 8), 32);
   if (blocks == GgmlType::Q6_K)
     setWeights(model, IntegerType::get(&context, 8), 16);
-  // A head stored in floats beside blocks of another type runs as stored.
+  // A head stored in floats, Q8_0 or Q6_K beside blocks of another type
+  // runs as stored.
   const GgmlType head = headTensor(file)->type;
-  if (head != blocks)
+  if (head != blocks) {
     if (std::optional<::attn::DType> type = floatType(head))
       setHeadWeights(model, mlirType(context, *type));
+    else if (int8Group(head) && blocks != GgmlType::F32)
+      setHeadWeights(model, IntegerType::get(&context, 8), int8Group(head));
+  }
   return module;
 }
 

@@ -125,13 +125,18 @@ void ModelBuilder::addOutputHead(int64_t vocabSize, bool bias, Location loc,
       builder.getI64IntegerAttr(vocabSize),
       bias ? builder.getUnitAttr() : UnitAttr(), FlatSymbolRefAttr(),
       tied ? builder.getUnitAttr() : UnitAttr(),
-      softcap ? builder.getF32FloatAttr(*softcap) : FloatAttr(), TypeAttr());
+      softcap ? builder.getF32FloatAttr(*softcap) : FloatAttr(), TypeAttr(),
+      IntegerAttr());
   setHeadWeights(cast<mlir::attn::ModelOp>(head->getParentOp()), weights);
 }
 
-void setHeadWeights(mlir::attn::ModelOp model, Type type) {
-  for (auto head : model.getBody().front().getOps<mlir::attn::OutputHeadOp>())
+void setHeadWeights(mlir::attn::ModelOp model, Type type, uint64_t group) {
+  Builder builder(model.getContext());
+  for (auto head : model.getBody().front().getOps<mlir::attn::OutputHeadOp>()) {
     head.setWeightDtypeAttr(type ? TypeAttr::get(type) : TypeAttr());
+    head.setWeightGroupAttr(group ? builder.getI64IntegerAttr(int64_t(group))
+                                  : IntegerAttr());
+  }
 }
 
 void ModelBuilder::setNormWeightOffset(float offset) {

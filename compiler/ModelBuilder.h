@@ -144,8 +144,10 @@ mlir::DictionaryAttr jsonToDictionary(const llvm::json::Object &object,
                                       mlir::MLIRContext &context);
 
 /// Gives `model`'s output head weights of type `type` of its own (null:
-/// the model's), for the verifier to check.
-void setHeadWeights(mlir::attn::ModelOp model, mlir::Type type);
+/// the model's) in groups of `group` inputs (0: none; i8's 16 or 32), for
+/// the verifier to check.
+void setHeadWeights(mlir::attn::ModelOp model, mlir::Type type,
+                    uint64_t group = 0);
 
 /// Whether `name` can prefix C symbols.
 bool isCIdentifier(llvm::StringRef name);

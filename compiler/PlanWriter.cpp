@@ -179,7 +179,11 @@ std::string renderPlanJson(ModuleOp module,
                              {plan::kKernel, kernelName(head.getKernel())},
                              {plan::kWeightDtype, ::attn::dtypeName(headType)},
                              {plan::kWeightPanel,
-                              int64_t(::attn::weightPanel(headType))}};
+                              int64_t(::attn::weightPanel(headType))},
+                             // Its kernel's inputs per scale (0: none).
+                             {plan::kWeightGroup,
+                              int64_t(kernel ? kernel.getWeightGroup().value_or(0)
+                                             : 0)}};
     } else {
       continue; // kernels
     }

@@ -347,8 +347,12 @@ std::string renderReport(ModuleOp module) {
   std::string headWeights;
   for (auto head : model.getBody().front().getOps<OutputHeadOp>())
     if (std::optional<Type> type = head.getWeightDtype())
-      headWeights = ", the output head " + typeName(*type) + " (" +
-                    formatBytes(weightBytes(model, head.getKernel())) + ")";
+      headWeights =
+          ", the output head " + typeName(*type) +
+          (head.getWeightGroup()
+               ? " in groups of " + std::to_string(*head.getWeightGroup())
+               : std::string()) +
+          " (" + formatBytes(weightBytes(model, head.getKernel())) + ")";
   if (int64_t perToken = weightBytesPerToken(model))
     os << "weights: " << typeName(weightDtype(model))
        << (model.getWeightGroup()

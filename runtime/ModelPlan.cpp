@@ -323,6 +323,17 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
                 std::string(dtypeName(result.weightType)) +
                 ") or f32, f16, bf16 or i8, got '" + dtype + "'");
       op.headPanel = at.integer(plan::kWeightPanel, 1, 1024);
+      // Its group: int4's is the blocks'; int8's its own (16 or 32) or
+      // none (a scale per feature); other types have none.
+      op.headGroup = at.integer(plan::kWeightGroup, 0, 1024);
+      if (at.status() &&
+          (op.headType == DType::I4 ? op.headGroup != result.weightGroup
+           : op.headType == DType::I8
+               ? op.headGroup != 0 && !isInt8Group(op.headGroup)
+               : op.headGroup != 0))
+        at.fail("output head's weight_group " +
+                std::to_string(op.headGroup) + " does not suit its " +
+                dtypeName(op.headType) + " weights");
     } else if (kind == plan::kOpAttention) {
       op.kind = OpKind::Attention;
       auto it = layerByName.find(op.name);

@@ -584,9 +584,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       // In its own type where it has one (a checkpoint's float head).
       const bool int4 = op.headType == DType::I4;
       w->head.pack({rows(n, "weight")}, d, op.headPanel, op.headType,
-                   kernelWeightGroup(op.headType, plan.weightType,
-                                     plan.weightGroup),
-                   int4 && zeros, int4 && plan.weightMins);
+                   op.headGroup, int4 && zeros, int4 && plan.weightMins);
       done();
       w->headBias = get(n, "bias");
       break;

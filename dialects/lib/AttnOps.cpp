@@ -721,12 +721,20 @@ LogicalResult OutputHeadOp::verify() {
                          limits::kVocabulary)) ||
       failed(checkPositiveFinite(*this, "softcap", getSoftcap())))
     return failure();
-  // The head's own weights need no group of inputs: i4's is the blocks'.
+  // A head's own type is not i4 (an int4 head is the blocks' type, in their
+  // groups); its own int8 may have a group.
   if (std::optional<Type> weights = getWeightDtype();
       weights && (!isWeightElementType(*weights) ||
                   weights->isSignlessInteger(4) || isa<Mxfp4Type>(*weights)))
     return emitOpError() << "weight_dtype must be f32, f16, bf16 or i8, got "
                          << *weights;
+  if (std::optional<uint64_t> group = getWeightGroup()) {
+    if (!getWeightDtype() || !getWeightDtype()->isSignlessInteger(8))
+      return emitOpError() << "weight_group needs weight_dtype i8";
+    if (!::attn::isInt8Group(int64_t(*group)))
+      return emitOpError() << "weight_group must be " << ::attn::kInt8Groups
+                           << " for i8 weights, got " << *group;
+  }
   return verifyKernelRefs(*this, {{"kernel", getKernelAttr()}});
 }
 

@@ -390,10 +390,26 @@ attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 
 
 // -----
 
-// A head's own weights take no group: i4's is the blocks'.
+// A head's own type is not i4: an int4 head is the blocks' type, in their groups.
 attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64} {
   // expected-error @+1 {{weight_dtype must be f32, f16, bf16 or i8, got 'i4'}}
   attn.output_head @head {vocab_size = 100 : i64, weight_dtype = i4}
+}
+
+// -----
+
+// A head's own int8 may have groups (a GGUF file's Q6_K head), of 16 or 32.
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64} {
+  // expected-error @+1 {{weight_group must be 16 or 32 for i8 weights, got 64}}
+  attn.output_head @head {vocab_size = 100 : i64, weight_dtype = i8, weight_group = 64 : i64}
+}
+
+// -----
+
+// ... only its own int8.
+attn.model @m attributes {d_model = 8 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64} {
+  // expected-error @+1 {{weight_group needs weight_dtype i8}}
+  attn.output_head @head {vocab_size = 100 : i64, weight_dtype = bf16, weight_group = 16 : i64}
 }
 
 // -----

@@ -15,7 +15,8 @@ GELU table, ~1e-3 relative, cannot part them), each written by
 tools/gguf_writer.py as one GGUF file in F32, BF16, Q8_0 and Q4_0 (the Llama
 in Q4_1 too; Gemma 2 in F32 and BF16), and a
 Llama of rows that hold whole 256-value super-blocks (text_llama_k) in Q6_K
-and Q4_K. attn-run
+and Q4_K, and in Q4_0 and Q4_K with the head in Q6_K (as llama.cpp's quantizer
+writes most files: KIND+HEAD). attn-run
 compiles the file, reads its weights and tokenizer and decodes greedily from a
 text prompt; llama.cpp (node-llama-cpp's prebuilt CPU build, tools/gguf-peer.mjs)
 decodes the same prompt ids from the same file; tools/hf_reference.py (float64)
@@ -78,7 +79,8 @@ def main():
                               ("text_qwen3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_gemma3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_gemma2", ("f32", "bf16")),
-                              ("text_llama_k", ("q6_k", "q4_k"))):
+                              ("text_llama_k", ("q6_k", "q4_k", "q4_0+q6_k",
+                                                "q4_k+q6_k"))):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)
             check(compiled.returncode == 0, family + ": compile-only failed: " + compiled.stderr)
             # attnc on the folder (its bf16 weights, which the BF16 file holds).
@@ -89,8 +91,10 @@ def main():
             for kind in kinds:
                 gguf = os.path.join(work, "%s-%s.gguf" % (family, kind))
                 stored = os.path.join(work, "%s-%s.stored" % (family, kind))
+                blocks, _, head = kind.partition("+")
                 written = run([python, os.path.join(ROOT, "tools", "gguf_writer.py"), "convert",
-                               folder, gguf, "--type", kind, "--dequantized", stored])
+                               folder, gguf, "--type", blocks, "--dequantized", stored]
+                              + (["--head-type", head] if head else []))
                 check(written.returncode == 0, "gguf_writer.py: " + written.stderr)
                 ours = run([os.path.join(bin_dir, "attn-run"), gguf, "--prompt", "Hello world",
                             "--temperature", "0", "--max-new-tokens", str(STEPS),

@@ -1421,10 +1421,19 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
       std::string::npos)
       << s.message();
   // weight_group goes with i4 weights, and only with them.
-  s = parsePlan(edited("\"weight_group\": 0", "\"weight_group\": 64"),
+  s = parsePlan(edited(top + "\"weight_group\": 0", top + "\"weight_group\": 64"),
                 entries(kPaged.table), kPaged.size, plan);
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find("weight_group 64 must be 0 for f32 weights"),
+            std::string::npos)
+      << s.message();
+  // The head's own group: none for float weights (the op's key comes
+  // before the top level's).
+  s = parsePlan(edited("\"weight_group\": 0", "\"weight_group\": 16"),
+                entries(kPaged.table), kPaged.size, plan);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find(
+                "output head's weight_group 16 does not suit its f32 weights"),
             std::string::npos)
       << s.message();
   s = parsePlan(edited(top + "\"weight_dtype\": \"f32\"",
@@ -1438,8 +1447,8 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   {
     std::string i8 = edited(top + "\"weight_dtype\": \"f32\"",
                             top + "\"weight_dtype\": \"i8\"");
-    const std::string group = "\"weight_group\": 0";
-    i8.replace(i8.find(group), group.size(), "\"weight_group\": 64");
+    const std::string group = top + "\"weight_group\": 0";
+    i8.replace(i8.find(group), group.size(), top + "\"weight_group\": 64");
     s = parsePlan(i8, entries(kPaged.table), kPaged.size, plan);
     ASSERT_FALSE(s);
     EXPECT_NE(s.message().find("weight_group 64 must be 0, 16 or 32 for i8"),

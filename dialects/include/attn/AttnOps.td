@@ -523,17 +523,23 @@ def Attn_OutputHeadOp : Attn_Op<"output_head", [Symbol, HasParent<"ModelOp">]> {
     own weight type: a checkpoint keeps its head at the precision it was
     published in beside quantized blocks (GPTQ's and AWQ's fp16 head, a GGUF
     file's F16 `output.weight` beside Q4_0 blocks), and the head's kernel
-    reads it so.
+    reads it so. `weight_group` (16 or 32, with an i8 `weight_dtype`) gives
+    that int8 a scale per group of inputs and output feature (a GGUF file's
+    Q6_K or Q8_0 `output.weight` beside blocks of another type); absent, an
+    i8 head of its own has a scale per output feature.
     ```mlir
     attn.output_head @output_head {vocab_size = 34 : i64}
     attn.output_head @output_head {vocab_size = 34 : i64, weight_dtype = f16}
+    attn.output_head @output_head {vocab_size = 34 : i64, weight_dtype = i8,
+                                   weight_group = 16 : i64}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        Attn_PositiveI64:$vocab_size, UnitAttr:$bias,
                        OptionalAttr<FlatSymbolRefAttr>:$kernel,
                        UnitAttr:$tied, OptionalAttr<F32Attr>:$softcap,
-                       OptionalAttr<TypeAttr>:$weight_dtype);
+                       OptionalAttr<TypeAttr>:$weight_dtype,
+                       OptionalAttr<Attn_PositiveI64>:$weight_group);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

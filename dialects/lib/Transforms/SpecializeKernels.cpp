@@ -103,6 +103,7 @@ public:
     bool argmax = false; // an output head's greedy token
     float softcap = 0;   // an output head's logit cap; 0: none
     Type weights;        // null: the model's weight dtype
+    uint64_t group = 0;  // a head's own int8 group (0: kernelWeightGroup's)
     int64_t experts = 0; // a mixture's expert kernel: the stack's experts
   };
 
@@ -180,7 +181,9 @@ public:
                        ? l.weights
                        : model.getWeightDtype().value_or(builder.getF32Type());
     std::optional<uint64_t> group;
-    if (const int64_t g = ::attn::kernelWeightGroup(
+    if (l.group)
+      group = l.group;
+    else if (const int64_t g = ::attn::kernelWeightGroup(
             toDType(weights),
             toDType(model.getWeightDtype().value_or(builder.getF32Type())),
             int64_t(model.getWeightGroup().value_or(0))))
@@ -190,7 +193,8 @@ public:
     if (group)
       name += "_g" + std::to_string(*group);
     // A checkpoint's own int4 format: zero points per group.
-    const bool zeros = group && model.getWeightFormat().has_value();
+    const bool zeros = group && weights.isSignlessInteger(4) &&
+                       model.getWeightFormat().has_value();
     if (zeros)
       name += "z";
     // GGUF's Q4_1 and Q4_K: a minimum per group instead.
@@ -408,6 +412,7 @@ public:
       Linear l{dModel, int64_t(head.getVocabSize()), head.getBias()};
       l.argmax = true;
       l.weights = head.getWeightDtype().value_or(Type());
+      l.group = head.getWeightGroup().value_or(0);
       if (std::optional<APFloat> cap = head.getSoftcap())
         l.softcap = cap->convertToFloat();
       head.setKernelAttr(linear(l, head.getLoc()));

@@ -51,6 +51,7 @@ struct PlanOp {
   /// kWeightPanel): the model's, or the checkpoint's float head's own.
   DType headType = DType::F32;
   int headPanel = 0;
+  int64_t headGroup = 0; // inputs per scale of its weights (0: none)
   bool cross = false;  ///< attention: cross (else self)
   int queryHeads = 0, kvHeads = 0, headDim = 0; ///< attention
   float scale = 0;                              ///< attention: of Q·Kᵀ

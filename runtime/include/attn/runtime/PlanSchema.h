@@ -35,7 +35,8 @@
 //     ops: [ { op, name, stack?, ... per op kind below } ] }
 // (version 7: an FFN's experts; 8: their shared experts, sigmoid and
 // group-limited routers; 9: latent attention layers; 11: the output head's
-// weight_dtype and weight_panel; 12: weight_mins, and i8's weight_group)
+// weight_dtype and weight_panel; 12: weight_mins, and i8's weight_group;
+// 13: the output head's weight_group)
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +47,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 12;
+inline constexpr int kVersion = 13;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
