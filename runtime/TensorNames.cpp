@@ -67,6 +67,9 @@ struct FamilyNames {
   /// output's gate vector (Qwen2-MoE's names).
   const char *sharedExpert = "mlp.shared_expert.{r}_proj",
              *sharedExpertGate = "mlp.shared_expert_gate";
+  /// A GGUF file's block names of this family's own (llama.cpp's
+  /// converter), before the shared ones (ggufName's kGgufBlockStems).
+  std::vector<std::pair<const char *, const char *>> ggufBlockStems = {};
 
   std::string normBefore(const PlanOp &sublayer) const {
     return sublayer.kind == OpKind::Ffn ? ffnNorm
@@ -191,7 +194,8 @@ const FamilyNames kGptOss = [] {
 /// Gemma 2 and Gemma 3 text: Llama's names, a norm on each side of each
 /// sublayer, the head tied to the embedding. OLMo 2 names its norms of the
 /// sublayers' outputs (its only block norms) the same way.
-const FamilyNames kGemma = {WeightNaming::Gemma,
+const FamilyNames kGemma = [] {
+  FamilyNames names = {WeightNaming::Gemma,
                             "gemma",
                             "model.layers.{n}.",
                             "model.embed_tokens",
@@ -220,6 +224,13 @@ const FamilyNames kGemma = {WeightNaming::Gemma,
                             true,
                             {},
                             {}};
+  // The norm after attention is post_attention_norm (Llama's
+  // post_attention_layernorm is the FFN's input norm, ffn_norm).
+  names.ggufBlockStems = {{"post_attention_layernorm", "post_attention_norm"},
+                          {"pre_feedforward_layernorm", "ffn_norm"},
+                          {"post_feedforward_layernorm", "post_ffw_norm"}};
+  return names;
+}();
 
 /// Gemma 3's multimodal checkpoints: Gemma's names under the language
 /// model's prefix (tensorNames moves them); the vision tower, its projector
@@ -408,17 +419,9 @@ constexpr std::pair<const char *, const char *> kGgufBlockStems[] = {
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},
     {"mlp.down_proj", "ffn_down"}};
-/// Gemma's sandwich norms, before the stems above: llama.cpp's converter
-/// names the norm after attention post_attention_norm (Llama's
-/// post_attention_layernorm is the FFN's input norm, ffn_norm).
-constexpr std::pair<const char *, const char *> kGgufGemmaBlockStems[] = {
-    {"post_attention_layernorm", "post_attention_norm"},
-    {"pre_feedforward_layernorm", "ffn_norm"},
-    {"post_feedforward_layernorm", "post_ffw_norm"}};
-
-/// GGUF's name of the Hugging Face tensor `name` of a `naming` family's
+/// GGUF's name of the Hugging Face tensor `name` of a `names` family's
 /// checkpoint; empty where it has none.
-std::string ggufName(const std::string &name, WeightNaming naming) {
+std::string ggufName(const std::string &name, const FamilyNames &names) {
   const size_t dot = name.rfind('.');
   if (dot == std::string::npos)
     return "";
@@ -434,10 +437,9 @@ std::string ggufName(const std::string &name, WeightNaming naming) {
     return "";
   const std::string block = stem.substr(blocks.size(), end - blocks.size()),
                     rest = stem.substr(end + 1);
-  if (naming == WeightNaming::Gemma)
-    for (const auto &[hf, gguf] : kGgufGemmaBlockStems)
-      if (rest == hf)
-        return "blk." + block + "." + gguf + suffix;
+  for (const auto &[hf, gguf] : names.ggufBlockStems)
+    if (rest == hf)
+      return "blk." + block + "." + gguf + suffix;
   for (const auto &[hf, gguf] : kGgufBlockStems)
     if (rest == hf)
       return "blk." + block + "." + gguf + suffix;
@@ -460,7 +462,7 @@ Status ggufNames(const ModelPlan &plan, WeightNaming naming,
   const bool paired = architecture == "llama";
   for (size_t i = 0; i < names.size(); i++)
     for (OpTensorNames::Entry &entry : names[i].entries) {
-      const std::string renamed = ggufName(entry.tensor, naming);
+      const std::string renamed = ggufName(entry.tensor, family(naming));
       if (renamed.empty() || entry.conv1d || entry.rowCount ||
           entry.stackIndex >= 0)
         return Status(StatusCode::InvalidArgument,
@@ -469,7 +471,7 @@ Status ggufNames(const ModelPlan &plan, WeightNaming naming,
       entry.tensor = renamed;
       std::vector<std::pair<std::string, std::vector<int64_t>>> alternatives;
       for (auto &[alternative, shape] : entry.alternatives) {
-        const std::string other = ggufName(alternative, naming);
+        const std::string other = ggufName(alternative, family(naming));
         if (!other.empty() && other != renamed)
           alternatives.push_back({other, shape});
       }
