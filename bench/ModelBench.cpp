@@ -24,9 +24,13 @@
 //                                     index, and the config beside them
 //   attn-model-bench [--model M] --weights DIR|FILE.gguf
 //                    [--weight-dtype bf16|f32|int8|int4|int4g32|int8g32|
-//                                    int8g16|int4g32m]
+//                                    int8g16|int4g32m | --library LIB.so]
 //                    [--packed-weights FILE] [--prompt 512] [--steps 64]
 //                    [--context N]
+//
+// --library: time a library attnc --shared wrote instead of the linked one
+// of the dtype (`attn-run FILE.gguf --compile-only` prints it): a plan of
+// the weights' own making, e.g. a Q4_K_M file's mixed projections.
 //
 // --context N: decode after N cached tokens of filler rows (random keys and
 // values written straight into the cache) instead of a prompt's prefill: a
@@ -254,15 +258,22 @@ Status fillContext(KvCache &cache, SequenceId sequence, int count) {
 }
 
 int run(const BenchModel &bench, const std::string &weights,
-        const std::string &dtype, const std::string &packed, int promptLength,
-        int steps, int context) {
-  const attnc_model_library *compiled = libraryFor(bench, dtype);
-  if (!compiled)
-    return fail(std::string(bench.name) + " is not compiled for " + dtype +
-                " weights");
+        const std::string &dtype, const std::string &libraryPath,
+        const std::string &packed, int promptLength, int steps, int context) {
+  // The bench's library for the dtype, or one attnc --shared wrote (a
+  // plan of the weights' own making: a GGUF file's mixed blocks).
   std::shared_ptr<const ModelLibrary> library;
-  if (Status s = ModelLibrary::linked(*compiled, library); !s)
-    return fail(s.message());
+  if (!libraryPath.empty()) {
+    if (Status s = ModelLibrary::open(libraryPath, library); !s)
+      return fail(s.message());
+  } else {
+    const attnc_model_library *compiled = libraryFor(bench, dtype);
+    if (!compiled)
+      return fail(std::string(bench.name) + " is not compiled for " + dtype +
+                  " weights");
+    if (Status s = ModelLibrary::linked(*compiled, library); !s)
+      return fail(s.message());
+  }
   const nlohmann::json planJson =
       nlohmann::json::parse(library->descriptor().plan_json);
   const double weightBytesPerToken = planJson["weight_bytes_per_token"];
@@ -368,7 +379,8 @@ int run(const BenchModel &bench, const std::string &weights,
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string write, weights, dtype = "bf16", packed, modelName = "tinyllama";
+  std::string write, weights, dtype = "bf16", packed, modelName = "tinyllama",
+      libraryPath;
   int promptLength = 512, steps = 64, context = 0;
   for (int i = 1; i < argc; i++) {
     std::string arg = argv[i];
@@ -389,6 +401,8 @@ int main(int argc, char **argv) {
       dtype = value();
     else if (arg == "--packed-weights")
       packed = value();
+    else if (arg == "--library")
+      libraryPath = value();
     else if (arg == "--prompt")
       promptLength = std::atoi(value().c_str());
     else if (arg == "--steps")
@@ -415,11 +429,12 @@ int main(int argc, char **argv) {
     return fail("usage: attn-model-bench [--model tinyllama|qwen3-0.6b|"
                 "gemma-3-1b|gemma-3-1b-32k|qwen3-moe-a3b-half|"
                 "deepseek-v2-lite-slim] --write DIR | --weights DIR "
-                "[--weight-dtype " + weightDTypes + "] "
+                "[--weight-dtype " + weightDTypes + " | --library LIB.so] "
                 "[--packed-weights FILE] "
                 "[--prompt N] [--steps N] [--context N] "
                 "(prompt or context + steps + 4 <= the model's max length)"),
            2;
   }
-  return run(*bench, weights, dtype, packed, promptLength, steps, context);
+  return run(*bench, weights, dtype, libraryPath, packed, promptLength, steps,
+             context);
 }

@@ -94,6 +94,38 @@ uint64_t int8Group(GgmlType type) {
   return type == GgmlType::Q8_0 ? 32 : type == GgmlType::Q6_K ? 16 : 0;
 }
 
+/// How the kernels read a readable tensor type as stored: floats as they
+/// are, Q8_0 and Q6_K as int8 in groups of 32 and 16, Q4_0, Q4_1 and Q4_K
+/// as int4 in groups of 32 (the last two with minimums: withMins).
+struct KernelWeights {
+  ::attn::DType type;
+  int64_t group;
+};
+KernelWeights kernelWeights(GgmlType type) {
+  if (std::optional<::attn::DType> element = floatType(type))
+    return {*element, 0};
+  if (const uint64_t group = int8Group(type))
+    return {::attn::DType::I8, int64_t(group)};
+  return {::attn::DType::I4, 32};
+}
+bool withMins(GgmlType type) {
+  return type == GgmlType::Q4_1 || type == GgmlType::Q4_K;
+}
+
+/// The type of most of the blocks' linear weights (the model's: the rest
+/// run as projections' own, #attn.weights), or none without blocks.
+std::optional<GgmlType> mainLinearType(const GgufFile &file) {
+  std::map<GgmlType, int> counts;
+  for (const GgufTensor &tensor : file.tensors())
+    if (isBlockLinear(tensor.name))
+      counts[tensor.type]++;
+  std::optional<GgmlType> main;
+  for (const auto &[type, count] : counts)
+    if (!main || count > counts[*main])
+      main = type;
+  return main;
+}
+
 } // namespace
 
 bool isGguf(llvm::StringRef bytes) {
@@ -336,27 +368,53 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   config["vocab_size"] = embedding->dims[1];
   config["tie_word_embeddings"] = !file.tensor("output.weight");
 
-  // The weights' dtype: the blocks' linear weights', one type for all.
-  std::optional<GgmlType> linear;
-  for (const GgufTensor &tensor : file.tensors()) {
+  // The weights' dtype: that of most of the blocks' linear weights; each
+  // of the others runs as stored too (importGguf: a Q4_K_M file's Q6_K V
+  // and down projections beside its Q4_K ones).
+  for (const GgufTensor &tensor : file.tensors())
     if (!::attn::runtime::ggmlReadable(tensor.type))
       return error(file, "tensor '" + tensor.name + "' is " +
                              ::attn::runtime::name(tensor.type) +
                              ", which attnc does not run yet (it runs F32, "
                              "F16, BF16, Q8_0, Q6_K, Q4_0, Q4_1 and Q4_K "
                              "weights)");
-    if (!isBlockLinear(tensor.name))
+  const std::optional<GgmlType> linear = mainLinearType(file);
+  if (!linear)
+    return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
+  for (const GgufTensor &tensor : file.tensors()) {
+    if (!isBlockLinear(tensor.name) || tensor.type == *linear)
       continue;
-    if (linear && *linear != tensor.type)
+    auto beside = [&](const llvm::Twine &why) {
       return error(file, "tensor '" + tensor.name + "' is " +
                              ::attn::runtime::name(tensor.type) +
                              " beside blocks of " +
-                             ::attn::runtime::name(*linear) +
-                             ": attnc runs one type of linear weights");
-    linear = tensor.type;
+                             ::attn::runtime::name(*linear) + ": " + why);
+    };
+    // int4 offsets are the model's rule: minimums (Q4_1, Q4_K) or the
+    // zero point 8 (Q4_0) for all of its int4 weights.
+    if (withMins(tensor.type) && !withMins(*linear))
+      return beside("attnc runs Q4_1 and Q4_K weights (int4 with "
+                    "minimums) only in a file whose blocks are mostly Q4_1 "
+                    "or Q4_K");
+    if (tensor.type == GgmlType::Q4_0 && withMins(*linear))
+      return beside("a model's int4 weights follow one offset rule in "
+                    "attnc, and Q4_0's zero point is not Q4_1's and Q4_K's "
+                    "minimums");
+    // One kernel computes a gated FFN's gate and up halves.
+    llvm::StringRef name = tensor.name;
+    if (name.ends_with(".ffn_gate.weight") || name.ends_with(".ffn_up.weight")) {
+      const std::string block = name.substr(0, name.rfind(".ffn_")).str();
+      const GgufTensor *gate = file.tensor(block + ".ffn_gate.weight"),
+                       *up = file.tensor(block + ".ffn_up.weight");
+      if (gate && up && gate->type != up->type)
+        return error(file, "tensors '" + gate->name + "' (" +
+                               ::attn::runtime::name(gate->type) + ") and '" +
+                               up->name + "' (" +
+                               ::attn::runtime::name(up->type) +
+                               ") differ in type: attnc computes a gated "
+                               "FFN's gate and up in one kernel");
+    }
   }
-  if (!linear)
-    return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
   // The output head keeps its own precision where it is stored in floats,
   // Q8_0 or Q6_K (importGguf gives its kernel that type: llama.cpp's
   // quantizer keeps most files' head in Q6_K); F32 blocks' kernels take any
@@ -481,21 +539,44 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
       importJsonDescription(sourceMgr, context, named);
   if (!module)
     return nullptr;
-  // ggufConfig checked that the blocks' linear weights share one type.
-  GgmlType blocks = GgmlType::F32;
-  for (const GgufTensor &tensor : file.tensors())
-    if (isBlockLinear(tensor.name))
-      blocks = tensor.type;
+  // The model's weights: those of most of the blocks' (ggufConfig checked
+  // the rest can run beside them), quantized ones as stored; floats in
+  // the dtype the config's torch_dtype gave.
+  const GgmlType blocks = *mainLinearType(file);
   auto model = *module->getOps<mlir::attn::ModelOp>().begin();
-  if (blocks == GgmlType::Q4_0)
-    setWeights(model, IntegerType::get(&context, 4), 32);
-  if (blocks == GgmlType::Q4_1 || blocks == GgmlType::Q4_K)
-    setWeights(model, IntegerType::get(&context, 4), 32, std::nullopt,
-               /*mins=*/true);
-  if (blocks == GgmlType::Q8_0)
-    setWeights(model, IntegerType::get(&context, 8), 32);
-  if (blocks == GgmlType::Q6_K)
-    setWeights(model, IntegerType::get(&context, 8), 16);
+  if (!floatType(blocks)) {
+    const KernelWeights main = kernelWeights(blocks);
+    setWeights(model, mlirType(context, main.type), main.group, std::nullopt,
+               withMins(blocks));
+  }
+  // Each projection stored in another type runs as stored, in a kernel of
+  // its own (blk.<i> is the i-th attention layer and the i-th FFN).
+  const mlir::attn::WeightsAttr modelWeights =
+      model.projectionWeights(mlir::attn::WeightsAttr());
+  auto own = [&](int block, const char *role) -> mlir::attn::WeightsAttr {
+    const GgufTensor *tensor =
+        file.tensor("blk." + std::to_string(block) + "." + role);
+    if (!tensor)
+      return {};
+    const KernelWeights stored = kernelWeights(tensor->type);
+    auto weights = mlir::attn::WeightsAttr::get(
+        &context, mlirType(context, stored.type), stored.group);
+    return weights == modelWeights ? mlir::attn::WeightsAttr() : weights;
+  };
+  int layers = 0, ffns = 0;
+  for (Operation &op : model.getBody().front()) {
+    if (auto layer = dyn_cast<mlir::attn::AttentionLayerOp>(op)) {
+      layer.setQueryWeightsAttr(own(layers, "attn_q.weight"));
+      layer.setKeyWeightsAttr(own(layers, "attn_k.weight"));
+      layer.setValueWeightsAttr(own(layers, "attn_v.weight"));
+      layer.setOutputWeightsAttr(own(layers, "attn_output.weight"));
+      layers++;
+    } else if (auto ffn = dyn_cast<mlir::attn::FfnOp>(op)) {
+      ffn.setUpWeightsAttr(own(ffns, "ffn_up.weight"));
+      ffn.setDownWeightsAttr(own(ffns, "ffn_down.weight"));
+      ffns++;
+    }
+  }
   // A head stored in floats, Q8_0 or Q6_K beside blocks of another type
   // runs as stored.
   const GgmlType head = headTensor(file)->type;

@@ -74,7 +74,8 @@ void ModelBuilder::addFfn(llvm::StringRef name,
       optionalString(builder, stack), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
       experts, FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
       number(form.swigluAlpha), number(form.swigluLimit),
-      form.expertWeights ? TypeAttr::get(form.expertWeights) : TypeAttr());
+      form.expertWeights ? TypeAttr::get(form.expertWeights) : TypeAttr(),
+      mlir::attn::WeightsAttr(), mlir::attn::WeightsAttr());
 }
 
 mlir::attn::ExpertsAttr
@@ -104,6 +105,17 @@ void setWeights(mlir::attn::ModelOp model, Type type,
       format ? builder.getStringAttr(::attn::int4FormatName(*format))
              : StringAttr());
   model.setWeightMins(mins);
+  for (Operation &op : model.getBody().front()) {
+    if (auto layer = dyn_cast<mlir::attn::AttentionLayerOp>(op)) {
+      layer.removeQueryWeightsAttr();
+      layer.removeKeyWeightsAttr();
+      layer.removeValueWeightsAttr();
+      layer.removeOutputWeightsAttr();
+    } else if (auto ffn = dyn_cast<mlir::attn::FfnOp>(op)) {
+      ffn.removeUpWeightsAttr();
+      ffn.removeDownWeightsAttr();
+    }
+  }
 }
 
 void ModelBuilder::setWeightDtype(Type type, std::optional<int64_t> group,
@@ -185,7 +197,11 @@ int ModelBuilder::addLayer(const LayerConfig &c, Location loc) {
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
       c.sinks ? builder.getUnitAttr() : UnitAttr(), c.latent,
       FlatSymbolRefAttr(), FlatSymbolRefAttr(), FlatSymbolRefAttr(),
-      FlatSymbolRefAttr(), FlatSymbolRefAttr());
+      FlatSymbolRefAttr(), FlatSymbolRefAttr(),
+      // Projections' own weight types: a GGUF file's (importGguf).
+      mlir::attn::WeightsAttr(), mlir::attn::WeightsAttr(),
+      mlir::attn::WeightsAttr(), mlir::attn::WeightsAttr(),
+      FlatSymbolRefAttr());
   (void)layer;
   return layerCount - 1;
 }

@@ -157,7 +157,8 @@ bool isCIdentifier(llvm::StringRef name);
 /// i4, and the format of a checkpoint that holds them quantized (GPTQ,
 /// AWQ), or `mins`: i4 with a minimum per group (GGUF's Q4_1, Q4_K). A
 /// group, format or minimums with another type stay, for the verifier to
-/// refuse.
+/// refuse. Every projection then reads these: its own weight type
+/// (#attn.weights, a GGUF file's mixed blocks) is dropped.
 void setWeights(mlir::attn::ModelOp model, mlir::Type type,
                 std::optional<int64_t> group,
                 std::optional<::attn::Int4Format> format = std::nullopt,

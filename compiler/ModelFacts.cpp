@@ -53,7 +53,8 @@ int64_t weightBytesPerToken(ModelOp model) {
       bytes += weightBytes(model, layer.getQueryKernel()) +
                weightBytes(model, layer.getOutputKernel());
       if (layer.getKind() != LayerKind::Cross)
-        bytes += weightBytes(model, layer.getKeyValueKernel());
+        bytes += weightBytes(model, layer.getKeyValueKernel()) +
+                 weightBytes(model, layer.getValueKernel());
       // A latent layer's query down projection and every head's W_uk, W_uv.
       if (layer.getLatent())
         bytes += weightBytes(model, layer.getQueryDownKernel()) +

@@ -44,6 +44,8 @@ std::string renderPlanJson(ModuleOp module,
       if (layer.getKeyValueKernel())
         entry[plan::kKeyValueKernel] =
             prefix + layer.getKeyValueKernel()->str();
+      if (layer.getValueKernel())
+        entry[plan::kValueKernel] = prefix + layer.getValueKernel()->str();
       entry[plan::kOutputKernel] = prefix + layer.getOutputKernel()->str();
     }
     if (layer.getRopeTheta())
@@ -229,6 +231,18 @@ std::string renderPlanJson(ModuleOp module,
                              {plan::kSource, s->getSource()}};
     kernels.push_back(std::move(entry));
   }
+  // How each linear kernel reads its weights: the runtime lays each
+  // matrix out for its kernel.
+  llvm::json::Object linearKernels;
+  for (Operation &op : model.getBody().front())
+    if (auto linear = dyn_cast<LinearKernelOp>(op)) {
+      const ::attn::DType type =
+          toDType(linear.getWeightDtype().value_or(Type()));
+      linearKernels[prefix + linear.getSymName().str()] = llvm::json::Object{
+          {plan::kWeightDtype, ::attn::dtypeName(type)},
+          {plan::kWeightPanel, int64_t(::attn::weightPanel(type))},
+          {plan::kWeightGroup, int64_t(linear.getWeightGroup().value_or(0))}};
+    }
   llvm::json::Object root{
       {plan::kPlanVersion, int64_t(plan::kVersion)},
       {plan::kModel, model.getSymName()},
@@ -253,6 +267,7 @@ std::string renderPlanJson(ModuleOp module,
       {plan::kKvBytes, intAttr(model, "kv_bytes")},
       {plan::kLayers, std::move(layers)},
       {plan::kKernels, std::move(kernels)},
+      {plan::kLinearKernels, std::move(linearKernels)},
       {plan::kOps, std::move(ops)}};
   return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(root))).str();
 }

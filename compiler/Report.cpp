@@ -50,7 +50,10 @@ llvm::StringMap<std::vector<std::string>> kernelUsers(ModelOp model) {
       use(layer.getQueryKernel(), name,
           layer.getFusedProjections() ? ("QKV" + append).str() : "Q");
       use(layer.getKeyValueKernel(), name,
-          layer.getLatent() ? "key+latent" : ("KV" + append).str());
+          layer.getLatent()       ? "key+latent"
+          : layer.getValueKernel() ? "K"
+                                   : ("KV" + append).str());
+      use(layer.getValueKernel(), name, "V");
       use(layer.getOutputKernel(), name, "out");
       use(layer.getQueryDownKernel(), name, "Q down");
       use(layer.getQueryNormKernel(), name, "Q norm");
@@ -277,6 +280,11 @@ std::string renderReport(ModuleOp module) {
                       double(layer.getNumQueryHeads()) *
                           (linearFlops(model, layer.getAbsorbKernel()) +
                            linearFlops(model, layer.getUnabsorbKernel()));
+      // An unfused self layer's K and V (with V apart where it has a type
+      // of its own).
+      if (!layer.getLatent() && layer.getKind() != LayerKind::Cross)
+        f.perToken += linearFlops(model, layer.getKeyValueKernel()) +
+                      linearFlops(model, layer.getValueKernel());
       if (layer.getKind() == LayerKind::Cross) {
         f.perSource += attention;
         crossKeyValuePerSource += linearFlops(model, layer.getKeyValueKernel());
@@ -353,6 +361,29 @@ std::string renderReport(ModuleOp module) {
                ? " in groups of " + std::to_string(*head.getWeightGroup())
                : std::string()) +
           " (" + formatBytes(weightBytes(model, head.getKernel())) + ")";
+  // Projections stored in a type of their own (a GGUF file's mixed
+  // blocks), counted per type.
+  std::map<std::string, int> ownTypes;
+  auto countOwn = [&](WeightsAttr own) {
+    if (own)
+      ownTypes[typeName(own.getDtype()) +
+               (own.getGroup() ? " in groups of " + std::to_string(own.getGroup())
+                               : std::string())]++;
+  };
+  for (Operation &op : model.getBody().front()) {
+    if (auto layer = dyn_cast<AttentionLayerOp>(op)) {
+      for (WeightsAttr own :
+           {layer.getQueryWeightsAttr(), layer.getKeyWeightsAttr(),
+            layer.getValueWeightsAttr(), layer.getOutputWeightsAttr()})
+        countOwn(own);
+    } else if (auto ffn = dyn_cast<FfnOp>(op)) {
+      countOwn(ffn.getUpWeightsAttr());
+      countOwn(ffn.getDownWeightsAttr());
+    }
+  }
+  for (const auto &[type, count] : ownTypes)
+    headWeights += ", " + std::to_string(count) + " projection" +
+                   (count > 1 ? "s " : " ") + type;
   if (int64_t perToken = weightBytesPerToken(model))
     os << "weights: " << typeName(weightDtype(model))
        << (model.getWeightGroup()

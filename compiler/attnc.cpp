@@ -121,8 +121,9 @@ cl::opt<int> maxLength("max-length", cl::desc("Tokens per sequence"),
 cl::opt<std::string> weightDtype(
     "weight-dtype",
     cl::desc("f32, f16, bf16, int8 or int4: how the linear kernels read their "
-             "weights (overrides the description's weight_dtype and a Hugging "
-             "Face config's torch_dtype)"),
+             "weights (overrides the description's weight_dtype, a Hugging "
+             "Face config's torch_dtype and a GGUF file's block types: every "
+             "projection's)"),
     cl::cat(attncCategory));
 cl::opt<std::string> headDtype(
     "head-dtype",
@@ -454,6 +455,19 @@ int main(int argc, char **argv) {
                 " (from --weight-dtype, weight_dtype or torch_dtype): pass "
                 "--weight-dtype=f32");
   }
+  // Projections stored in a type of their own (a GGUF file's mixed blocks).
+  if (!targets->gpu.empty())
+    for (mlir::Operation &op : model.getBody().front()) {
+      auto layer = llvm::dyn_cast<mlir::attn::AttentionLayerOp>(op);
+      auto ffn = llvm::dyn_cast<mlir::attn::FfnOp>(op);
+      if ((layer && (layer.getQueryWeights() || layer.getKeyWeights() ||
+                     layer.getValueWeights() || layer.getOutputWeights())) ||
+          (ffn && (ffn.getUpWeights() || ffn.getDownWeights())))
+        return fail("--target=" + targets->gpuApi + " reads f32 weights; '" +
+                    mlir::SymbolTable::getSymbolName(&op).str() +
+                    "' has projections stored in a type of their own: pass "
+                    "--weight-dtype=f32");
+    }
   // Experts run on host views of their stacked weights (runtime Experts.h).
   if (!targets->gpu.empty())
     for (mlir::attn::FfnOp ffn :

@@ -175,6 +175,35 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
   if (layers == root.end() || !layers->is_array() || ops == root.end() ||
       !ops->is_array())
     return planError("missing 'layers' or 'ops' arrays");
+  // How each linear kernel reads its weights, by name.
+  std::map<std::string, MatrixLayout> linearKernels;
+  if (auto table = root.find(plan::kLinearKernels);
+      table == root.end() || !table->is_object())
+    return planError("missing the 'linear_kernels' object");
+  for (const auto &[name, entry] : root[plan::kLinearKernels].items()) {
+    if (!entry.is_object())
+      return planError("linear kernel '" + name + "' is not an object");
+    Fields f(entry, "linear kernel '" + name + "'");
+    MatrixLayout layout;
+    const std::string dtype = f.string(plan::kWeightDtype);
+    if (f.status() && !parseDType(dtype, layout.type))
+      f.fail("weight_dtype must be f32, f16, bf16, i8, i4 or mxfp4, got '" +
+             dtype + "'");
+    layout.panel = f.integer(plan::kWeightPanel, 1, 1024);
+    layout.group = f.integer(plan::kWeightGroup, 0, 1024);
+    if (f.status() &&
+        (layout.type == DType::I4   ? !isInt4Group(layout.group)
+         : layout.type == DType::I8 ? layout.group != 0 &&
+                                          !isInt8Group(layout.group)
+         : layout.type == DType::MXFP4 ? layout.group != 0 &&
+                                             layout.group != 32
+                                       : layout.group != 0))
+      f.fail("weight_group " + std::to_string(layout.group) +
+             " does not suit " + dtype + " weights");
+    if (!f.status())
+      return f.status();
+    linearKernels[name] = layout;
+  }
   std::map<std::string, const json *> layerByName;
   for (const json &layer : *layers)
     if (layer.is_object() && layer.contains(plan::kName) &&
@@ -217,6 +246,17 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
         kernel.groupedMetadata = grouped->second->metadata;
       }
     };
+    // A linear kernel, with how it reads its weights (required).
+    auto resolveLinear = [&](Fields &from, const char *key,
+                             LinearKernel &kernel) {
+      resolve(from, key, kernel);
+      const std::string name = from.string(key);
+      auto layout = linearKernels.find(name);
+      if (layout == linearKernels.end() && !name.empty())
+        from.fail("kernel '" + name + "' has no linear_kernels entry");
+      else if (layout != linearKernels.end())
+        kernel.weights = layout->second;
+    };
     if (kind == plan::kOpEmbedding) {
       op.kind = OpKind::Embedding;
       op.vocabSize = at.integer(plan::kVocabSize);
@@ -236,8 +276,8 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       op.intermediateSize = at.integer(plan::kIntermediateSize);
       op.bias = at.boolean(plan::kBias);
       op.gated = at.boolean(plan::kGated);
-      resolve(at, plan::kUpKernel, op.up);
-      resolve(at, plan::kDownKernel, op.down);
+      resolveLinear(at, plan::kUpKernel, op.up);
+      resolveLinear(at, plan::kDownKernel, op.down);
       if (auto experts = entry.find(plan::kExperts); experts != entry.end()) {
         if (!experts->is_object())
           return planError("op '" + op.name + "': experts must be an object");
@@ -367,10 +407,19 @@ Status parsePlan(const std::string &text, const KernelEntry *table,
       if (layer.contains(plan::kWindow))
         op.window = l.integer(plan::kWindow);
       resolve(l, plan::kPrefillKernel, op.prefill);
-      resolve(l, plan::kQueryKernel, op.query);
+      resolveLinear(l, plan::kQueryKernel, op.query);
       if (!op.fusedProjections)
-        resolve(l, plan::kKeyValueKernel, op.keyValue);
-      resolve(l, plan::kOutputKernel, op.output);
+        resolveLinear(l, plan::kKeyValueKernel, op.keyValue);
+      if (layer.contains(plan::kValueKernel))
+        resolveLinear(l, plan::kValueKernel, op.value);
+      resolveLinear(l, plan::kOutputKernel, op.output);
+      // V apart from K: the layer's K/V kernel computes K alone, and the
+      // runtime stores K and V into the cache (attnc's verifier).
+      if (l.status() && op.value &&
+          (op.fusedProjections || op.fusedCacheAppend || op.cross ||
+           !op.keyValue))
+        l.fail("a value_kernel needs a self layer with a key_value_kernel, "
+               "without fused projections or a fused cache append");
       if (layer.contains(plan::kLatent)) {
         Fields x(layer[plan::kLatent], "layer '" + op.name + "' latent");
         PlanOp::Latent &latent = op.latent;

@@ -144,14 +144,22 @@ Status project(const Layer &l, AttentionBuffers &buffers,
   if (op.fusedProjections || op.cross)
     return Status::ok(); // cross layers' K/V come from memory or the cache
   const Placed<float> rows = buffers.keyValue.placed();
-  kv = {rows, rows, rows + kvWidth, 2 * kvWidth};
+  // K | V rows, or, with V computed apart (PlanOp::value), K's [t][kv]
+  // rows and then V's in the same buffer ([t][2kv] floats either way).
+  const int64_t keyWidth = op.value ? kvWidth : 2 * kvWidth;
+  kv = op.value ? KeyValueRows{rows, rows, rows + t * kvWidth, kvWidth}
+                : KeyValueRows{rows, rows, rows + kvWidth, 2 * kvWidth};
   LinearCall keyValue{op.keyValue, l.w.keyValue, l.w.keyValueBias, input,
-                      t,           l.dModel,     2 * kvWidth,      rows};
+                      t,           l.dModel,     keyWidth,         rows};
   keyValue.positions = call.positions;
   keyValue.qkNorm =
       op.qkNorm != PlanOp::QkNorm::None ? &l.w.keyValueNorm : nullptr;
   keyValue.append = append;
-  return linear(l.device, keyValue);
+  if (Status s = linear(l.device, keyValue); !s || !op.value)
+    return s;
+  LinearCall value{op.value, l.w.value, l.w.valueBias, input,
+                   t,        l.dModel,  kvWidth,       rows + t * kvWidth};
+  return linear(l.device, value);
 }
 
 /// Prefill attention: the `query` rows over the sequence's own K/V `kv`

@@ -217,9 +217,11 @@ struct Model::Weights {
   Floats positionTable;        // learned positions [max][d]
   Floats normWeight, normBias; // [d]
   // Attention: query [d][Hq·D], or fused [d][(Hq + 2·Hkv)·D] (Q | K | V);
-  // keyValue [d][2·Hkv·D] (K | V) when not fused; output [Hq·D][d].
-  WeightMatrix query, keyValue, output;
-  Floats queryBias, keyValueBias, outputBias;
+  // keyValue [d][2·Hkv·D] (K | V) when not fused, or [d][Hkv·D] (K) with
+  // value [d][Hkv·D] (V) where V has a weight type of its own (PlanOp::value);
+  // output [Hq·D][d].
+  WeightMatrix query, keyValue, value, output;
+  Floats queryBias, keyValueBias, valueBias, outputBias;
   // QK-norm's weight per feature of the heads a projection normalizes:
   // query [(Hq + Hkv)·D] when fused (Q | K), else [Hq·D]; keyValue [Hkv·D].
   // Empty without QK-norm.
@@ -259,12 +261,12 @@ struct Model::Weights {
                     &self.headBias, &self.queryNorm, &self.keyValueNorm,
                     &self.sinks, &self.sharedUpBias, &self.sharedDownBias,
                     &self.sharedGate, &self.selectionBias, &self.queryDownNorm,
-                    &self.latentNorm, &self.routerBias})
+                    &self.latentNorm, &self.routerBias, &self.valueBias})
       onArray(*v);
     for (auto *m : {&self.query, &self.keyValue, &self.output, &self.up,
                     &self.down, &self.head, &self.router, &self.sharedUp,
                     &self.sharedDown, &self.queryDown, &self.absorb,
-                    &self.unabsorb}) {
+                    &self.unabsorb, &self.value}) {
       onMatrix(*m);
       onArray(m->f32);
       onArray(m->narrow);

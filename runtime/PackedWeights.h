@@ -64,8 +64,8 @@ public:
   /// The format's version: part of the key and of the header.
   // 2: QK-norm weights; 3: sinks; 4: routers of experts; 5: shared experts;
   // 6: latent attention's matrices and norms; 7: routers' biases; 8: int4
-  // minimums
-  static constexpr uint32_t kVersion = 8;
+  // minimums; 9: V apart from K (its matrix and bias)
+  static constexpr uint32_t kVersion = 9;
 };
 
 } // namespace attn::runtime

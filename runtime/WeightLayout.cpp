@@ -33,6 +33,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
   // Every linear kernel of a GPTQ or AWQ model reads zero points: the
   // checkpoint's, and 8 where loading quantizes (the output head).
   const bool zeros = plan.weightFormat.has_value();
+  // The model's weights, as every linear kernel reads them but those with
+  // weights of their own (a head, experts, a GGUF file's mixed blocks).
+  const MatrixLayout modelLayout{plan.weightType, plan.weightPanel,
+                                 plan.weightGroup};
   Status failure = Status::ok(); // of a quantized layer's tensors
   // Where the file lacks a tensor but holds one of its alternatives (a tied
   // copy), the alternative stands in; unused alternatives may stay in the
@@ -165,7 +169,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
   // Conv1D slices, [in][out] in the file, are transposed whole first).
   // `done` releases the tensors' pages once packed.
   std::vector<const TensorView *> packed;
-  auto rows = [&](const OpTensorNames &n, const char *role) -> WeightRows {
+  // `target`: how the kernel reads the matrix, which decides whether a
+  // GGUF file's blocks are read as they are.
+  auto rowsAs = [&](const OpTensorNames &n, const char *role,
+                    const MatrixLayout &target) -> WeightRows {
     const OpTensorNames::Entry *entry = n.find(role);
     const std::string quantizedRole =
         std::string(role).substr(0, std::string(role).rfind('.')) + ".qweight";
@@ -235,8 +242,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                       }};
     // GGUF's Q4_0 rows for int4 kernels in groups of 32: the same values
     // as they are, (u - 8) · d (Gguf.h), never requantized.
-    if (tensor->type == TensorType::Q4_0 && plan.weightType == DType::I4 &&
-        plan.weightGroup == 32 && !plan.weightFormat) {
+    if (tensor->type == TensorType::Q4_0 && target.type == DType::I4 &&
+        target.group == 32 && !plan.weightFormat && !plan.weightMins) {
       const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
       result.symmetricInt4 = true;
       result.readInt4 = [blocks, in](int64_t first, int64_t count, uint8_t *u,
@@ -249,8 +256,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     // u · scale + min as they are.
     if ((tensor->type == TensorType::Q4_1 ||
          tensor->type == TensorType::Q4_K) &&
-        plan.weightType == DType::I4 && plan.weightGroup == 32 &&
-        plan.weightMins) {
+        target.type == DType::I4 && target.group == 32 && plan.weightMins) {
       const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
       result.readInt4Mins = [blocks](int64_t first, int64_t count, uint8_t *u,
                                      float *scales, float *mins) {
@@ -259,9 +265,9 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     }
     // Q8_0 and Q6_K rows for int8 kernels in groups of 32 and 16: q · d
     // and (q - 32) · d · scale as they are.
-    if (plan.weightType == DType::I8 &&
-        ((tensor->type == TensorType::Q8_0 && plan.weightGroup == 32) ||
-         (tensor->type == TensorType::Q6_K && plan.weightGroup == 16))) {
+    if (target.type == DType::I8 &&
+        ((tensor->type == TensorType::Q8_0 && target.group == 32) ||
+         (tensor->type == TensorType::Q6_K && target.group == 16))) {
       const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
       auto read = tensor->type == TensorType::Q8_0 ? readQ8_0Rows : readQ6_KRows;
       result.readInt8 = [blocks, read](int64_t first, int64_t count, int8_t *q,
@@ -271,8 +277,20 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     }
     if (const int64_t head = entry->pairedRopeHeadRows)
       return pairedRopeRows(std::move(result), head, in,
-                            plan.weightGroup ? plan.weightGroup : 32);
+                            target.group ? target.group : 32);
     return result;
+  };
+  // Rows as the model's weights are read.
+  auto rows = [&](const OpTensorNames &n, const char *role) {
+    return rowsAs(n, role, modelLayout);
+  };
+  // `matrix` [in][...] laid out as `layout` says; i4 with the model's
+  // offsets (a GPTQ/AWQ checkpoint's zero points, or GGUF's minimums).
+  auto pack = [&](WeightMatrix &matrix, std::vector<WeightRows> parts,
+                  int64_t in, const MatrixLayout &layout) {
+    const bool int4 = layout.type == DType::I4;
+    matrix.pack(std::move(parts), in, layout.panel, layout.type, layout.group,
+                int4 && zeros, int4 && plan.weightMins);
   };
   // MXFP4 rows of a stack of experts as published (`base`.blocks and
   // `base`.scales: TensorNames' addStackedRows), read as they are: each
@@ -441,27 +459,35 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
       }
       const int64_t q = int64_t(op.queryHeads) * op.headDim,
                     kv = int64_t(op.kvHeads) * op.headDim;
-      const WeightRows wq = rows(n, "q.weight"), wk = rows(n, "k.weight"),
-                       wv = rows(n, "v.weight");
+      // Fused: Q | K | V. Else Q, and K | V, or K and V apart (`value`:
+      // stored at another precision than K).
+      const MatrixLayout &keyLayout =
+          op.fusedProjections ? op.query.weights : op.keyValue.weights;
+      const MatrixLayout &valueLayout =
+          op.value ? op.value.weights : keyLayout;
+      const WeightRows wq = rowsAs(n, "q.weight", op.query.weights),
+                       wk = rowsAs(n, "k.weight", keyLayout),
+                       wv = rowsAs(n, "v.weight", valueLayout);
       const PooledVector<float> bq = get(n, "q.bias"), bk = get(n, "k.bias"),
                                 bv = get(n, "v.bias");
-      // Fused: Q | K | V. Else Q, and K | V.
-      const int64_t panel = plan.weightPanel;
       if (op.fusedProjections) {
-        w->query.pack({wq, wk, wv}, d, panel, plan.weightType, plan.weightGroup,
-                      zeros, plan.weightMins);
+        pack(w->query, {wq, wk, wv}, d, op.query.weights);
       } else {
-        w->query.pack({wq}, d, panel, plan.weightType, plan.weightGroup, zeros,
-                   plan.weightMins);
-        w->keyValue.pack({wk, wv}, d, panel, plan.weightType, plan.weightGroup,
-                         zeros, plan.weightMins);
+        pack(w->query, {wq}, d, op.query.weights);
+        if (op.value) {
+          pack(w->keyValue, {wk}, d, keyLayout);
+          pack(w->value, {wv}, d, valueLayout);
+        } else {
+          pack(w->keyValue, {wk, wv}, d, keyLayout);
+        }
       }
       if (op.bias) {
         w->queryBias = bq;
         PooledVector<float> &kvBias =
             (op.fusedProjections ? w->queryBias : w->keyValueBias).edit();
         kvBias.insert(kvBias.end(), bk.begin(), bk.end());
-        kvBias.insert(kvBias.end(), bv.begin(), bv.end());
+        PooledVector<float> &vBias = op.value ? w->valueBias.edit() : kvBias;
+        vBias.insert(vBias.end(), bv.begin(), bv.end());
       }
       if (op.qkNorm != PlanOp::QkNorm::None) {
         // The kernels' per-feature weights: the query norm's repeated over
@@ -480,9 +506,8 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         repeat(op.fusedProjections ? queryNorm : w->keyValueNorm.edit(), kNorm,
                whole ? 1 : op.kvHeads);
       }
-      w->output.pack({rows(n, "out.weight")}, q, panel, plan.weightType,
-                     plan.weightGroup, zeros,
-                   plan.weightMins);
+      pack(w->output, {rowsAs(n, "out.weight", op.output.weights)}, q,
+           op.output.weights);
       done();
       w->outputBias = get(n, "out.bias");
       if (op.sinks)
@@ -523,8 +548,9 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
             to.insert(to.end(), bias.begin(), bias.end());
           }
         }
-        w->router.pack({rows(n, "router.weight")}, d, op.experts.routerPanel,
-                       op.experts.routerType);
+        w->router.pack({rowsAs(n, "router.weight",
+                             {op.experts.routerType, op.experts.routerPanel, 0})},
+                       d, op.experts.routerPanel, op.experts.routerType);
         w->routerBias = get(n, "router.bias");
         w->selectionBias = get(n, "router.selection_bias");
         // The experts' own type (a checkpoint's MXFP4) or the model's.
@@ -559,32 +585,30 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
         done();
         break;
       }
-      const WeightRows gate = rows(n, "gate.weight"), up = rows(n, "up.weight"),
-                       down = rows(n, "down.weight");
+      // Each projection as its kernel reads it (a GGUF file's mixed
+      // blocks: the down projection in Q6_K beside Q4_K gate and up).
+      const WeightRows gate = rowsAs(n, "gate.weight", op.up.weights),
+                       up = rowsAs(n, "up.weight", op.up.weights),
+                       down = rowsAs(n, "down.weight", op.down.weights);
       if (op.gated) {
-        w->up.pack({gate, up}, d, plan.weightPanel, plan.weightType,
-                   plan.weightGroup, zeros,
-                   plan.weightMins);
+        pack(w->up, {gate, up}, d, op.up.weights);
         w->upBias = get(n, "gate.bias");
       } else {
-        w->up.pack({up}, d, plan.weightPanel, plan.weightType, plan.weightGroup,
-                   zeros, plan.weightMins);
+        pack(w->up, {up}, d, op.up.weights);
       }
       const PooledVector<float> upBias = get(n, "up.bias");
       PooledVector<float> &bias = w->upBias.edit();
       bias.insert(bias.end(), upBias.begin(), upBias.end());
-      w->down.pack({down}, f, plan.weightPanel, plan.weightType,
-                   plan.weightGroup, zeros,
-                   plan.weightMins);
+      pack(w->down, {down}, f, op.down.weights);
       done();
       w->downBias = get(n, "down.bias");
       break;
     }
     case OpKind::OutputHead: {
       // In its own type where it has one (a checkpoint's float head).
-      const bool int4 = op.headType == DType::I4;
-      w->head.pack({rows(n, "weight")}, d, op.headPanel, op.headType,
-                   op.headGroup, int4 && zeros, int4 && plan.weightMins);
+      const MatrixLayout headLayout{op.headType, op.headPanel,
+                                    int(op.headGroup)};
+      pack(w->head, {rowsAs(n, "weight", headLayout)}, d, headLayout);
       done();
       w->headBias = get(n, "bias");
       break;

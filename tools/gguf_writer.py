@@ -39,15 +39,20 @@ multiples of d and dmin = the largest / 63); any valid block decodes the
 same way, so only the decoders below state the format.
 
 Usage:
-  gguf_writer.py convert MODEL_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1|q4_k|q6_k]
-      [--dequantized DIR]
+  gguf_writer.py convert MODEL_DIR OUT.gguf
+      [--type f32|f16|bf16|q8_0|q4_0|q4_1|q4_k|q6_k|q4_k_m] [--dequantized DIR]
     A Hugging Face llama / mistral / qwen2 / qwen3 folder (config.json,
     safetensors, and its tokenizer where it has tokenizer.json: vocab below)
     as llama.cpp's converter names and lays it out: arch llama
     for llama and mistral (Q and K rows permuted to GGML's interleaved RoPE
     pairs; Llama 3's rope_scaling as rope_freqs.weight), qwen2, qwen3.
     --type quantizes the 2-D weights (the embedding and output head among
-    them); norms and biases stay float32.
+    them); norms and biases stay float32. q4_k_m is llama.cpp's mix of
+    that name as its quantizer's rules read: Q4_K, but Q6_K for the output
+    head and for attn_v and ffn_down in layers i of n where i < n/8,
+    i >= 7n/8 or (i - n/8) % 3 == 2. --tensor-type REGEX=TYPE (repeatable,
+    the last match wins) gives the tensors whose GGUF names match a type of
+    their own.
     --dequantized writes DIR/model.safetensors (float32) and config.json:
     the same model with each quantized weight as its blocks decode, in
     Hugging Face's layout, for tools/hf_reference.py.
@@ -73,6 +78,7 @@ Usage:
 import argparse
 import json
 import os
+import re
 import struct
 import sys
 
@@ -441,7 +447,30 @@ def rope_freqs(config):
     return np.array(divisors, dtype=np.float32)
 
 
-def tensors_of(config, weights, kind, head=None, freqs=None):
+MIXES = ("q4_k_m",)
+
+
+def tensor_type(g, kind, config, overrides=()):
+    """The type a mix (or the last --tensor-type match) gives 2-D tensor g,
+    or kind."""
+    t = kind
+    if kind == "q4_k_m":
+        n = config["num_hidden_layers"]
+        t = "q4_k"
+        m = re.match(r"blk\.(\d+)\.(attn_v|ffn_down)\.weight$", g)
+        if m:
+            i = int(m.group(1))
+            if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2:
+                t = "q6_k"
+        if g == "output.weight":
+            t = "q6_k"
+    for pattern, override in overrides:
+        if re.search(pattern, g):
+            t = override
+    return t
+
+
+def tensors_of(config, weights, kind, head=None, freqs=None, overrides=()):
     """[(gguf name, type, ne, bytes)] and {hf name: float64 as stored}."""
     arch, _ = hyperparameters(config)
     heads = config["num_attention_heads"]
@@ -460,9 +489,9 @@ def tensors_of(config, weights, kind, head=None, freqs=None):
         offset = np.float32(1) if arch in GEMMA and g.endswith("norm.weight") else None
         if offset is not None:
             w = w + offset
-        t = kind if w.ndim == 2 and kind in GGML else "f32"
-        if w.ndim == 2 and kind in ("f16", "bf16"):
-            t = kind
+        t = tensor_type(g, kind, config, overrides) if w.ndim == 2 else "f32"
+        if t not in GGML:
+            t = "f32"
         if t in GGML and w.shape[-1] % GGML[t][1]:
             t = "f16"
         if head and g == "output.weight":
@@ -607,12 +636,12 @@ def vocabulary(folder):
 
 
 def convert(config, weights, path, kind, dequantized=None, changes=(), drops=(), folder=None,
-            head=None, freqs=None):
+            head=None, freqs=None, overrides=()):
     arch, meta = hyperparameters(config)
     if folder and os.path.exists(os.path.join(folder, "tokenizer.json")):
         meta += vocabulary(folder)
     meta = edited(meta, changes, drops)
-    tensors, stored = tensors_of(config, weights, kind, head, freqs)
+    tensors, stored = tensors_of(config, weights, kind, head, freqs, overrides)
     tensors = [t for t in tensors if t[0] not in drops]
     write(path, meta, tensors)
     if dequantized:
@@ -744,7 +773,9 @@ def main():
     parser.add_argument("command", choices=["convert", "random", "broken", "values", "vocab"])
     parser.add_argument("source")
     parser.add_argument("out", nargs="?")
-    parser.add_argument("--type", default="f32", choices=sorted(GGML))
+    parser.add_argument("--type", default="f32", choices=sorted(GGML) + list(MIXES))
+    parser.add_argument("--tensor-type", action="append", default=[], metavar="REGEX=TYPE",
+                        help="a type of their own for the tensors whose GGUF names match")
     parser.add_argument("--dequantized")
     parser.add_argument("--rope-freqs", type=lambda t: [float(v) for v in t.split(",")])
     parser.add_argument("--head-type", choices=sorted(GGML),
@@ -754,6 +785,12 @@ def main():
     parser.add_argument("--drop", action="append", default=[], metavar="NAME",
                         help="leave out a metadata key or tensor")
     a = parser.parse_args()
+    overrides = []
+    for item in a.tensor_type:
+        pattern, _, t = item.rpartition("=")
+        if not pattern or t not in GGML:
+            parser.error("--tensor-type takes REGEX=TYPE with a TYPE of " + ", ".join(sorted(GGML)))
+        overrides.append((pattern, t))
     if a.command == "vocab":
         write(a.out, vocabulary(a.source), [])
     elif a.command == "broken":
@@ -764,12 +801,12 @@ def main():
         with open(os.path.join(a.source, "config.json")) as f:
             config = json.load(f)
         convert(config, read_checkpoint(a.source), a.out, a.type, a.dequantized,
-                a.meta, a.drop, a.source, a.head_type, a.rope_freqs)
+                a.meta, a.drop, a.source, a.head_type, a.rope_freqs, overrides)
     else:
         with open(a.source) as f:
             config = json.load(f)
         convert(config, random_weights(config), a.out, a.type, a.dequantized,
-                a.meta, a.drop, head=a.head_type, freqs=a.rope_freqs)
+                a.meta, a.drop, head=a.head_type, freqs=a.rope_freqs, overrides=overrides)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 #include "attn/AttnDTypes.h"
 #include "attn/AttnDialect.h"
 #include "attn/Limits.h"
+#include "attn/runtime/Int4Weights.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -89,6 +90,25 @@ LogicalResult LatentAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult QkNormAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  QkNormScope, FloatAttr eps) {
   return verifyEps(emitError, "qk_norm", eps);
+}
+
+LogicalResult WeightsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  Type dtype, int64_t group) {
+  const bool int4 = dtype.isSignlessInteger(4), int8 = dtype.isSignlessInteger(8);
+  if (!int4 && !int8 && !dtype.isF32() && !dtype.isF16() && !dtype.isBF16())
+    return emitError() << "#attn.weights dtype must be f32, f16, bf16, i8 or "
+                          "i4, got "
+                       << dtype;
+  if (int4 && !::attn::isInt4Group(group))
+    return emitError() << "#attn.weights group must be " << ::attn::kInt4Groups
+                       << " for i4 weights, got " << group;
+  if (int8 && group != 0 && !::attn::isInt8Group(group))
+    return emitError() << "#attn.weights group must be " << ::attn::kInt8Groups
+                       << " for i8 weights (or absent), got " << group;
+  if (!int4 && !int8 && group != 0)
+    return emitError() << "#attn.weights group applies to i4 and i8 weights "
+                          "only";
+  return success();
 }
 
 LogicalResult ExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -416,7 +416,7 @@ LogicalResult AttentionLayerOp::verify() {
     return failure();
   if (getFusedCacheAppend() && !getCache())
     return emitOpError() << "fused_cache_append needs a layer with a cache";
-  if (failed(verifyLatent()))
+  if (failed(verifyLatent()) || failed(verifyProjectionWeights()))
     return failure();
   return verifyKernelRefs(
       *this, {{"prefill_kernel", getPrefillKernelAttr()},
@@ -428,7 +428,49 @@ LogicalResult AttentionLayerOp::verify() {
               {"query_norm_kernel", getQueryNormKernelAttr()},
               {"latent_norm_kernel", getLatentNormKernelAttr()},
               {"absorb_kernel", getAbsorbKernelAttr()},
-              {"unabsorb_kernel", getUnabsorbKernelAttr()}});
+              {"unabsorb_kernel", getUnabsorbKernelAttr()},
+              {"value_kernel", getValueKernelAttr()}});
+}
+
+/// Projections' own weights (#attn.weights) where the model converts none
+/// of its own (a GPTQ/AWQ checkpoint's are all in its format).
+static LogicalResult verifyOwnWeights(Operation *op, bool any) {
+  if (any && op->getParentOfType<ModelOp>().getWeightFormat())
+    return op->emitOpError()
+           << "a model with a weight_format reads every projection in it: "
+              "no projection has weights of its own";
+  return success();
+}
+
+LogicalResult AttentionLayerOp::verifyProjectionWeights() {
+  const bool own = getQueryWeights() || getKeyWeights() || getValueWeights() ||
+                   getOutputWeights();
+  if (failed(verifyOwnWeights(*this, own)))
+    return failure();
+  if (own && getLatent())
+    return emitOpError() << "a latent layer's projections read the model's "
+                            "weight type";
+  ModelOp model = (*this)->getParentOfType<ModelOp>();
+  const WeightsAttr query = model.projectionWeights(getQueryWeightsAttr()),
+                    key = model.projectionWeights(getKeyWeightsAttr()),
+                    value = model.projectionWeights(getValueWeightsAttr());
+  if (getFusedProjections() && (query != key || key != value))
+    return emitOpError() << "fused_projections needs Q, K and V of one "
+                            "weight type, got "
+                         << query << ", " << key << " and " << value;
+  if (key != value && getFusedCacheAppend())
+    return emitOpError() << "fused_cache_append needs K and V of one weight "
+                            "type (one kernel computes both), got "
+                         << key << " and " << value;
+  if (key != value && getKind() == LayerKind::Cross)
+    return emitOpError() << "a cross layer's K and V are one projection of "
+                            "the encoder output: they need one weight type";
+  if (getValueKernel() &&
+      (key == value || getFusedProjections() || !getKeyValueKernel()))
+    return emitOpError() << "a value_kernel computes V beside a "
+                            "key_value_kernel's K, where their weight types "
+                            "differ";
+  return success();
 }
 
 LogicalResult AttentionLayerOp::verifyLatent() {
@@ -702,6 +744,13 @@ LogicalResult FfnOp::verify() {
       return emitOpError() << "expert_weight_dtype must be f32, f16, bf16, "
                               "i8 or !attn.mxfp4, got "
                            << *experts;
+  }
+  if (getUpWeights() || getDownWeights()) {
+    if (getExperts())
+      return emitOpError() << "up_weights and down_weights apply to dense "
+                              "FFNs (experts have expert_weight_dtype)";
+    if (failed(verifyOwnWeights(*this, true)))
+      return failure();
   }
   const bool shared = getExperts() && getExpertsAttr().getShared() > 0;
   if (!shared && (getSharedUpKernel() || getSharedDownKernel()))

@@ -57,3 +57,23 @@ attn.model @int8 attributes {d_model = 64 : i64, kind = "decoder-only", max_batc
   attn.norm @n layer_norm {eps = 1.0e-05 : f32}
   attn.attention_layer @self self {cache = #attn.kv_cache<paged, page_size = 16, dtype = i8, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64}
 }
+
+// -----
+
+// One kernel reads one weight type (a GGUF file's Q4_K_M mix): a layer
+// whose V is stored in Q6_K (i8 in groups of 16) beside i4 Q and K fuses
+// nothing and appends to its cache apart; one whose Q alone differs fuses
+// K with V and the append; one whose own weights equal the model's fuses
+// everything.
+// CHECK-LABEL: attn.model @mixed
+// CHECK: attn.attention_layer @split_value self {cache = {{.*}}, head_dim = 16 : i64
+// CHECK-NOT: fused
+// CHECK-SAME: value_weights = #attn.weights<i8, group = 16>}
+// CHECK: attn.attention_layer @own_query self {cache = {{.*}}, fused_cache_append, head_dim
+// CHECK: attn.attention_layer @same self {cache = {{.*}}, fused_cache_append, fused_projections,
+attn.model @mixed attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64, weight_mins} {
+  attn.norm @n layer_norm {eps = 1.0e-05 : f32}
+  attn.attention_layer @split_value self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, value_weights = #attn.weights<i8, group = 16>}
+  attn.attention_layer @own_query self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, query_weights = #attn.weights<i8, group = 32>}
+  attn.attention_layer @same self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 64>, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, key_weights = #attn.weights<i4, group = 32>}
+}

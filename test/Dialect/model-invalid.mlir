@@ -544,3 +544,76 @@ attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch =
   // expected-error @+1 {{weight_group applies to i4 and i8 weights only}}
   attn.linear_kernel @k {activation = #attn.activation<none>, in_features = 32 : i64, out_features = 64 : i64, weight_dtype = !attn.mxfp4, weight_group = 32 : i64}
 }
+
+// -----
+
+// A projection's own weights (#attn.weights): their dtype and group, and
+// the layouts one kernel cannot read.
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{#attn.weights group must be 32, 64 or 128 for i4 weights, got 0}}
+  attn.attention_layer @l self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, value_weights = #attn.weights<i4>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{#attn.weights group must be 16 or 32 for i8 weights (or absent), got 64}}
+  attn.attention_layer @l self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, value_weights = #attn.weights<i8, group = 64>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{#attn.weights dtype must be f32, f16, bf16, i8 or i4, got '!attn.mxfp4'}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, down_weights = #attn.weights<!attn.mxfp4>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{#attn.weights group applies to i4 and i8 weights only}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, up_weights = #attn.weights<bf16, group = 32>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64} {
+  // expected-error @+1 {{fused_projections needs Q, K and V of one weight type, got #attn.weights<i4, group = 32>, #attn.weights<i4, group = 32> and #attn.weights<i8, group = 16>}}
+  attn.attention_layer @l self {fused_projections, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, value_weights = #attn.weights<i8, group = 16>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{fused_cache_append needs K and V of one weight type (one kernel computes both), got #attn.weights<f32> and #attn.weights<bf16>}}
+  attn.attention_layer @l self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 64>, fused_cache_append, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, value_weights = #attn.weights<bf16>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "encoder-decoder", max_batch = 1 : i64} {
+  attn.norm @n layer_norm {eps = 1.0e-05 : f32, stack = "encoder"}
+  // expected-error @+1 {{a cross layer's K and V are one projection of the encoder output: they need one weight type}}
+  attn.attention_layer @l cross {head_dim = 16 : i64, key_weights = #attn.weights<bf16>, mask = #attn.mask<none>, num_kv_heads = 4 : i64, num_query_heads = 4 : i64, stack = "decoder"}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{a value_kernel computes V beside a key_value_kernel's K, where their weight types differ}}
+  attn.attention_layer @l self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, value_kernel = @v}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_format = "gptq", weight_group = 32 : i64} {
+  // expected-error @+1 {{a model with a weight_format reads every projection in it: no projection has weights of its own}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, down_weights = #attn.weights<i8>}
+}
+
+// -----
+
+attn.model @m attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64} {
+  // expected-error @+1 {{up_weights and down_weights apply to dense FFNs (experts have expert_weight_dtype)}}
+  attn.ffn @f {activation = #attn.activation<silu>, gated, intermediate_size = 32 : i64, down_weights = #attn.weights<bf16>, experts = #attn.experts<softmax_top_k, count = 4, per_token = 2, normalize = true>}
+}

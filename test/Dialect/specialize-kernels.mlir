@@ -128,3 +128,29 @@ attn.model @append attributes {d_model = 64 : i64, kind = "decoder-only", max_ba
   attn.norm @n1 rms_norm {eps = 1.0e-06 : f32}
   attn.attention_layer @unfused self {cache = #attn.kv_cache<paged, page_size = 16, dtype = f32, max_length = 64>, fused_cache_append, head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64}
 }
+
+// -----
+
+// Projections stored at a precision of their own (a GGUF file's Q4_K_M mix:
+// some layers' V and down projections in Q6_K beside Q4_K) get kernels of
+// that type: @l0's Q and K in the model's i4 with minimums, its V alone in
+// i8 in groups of 16 beside a K-only kernel; @f0's down projection in i8.
+// @l1 and @f1 read the model's weights and share its kernels.
+// CHECK-LABEL: attn.model @mixed
+// CHECK: attn.attention_layer @l0 self {{{.*}}key_value_kernel = @linear_i64_o32_rope10000_h2_d16_wi4_g32m,{{.*}}query_kernel = @linear_i64_o64_rope10000_h4_d16_wi4_g32m,{{.*}}value_kernel = @linear_i64_o32_wi8_g16, value_weights = #attn.weights<i8, group = 16>}
+// CHECK: attn.ffn @f0 {{{.*}}down_kernel = @linear_i96_o64_res_wi8_g16, down_weights = #attn.weights<i8, group = 16>,{{.*}}up_kernel = @linear_i64_o96_silu_wi4_g32m}
+// CHECK: attn.attention_layer @l1 self {{{.*}}key_value_kernel = @linear_i64_o64_rope10000_h2_d16_wi4_g32m,
+// CHECK-NOT: value_kernel
+// CHECK: attn.ffn @f1 {{{.*}}down_kernel = @linear_i96_o64_res_wi4_g32m,
+// CHECK: attn.linear_kernel @linear_i64_o32_wi8_g16 {activation = #attn.activation<none>, in_features = 64 : i64, out_features = 32 : i64, weight_dtype = i8, weight_group = 16 : i64}
+// CHECK: attn.linear_kernel @linear_i96_o64_res_wi8_g16 {activation = #attn.activation<none>, in_features = 96 : i64, out_features = 64 : i64, residual, weight_dtype = i8, weight_group = 16 : i64}
+attn.model @mixed attributes {d_model = 64 : i64, kind = "decoder-only", max_batch = 1 : i64, weight_dtype = i4, weight_group = 32 : i64, weight_mins} {
+  attn.norm @n0 rms_norm {eps = 1.0e-05 : f32}
+  attn.attention_layer @l0 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, rope_theta = 1.0e+04 : f32, value_weights = #attn.weights<i8, group = 16>}
+  attn.norm @n1 rms_norm {eps = 1.0e-05 : f32}
+  attn.ffn @f0 {activation = #attn.activation<silu>, intermediate_size = 96 : i64, down_weights = #attn.weights<i8, group = 16>}
+  attn.norm @n2 rms_norm {eps = 1.0e-05 : f32}
+  attn.attention_layer @l1 self {head_dim = 16 : i64, mask = #attn.mask<causal>, num_kv_heads = 2 : i64, num_query_heads = 4 : i64, rope_theta = 1.0e+04 : f32}
+  attn.norm @n3 rms_norm {eps = 1.0e-05 : f32}
+  attn.ffn @f1 {activation = #attn.activation<silu>, intermediate_size = 96 : i64}
+}

@@ -16,7 +16,8 @@ tools/gguf_writer.py as one GGUF file in F32, BF16, Q8_0 and Q4_0 (the Llama
 in Q4_1 too; Gemma 2 in F32 and BF16), and a
 Llama of rows that hold whole 256-value super-blocks (text_llama_k) in Q6_K
 and Q4_K, and in Q4_0 and Q4_K with the head in Q6_K (as llama.cpp's quantizer
-writes most files: KIND+HEAD). attn-run
+writes most files: KIND+HEAD), and in Q4_K_M (llama.cpp's mix: Q4_K, but Q6_K
+for the head and for layer 1's V and down projections). attn-run
 compiles the file, reads its weights and tokenizer and decodes greedily from a
 text prompt; llama.cpp (node-llama-cpp's prebuilt CPU build, tools/gguf-peer.mjs)
 decodes the same prompt ids from the same file; tools/hf_reference.py (float64)
@@ -80,7 +81,7 @@ def main():
                               ("text_gemma3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_gemma2", ("f32", "bf16")),
                               ("text_llama_k", ("q6_k", "q4_k", "q4_0+q6_k",
-                                                "q4_k+q6_k"))):
+                                                "q4_k+q6_k", "q4_k_m"))):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)
             check(compiled.returncode == 0, family + ": compile-only failed: " + compiled.stderr)
             # attnc on the folder (its bf16 weights, which the BF16 file holds).

@@ -38,6 +38,8 @@
 
 #include "TestDirectory.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1314,10 +1316,11 @@ TEST(ModelTest, OpsThatExpectOneTensorInTwoShapesAreRefused) {
 // knows, is refused at parse with what to do (an unknown cache dtype used
 // to become f32 silently).
 TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
+  // `from` replaced by `to` (its first occurrence after `after`).
   auto refused = [&](const std::string &from, const std::string &to,
-                     const std::string &why) {
+                     const std::string &why, const std::string &after = "") {
     std::string plan = kLlama.plan;
-    size_t at = plan.find(from);
+    size_t at = plan.find(from, plan.find(after));
     ASSERT_NE(at, std::string::npos) << from;
     plan.replace(at, from.size(), to);
     ModelPlan parsed;
@@ -1337,11 +1340,12 @@ TEST(ModelTest, PlansOfAnotherVersionOrUnknownDtypesAreRefused) {
   // i4 is a weight type: no cache stores it.
   refused("\"dtype\": \"f32\"", "\"dtype\": \"i4\"",
           "dtype must be f32, f16, bf16 or i8, got 'i4'");
-  // The output head's own weights (its op's weight_dtype, the plan's first:
-  // ops precede the model's keys): the model's, or f32, f16, bf16 or i8.
+  // The output head's own weights (its op's weight_dtype): the model's, or
+  // f32, f16, bf16 or i8.
   refused("\"weight_dtype\": \"f32\"", "\"weight_dtype\": \"i4\"",
           "output head's weight_dtype must be the model's (f32) or f32, f16, "
-          "bf16 or i8, got 'i4'");
+          "bf16 or i8, got 'i4'",
+          "\"op\": \"output_head\"");
   // A checkpoint's own int4 format: known, and on i4 weights only.
   refused("\"weight_format\": \"\"", "\"weight_format\": \"marlin\"",
           "weight_format must be gptq, gptq_v2 or awq, got 'marlin'");
@@ -1427,10 +1431,18 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
   EXPECT_NE(s.message().find("weight_group 64 must be 0 for f32 weights"),
             std::string::npos)
       << s.message();
-  // The head's own group: none for float weights (the op's key comes
-  // before the top level's).
-  s = parsePlan(edited("\"weight_group\": 0", "\"weight_group\": 16"),
-                entries(kPaged.table), kPaged.size, plan);
+  // The head's own group: none for float weights (its op's key, after
+  // the op's name).
+  {
+    std::string head = kPaged.plan;
+    const size_t op = head.find("\"op\": \"output_head\"");
+    ASSERT_NE(op, std::string::npos);
+    const std::string group = "\"weight_group\": 0";
+    const size_t at = head.find(group, op);
+    ASSERT_NE(at, std::string::npos);
+    head.replace(at, group.size(), "\"weight_group\": 16");
+    s = parsePlan(head, entries(kPaged.table), kPaged.size, plan);
+  }
   ASSERT_FALSE(s);
   EXPECT_NE(s.message().find(
                 "output head's weight_group 16 does not suit its f32 weights"),
@@ -1455,14 +1467,53 @@ TEST(ModelTest, PlansThatContradictThemselvesAreRefused) {
               std::string::npos)
         << s.message();
   }
-  // A plan whose weight dtype its kernels do not read: the weights load
-  // (as bf16 pairs), and the first call is refused by the kernel's
-  // metadata, not run on misread memory.
+  // Each linear kernel's layout (linear_kernels): required, and valid.
   {
-    std::string bf16 = edited(top + "\"weight_dtype\": \"f32\"",
-                              top + "\"weight_dtype\": \"bf16\"");
-    bf16.replace(bf16.find(top + "\"weight_panel\": 16"), 21,
-                 top + "\"weight_panel\": 32");
+    nlohmann::json json = nlohmann::json::parse(kPaged.plan);
+    json.erase("linear_kernels");
+    s = parsePlan(json.dump(), entries(kPaged.table), kPaged.size, plan);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("missing the 'linear_kernels' object"),
+              std::string::npos)
+        << s.message();
+    json = nlohmann::json::parse(kPaged.plan);
+    json["linear_kernels"].begin().value()["weight_group"] = 64;
+    s = parsePlan(json.dump(), entries(kPaged.table), kPaged.size, plan);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("weight_group 64 does not suit f32 weights"),
+              std::string::npos)
+        << s.message();
+  }
+  // V apart from K (value_kernel) only beside a K-only projection, whose
+  // K and V the runtime stores: not on a fused layer.
+  {
+    nlohmann::json json = nlohmann::json::parse(kPaged.plan);
+    nlohmann::json &layer = json["layers"][0];
+    ASSERT_TRUE(layer["fused_projections"].get<bool>());
+    layer["value_kernel"] = layer["query_kernel"];
+    s = parsePlan(json.dump(), entries(kPaged.table), kPaged.size, plan);
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("a value_kernel needs a self layer with a "
+                               "key_value_kernel, without fused projections"),
+              std::string::npos)
+        << s.message();
+  }
+  // A plan whose weight dtype its kernels do not read: the weights load
+  // (as bf16 pairs, as every linear kernel's layout says), and the first
+  // call is refused by the kernel's metadata, not run on misread memory.
+  {
+    nlohmann::json json = nlohmann::json::parse(kPaged.plan);
+    json["weight_dtype"] = "bf16";
+    json["weight_panel"] = 32;
+    for (auto &layout : json["linear_kernels"])
+      layout = {{"weight_dtype", "bf16"}, {"weight_panel", 32},
+                {"weight_group", 0}};
+    for (auto &op : json["ops"])
+      if (op["op"] == "output_head") {
+        op["weight_dtype"] = "bf16";
+        op["weight_panel"] = 32;
+      }
+    const std::string bf16 = json.dump();
     ASSERT_TRUE(parsePlan(bf16, entries(kPaged.table), kPaged.size, plan));
     std::unique_ptr<Model> model;
     ASSERT_TRUE(Model::load(bf16, entries(kPaged.table), kPaged.size,

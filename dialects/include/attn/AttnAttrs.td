@@ -139,6 +139,28 @@ def Attn_QkNormAttr : AttrDef<Attn_Dialect, "QkNorm"> {
   }];
 }
 
+def Attn_WeightsAttr : AttrDef<Attn_Dialect, "Weights"> {
+  let mnemonic = "weights";
+  let summary = "how one projection's kernel reads its weight matrix";
+  let description = [{
+    A projection's own weight type where a checkpoint stores it at a
+    precision of its own (a GGUF file's Q4_K_M mix: Q6_K values beside Q4_K
+    queries): `dtype` (f32, f16, bf16, i8 or i4) and, for i8 and i4, the
+    inputs per scale, `group` (i8: 16 or 32, absent: a scale per output
+    feature; i4: 32, 64 or 128, required), as the model's `weight_dtype`
+    and `weight_group` say for the rest. i4 weights keep the model's rule
+    for their offsets (its `weight_mins`, else the zero point 8).
+
+    ```mlir
+    #attn.weights<i8, group = 16>
+    ```
+  }];
+  let parameters = (ins "::mlir::Type":$dtype,
+                        DefaultValuedParameter<"int64_t", "0">:$group);
+  let assemblyFormat = "`<` $dtype (`,` `group` `=` $group^)? `>`";
+  let genVerifyDecl = 1;
+}
+
 def Attn_LatentAttr : AttrDef<Attn_Dialect, "Latent"> {
   let mnemonic = "latent";
   let summary = "multi-head latent attention: a KV cache of one latent per token";

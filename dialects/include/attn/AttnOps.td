@@ -248,6 +248,15 @@ def Attn_ModelOp : Attn_Op<"model", [Symbol, SymbolTable, NoTerminator,
   let extraClassDeclaration = [{
     /// Attention layers in execution order.
     auto getLayers() { return getBody().getOps<AttentionLayerOp>(); }
+    /// A projection's weights: `own` (its #attn.weights) where it has them,
+    /// else the model's weight_dtype and weight_group.
+    WeightsAttr projectionWeights(WeightsAttr own) {
+      if (own)
+        return own;
+      return WeightsAttr::get(
+          getContext(), getWeightDtype().value_or(FloatType::getF32(getContext())),
+          int64_t(getWeightGroup().value_or(0)));
+    }
     auto getKernels() { return getBody().getOps<KernelOp>(); }
     /// Whether the model describes whole blocks (embeddings, norms, FFNs, an
     /// output head) rather than attention layers alone; only then are its
@@ -310,6 +319,12 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
     layers) says the projection that computes K and V (a cross layer's: of
     the encoder output) also stores them into the layer's cache slots, in
     the cache dtype, so no separate append pass over K and V runs.
+    `query_weights`, `key_weights`, `value_weights` and `output_weights`
+    (`#attn.weights`) give a projection weights of their own type, where a
+    checkpoint stores them so (absent: the model's `weight_dtype`);
+    projections of different types are not fused: Q, K and V fuse when all
+    three share a type, K with V (and the cache append) when those two do,
+    and otherwise `value_kernel` computes V beside `key_value_kernel`'s K.
 
     `latent` (`#attn.latent`, DeepSeek's multi-head latent attention) makes
     the layer an attention of `num_query_heads` heads over one shared key
@@ -358,7 +373,12 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                        OptionalAttr<FlatSymbolRefAttr>:$query_norm_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$latent_norm_kernel,
                        OptionalAttr<FlatSymbolRefAttr>:$absorb_kernel,
-                       OptionalAttr<FlatSymbolRefAttr>:$unabsorb_kernel));
+                       OptionalAttr<FlatSymbolRefAttr>:$unabsorb_kernel,
+                       OptionalAttr<Attn_WeightsAttr>:$query_weights,
+                       OptionalAttr<Attn_WeightsAttr>:$key_weights,
+                       OptionalAttr<Attn_WeightsAttr>:$value_weights,
+                       OptionalAttr<Attn_WeightsAttr>:$output_weights,
+                       OptionalAttr<FlatSymbolRefAttr>:$value_kernel));
   let assemblyFormat = "$sym_name $kind attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -374,11 +394,13 @@ def Attn_AttentionLayerOp : Attn_Op<"attention_layer",
                                          bool(getLatent()))
                    : 0;
     }
-    /// Channels of each head's attention output the output projection
-    /// reads: value_dim for a latent layer (after W_uv), else head_dim.
     /// The verifier's checks of a latent layer (and of latent kernels on
     /// another).
     ::mlir::LogicalResult verifyLatent();
+    /// The checks of its projections' own weight types (#attn.weights).
+    ::mlir::LogicalResult verifyProjectionWeights();
+    /// Channels of each head's attention output the output projection
+    /// reads: value_dim for a latent layer (after W_uv), else head_dim.
     int64_t getOutputHeadDim() {
       LatentAttr latent = getLatentAttr();
       return latent ? latent.getValueDim() : int64_t(getHeadDim());
@@ -473,6 +495,11 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
     (`!attn.mxfp4`: gpt-oss's published experts); the router and shared
     experts keep the model's.
 
+    `up_weights` and `down_weights` (`#attn.weights`, dense FFNs) give the
+    up projection (a gated FFN's gate and up together) and the down
+    projection weights of their own type, where a checkpoint stores them so
+    (absent: the model's `weight_dtype`).
+
     `swiglu_alpha` and `swiglu_limit` (gated silu FFNs: gpt-oss's experts)
     change the gated product: the gate's SiLU becomes g·sigmoid(alpha·g),
     and with a limit the gate is first clamped above at `swiglu_limit`, the
@@ -507,7 +534,9 @@ def Attn_FfnOp : Attn_Op<"ffn", [Symbol, HasParent<"ModelOp">]> {
                        OptionalAttr<FlatSymbolRefAttr>:$shared_down_kernel,
                        OptionalAttr<F32Attr>:$swiglu_alpha,
                        OptionalAttr<F32Attr>:$swiglu_limit,
-                       OptionalAttr<TypeAttr>:$expert_weight_dtype);
+                       OptionalAttr<TypeAttr>:$expert_weight_dtype,
+                       OptionalAttr<Attn_WeightsAttr>:$up_weights,
+                       OptionalAttr<Attn_WeightsAttr>:$down_weights);
   let assemblyFormat = "$sym_name attr-dict";
   let hasVerifier = 1;
 }

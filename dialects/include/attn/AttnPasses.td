@@ -25,7 +25,10 @@ def FuseProjections : Pass<"attn-fuse-projections", "::mlir::attn::ModelOp"> {
     computes them, with RoPE on Q and K in its epilogue. Unmarked layers
     compute Q alone and K with V (cross-attention layers always do: their
     K and V read the encoder output). The runtime concatenates the weights
-    at load time. With `fuse=false` nothing is marked.
+    at load time. With `fuse=false` nothing is marked. Projections whose
+    weights differ in type (`#attn.weights`) are not fused: Q, K and V
+    only when all three share one, and the cache append only into a K/V
+    projection whose K and V share one.
 
     Also marks `fused_cache_append` on attention layers with a cache: the
     projection that produces K and V (fused or not; a cross layer's, from

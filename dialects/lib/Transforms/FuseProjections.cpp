@@ -7,7 +7,8 @@
 // layers cannot fuse Q, whose input is the decoder's, with K and V.
 // The K/V-producing projection of a cached self layer can also store K and V
 // into the cache itself: one pass over them instead of a second, converting
-// one in the runtime.
+// one in the runtime. A kernel reads one weight type: projections stored
+// at different precisions stay apart.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,12 +25,19 @@ struct FuseProjectionsPass : impl::FuseProjectionsBase<FuseProjectionsPass> {
   void runOnOperation() override {
     if (!getOperation().hasBlocks())
       return;
-    for (AttentionLayerOp layer : getOperation().getLayers()) {
+    ModelOp model = getOperation();
+    for (AttentionLayerOp layer : model.getLayers()) {
       if (layer.getLatent()) // its own projections (SpecializeKernels)
         continue;
-      if (cacheAppend && layer.getCache())
+      // One kernel reads one weight type: a GGUF file's Q4_K_M mix keeps
+      // some layers' V in Q6_K beside Q4_K queries and keys.
+      const WeightsAttr query = model.projectionWeights(layer.getQueryWeightsAttr()),
+                        key = model.projectionWeights(layer.getKeyWeightsAttr()),
+                        value = model.projectionWeights(layer.getValueWeightsAttr());
+      if (cacheAppend && layer.getCache() && key == value)
         layer.setFusedCacheAppend(true);
-      if (fuse && layer.getKind() == LayerKind::Self)
+      if (fuse && layer.getKind() == LayerKind::Self && query == key &&
+          key == value)
         layer.setFusedProjections(true);
     }
   }

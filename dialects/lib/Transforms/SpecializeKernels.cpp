@@ -104,8 +104,20 @@ public:
     float softcap = 0;   // an output head's logit cap; 0: none
     Type weights;        // null: the model's weight dtype
     uint64_t group = 0;  // a head's own int8 group (0: kernelWeightGroup's)
+    bool ownGroup = false; // `group` as given, 0 too (ownWeights)
     int64_t experts = 0; // a mixture's expert kernel: the stack's experts
   };
+
+  /// `l` reading a projection's own weights (#attn.weights), where it has
+  /// them.
+  static Linear ownWeights(Linear l, WeightsAttr own) {
+    if (own) {
+      l.weights = own.getDtype();
+      l.group = uint64_t(own.getGroup());
+      l.ownGroup = true;
+    }
+    return l;
+  }
 
   /// A router's weights: as the model's float weights, or bf16 where the
   /// model quantizes to i8 / i4. The router is a sliver of the bytes a
@@ -181,7 +193,10 @@ public:
                        ? l.weights
                        : model.getWeightDtype().value_or(builder.getF32Type());
     std::optional<uint64_t> group;
-    if (l.group)
+    if (l.ownGroup) {
+      if (l.group)
+        group = l.group;
+    } else if (l.group)
       group = l.group;
     else if (const int64_t g = ::attn::kernelWeightGroup(
             toDType(weights),
@@ -324,30 +339,47 @@ public:
         }
         return l;
       };
+      const WeightsAttr queryWeights = layer.getQueryWeightsAttr(),
+                        keyWeights = layer.getKeyWeightsAttr(),
+                        valueWeights = layer.getValueWeightsAttr();
       if (layer.getFusedProjections()) {
         if (layer.getKind() != LayerKind::Self)
           return layer.emitOpError()
                  << "only self-attention layers fuse Q with K and V";
+        // The verifier saw Q, K and V share one type.
         layer.setQueryKernelAttr(linear(
-            rotating(withAppend({dModel, (hq + 2 * hkv) * d, bias,
-                                 Activation::None, false, theta,
-                                 theta > 0 ? hq + hkv : 0, theta > 0 ? d : 0})),
+            ownWeights(rotating(withAppend({dModel, (hq + 2 * hkv) * d, bias,
+                                            Activation::None, false, theta,
+                                            theta > 0 ? hq + hkv : 0,
+                                            theta > 0 ? d : 0})),
+                       queryWeights),
             loc));
       } else {
-        layer.setQueryKernelAttr(
-            linear(rotating({dModel, hq * d, bias, Activation::None, false,
-                             theta, theta > 0 ? hq : 0, theta > 0 ? d : 0}),
-                   loc));
-        layer.setKeyValueKernelAttr(linear(
-            rotating(withAppend({dModel, 2 * hkv * d, bias, Activation::None,
-                                 false, theta, theta > 0 ? hkv : 0,
-                                 theta > 0 ? d : 0})),
+        layer.setQueryKernelAttr(linear(
+            ownWeights(rotating({dModel, hq * d, bias, Activation::None, false,
+                                 theta, theta > 0 ? hq : 0, theta > 0 ? d : 0}),
+                       queryWeights),
             loc));
+        // K with V, or K alone beside a V of another weight type.
+        const bool splitValue = model.projectionWeights(keyWeights) !=
+                                model.projectionWeights(valueWeights);
+        const int64_t keyValueWidth = (splitValue ? 1 : 2) * hkv * d;
+        layer.setKeyValueKernelAttr(linear(
+            ownWeights(rotating(withAppend({dModel, keyValueWidth, bias,
+                                            Activation::None, false, theta,
+                                            theta > 0 ? hkv : 0,
+                                            theta > 0 ? d : 0})),
+                       keyWeights),
+            loc));
+        if (splitValue)
+          layer.setValueKernelAttr(linear(
+              ownWeights({dModel, hkv * d, bias}, valueWeights), loc));
       }
-      layer.setOutputKernelAttr(
-          linear({hq * d, dModel, layer.hasOutputBias(), Activation::None,
-                  addsResidualItself(layer)},
-                 loc));
+      layer.setOutputKernelAttr(linear(
+          ownWeights({hq * d, dModel, layer.hasOutputBias(), Activation::None,
+                      addsResidualItself(layer)},
+                     layer.getOutputWeightsAttr()),
+          loc));
       return success();
     }
     if (auto ffn = dyn_cast<FfnOp>(op)) {
@@ -384,26 +416,30 @@ public:
       // The experts' own weight type (a checkpoint's MXFP4), else the
       // model's.
       const Type expertWeights = ffn.getExpertWeightDtype().value_or(Type());
+      // A dense FFN's projections' own types (#attn.weights), if any.
+      const WeightsAttr upWeights = ffn.getUpWeightsAttr(),
+                        downWeights = ffn.getDownWeightsAttr();
       if (ffn.getGated()) { // up: [gate | up]; down reads act(gate)·up
         Linear up{dModel, 2 * size, ffn.getBias()};
         up.experts = experts;
         up.weights = expertWeights;
-        ffn.setUpKernelAttr(linear(up, ffn.getLoc()));
+        ffn.setUpKernelAttr(linear(ownWeights(up, upWeights), ffn.getLoc()));
         Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
         gate(down);
         down.experts = experts;
         down.weights = expertWeights;
-        ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
+        ffn.setDownKernelAttr(
+            linear(ownWeights(down, downWeights), ffn.getLoc()));
         return success();
       }
       Linear up{dModel, size, ffn.getBias(), ffn.getActivation()};
       up.experts = experts;
       up.weights = expertWeights;
-      ffn.setUpKernelAttr(linear(up, ffn.getLoc()));
+      ffn.setUpKernelAttr(linear(ownWeights(up, upWeights), ffn.getLoc()));
       Linear down{size, dModel, ffn.getBias(), Activation::None, residual};
       down.experts = experts;
       down.weights = expertWeights;
-      ffn.setDownKernelAttr(linear(down, ffn.getLoc()));
+      ffn.setDownKernelAttr(linear(ownWeights(down, downWeights), ffn.getLoc()));
       return success();
     }
     if (auto head = dyn_cast<OutputHeadOp>(op)) {

@@ -25,6 +25,21 @@ namespace attn::runtime {
 
 enum class OpKind { Embedding, Norm, Attention, Ffn, OutputHead };
 
+/// How a linear kernel reads its weight matrix (the plan's linear_kernels
+/// entry, plan::kLinearKernels): its element type, output features per
+/// panel ([panel][in][panel features], zero-padded) and inputs per scale
+/// (I4: 32, 64 or 128; I8: 16, 32 or 0, a scale per feature; else 0).
+struct MatrixLayout {
+  DType type = DType::F32;
+  int panel = 0;
+  int group = 0;
+};
+
+/// A linear kernel resolved from the table, and how it reads its weights.
+struct LinearKernel : Kernel {
+  MatrixLayout weights;
+};
+
 /// One op of the plan. Fields apply to the kinds their comments name.
 struct PlanOp {
   OpKind kind;
@@ -73,8 +88,10 @@ struct PlanOp {
 
   Kernel kernel;                  ///< embedding, norm, output head
   Kernel prefill, decode;         ///< attention
-  Kernel query, keyValue, output; ///< attention projections
-  Kernel up, down;                ///< FFN (of one expert, with experts)
+  /// Attention projections: Q (with K and V when fused), K and V (K alone
+  /// where `value` computes V, stored at another precision), the output.
+  LinearKernel query, keyValue, value, output;
+  LinearKernel up, down; ///< FFN (of one expert, with experts)
 
   /// Attention: multi-head latent attention (plan::kLatent); rank 0: none.
   /// The layer's heads then attend over one key head of headDim = ropeDim

@@ -47,7 +47,7 @@ namespace attn::plan {
 
 /// Raised whenever a key is added, removed or changes meaning; a reader
 /// refuses any other version (regenerate the library with this attnc).
-inline constexpr int kVersion = 13;
+inline constexpr int kVersion = 14;
 
 // The model (top level).
 inline constexpr char kPlanVersion[] = "plan_version";
@@ -78,6 +78,9 @@ inline constexpr char kKvBytesPerSequence[] = "kv_bytes_per_sequence";
 inline constexpr char kKvBytes[] = "kv_bytes";
 inline constexpr char kLayers[] = "layers";
 inline constexpr char kKernels[] = "kernels";
+/// Every linear kernel by name: { weight_dtype, weight_panel, weight_group }
+/// (kWeightDtype, kWeightPanel, kWeightGroup), how it reads its weights.
+inline constexpr char kLinearKernels[] = "linear_kernels";
 inline constexpr char kOps[] = "ops";
 
 // Shared by layers, kernels and ops.
@@ -97,6 +100,9 @@ inline constexpr char kPrefillKernel[] = "prefill_kernel";
 inline constexpr char kDecodeKernel[] = "decode_kernel";
 inline constexpr char kQueryKernel[] = "query_kernel";
 inline constexpr char kKeyValueKernel[] = "key_value_kernel";
+/// V alone, where K (key_value_kernel) and V are stored at different
+/// precisions; absent: key_value_kernel computes both.
+inline constexpr char kValueKernel[] = "value_kernel";
 inline constexpr char kOutputKernel[] = "output_kernel";
 inline constexpr char kProjectionBias[] = "projection_bias";
 inline constexpr char kOutputBias[] = "output_bias";
