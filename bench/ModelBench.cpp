@@ -343,7 +343,13 @@ int run(const BenchModel &bench, const std::string &weights,
   const double weightGBps = weightBytesPerToken * tokensPerSecond / 1e9;
   std::printf("model: %s shape, %s weights, %.2f GB read per "
               "decoded token, KV cache %.1f MiB (resident +%.1f MiB)\n",
-              bench.label, dtype.c_str(), weightBytesPerToken / 1e9,
+              bench.label,
+              libraryPath.empty()
+                  ? dtype.c_str()
+                  : ("the library's (" +
+                     planJson["weight_dtype"].get<std::string>() + " and own)")
+                        .c_str(),
+              weightBytesPerToken / 1e9,
               double(cache.poolBytes()) / (1 << 20),
               cacheResident / (1 << 20));
   std::printf("load: %.2f s, weights %s; peak RSS after load %.2f GB "
