@@ -93,37 +93,13 @@ Status Checkpoint::openGguf(const std::string &path) {
     view.shape = tensor.shape();
     view.data = tensor.data;
     view.bytes = tensor.bytes;
-    switch (tensor.type) {
-    case GgmlType::F32:
-      view.type = TensorType::F32;
-      break;
-    case GgmlType::F16:
-      view.type = TensorType::F16;
-      break;
-    case GgmlType::BF16:
-      view.type = TensorType::BF16;
-      break;
-    case GgmlType::Q8_0:
-      view.type = TensorType::Q8_0;
-      break;
-    case GgmlType::Q4_0:
-      view.type = TensorType::Q4_0;
-      break;
-    case GgmlType::Q6_K:
-      view.type = TensorType::Q6_K;
-      break;
-    case GgmlType::Q4_1:
-      view.type = TensorType::Q4_1;
-      break;
-    case GgmlType::Q4_K:
-      view.type = TensorType::Q4_K;
-      break;
-    default:
+    const std::optional<TensorType> type = tensorTypeOf(tensor.type);
+    if (!type)
       return invalid(path + ": tensor '" + tensor.name + "' is " +
                      name(tensor.type) +
-                     ", which attnc does not run yet (it runs F32, F16, "
-                     "BF16, Q8_0, Q6_K, Q4_0, Q4_1 and Q4_K tensors)");
-    }
+                     ", which attnc does not run yet (it runs " +
+                     ggmlReadableNames() + " tensors)");
+    view.type = *type;
     ggufViews_.push_back(std::move(view));
   }
   for (size_t i = 0; i < ggufViews_.size(); i++) {

@@ -334,19 +334,87 @@ void q6_KBlock(const uint8_t *block, int8_t *q, float *scales) {
         q[128 * h + 32 * t + l] = int8_t(bits - 32);
       }
 }
+
+/// A Q5_0 block (ggml-common.h's block_q5_0: float16 d, uint8 qh[4],
+/// uint8 qs[16]) as its 32 values q - 16 and its scale d: value j < 16
+/// takes its low 4 bits from the low nibble of qs[j], value j + 16 from its
+/// high nibble, and each value j its bit 4 from bit j of qh (little-endian).
+void q5_0Block(const uint8_t *block, int8_t *q, float *scale) {
+  *scale = halfToFloat(block);
+  uint32_t high;
+  std::memcpy(&high, block + 2, 4);
+  for (int j = 0; j < 16; j++) {
+    q[j] = int8_t(((block[6 + j] & 15) | (((high >> j) & 1) << 4)) - 16);
+    q[j + 16] =
+        int8_t(((block[6 + j] >> 4) | (((high >> (j + 16)) & 1) << 4)) - 16);
+  }
+}
+
+/// The types attnc runs, in the order messages name them.
+constexpr GgmlType kReadable[] = {
+    GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+    GgmlType::Q8_0, GgmlType::Q6_K, GgmlType::Q5_0,
+    GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q4_K};
 } // namespace
 
 bool ggmlReadable(GgmlType type) {
-  return type == GgmlType::F32 || type == GgmlType::F16 ||
-         type == GgmlType::BF16 || type == GgmlType::Q8_0 ||
-         type == GgmlType::Q4_0 || type == GgmlType::Q6_K ||
-         type == GgmlType::Q4_1 || type == GgmlType::Q4_K;
+  return std::find(std::begin(kReadable), std::end(kReadable), type) !=
+         std::end(kReadable);
+}
+
+std::string ggmlReadableNames() {
+  std::string names;
+  for (GgmlType type : kReadable) {
+    if (!names.empty())
+      names += type == std::end(kReadable)[-1] ? " and " : ", ";
+    names += name(type);
+  }
+  return names;
+}
+
+int ggmlInt8Group(GgmlType type) {
+  switch (type) {
+  case GgmlType::Q8_0:
+  case GgmlType::Q5_0:
+    return 32;
+  case GgmlType::Q6_K:
+    return 16;
+  default:
+    return 0;
+  }
 }
 
 size_t storedBytes(GgmlType type, int64_t values) {
   const GgmlTypeInfo &info = *ggmlTypeInfo(uint32_t(type));
   return size_t(values / info.blockElements * info.blockBytes);
 }
+
+namespace {
+/// `values` values of an int8-group type (ggmlInt8Group) at `data` as
+/// they are stored: q [values] and one scale per group.
+void int8Blocks(GgmlType type, const uint8_t *data, int64_t values, int8_t *q,
+                float *scales) {
+  switch (type) {
+  case GgmlType::Q8_0: // float16 d, int8 q[32]: d · q
+    for (int64_t b = 0; b < values / 32; b++) {
+      const uint8_t *block = data + b * 34;
+      scales[b] = halfToFloat(block);
+      std::memcpy(q + b * 32, block + 2, 32);
+    }
+    return;
+  case GgmlType::Q5_0:
+    for (int64_t b = 0; b < values / 32; b++)
+      q5_0Block(data + b * 22, q + b * 32, scales + b);
+    return;
+  case GgmlType::Q6_K:
+    for (int64_t b = 0; b < values / 256; b++)
+      q6_KBlock(data + b * 210, q + b * 256, scales + b * 16);
+    return;
+  default:
+    std::fill_n(q, values, int8_t(0)); // not ggmlInt8Group: callers refuse
+  }
+}
+} // namespace
 
 void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
                   float *out) {
@@ -369,14 +437,17 @@ void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
     return;
   }
   case GgmlType::Q8_0:
-    // float16 d, int8 q[32]: d · q.
-    for (int64_t b = 0; b < values / 32; b++) {
-      const uint8_t *block = data + b * 34;
-      const float d = halfToFloat(block);
-      for (int j = 0; j < 32; j++)
-        out[b * 32 + j] = d * float(int8_t(block[2 + j]));
-    }
+  case GgmlType::Q5_0:
+  case GgmlType::Q6_K: {
+    // q · scale per group (int8Blocks).
+    const int group = ggmlInt8Group(type);
+    std::vector<int8_t> q(static_cast<size_t>(values));
+    std::vector<float> scales(static_cast<size_t>(values / group));
+    int8Blocks(type, data, values, q.data(), scales.data());
+    for (int64_t j = 0; j < values; j++)
+      out[j] = scales[size_t(j / group)] * float(q[size_t(j)]);
     return;
+  }
   case GgmlType::Q4_0:
     // float16 d, uint8 qs[16]: value j in the low nibble of byte j, value
     // j + 16 in its high nibble; (q - 8) · d.
@@ -403,16 +474,6 @@ void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
         q4_1Block(data + b * bytes, u.data(), scales, mins);
       for (int64_t j = 0; j < block; j++)
         out[b * block + j] = float(u[size_t(j)]) * scales[j / 32] + mins[j / 32];
-    }
-    return;
-  }
-  case GgmlType::Q6_K: {
-    std::vector<int8_t> q(256);
-    float scales[16];
-    for (int64_t b = 0; b < values / 256; b++) {
-      q6_KBlock(data + b * 210, q.data(), scales);
-      for (int j = 0; j < 256; j++)
-        out[b * 256 + j] = scales[j / 16] * float(q[size_t(j)]);
     }
     return;
   }
@@ -444,16 +505,12 @@ void readQ4_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
   }
 }
 
-void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
+void readInt8Rows(const GgufTensor &tensor, int64_t first, int64_t count,
                   int8_t *q, float *scales) {
-  const int64_t blocks = count * tensor.dims[0] / 32;
-  const uint8_t *row =
-      tensor.data + first * storedBytes(GgmlType::Q8_0, tensor.dims[0]);
-  for (int64_t b = 0; b < blocks; b++) { // the layout: decodeValues
-    const uint8_t *block = row + b * 34;
-    scales[b] = halfToFloat(block);
-    std::memcpy(q + b * 32, block + 2, 32);
-  }
+  const int64_t columns = tensor.dims[0];
+  int8Blocks(tensor.type,
+             tensor.data + first * storedBytes(tensor.type, columns),
+             count * columns, q, scales);
 }
 
 void readQ4MinRows(const GgufTensor &tensor, int64_t first, int64_t count,
@@ -471,15 +528,6 @@ void readQ4MinRows(const GgufTensor &tensor, int64_t first, int64_t count,
     else
       q4_1Block(row + b * bytes, u + b * block, scales + b, mins + b);
   }
-}
-
-void readQ6_KRows(const GgufTensor &tensor, int64_t first, int64_t count,
-                  int8_t *q, float *scales) {
-  const int64_t blocks = count * tensor.dims[0] / 256;
-  const uint8_t *row =
-      tensor.data + first * storedBytes(GgmlType::Q6_K, tensor.dims[0]);
-  for (int64_t b = 0; b < blocks; b++)
-    q6_KBlock(row + b * 210, q + b * 256, scales + b * 16);
 }
 
 GgufFile::GgufFile(GgufFile &&other) noexcept { *this = std::move(other); }

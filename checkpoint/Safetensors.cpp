@@ -34,22 +34,18 @@ constexpr TypeInfo kTypes[] = {
     {"I16", TensorType::I16, 2}, {"I8", TensorType::I8, 1},
     {"U8", TensorType::U8, 1},   {"BOOL", TensorType::Bool, 1}};
 
-/// GGUF's block types as ggml numbers them; none for safetensors' types.
+/// GGUF's block types that attnc reads, as ggml numbers them.
+constexpr std::pair<TensorType, GgmlType> kBlockTypes[] = {
+    {TensorType::Q8_0, GgmlType::Q8_0}, {TensorType::Q6_K, GgmlType::Q6_K},
+    {TensorType::Q5_0, GgmlType::Q5_0}, {TensorType::Q4_0, GgmlType::Q4_0},
+    {TensorType::Q4_1, GgmlType::Q4_1}, {TensorType::Q4_K, GgmlType::Q4_K}};
+
+/// A block type's ggml number; none for safetensors' types.
 std::optional<GgmlType> blockType(TensorType type) {
-  switch (type) {
-  case TensorType::Q8_0:
-    return GgmlType::Q8_0;
-  case TensorType::Q4_0:
-    return GgmlType::Q4_0;
-  case TensorType::Q6_K:
-    return GgmlType::Q6_K;
-  case TensorType::Q4_1:
-    return GgmlType::Q4_1;
-  case TensorType::Q4_K:
-    return GgmlType::Q4_K;
-  default:
-    return std::nullopt;
-  }
+  for (const auto &[tensor, block] : kBlockTypes)
+    if (tensor == type)
+      return block;
+  return std::nullopt;
 }
 
 Status invalid(const std::string &path, const std::string &message) {
@@ -71,6 +67,22 @@ const char *name(TensorType type) {
     if (info.type == type)
       return info.name;
   return "?";
+}
+
+std::optional<TensorType> tensorTypeOf(GgmlType type) {
+  switch (type) {
+  case GgmlType::F32:
+    return TensorType::F32;
+  case GgmlType::F16:
+    return TensorType::F16;
+  case GgmlType::BF16:
+    return TensorType::BF16;
+  default:
+    for (const auto &[tensor, block] : kBlockTypes)
+      if (block == type)
+        return tensor;
+    return std::nullopt;
+  }
 }
 
 size_t byteSize(TensorType type) {

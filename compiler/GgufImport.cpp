@@ -22,6 +22,7 @@
 #include <set>
 
 using namespace mlir;
+using ::attn::runtime::ggmlInt8Group;
 using ::attn::runtime::GgmlType;
 using ::attn::runtime::GgufFile;
 using ::attn::runtime::GgufTensor;
@@ -36,7 +37,8 @@ namespace {
 /// Face model_type each stands for. llama.cpp's converter writes Llama and
 /// Mistral as `llama` (Q and K rows permuted: the runtime undoes it), the
 /// others under their own names (Gemma's norm weights with its offset
-/// added: the runtime reads them so).
+/// added: the runtime reads them so; OLMo 2's norms after each sublayer as
+/// Gemma's post-norms).
 struct Architecture {
   const char *name, *modelType;
 };
@@ -44,7 +46,8 @@ constexpr Architecture kArchitectures[] = {{"llama", "llama"},
                                            {"qwen2", "qwen2"},
                                            {"qwen3", "qwen3"},
                                            {"gemma2", "gemma2"},
-                                           {"gemma3", "gemma3_text"}};
+                                           {"gemma3", "gemma3_text"},
+                                           {"olmo2", "olmo2"}};
 
 llvm::Error error(const GgufFile &file, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -88,15 +91,9 @@ std::optional<::attn::DType> floatType(GgmlType type) {
   }
 }
 
-/// The inputs per scale of the int8 kernels that run a block type as
-/// stored (Q8_0: 32, Q6_K: 16); 0 for any other type.
-uint64_t int8Group(GgmlType type) {
-  return type == GgmlType::Q8_0 ? 32 : type == GgmlType::Q6_K ? 16 : 0;
-}
-
 /// How the kernels read a readable tensor type as stored: floats as they
-/// are, Q8_0 and Q6_K as int8 in groups of 32 and 16, Q4_0, Q4_1 and Q4_K
-/// as int4 in groups of 32 (the last two with minimums: withMins).
+/// are, Q8_0, Q5_0 and Q6_K as int8 in groups (ggmlInt8Group), Q4_0, Q4_1
+/// and Q4_K as int4 in groups of 32 (the last two with minimums: withMins).
 struct KernelWeights {
   ::attn::DType type;
   int64_t group;
@@ -104,7 +101,7 @@ struct KernelWeights {
 KernelWeights kernelWeights(GgmlType type) {
   if (std::optional<::attn::DType> element = floatType(type))
     return {*element, 0};
-  if (const uint64_t group = int8Group(type))
+  if (const int group = ggmlInt8Group(type))
     return {::attn::DType::I8, int64_t(group)};
   return {::attn::DType::I4, 32};
 }
@@ -219,6 +216,35 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     scoreCap = real("attn_logit_softcapping");
     logitCap = real("final_logit_softcapping");
   }
+  // Gemma's local layers as llama.cpp's converter states them: a period
+  // (layer i is local unless i % period == period - 1; 0: every layer), or
+  // one bool per layer; absent: the architecture's own pattern. And Gemma
+  // 3's RoPE base of its local layers.
+  std::vector<bool> localLayers;
+  std::optional<double> localBase;
+  if (gemma && !failure) {
+    localBase = real("rope.freq_base_swa");
+    const std::string name = key("attention.sliding_window_pattern");
+    if (const GgufValue *pattern = file.find(name)) {
+      if (pattern->isInteger() && pattern->integer >= 0) {
+        for (int64_t i = 0; i < layers.value_or(0); i++)
+          localLayers.push_back(pattern->integer == 0 ||
+                                i % pattern->integer < pattern->integer - 1);
+      } else if (pattern->type == ::attn::runtime::GgufValueType::Array &&
+                 pattern->elementType ==
+                     ::attn::runtime::GgufValueType::Bool &&
+                 int64_t(pattern->items.size()) == layers.value_or(0)) {
+        for (const GgufValue &item : pattern->items)
+          localLayers.push_back(item.boolean);
+      } else {
+        return error(file, "metadata '" + name +
+                               "' must be a period (an integer >= 0) or an "
+                               "array of " +
+                               std::to_string(layers.value_or(0)) +
+                               " bools (one a layer)");
+      }
+    }
+  }
   std::string scaling = "none";
   if (file.find(key("rope.scaling.type")) && !failure)
     if (Status s = file.getString(prefix + "rope.scaling.type", scaling); !s)
@@ -252,10 +278,10 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   config["hidden_act"] = "silu";
   if (gemma) {
     // llama.cpp's Gemma: GELU (tanh) gates; local layers every other
-    // (Gemma 2) or five of six (Gemma 3, their RoPE base 10000 as
-    // llama.cpp fixes it); the query scaled by head_dim^-1/2, or by
-    // (hidden / heads)^-1/2 for the 27B models (by their layer counts:
-    // llama.cpp reads no key for query_pre_attn_scalar).
+    // (Gemma 2) or five of six (Gemma 3, their RoPE base 10000) where the
+    // file states no pattern or base; the query scaled by head_dim^-1/2,
+    // or by (hidden / heads)^-1/2 for the 27B models (by their layer
+    // counts: llama.cpp reads no key for query_pre_attn_scalar).
     config["hidden_act"] = "gelu_pytorch_tanh";
     config["hidden_activation"] = "gelu_pytorch_tanh";
     if (!window)
@@ -270,7 +296,18 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
         logitCap ? llvm::json::Value(*logitCap) : llvm::json::Value(nullptr);
     if (arch == "gemma3") {
       config["sliding_window_pattern"] = 6;
-      config["rope_local_base_freq"] = 10000.0;
+      config["rope_local_base_freq"] = localBase.value_or(10000.0);
+    } else if (localBase && *localBase != base.value_or(10000.0)) {
+      return error(file, "metadata '" + prefix +
+                             "rope.freq_base_swa' differs from "
+                             "rope.freq_base: Gemma 2's local and global "
+                             "layers share one RoPE base");
+    }
+    if (!localLayers.empty()) {
+      llvm::json::Array types;
+      for (bool local : localLayers)
+        types.push_back(local ? "sliding_attention" : "full_attention");
+      config["layer_types"] = std::move(types);
     }
   }
   if (keyLength || valueLength) {
@@ -375,9 +412,9 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     if (!::attn::runtime::ggmlReadable(tensor.type))
       return error(file, "tensor '" + tensor.name + "' is " +
                              ::attn::runtime::name(tensor.type) +
-                             ", which attnc does not run yet (it runs F32, "
-                             "F16, BF16, Q8_0, Q6_K, Q4_0, Q4_1 and Q4_K "
-                             "weights)");
+                             ", which attnc does not run yet (it runs " +
+                             ::attn::runtime::ggmlReadableNames() +
+                             " weights)");
   const std::optional<GgmlType> linear = mainLinearType(file);
   if (!linear)
     return error(file, "no tensor 'blk.0.attn_q.weight' or like it");
@@ -416,19 +453,19 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     }
   }
   // The output head keeps its own precision where it is stored in floats,
-  // Q8_0 or Q6_K (importGguf gives its kernel that type: llama.cpp's
+  // Q8_0, Q5_0 or Q6_K (importGguf gives its kernel that type: llama.cpp's
   // quantizer keeps most files' head in Q6_K); F32 blocks' kernels take any
   // head exactly. A head of another block type would be requantized at
   // load.
   const GgufTensor *head = headTensor(file);
   if (head->type != *linear && *linear != GgmlType::F32 &&
-      !floatType(head->type) && !int8Group(head->type))
+      !floatType(head->type) && !ggmlInt8Group(head->type))
     return error(file, "tensor '" + head->name + "' (the output head) is " +
                            ::attn::runtime::name(head->type) +
                            " beside blocks of " +
                            ::attn::runtime::name(*linear) +
                            ": attnc runs a head of the blocks' type or of "
-                           "F32, F16, BF16, Q8_0 or Q6_K");
+                           "F32, F16, BF16, Q8_0, Q5_0 or Q6_K");
   switch (*linear) {
   case GgmlType::BF16:
     config["torch_dtype"] = "bfloat16";
@@ -438,6 +475,7 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     break;
   case GgmlType::Q8_0:
   case GgmlType::Q6_K:
+  case GgmlType::Q5_0:
   case GgmlType::Q4_0:
   case GgmlType::Q4_1:
   case GgmlType::Q4_K:
@@ -471,8 +509,8 @@ std::string ggufReport(const std::string &path) {
   });
   out << ")\n";
   // Each tensor's precision as the file stores it (and the runtime reads
-  // it: Q8_0 and Q6_K blocks as int8 in groups of 32 and 16, Q4_0, Q4_1
-  // and Q4_K blocks as int4 in groups of 32, the rest decoded).
+  // it: Q8_0, Q5_0 and Q6_K blocks as int8 in groups of 32, 32 and 16,
+  // Q4_0, Q4_1 and Q4_K blocks as int4 in groups of 32, the rest decoded).
   for (const GgufTensor &tensor : file.tensors()) {
     out << "  " << tensor.name << "  " << ::attn::runtime::name(tensor.type)
         << " [";
@@ -577,14 +615,15 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
       ffns++;
     }
   }
-  // A head stored in floats, Q8_0 or Q6_K beside blocks of another type
+  // A head stored in floats, Q8_0, Q5_0 or Q6_K beside blocks of another type
   // runs as stored.
   const GgmlType head = headTensor(file)->type;
   if (head != blocks) {
     if (std::optional<::attn::DType> type = floatType(head))
       setHeadWeights(model, mlirType(context, *type));
-    else if (int8Group(head) && blocks != GgmlType::F32)
-      setHeadWeights(model, IntegerType::get(&context, 8), int8Group(head));
+    else if (ggmlInt8Group(head) && blocks != GgmlType::F32)
+      setHeadWeights(model, IntegerType::get(&context, 8),
+                     uint64_t(ggmlInt8Group(head)));
   }
   return module;
 }

@@ -6,9 +6,10 @@
 // that changes the math mapped or refused by name), imported by the same
 // code as a config.json (so a GGUF file and its model's config.json give
 // one plan), with the linear weights' dtype taken from the tensors: F32,
-// F16 and BF16 as they are, Q8_0 and Q6_K as int8 in groups of 32 and 16
-// and Q4_0, Q4_1 and Q4_K as int4 in groups of 32 (the same values: q · d,
-// (q - 32) · d · scale, (q - 8) · d, q · d + m with a minimum per group),
+// F16 and BF16 as they are, Q8_0, Q5_0 and Q6_K as int8 in groups of 32,
+// 32 and 16 and Q4_0, Q4_1 and Q4_K as int4 in groups of 32 (the same
+// values: q · d, (q - 16) · d, (q - 32) · d · scale, (q - 8) · d, q · d + m
+// with a minimum per group),
 // a float output head as stored, and Llama 3's RoPE from its
 // tensor rope_freqs.weight. Types attnc cannot run yet are refused naming a
 // tensor.

@@ -240,11 +240,12 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                         slice.bytes = size_t(count) * rowBytes;
                         readFloats(slice, out);
                       }};
+    const GgufTensor *blocks =
+        file.gguf() ? file.gguf()->tensor(entry->tensor) : nullptr;
     // GGUF's Q4_0 rows for int4 kernels in groups of 32: the same values
     // as they are, (u - 8) · d (Gguf.h), never requantized.
     if (tensor->type == TensorType::Q4_0 && target.type == DType::I4 &&
         target.group == 32 && !plan.weightFormat && !plan.weightMins) {
-      const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
       result.symmetricInt4 = true;
       result.readInt4 = [blocks, in](int64_t first, int64_t count, uint8_t *u,
                                      float *scales, uint8_t *zeros) {
@@ -257,22 +258,18 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     if ((tensor->type == TensorType::Q4_1 ||
          tensor->type == TensorType::Q4_K) &&
         target.type == DType::I4 && target.group == 32 && plan.weightMins) {
-      const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
       result.readInt4Mins = [blocks](int64_t first, int64_t count, uint8_t *u,
                                      float *scales, float *mins) {
         readQ4MinRows(*blocks, first, count, u, scales, mins);
       };
     }
-    // Q8_0 and Q6_K rows for int8 kernels in groups of 32 and 16: q · d
-    // and (q - 32) · d · scale as they are.
-    if (target.type == DType::I8 &&
-        ((tensor->type == TensorType::Q8_0 && target.group == 32) ||
-         (tensor->type == TensorType::Q6_K && target.group == 16))) {
-      const GgufTensor *blocks = file.gguf()->tensor(entry->tensor);
-      auto read = tensor->type == TensorType::Q8_0 ? readQ8_0Rows : readQ6_KRows;
-      result.readInt8 = [blocks, read](int64_t first, int64_t count, int8_t *q,
-                                       float *scales) {
-        read(*blocks, first, count, q, scales);
+    // Q8_0, Q5_0 and Q6_K rows for int8 kernels in groups of 32, 32 and
+    // 16: q · scale as they are (readInt8Rows).
+    if (blocks && target.type == DType::I8 && target.group &&
+        ggmlInt8Group(blocks->type) == target.group) {
+      result.readInt8 = [blocks](int64_t first, int64_t count, int8_t *q,
+                                 float *scales) {
+        readInt8Rows(*blocks, first, count, q, scales);
       };
     }
     if (const int64_t head = entry->pairedRopeHeadRows)

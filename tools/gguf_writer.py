@@ -15,6 +15,11 @@ Blocks (32 values each):
   Q4_0  float16 d, uint8 qs[16]: value j < 16 in the low nibble of byte j,
         value j + 16 in its high nibble:          x = d (q - 8)
   Q4_1  float16 d, float16 m, uint8 qs[16] (as Q4_0's): x = d q + m
+  Q5_0  float16 d, uint8 qh[4], uint8 qs[16]: 5-bit q, its low 4 bits as
+        Q4_0's, bit 4 of value j bit j of qh (little-endian):
+                                                  x = d (q - 16)
+  Q5_1  float16 d, float16 m, uint8 qh[4], uint8 qs[16] (as Q5_0's):
+                                                  x = d q + m
 Super-blocks (256 values each):
   Q4_K  float16 d, float16 dmin, uint8 scales[12], uint8 qs[128]; 8
         sub-blocks of 32 with 6-bit sc and m: for j < 4 the low 6 bits of
@@ -31,8 +36,8 @@ Super-blocks (256 values each):
         bits 2t, 2t + 1 of qh[32h + l] as its high 2:
                                                   x = d scales[v / 16] (q - 32)
 The encoders round as ggml's reference quantizers do (Q4_0: d = the value of
-largest magnitude / -8; Q8_0: d = max |x| / 127; Q4_1: m = the least
-value, d = the range / 15) or more simply (Q6_K: a sub-block's scale max
+largest magnitude / -8, Q5_0 the same / -16; Q8_0: d = max |x| / 127; Q4_1:
+m = the least value, d = the range / 15, Q5_1 the range / 31) or more simply (Q6_K: a sub-block's scale max
 |x| / 31 rounded to a multiple of d = the largest / 127; Q4_K: a
 sub-block's range / 15 and its least value (at most 0) rounded to
 multiples of d and dmin = the largest / 63); any valid block decodes the
@@ -40,14 +45,20 @@ same way, so only the decoders below state the format.
 
 Usage:
   gguf_writer.py convert MODEL_DIR OUT.gguf
-      [--type f32|f16|bf16|q8_0|q4_0|q4_1|q4_k|q6_k|q4_k_m] [--dequantized DIR]
-    A Hugging Face llama / mistral / qwen2 / qwen3 folder (config.json,
-    safetensors, and its tokenizer where it has tokenizer.json: vocab below)
-    as llama.cpp's converter names and lays it out: arch llama
-    for llama and mistral (Q and K rows permuted to GGML's interleaved RoPE
-    pairs; Llama 3's rope_scaling as rope_freqs.weight), qwen2, qwen3.
+      [--type f32|f16|bf16|q8_0|q5_0|q5_1|q4_0|q4_1|q4_k|q6_k|q4_k_m]
+      [--dequantized DIR]
+    A Hugging Face llama / mistral / qwen2 / qwen3 / gemma2 / gemma3_text /
+    olmo2 folder (config.json, safetensors, and its tokenizer where it has
+    tokenizer.json: vocab below) as llama.cpp's converter names and lays it
+    out: arch llama for llama and mistral (Q and K rows permuted to GGML's
+    interleaved RoPE pairs; Llama 3's rope_scaling as rope_freqs.weight),
+    the others under their own names (Gemma's norms stored as 1 + w; Gemma's
+    and OLMo 2's norms after a sublayer as post_attention_norm and
+    post_ffw_norm).
     --type quantizes the 2-D weights (the embedding and output head among
-    them); norms and biases stay float32. q4_k_m is llama.cpp's mix of
+    them); norms and biases stay float32. As llama.cpp's quantizer, a
+    tensor whose rows are not whole super-blocks of 256 takes Q5_0 for
+    Q4_K and Q8_0 for Q6_K (and F16 where its rows are not whole blocks). q4_k_m is llama.cpp's mix of
     that name as its quantizer's rules read: Q4_K, but Q6_K for the output
     head and for attn_v and ffn_down in layers i of n where i < n/8,
     i >= 7n/8 or (i - n/8) % 3 == 2. --tensor-type REGEX=TYPE (repeatable,
@@ -93,7 +104,8 @@ SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i",
           F32: "<f", BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
 # ggml tensor types: number, values a block, bytes a block.
 GGML = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18),
-        "q4_1": (3, 32, 20), "q8_0": (8, 32, 34), "q4_k": (12, 256, 144),
+        "q4_1": (3, 32, 20), "q5_0": (6, 32, 22), "q5_1": (7, 32, 24),
+        "q8_0": (8, 32, 34), "q4_k": (12, 256, 144),
         "q6_k": (14, 256, 210), "bf16": (30, 1, 2)}
 
 
@@ -169,6 +181,8 @@ def encode(x, kind):
         out[:, 2:4] = f16(m).view(np.uint8).reshape(-1, 2)
         out[:, 4:] = q[:, :16] | (q[:, 16:] << 4)
         return out.tobytes()
+    if kind in ("q5_0", "q5_1"):
+        return encode_q5(x.reshape(-1, 32), kind)
     blocks = x.reshape(-1, 32)
     if kind == "q8_0":
         d = np.abs(blocks).max(axis=1) / 127
@@ -188,6 +202,40 @@ def encode(x, kind):
     out[:, :2] = f16(d).view(np.uint8).reshape(-1, 2)
     out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
     return out.tobytes()
+
+
+def encode_q5(blocks, kind):
+    if kind == "q5_0":
+        extreme = blocks[np.arange(len(blocks)), np.argmax(np.abs(blocks), axis=1)]
+        d = f16(extreme / -16).astype(np.float32)
+        safe = np.where(d != 0, d, 1)
+        q = np.where(d[:, None] != 0, np.minimum(31, np.floor(blocks / safe[:, None] + 16.5)), 16)
+        head = f16(d).view(np.uint8).reshape(-1, 2)
+    else:
+        m = blocks.min(axis=1)
+        d = f16((blocks.max(axis=1) - m) / 31).astype(np.float32)
+        m = f16(m).astype(np.float32)
+        safe = np.where(d != 0, d, 1)
+        q = np.where(d[:, None] != 0, np.round((blocks - m[:, None]) / safe[:, None]), 0)
+        head = np.concatenate([f16(d).view(np.uint8).reshape(-1, 2),
+                               f16(m).view(np.uint8).reshape(-1, 2)], axis=1)
+    q = np.clip(q, 0, 31).astype(np.uint32)
+    high = ((q >> 4) << np.arange(32, dtype=np.uint32)).sum(axis=1, dtype=np.uint32)
+    q = (q & 15).astype(np.uint8)
+    out = np.concatenate([head, high.astype("<u4").view(np.uint8).reshape(-1, 4),
+                          q[:, :16] | (q[:, 16:] << 4)], axis=1)
+    return out.tobytes()
+
+
+def decode_q5(blocks, kind):
+    d = blocks[:, :2].copy().view("<f2").astype(np.float64)       # [n][1]
+    at = 2 if kind == "q5_0" else 4
+    high = blocks[:, at:at + 4].copy().view("<u4").astype(np.int64)  # [n][1]
+    qs = blocks[:, at + 4:].astype(np.int64)
+    q = np.concatenate([qs & 15, qs >> 4], axis=1) | (((high >> np.arange(32)) & 1) << 4)
+    if kind == "q5_0":
+        return (d * (q - 16)).reshape(-1)
+    return (d * q + blocks[:, 2:4].copy().view("<f2").astype(np.float64)).reshape(-1)
 
 
 def encode_q6_k(blocks):
@@ -293,6 +341,8 @@ def decode(blob, kind, count):
         return decode_q6_k(blocks)
     if kind == "q4_k":
         return decode_q4_k(blocks)
+    if kind in ("q5_0", "q5_1"):
+        return decode_q5(blocks, kind)
     if kind == "q4_1":
         m = blocks[:, 2:4].copy().view("<f2").astype(np.float64)
         qs = blocks[:, 4:]
@@ -317,8 +367,10 @@ def permute(w, heads):
 
 
 ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-        "gemma2": "gemma2", "gemma3_text": "gemma3"}
+        "gemma2": "gemma2", "gemma3_text": "gemma3", "olmo2": "olmo2"}
 GEMMA = ("gemma2", "gemma3")
+# Norms after each sublayer, under Gemma's names (OLMo 2 has no others).
+POST_NORMS = GEMMA + ("olmo2",)
 NAMES = [("model.embed_tokens", "token_embd"), ("model.norm", "output_norm"),
          ("lm_head", "output")]
 BLOCK_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
@@ -329,7 +381,7 @@ BLOCK_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
                ("mlp.up_proj", "ffn_up"), ("mlp.down_proj", "ffn_down")]
 
 
-# Gemma's sandwich norms (looked up before BLOCK_NAMES).
+# Gemma's sandwich norms and OLMo 2's post-norms (looked up before BLOCK_NAMES).
 GEMMA_BLOCK_NAMES = [("post_attention_layernorm", "post_attention_norm"),
                      ("pre_feedforward_layernorm", "ffn_norm"),
                      ("post_feedforward_layernorm", "post_ffw_norm")]
@@ -343,7 +395,7 @@ def gguf_name(name, arch):
     parts = stem.split(".")
     if parts[:2] == ["model", "layers"]:
         rest = ".".join(parts[3:])
-        for hf, gg in (GEMMA_BLOCK_NAMES if arch in GEMMA else []) + BLOCK_NAMES:
+        for hf, gg in (GEMMA_BLOCK_NAMES if arch in POST_NORMS else []) + BLOCK_NAMES:
             if rest == hf:
                 return f"blk.{parts[2]}.{gg}.{suffix}"
     raise SystemExit(f"gguf_writer.py: no GGUF name for {name}")
@@ -387,21 +439,29 @@ def hyperparameters(config):
 
 
 def gemma_hyperparameters(config, arch, head_dim):
-    """Gemma's keys as llama.cpp's converter writes them, refusing what
-    llama.cpp fixes otherwise (it reads no query_pre_attn_scalar, no local
-    RoPE base and no Gemma 3 layer pattern)."""
+    """Gemma's keys as llama.cpp's converter writes them: the local layers
+    as a period (layer i local unless i % period == period - 1) where they
+    have one, else a bool per layer, and Gemma 3's local RoPE base; refusing
+    what llama.cpp fixes otherwise (it reads no query_pre_attn_scalar)."""
     if config.get("query_pre_attn_scalar", head_dim) != head_dim:
         raise SystemExit("gguf_writer.py: query_pre_attn_scalar other than "
                          "head_dim has no GGUF key")
-    if arch == "gemma3":
+    n = config["num_hidden_layers"]
+    types = config.get("layer_types")
+    if types:
+        local = [t == "sliding_attention" for t in types]
+    elif arch == "gemma2":
+        local = [i % 2 == 0 for i in range(n)]
+    else:
         pattern = config.get("sliding_window_pattern", 6)
-        types = config.get("layer_types")
-        if pattern != 6 or (types and any(
-                (t == "sliding_attention") != ((i + 1) % 6 != 0) for i, t in enumerate(types))):
-            raise SystemExit("gguf_writer.py: Gemma 3's local layers are five of six in GGUF")
-        if float(config.get("rope_local_base_freq", 10000)) != 10000:
-            raise SystemExit("gguf_writer.py: rope_local_base_freq other than 10000 has no GGUF key")
-    meta = [(f"{arch}.attention.sliding_window", U32, config["sliding_window"])]
+        local = [(i + 1) % pattern != 0 for i in range(n)]
+    periods = [p for p in range(1, n + 2) if local == [i % p < p - 1 for i in range(n)]]
+    meta = [(f"{arch}.attention.sliding_window", U32, config["sliding_window"]),
+            (f"{arch}.attention.sliding_window_pattern", U32, periods[0]) if periods else
+            (f"{arch}.attention.sliding_window_pattern", ARRAY, (BOOL, local))]
+    if arch == "gemma3":
+        meta.append((f"{arch}.rope.freq_base_swa", F32,
+                     float(config.get("rope_local_base_freq", 10000))))
     for key in ("attn_logit_softcapping", "final_logit_softcapping"):
         if config.get(key) is not None:
             if arch != "gemma2":
@@ -448,6 +508,9 @@ def rope_freqs(config):
 
 
 MIXES = ("q4_k_m",)
+# llama.cpp's quantizer's type for a tensor whose rows are not whole
+# super-blocks.
+K_FALLBACK = {"q4_k": "q5_0", "q6_k": "q8_0"}
 
 
 def tensor_type(g, kind, config, overrides=()):
@@ -492,6 +555,8 @@ def tensors_of(config, weights, kind, head=None, freqs=None, overrides=()):
         t = tensor_type(g, kind, config, overrides) if w.ndim == 2 else "f32"
         if t not in GGML:
             t = "f32"
+        if t in GGML and w.shape[-1] % GGML[t][1]:
+            t = K_FALLBACK.get(t, "f16")
         if t in GGML and w.shape[-1] % GGML[t][1]:
             t = "f16"
         if head and g == "output.weight":
@@ -681,9 +746,14 @@ def random_weights(config, seed=7):
         if mt in ("qwen3", "gemma3_text"):
             for stem in ("q_norm", "k_norm"):
                 w[p + f"self_attn.{stem}.weight"] = one + 0.1 * rng.uniform(-1, 1, head_dim)
+        if mt == "olmo2":  # QK-norm over the whole projection
+            for stem, size in (("q_norm", heads * head_dim), ("k_norm", kv * head_dim)):
+                w[p + f"self_attn.{stem}.weight"] = 1 + 0.1 * rng.uniform(-1, 1, size)
         norms = ["input_layernorm", "post_attention_layernorm"]
         if not one:
             norms += ["pre_feedforward_layernorm", "post_feedforward_layernorm"]
+        if mt == "olmo2":  # norms after each sublayer only
+            norms = ["post_attention_layernorm", "post_feedforward_layernorm"]
         for stem in norms:
             w[p + stem + ".weight"] = one + 0.1 * rng.uniform(-1, 1, d)
     if mt in ("gemma2", "gemma3_text"):
@@ -759,7 +829,7 @@ def values(path):
             ("u64", U64, 2**64 - 1), ("i64", I64, -2**62), ("f64", F64, -1.5),
             ("general.alignment", U32, 64)]
     tensors, decoded = [], {}
-    for kind in ("f32", "f16", "bf16", "q8_0", "q4_0", "q6_k", "q4_1", "q4_k"):
+    for kind in ("f32", "f16", "bf16", "q8_0", "q5_0", "q4_0", "q6_k", "q4_1", "q4_k"):
         x = rng.normal(size=(3, 256)).astype(np.float32)
         blob = encode(x, kind)
         tensors.append((kind, kind, [256, 3], blob))

@@ -8,12 +8,15 @@ them), a Llama 3 (text_llama3: its rope_scaling as the file's rope_freqs.weight,
 which attnc reads as per-pair frequency divisors) and a Qwen3 (text_qwen3:
 QK-norm, head_dim 64/4 != 32, tied head), a Gemma 3 (text_gemma3: norms
 stored as 1 + w, sandwich norms, QK-norm, five local layers of six with a
-window of 8, linear RoPE scaling on the global ones) and a Gemma 2
+window of 8, linear RoPE scaling on the global ones), an OLMo 2 (text_olmo2:
+norms after each sublayer only, QK-norm over the whole projection) and a Gemma 2
 (text_gemma2: soft-caps 50 and 30, every other layer local; its seed's
 greedy path keeps the two best logits 7.6e-2 apart, where llama.cpp's fp16
 GELU table, ~1e-3 relative, cannot part them), each written by
 tools/gguf_writer.py as one GGUF file in F32, BF16, Q8_0 and Q4_0 (the Llama
-in Q4_1 too; Gemma 2 in F32 and BF16), and a
+in Q4_1 and Q5_0 too, the Qwen3 in Q4_K_M, whose rows of 64 are not whole
+super-blocks: Q5_0 and Q8_0 as llama.cpp's quantizer falls back; Gemma 2 in
+F32 and BF16), and a
 Llama of rows that hold whole 256-value super-blocks (text_llama_k) in Q6_K
 and Q4_K, and in Q4_0 and Q4_K with the head in Q6_K (as llama.cpp's quantizer
 writes most files: KIND+HEAD), and in Q4_K_M (llama.cpp's mix: Q4_K, but Q6_K
@@ -75,11 +78,12 @@ def main():
     work = tempfile.mkdtemp(prefix="gguf-llamacpp-test.")
     environment = dict(os.environ, NODE_PATH=os.path.join(peer, "node_modules"))
     try:
-        for family, kinds in (("text_llama", ("f32", "bf16", "q8_0", "q4_0", "q4_1")),
+        for family, kinds in (("text_llama", ("f32", "bf16", "q8_0", "q4_0", "q4_1", "q5_0")),
                               ("text_llama3", ("f32", "bf16", "q8_0", "q4_0")),
-                              ("text_qwen3", ("f32", "bf16", "q8_0", "q4_0")),
+                              ("text_qwen3", ("f32", "bf16", "q8_0", "q4_0", "q4_k_m")),
                               ("text_gemma3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_gemma2", ("f32", "bf16")),
+                              ("text_olmo2", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_llama_k", ("q6_k", "q4_k", "q4_0+q6_k",
                                                 "q4_k+q6_k", "q4_k_m"))):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)

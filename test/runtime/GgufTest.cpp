@@ -102,23 +102,31 @@ TEST(GgufTest, MetadataOfEveryTypeAndTensorsOfEveryReadableType) {
     for (size_t i = 0; i < 256; i++)
       ASSERT_EQ(row[i], got[512 + i]) << name;
   }
-  // Q8_0, Q6_K and Q4_0 rows as stored, what the int8 and int4 kernels
-  // take: per block of 32 (Q6_K: 16) a scale, q · d, q · d · scale and
-  // (u - 8) · d being the decoded values.
+  // Q8_0, Q5_0, Q6_K and Q4_0 rows as stored, what the int8 and int4
+  // kernels take: per group of 32 (Q6_K: 16) a scale, q · scale and
+  // (u - 8) · d being the decoded values, q within the type's bits.
   std::vector<float> values(2 * 256), scales(2 * 16);
   std::vector<int8_t> q(2 * 256);
   std::vector<uint8_t> u(2 * 256);
-  readRows(*file.tensor("q8_0"), 1, 2, values.data());
-  readQ8_0Rows(*file.tensor("q8_0"), 1, 2, q.data(), scales.data());
-  for (size_t i = 0; i < q.size(); i++)
-    ASSERT_EQ(float(q[i]) * scales[i / 32], values[i]) << i;
-  readRows(*file.tensor("q6_k"), 1, 2, values.data());
-  readQ6_KRows(*file.tensor("q6_k"), 1, 2, q.data(), scales.data());
-  for (size_t i = 0; i < q.size(); i++) {
-    ASSERT_GE(q[i], -32) << i;
-    ASSERT_LE(q[i], 31) << i;
-    ASSERT_EQ(float(q[i]) * scales[i / 16], values[i]) << i;
+  struct Int8Type {
+    const char *name;
+    int group, least, most;
+  };
+  for (const Int8Type &type : {Int8Type{"q8_0", 32, -128, 127},
+                               Int8Type{"q5_0", 32, -16, 15},
+                               Int8Type{"q6_k", 16, -32, 31}}) {
+    const GgufTensor &tensor = *file.tensor(type.name);
+    ASSERT_EQ(ggmlInt8Group(tensor.type), type.group) << type.name;
+    readRows(tensor, 1, 2, values.data());
+    readInt8Rows(tensor, 1, 2, q.data(), scales.data());
+    for (size_t i = 0; i < q.size(); i++) {
+      ASSERT_GE(q[i], type.least) << type.name << " " << i;
+      ASSERT_LE(q[i], type.most) << type.name << " " << i;
+      ASSERT_EQ(float(q[i]) * scales[i / size_t(type.group)], values[i])
+          << type.name << " " << i;
+    }
   }
+  EXPECT_EQ(ggmlInt8Group(file.tensor("q4_0")->type), 0);
   // Q4_1 and Q4_K: u · scale + min per group of 32.
   for (const char *type : {"q4_1", "q4_k"}) {
     std::vector<float> mins(2 * 8);

@@ -149,7 +149,7 @@ struct Case {
   /// runs the checkpoint's floats.
   const char *referenceQuantize = nullptr;
   /// The checkpoint converted to a GGUF file of this type
-  /// (tools/gguf_writer.py: f32, bf16, q8_0, q4_0, q4_1, q4_k, q6_k), which
+  /// (tools/gguf_writer.py: f32, bf16, q8_0, q5_0, q4_0, q4_1, q4_k, q6_k), which
   /// the model loads; the reference runs the values the file stores (its --dequantized copy).
   /// Null: the safetensors checkpoint.
   const char *gguf = nullptr;
@@ -518,6 +518,13 @@ INSTANTIATE_TEST_SUITE_P(
                          REF_LLAMA_GGUF_Q8_0_KERNEL_TABLE_SIZE,
                          WeightNaming::Llama, TensorType::BF16, DType::I8,
                          "ref_llama_gguf", nullptr, 5, false, nullptr, "q8_0"},
+                    // Q5_0: the same int8 layout in groups of 32 (the
+                    // 5-bit value less 16 as q), so Q8_0's plan.
+                    Case{"ref_llama_gguf_q5_0", ref_llama_gguf_q8_0_plan_json,
+                         ref_llama_gguf_q8_0_kernel_table,
+                         REF_LLAMA_GGUF_Q8_0_KERNEL_TABLE_SIZE,
+                         WeightNaming::Llama, TensorType::BF16, DType::I8,
+                         "ref_llama_gguf", nullptr, 5, false, nullptr, "q5_0"},
                     Case{"ref_qwen3_gguf", ref_qwen3_gguf_plan_json,
                          ref_qwen3_gguf_kernel_table,
                          REF_QWEN3_GGUF_KERNEL_TABLE_SIZE, WeightNaming::Llama,

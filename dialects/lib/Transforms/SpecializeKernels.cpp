@@ -103,8 +103,9 @@ public:
     bool argmax = false; // an output head's greedy token
     float softcap = 0;   // an output head's logit cap; 0: none
     Type weights;        // null: the model's weight dtype
-    uint64_t group = 0;  // a head's own int8 group (0: kernelWeightGroup's)
-    bool ownGroup = false; // `group` as given, 0 too (ownWeights)
+    // Weights of their own (a head's, #attn.weights): their group as given,
+    // 0 for none; unset: kernelWeightGroup's for `weights`.
+    std::optional<uint64_t> group;
     int64_t experts = 0; // a mixture's expert kernel: the stack's experts
   };
 
@@ -114,7 +115,6 @@ public:
     if (own) {
       l.weights = own.getDtype();
       l.group = uint64_t(own.getGroup());
-      l.ownGroup = true;
     }
     return l;
   }
@@ -193,12 +193,10 @@ public:
                        ? l.weights
                        : model.getWeightDtype().value_or(builder.getF32Type());
     std::optional<uint64_t> group;
-    if (l.ownGroup) {
-      if (l.group)
+    if (l.group) {
+      if (*l.group)
         group = l.group;
-    } else if (l.group)
-      group = l.group;
-    else if (const int64_t g = ::attn::kernelWeightGroup(
+    } else if (const int64_t g = ::attn::kernelWeightGroup(
             toDType(weights),
             toDType(model.getWeightDtype().value_or(builder.getF32Type())),
             int64_t(model.getWeightGroup().value_or(0))))
@@ -448,7 +446,8 @@ public:
       Linear l{dModel, int64_t(head.getVocabSize()), head.getBias()};
       l.argmax = true;
       l.weights = head.getWeightDtype().value_or(Type());
-      l.group = head.getWeightGroup().value_or(0);
+      if (std::optional<uint64_t> group = head.getWeightGroup())
+        l.group = group;
       if (std::optional<APFloat> cap = head.getSoftcap())
         l.softcap = cap->convertToFloat();
       head.setKernelAttr(linear(l, head.getLoc()));

@@ -4,8 +4,8 @@
 // model.safetensors.index.json ({"weight_map": {tensor: shard file}}), or a
 // model folder holding either (the index first, then model.safetensors),
 // or a GGUF file (Gguf.h: its tensors under GGUF's names, shapes with the
-// contiguous dimension last, F32/F16/BF16/Q8_0/Q6_K/Q4_0/Q4_1/Q4_K; any
-// other type is refused naming the tensor).
+// contiguous dimension last, of the types ggmlReadable names; any other
+// type is refused naming the tensor).
 // Every file is memory-mapped and validated by SafetensorsFile; the index
 // and the shards must agree exactly: a shard that is missing, a tensor the
 // index puts in a shard that lacks it, a tensor in two shards or in none the

@@ -96,10 +96,15 @@ struct GgufTensor {
   std::vector<int64_t> shape() const;
 };
 
-/// Whether readRows decodes `type`: F32, F16, BF16, Q8_0, Q6_K, Q4_0, Q4_1
-/// and Q4_K (the
-/// other types are refused by the loaders, naming the tensor).
+/// Whether readRows decodes `type`: F32, F16, BF16, Q8_0, Q6_K, Q5_0,
+/// Q4_0, Q4_1 and Q4_K (the other types are refused by the loaders, naming
+/// the tensor).
 bool ggmlReadable(GgmlType type);
+/// "F32, F16, … and Q4_K": the readable types, for messages.
+std::string ggmlReadableNames();
+/// The values per scale of a type whose blocks are attnc's int8 in groups
+/// as stored (readInt8Rows): Q8_0 and Q5_0 32, Q6_K 16; 0 for any other.
+int ggmlInt8Group(GgmlType type);
 /// `values` values of `type` stored at `data` (whole blocks) as floats,
 /// exactly (every value of these types is a float).
 void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
@@ -115,16 +120,12 @@ void readRows(const GgufTensor &tensor, int64_t first, int64_t count,
 /// (u - 8) · scale — attnc's symmetric int4 in groups of 32.
 void readQ4_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
                   uint8_t *u, float *scales);
-/// The same rows of a Q8_0 tensor as they are stored: q [count][dims[0]]
-/// and scales [count][dims[0] / 32], each value q · scale — attnc's int8
-/// in groups of 32.
-void readQ8_0Rows(const GgufTensor &tensor, int64_t first, int64_t count,
-                  int8_t *q, float *scales);
-/// The same rows of a Q6_K tensor: q [count][dims[0]] in [-32, 31] (the
-/// 6-bit value less 32) and scales [count][dims[0] / 16], each sub-block's
-/// d · scale (exact in fp32), each value q · scale — attnc's int8 in groups
-/// of 16.
-void readQ6_KRows(const GgufTensor &tensor, int64_t first, int64_t count,
+/// The same rows of a tensor of an int8-group type (ggmlInt8Group) as they
+/// are stored, without rounding: q [count][dims[0]] and scales
+/// [count][dims[0] / group], each value q · scale — Q8_0's q, Q5_0's 5-bit
+/// value less 16, Q6_K's 6-bit value less 32 with each sub-block's
+/// d · scale (exact in fp32) as its scale.
+void readInt8Rows(const GgufTensor &tensor, int64_t first, int64_t count,
                   int8_t *q, float *scales);
 /// The same rows of a Q4_1 or Q4_K tensor: u [count][dims[0]] in 0..15, and
 /// per group of 32 scales and mins [count][dims[0] / 32] (Q4_K: each

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -25,13 +26,18 @@
 
 namespace attn::runtime {
 
+enum class GgmlType : uint32_t; // Gguf.h
+
 /// Element types of checkpoint tensors: safetensors' dtypes, and GGUF's
 /// block types that attnc reads (Gguf.h: blocks of 32 or 256 values with
 /// float16 scales), which readFloats decodes.
 enum class TensorType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool, Q8_0, Q4_0, Q6_K, Q4_1,
-                        Q4_K };
+                        Q4_K, Q5_0 };
 
 const char *name(TensorType type);
+/// The TensorType of a GGUF tensor type that attnc reads (ggmlReadable);
+/// none for any other.
+std::optional<TensorType> tensorTypeOf(GgmlType type);
 /// Bytes an element (0 for block types: storedBytes).
 size_t byteSize(TensorType type);
 /// Bytes `elements` elements take (whole blocks for block types).
