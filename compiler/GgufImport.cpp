@@ -38,7 +38,8 @@ namespace {
 /// Mistral as `llama` (Q and K rows permuted: the runtime undoes it), the
 /// others under their own names (Gemma's norm weights with its offset
 /// added: the runtime reads them so; OLMo 2's norms after each sublayer as
-/// Gemma's post-norms).
+/// Gemma's post-norms; Phi-3's Q|K|V and gate|up fused as its checkpoints
+/// have them, attn_qkv and ffn_up).
 struct Architecture {
   const char *name, *modelType;
 };
@@ -47,7 +48,8 @@ constexpr Architecture kArchitectures[] = {{"llama", "llama"},
                                            {"qwen3", "qwen3"},
                                            {"gemma2", "gemma2"},
                                            {"gemma3", "gemma3_text"},
-                                           {"olmo2", "olmo2"}};
+                                           {"olmo2", "olmo2"},
+                                           {"phi3", "phi3"}};
 
 llvm::Error error(const GgufFile &file, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -64,7 +66,8 @@ bool isBlockLinear(llvm::StringRef name) {
     return false;
   name = name.drop_until([](char c) { return c == '.'; }).drop_front();
   return llvm::is_contained({"attn_q.weight", "attn_k.weight",
-                             "attn_v.weight", "attn_output.weight",
+                             "attn_v.weight", "attn_qkv.weight",
+                             "attn_output.weight",
                              "ffn_gate.weight", "ffn_up.weight",
                              "ffn_down.weight"},
                             name);
@@ -161,8 +164,8 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   // An integer of at least `minimum`; absent: nullopt (or an error when
   // `required`).
   llvm::Error failure = llvm::Error::success();
-  auto integer = [&](const char *suffix,
-                     bool required) -> std::optional<int64_t> {
+  auto integer = [&](const char *suffix, bool required,
+                     int64_t minimum = 1) -> std::optional<int64_t> {
     const std::string name = key(suffix);
     if (failure || (!required && !file.find(name)))
       return std::nullopt;
@@ -171,9 +174,10 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
       failure = error(s);
       return std::nullopt;
     }
-    if (value < 1) {
+    if (value < minimum) {
       failure = error(file, "metadata '" + name + "' is " +
-                                std::to_string(value) + "; expected >= 1");
+                                std::to_string(value) + "; expected >= " +
+                                std::to_string(minimum));
       return std::nullopt;
     }
     return value;
@@ -199,13 +203,16 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
                          keyLength = integer("attention.key_length", false),
                          valueLength = integer("attention.value_length", false),
                          ropeDims = integer("rope.dimension_count", false),
-                         window = integer("attention.sliding_window", false),
+                         // Phi-3's converter writes 0 for none.
+                         window = integer("attention.sliding_window", false,
+                                          arch == "phi3" ? 0 : 1),
                          vocab = integer("vocab_size", false),
                          experts = integer("expert_count", false);
   integer("expert_used_count", false);
   std::optional<double> eps = real("attention.layer_norm_rms_epsilon"),
                         base = real("rope.freq_base"),
-                        scale = real("rope.scaling.factor");
+                        scale = real("rope.scaling.factor"),
+                        attentionFactor = real("rope.scaling.attn_factor");
   std::optional<int64_t> originalContext =
       integer("rope.scaling.original_context_length", false);
   // Gemma 2's soft-caps of the attention scores and the output logits
@@ -322,12 +329,28 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     config["head_dim"] = *keyLength;
   }
   const int64_t headDim = keyLength.value_or(*hidden / *heads);
-  if (ropeDims && *ropeDims != headDim)
-    return error(file, "metadata '" + prefix + "rope.dimension_count' is " +
-                           std::to_string(*ropeDims) +
-                           ", a partial rotation of heads of " +
-                           std::to_string(headDim) +
-                           ", which " + arch + " models do not have");
+  const bool phi3 = arch == "phi3";
+  // Phi-3's partial rotary: the first rope.dimension_count channels of a
+  // head rotate (partial_rotary_factor · head_dim, as transformers counts).
+  if (ropeDims && *ropeDims != headDim) {
+    const double partial = double(*ropeDims) / double(headDim);
+    if (!phi3)
+      return error(file, "metadata '" + prefix +
+                             "rope.dimension_count' is " +
+                             std::to_string(*ropeDims) +
+                             ", a partial rotation of heads of " +
+                             std::to_string(headDim) + ", which " + arch +
+                             " models do not have");
+    if (*ropeDims > headDim || *ropeDims % 2 != 0 ||
+        int64_t(double(headDim) * partial) != *ropeDims)
+      return error(file, "metadata '" + prefix + "rope.dimension_count' is " +
+                             std::to_string(*ropeDims) +
+                             ": an even number of rotating channels of "
+                             "heads of " +
+                             std::to_string(headDim) + " expected");
+    config["partial_rotary_factor"] = partial;
+  }
+  const int64_t rotaryPairs = ropeDims.value_or(headDim) / 2;
   if (scaling == "linear") {
     if (!scale)
       return error(file, "metadata '" + prefix +
@@ -338,16 +361,47 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     return error(file, "metadata '" + prefix + "rope.scaling.type' '" +
                            scaling + "' is not read (none or linear)");
   }
-  (void)originalContext; // stated by YaRN files, which are refused above
   if (window) {
-    if (arch != "llama" && !gemma)
+    if (arch != "llama" && !gemma && !phi3)
       return error(file, "metadata '" + prefix +
                              "attention.sliding_window': " + arch +
                              " models have no sliding window in attnc");
     if (arch == "llama")
       config["model_type"] = "mistral";
-    config["sliding_window"] = *window;
+    // Phi-3's 0: none. (llama.cpp runs no Phi-3 window at all; attnc runs
+    // the one the file states, as transformers the config's.)
+    if (*window > 0)
+      config["sliding_window"] = *window;
   }
+  // A list of RoPE factors stored as a tensor: one positive float per
+  // rotating channel pair.
+  auto factorList = [&](const GgufTensor &tensor)
+      -> llvm::Expected<llvm::json::Array> {
+    if (tensor.dims.size() != 1 || tensor.dims[0] != rotaryPairs ||
+        !floatType(tensor.type))
+      return error(file, "tensor '" + tensor.name + "' must be [" +
+                             std::to_string(rotaryPairs) +
+                             "] floats (a factor per channel pair), got " +
+                             ::attn::runtime::name(tensor.type) + " [" +
+                             llvm::join(llvm::map_range(tensor.shape(),
+                                                        [](int64_t d) {
+                                                          return std::to_string(d);
+                                                        }),
+                                        ", ") +
+                             "]");
+    std::vector<float> factors(size_t(tensor.dims[0]));
+    ::attn::runtime::decodeValues(tensor.type, tensor.data, tensor.dims[0],
+                                  factors.data());
+    llvm::json::Array list;
+    for (float factor : factors) {
+      if (!(std::isfinite(factor) && factor > 0))
+        return error(file, "tensor '" + tensor.name + "' holds " +
+                               std::to_string(factor) +
+                               ": each factor must be positive and finite");
+      list.push_back(double(factor));
+    }
+    return list;
+  };
   // Llama 3's RoPE (rope_type llama3) comes as a tensor of its own,
   // rope_freqs.weight [head_dim / 2]: the divisor of each channel pair's
   // frequency, which llama.cpp's converter computes from the config's
@@ -360,34 +414,50 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
       return error(file, "tensor 'rope_freqs.weight' beside metadata '" +
                              prefix + "rope.scaling.type' '" + scaling +
                              "': attnc reads one RoPE rule");
-    if (freqs->dims.size() != 1 || freqs->dims[0] != headDim / 2 ||
-        !floatType(freqs->type))
-      return error(file, "tensor 'rope_freqs.weight' must be [" +
-                             std::to_string(headDim / 2) +
-                             "] floats (a factor per channel pair), got " +
-                             ::attn::runtime::name(freqs->type) + " [" +
-                             llvm::join(llvm::map_range(freqs->shape(),
-                                                        [](int64_t d) {
-                                                          return std::to_string(d);
-                                                        }),
-                                        ", ") +
-                             "]");
-    std::vector<float> factors(size_t(freqs->dims[0]));
-    ::attn::runtime::decodeValues(freqs->type, freqs->data, freqs->dims[0],
-                                  factors.data());
-    llvm::json::Array list;
-    for (float factor : factors) {
-      if (!(std::isfinite(factor) && factor > 0))
-        return error(file, "tensor 'rope_freqs.weight' holds " +
-                               std::to_string(factor) +
-                               ": each factor must be positive and finite");
-      list.push_back(double(factor));
-    }
+    llvm::Expected<llvm::json::Array> list = factorList(*freqs);
+    if (!list)
+      return list.takeError();
     config["rope_scaling"] = llvm::json::Object{
         {"rope_type", "longrope"},
         {"factor", 1.0},
-        {"short_factor", llvm::json::Array(list)},
-        {"long_factor", std::move(list)}};
+        {"short_factor", llvm::json::Array(*list)},
+        {"long_factor", std::move(*list)}};
+  }
+  // Phi-3's LongRoPE (Phi-3.5, Phi-4-mini): the short and long factors as
+  // tensors, the pretrained context and the attention factor as metadata;
+  // the rule is transformers' (the long factors past the pretrained
+  // context, which the config.json import derives as it does for the
+  // checkpoint's own config).
+  const GgufTensor *longFactors = file.tensor("rope_factors_long.weight"),
+                   *shortFactors = file.tensor("rope_factors_short.weight");
+  if (longFactors || shortFactors) {
+    if (!phi3 || !longFactors || !shortFactors || config.get("rope_scaling"))
+      return error(file, "tensor '" +
+                             (longFactors ? longFactors : shortFactors)->name +
+                             "': LongRoPE factors are read from phi3 files, "
+                             "as a pair (rope_factors_long.weight and "
+                             "rope_factors_short.weight) and as their one "
+                             "RoPE rule");
+    llvm::Expected<llvm::json::Array> longList = factorList(*longFactors);
+    if (!longList)
+      return longList.takeError();
+    llvm::Expected<llvm::json::Array> shortList = factorList(*shortFactors);
+    if (!shortList)
+      return shortList.takeError();
+    llvm::json::Object rule{{"rope_type", "longrope"},
+                            {"short_factor", std::move(*shortList)},
+                            {"long_factor", std::move(*longList)}};
+    if (attentionFactor)
+      rule["attention_factor"] = *attentionFactor;
+    config["rope_scaling"] = std::move(rule);
+    if (originalContext)
+      config["original_max_position_embeddings"] = *originalContext;
+  } else if (attentionFactor && *attentionFactor != 1.0) {
+    return error(file, "metadata '" + prefix +
+                           "rope.scaling.attn_factor' is " +
+                           std::to_string(*attentionFactor) +
+                           " without LongRoPE factors: attnc scales RoPE's "
+                           "cos and sin only in that rule");
   }
 
   // The vocabulary is the embedding's rows; a file without an output head
@@ -592,8 +662,14 @@ OwningOpRef<ModuleOp> importGguf(const std::string &path,
   const mlir::attn::WeightsAttr modelWeights =
       model.projectionWeights(mlir::attn::WeightsAttr());
   auto own = [&](int block, const char *role) -> mlir::attn::WeightsAttr {
-    const GgufTensor *tensor =
-        file.tensor("blk." + std::to_string(block) + "." + role);
+    const std::string stem = "blk." + std::to_string(block) + ".";
+    const GgufTensor *tensor = file.tensor(stem + role);
+    // Phi-3's Q, K and V: rows of one tensor.
+    if (!tensor && llvm::is_contained({llvm::StringRef("attn_q.weight"),
+                                       llvm::StringRef("attn_k.weight"),
+                                       llvm::StringRef("attn_v.weight")},
+                                      llvm::StringRef(role)))
+      tensor = file.tensor(stem + "attn_qkv.weight");
     if (!tensor)
       return {};
     const KernelWeights stored = kernelWeights(tensor->type);

@@ -413,6 +413,8 @@ constexpr std::pair<const char *, const char *> kGgufBlockStems[] = {
     {"self_attn.k_proj", "attn_k"},
     {"self_attn.v_proj", "attn_v"},
     {"self_attn.o_proj", "attn_output"},
+    {"self_attn.qkv_proj", "attn_qkv"}, // Phi-3: Q|K|V rows
+    {"mlp.gate_up_proj", "ffn_up"},     // Phi-3: gate|up rows
     {"self_attn.q_norm", "attn_q_norm"},
     {"self_attn.k_norm", "attn_k_norm"},
     {"post_attention_layernorm", "ffn_norm"},
@@ -453,7 +455,8 @@ const char *name(WeightNaming naming) { return family(naming).name; }
 Status ggufNames(const ModelPlan &plan, WeightNaming naming,
                  const std::string &architecture,
                  std::vector<OpTensorNames> &names) {
-  if (naming != WeightNaming::Llama && naming != WeightNaming::Gemma)
+  if (naming != WeightNaming::Llama && naming != WeightNaming::Gemma &&
+      naming != WeightNaming::Phi3)
     return Status(StatusCode::InvalidArgument,
                   std::string("weights named as ") + name(naming) +
                       " checkpoints are not read from GGUF files yet");
@@ -463,8 +466,10 @@ Status ggufNames(const ModelPlan &plan, WeightNaming naming,
   for (size_t i = 0; i < names.size(); i++)
     for (OpTensorNames::Entry &entry : names[i].entries) {
       const std::string renamed = ggufName(entry.tensor, family(naming));
-      if (renamed.empty() || entry.conv1d || entry.rowCount ||
-          entry.stackIndex >= 0)
+      // (Rows of a fused tensor, Phi-3's, keep their place: llama.cpp's
+      // converter writes the tensor as the checkpoint has it.)
+      if (renamed.empty() || entry.conv1d || entry.stackIndex >= 0 ||
+          (entry.rowCount && paired))
         return Status(StatusCode::InvalidArgument,
                       "tensor " + entry.tensor +
                           " has no GGUF name attnc reads yet");

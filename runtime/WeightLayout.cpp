@@ -61,10 +61,12 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     present.push_back(tensor);
   for (const std::string &tensor : harmlessTensors(plan, naming, present))
     tolerated.insert(tensor);
-  // A GGUF file's Llama 3 RoPE factors: attnc compiled them into the
-  // projection kernels from this file (the model cache keys on them).
+  // A GGUF file's RoPE factors (Llama 3's, Phi-3's LongRoPE): attnc
+  // compiled them into the projection kernels from this file (the model
+  // cache keys on them).
   if (file.gguf())
-    tolerated.insert("rope_freqs.weight");
+    tolerated.insert({"rope_freqs.weight", "rope_factors_long.weight",
+                      "rope_factors_short.weight"});
   if (Status status = checkTensors(file, distinctTensors(names), tolerated);
       !status)
     return Status(status.code(), std::string(name(naming)) + " weights in '" +
@@ -240,6 +242,7 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
                         slice.bytes = size_t(count) * rowBytes;
                         readFloats(slice, out);
                       }};
+    // A GGUF tensor's blocks, rows from `begin` (a fused tensor's slice).
     const GgufTensor *blocks =
         file.gguf() ? file.gguf()->tensor(entry->tensor) : nullptr;
     // GGUF's Q4_0 rows for int4 kernels in groups of 32: the same values
@@ -247,9 +250,10 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     if (tensor->type == TensorType::Q4_0 && target.type == DType::I4 &&
         target.group == 32 && !plan.weightFormat && !plan.weightMins) {
       result.symmetricInt4 = true;
-      result.readInt4 = [blocks, in](int64_t first, int64_t count, uint8_t *u,
-                                     float *scales, uint8_t *zeros) {
-        readQ4_0Rows(*blocks, first, count, u, scales);
+      result.readInt4 = [blocks, in, begin](int64_t first, int64_t count,
+                                            uint8_t *u, float *scales,
+                                            uint8_t *zeros) {
+        readQ4_0Rows(*blocks, begin + first, count, u, scales);
         std::fill_n(zeros, count * in / 32, kInt4SymmetricZero);
       };
     }
@@ -258,18 +262,19 @@ Status Model::layOut(const ModelPlan &plan, WeightNaming naming,
     if ((tensor->type == TensorType::Q4_1 ||
          tensor->type == TensorType::Q4_K) &&
         target.type == DType::I4 && target.group == 32 && plan.weightMins) {
-      result.readInt4Mins = [blocks](int64_t first, int64_t count, uint8_t *u,
-                                     float *scales, float *mins) {
-        readQ4MinRows(*blocks, first, count, u, scales, mins);
+      result.readInt4Mins = [blocks, begin](int64_t first, int64_t count,
+                                            uint8_t *u, float *scales,
+                                            float *mins) {
+        readQ4MinRows(*blocks, begin + first, count, u, scales, mins);
       };
     }
     // Q8_0, Q5_0 and Q6_K rows for int8 kernels in groups of 32, 32 and
     // 16: q · scale as they are (readInt8Rows).
     if (blocks && target.type == DType::I8 && target.group &&
         ggmlInt8Group(blocks->type) == target.group) {
-      result.readInt8 = [blocks](int64_t first, int64_t count, int8_t *q,
-                                 float *scales) {
-        readInt8Rows(*blocks, first, count, q, scales);
+      result.readInt8 = [blocks, begin](int64_t first, int64_t count,
+                                        int8_t *q, float *scales) {
+        readInt8Rows(*blocks, begin + first, count, q, scales);
       };
     }
     if (const int64_t head = entry->pairedRopeHeadRows)

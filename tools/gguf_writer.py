@@ -48,22 +48,24 @@ Usage:
       [--type f32|f16|bf16|q8_0|q5_0|q5_1|q4_0|q4_1|q4_k|q6_k|q4_k_m]
       [--dequantized DIR]
     A Hugging Face llama / mistral / qwen2 / qwen3 / gemma2 / gemma3_text /
-    olmo2 folder (config.json, safetensors, and its tokenizer where it has
-    tokenizer.json: vocab below) as llama.cpp's converter names and lays it
-    out: arch llama for llama and mistral (Q and K rows permuted to GGML's
+    olmo2 / phi3 folder (config.json, safetensors, and its tokenizer where it
+    has tokenizer.json: vocab below) as llama.cpp's converter names and lays
+    it out: arch llama for llama and mistral (Q and K rows permuted to GGML's
     interleaved RoPE pairs; Llama 3's rope_scaling as rope_freqs.weight),
     the others under their own names (Gemma's norms stored as 1 + w; Gemma's
     and OLMo 2's norms after a sublayer as post_attention_norm and
-    post_ffw_norm).
+    post_ffw_norm; Phi-3's fused qkv_proj and gate_up_proj as attn_qkv and
+    ffn_up, its LongRoPE factors as rope_factors_long/short.weight).
     --type quantizes the 2-D weights (the embedding and output head among
     them); norms and biases stay float32. As llama.cpp's quantizer, a
     tensor whose rows are not whole super-blocks of 256 takes Q5_0 for
-    Q4_K and Q8_0 for Q6_K (and F16 where its rows are not whole blocks). q4_k_m is llama.cpp's mix of
-    that name as its quantizer's rules read: Q4_K, but Q6_K for the output
-    head and for attn_v and ffn_down in layers i of n where i < n/8,
-    i >= 7n/8 or (i - n/8) % 3 == 2. --tensor-type REGEX=TYPE (repeatable,
-    the last match wins) gives the tensors whose GGUF names match a type of
-    their own.
+    Q4_K and Q8_0 for Q6_K (and F16 where its rows are not whole blocks).
+    q4_k_m is llama.cpp's mix of that name as its quantizer's rules read:
+    Q4_K, but Q6_K for the output head and for attn_v (attn_qkv) and
+    ffn_down in layers i of n where i < n/8, i >= 7n/8 or
+    (i - n/8) % 3 == 2. --tensor-type REGEX=TYPE (repeatable, the last
+    match wins) gives the tensors whose GGUF names match a type of their
+    own.
     --dequantized writes DIR/model.safetensors (float32) and config.json:
     the same model with each quantized weight as its blocks decode, in
     Hugging Face's layout, for tools/hf_reference.py.
@@ -367,7 +369,7 @@ def permute(w, heads):
 
 
 ARCH = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-        "gemma2": "gemma2", "gemma3_text": "gemma3", "olmo2": "olmo2"}
+        "gemma2": "gemma2", "gemma3_text": "gemma3", "olmo2": "olmo2", "phi3": "phi3"}
 GEMMA = ("gemma2", "gemma3")
 # Norms after each sublayer, under Gemma's names (OLMo 2 has no others).
 POST_NORMS = GEMMA + ("olmo2",)
@@ -375,7 +377,8 @@ NAMES = [("model.embed_tokens", "token_embd"), ("model.norm", "output_norm"),
          ("lm_head", "output")]
 BLOCK_NAMES = [("input_layernorm", "attn_norm"), ("self_attn.q_proj", "attn_q"),
                ("self_attn.k_proj", "attn_k"), ("self_attn.v_proj", "attn_v"),
-               ("self_attn.o_proj", "attn_output"), ("self_attn.q_norm", "attn_q_norm"),
+               ("self_attn.o_proj", "attn_output"), ("self_attn.qkv_proj", "attn_qkv"),
+               ("self_attn.q_norm", "attn_q_norm"), ("mlp.gate_up_proj", "ffn_up"),
                ("self_attn.k_norm", "attn_k_norm"),
                ("post_attention_layernorm", "ffn_norm"), ("mlp.gate_proj", "ffn_gate"),
                ("mlp.up_proj", "ffn_up"), ("mlp.down_proj", "ffn_down")]
@@ -406,10 +409,11 @@ def hyperparameters(config):
     if mt not in ARCH:
         raise SystemExit(f"gguf_writer.py: model_type {mt} is not written")
     scaling = config.get("rope_scaling") or {}
+    rule = scaling.get("rope_type", scaling.get("type"))
     if scaling and not (mt == "llama" and llama3_scaling(config)) and not (
-            mt == "gemma3_text" and scaling.get("rope_type", scaling.get("type")) == "linear"):
+            mt == "gemma3_text" and rule == "linear") and not (mt == "phi3" and rule == "longrope"):
         raise SystemExit("gguf_writer.py: rope_scaling other than Llama 3's "
-                         "(or Gemma 3's linear) is not written")
+                         "(or Gemma 3's linear, Phi-3's longrope) is not written")
     if mt in ("qwen2", "qwen3") and (config.get("use_sliding_window")
                                      or "sliding_attention" in config.get("layer_types", [])):
         raise SystemExit(f"gguf_writer.py: {mt}'s sliding window has no GGUF key")
@@ -427,7 +431,8 @@ def hyperparameters(config):
              config.get("num_key_value_heads", heads)),
             (f"{arch}.rope.freq_base", F32, float(config.get("rope_theta", 10000))),
             (f"{arch}.attention.layer_norm_rms_epsilon", F32, float(config["rms_norm_eps"])),
-            (f"{arch}.rope.dimension_count", U32, head_dim)]
+            (f"{arch}.rope.dimension_count", U32,
+             int(head_dim * config.get("partial_rotary_factor", 1.0)))]
     if head_dim != d // heads:
         meta += [(f"{arch}.attention.key_length", U32, head_dim),
                  (f"{arch}.attention.value_length", U32, head_dim)]
@@ -435,7 +440,28 @@ def hyperparameters(config):
         meta.append((f"{arch}.attention.sliding_window", U32, config["sliding_window"]))
     if arch in GEMMA:
         meta += gemma_hyperparameters(config, arch, head_dim)
+    if arch == "phi3":
+        meta += phi3_hyperparameters(config)
     return arch, meta
+
+
+def phi3_hyperparameters(config):
+    """Phi-3's keys as llama.cpp's converter writes them: the pretrained
+    context, the window (0: none) and, with LongRoPE, its attention factor
+    (the config's, else sqrt(1 + ln s / ln L0) for s = the context over
+    L0, as transformers computes it); the factors are tensors
+    (phi3_tensors)."""
+    positions = config["max_position_embeddings"]
+    original = config.get("original_max_position_embeddings") or positions
+    meta = [("phi3.rope.scaling.original_context_length", U32, original),
+            ("phi3.attention.sliding_window", U32, config.get("sliding_window") or 0)]
+    scaling = config.get("rope_scaling") or {}
+    if scaling:
+        s = positions / original
+        factor = scaling.get("attention_factor") or (
+            np.sqrt(1 + np.log(s) / np.log(original)) if s > 1 else 1.0)
+        meta.append(("phi3.rope.scaling.attn_factor", F32, float(factor)))
+    return meta
 
 
 def gemma_hyperparameters(config, arch, head_dim):
@@ -520,7 +546,7 @@ def tensor_type(g, kind, config, overrides=()):
     if kind == "q4_k_m":
         n = config["num_hidden_layers"]
         t = "q4_k"
-        m = re.match(r"blk\.(\d+)\.(attn_v|ffn_down)\.weight$", g)
+        m = re.match(r"blk\.(\d+)\.(attn_v|attn_qkv|ffn_down)\.weight$", g)
         if m:
             i = int(m.group(1))
             if i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2:
@@ -574,6 +600,12 @@ def tensors_of(config, weights, kind, head=None, freqs=None, overrides=()):
     if llama3_scaling(config):
         freqs = rope_freqs(config) if freqs is None else np.array(freqs, dtype=np.float32)
         out.append(("rope_freqs.weight", "f32", [freqs.size], encode(freqs, "f32")))
+    scaling = config.get("rope_scaling") or {}
+    if arch == "phi3" and scaling:
+        for which in ("long", "short"):
+            factors = np.array(scaling[which + "_factor"], dtype=np.float32)
+            out.append((f"rope_factors_{which}.weight", "f32", [factors.size],
+                        encode(factors, "f32")))
     return out, stored
 
 
@@ -736,6 +768,10 @@ def random_weights(config, seed=7):
                   "self_attn.v_proj": (kv * head_dim, d),
                   "self_attn.o_proj": (d, heads * head_dim),
                   "mlp.gate_proj": (f, d), "mlp.up_proj": (f, d), "mlp.down_proj": (d, f)}
+        if mt == "phi3":  # Q|K|V and gate|up fused
+            shapes = {"self_attn.qkv_proj": ((heads + 2 * kv) * head_dim, d),
+                      "self_attn.o_proj": (d, heads * head_dim),
+                      "mlp.gate_up_proj": (2 * f, d), "mlp.down_proj": (d, f)}
         for stem, shape in shapes.items():
             w[p + stem + ".weight"] = rng.uniform(-1, 1, shape) * 1.5 / np.sqrt(shape[1])
         if mt == "qwen2":

@@ -9,7 +9,11 @@ which attnc reads as per-pair frequency divisors) and a Qwen3 (text_qwen3:
 QK-norm, head_dim 64/4 != 32, tied head), a Gemma 3 (text_gemma3: norms
 stored as 1 + w, sandwich norms, QK-norm, five local layers of six with a
 window of 8, linear RoPE scaling on the global ones), an OLMo 2 (text_olmo2:
-norms after each sublayer only, QK-norm over the whole projection) and a Gemma 2
+norms after each sublayer only, QK-norm over the whole projection), a Phi-3
+(text_phi3: Q|K|V and gate|up fused, 12 of 16 channels rotating, LongRoPE's
+short factors and its attention factor past a pretrained context of 512 —
+llama.cpp picks the long factors by its context size of 256, transformers
+by the sequence's length, so the two agree below 256 tokens) and a Gemma 2
 (text_gemma2: soft-caps 50 and 30, every other layer local; its seed's
 greedy path keeps the two best logits 7.6e-2 apart, where llama.cpp's fp16
 GELU table, ~1e-3 relative, cannot part them), each written by
@@ -84,6 +88,7 @@ def main():
                               ("text_gemma3", ("f32", "bf16", "q8_0", "q4_0")),
                               ("text_gemma2", ("f32", "bf16")),
                               ("text_olmo2", ("f32", "bf16", "q8_0", "q4_0")),
+                              ("text_phi3", ("f32", "bf16", "q8_0", "q4_0", "q4_k_m")),
                               ("text_llama_k", ("q6_k", "q4_k", "q4_0+q6_k",
                                                 "q4_k+q6_k", "q4_k_m"))):
             folder, cache, compiled = make_model_folder(work, bin_dir, data, family)
