@@ -42,14 +42,26 @@ namespace {
 /// have them, attn_qkv and ffn_up).
 struct Architecture {
   const char *name, *modelType;
+  /// Which attention.sliding_window values it states: none (a key to
+  /// refuse), from 1, or from 0 (Phi-3's converter: 0 for none).
+  enum class Window { None, FromOne, FromZero } window;
+  /// rope.dimension_count below the head size (partial rotary), and
+  /// LongRoPE's rope_factors_long/short.weight: read, else refused.
+  bool partialRotary, longRopeFactors;
 };
-constexpr Architecture kArchitectures[] = {{"llama", "llama"},
-                                           {"qwen2", "qwen2"},
-                                           {"qwen3", "qwen3"},
-                                           {"gemma2", "gemma2"},
-                                           {"gemma3", "gemma3_text"},
-                                           {"olmo2", "olmo2"},
-                                           {"phi3", "phi3"}};
+using Window = Architecture::Window;
+// clang-format off
+constexpr Architecture kArchitectures[] = {
+    // name     model_type     sliding_window     partial  LongRoPE
+    //                                            rotary   factors
+    {"llama",  "llama",       Window::FromOne,  false,   false},
+    {"qwen2",  "qwen2",       Window::None,     false,   false},
+    {"qwen3",  "qwen3",       Window::None,     false,   false},
+    {"gemma2", "gemma2",      Window::FromOne,  false,   false},
+    {"gemma3", "gemma3_text", Window::FromOne,  false,   false},
+    {"olmo2",  "olmo2",       Window::None,     false,   false},
+    {"phi3",   "phi3",        Window::FromZero, true,    true}};
+// clang-format on
 
 llvm::Error error(const GgufFile &file, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -203,9 +215,9 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
                          keyLength = integer("attention.key_length", false),
                          valueLength = integer("attention.value_length", false),
                          ropeDims = integer("rope.dimension_count", false),
-                         // Phi-3's converter writes 0 for none.
-                         window = integer("attention.sliding_window", false,
-                                          arch == "phi3" ? 0 : 1),
+                         window = integer(
+                             "attention.sliding_window", false,
+                             architecture->window == Window::FromZero ? 0 : 1),
                          vocab = integer("vocab_size", false),
                          experts = integer("expert_count", false);
   integer("expert_used_count", false);
@@ -329,12 +341,11 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
     config["head_dim"] = *keyLength;
   }
   const int64_t headDim = keyLength.value_or(*hidden / *heads);
-  const bool phi3 = arch == "phi3";
   // Phi-3's partial rotary: the first rope.dimension_count channels of a
   // head rotate (partial_rotary_factor · head_dim, as transformers counts).
   if (ropeDims && *ropeDims != headDim) {
     const double partial = double(*ropeDims) / double(headDim);
-    if (!phi3)
+    if (!architecture->partialRotary)
       return error(file, "metadata '" + prefix +
                              "rope.dimension_count' is " +
                              std::to_string(*ropeDims) +
@@ -362,7 +373,7 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
                            scaling + "' is not read (none or linear)");
   }
   if (window) {
-    if (arch != "llama" && !gemma && !phi3)
+    if (architecture->window == Window::None)
       return error(file, "metadata '" + prefix +
                              "attention.sliding_window': " + arch +
                              " models have no sliding window in attnc");
@@ -431,7 +442,8 @@ llvm::Expected<llvm::json::Object> ggufConfig(const GgufFile &file) {
   const GgufTensor *longFactors = file.tensor("rope_factors_long.weight"),
                    *shortFactors = file.tensor("rope_factors_short.weight");
   if (longFactors || shortFactors) {
-    if (!phi3 || !longFactors || !shortFactors || config.get("rope_scaling"))
+    if (!architecture->longRopeFactors || !longFactors || !shortFactors ||
+        config.get("rope_scaling"))
       return error(file, "tensor '" +
                              (longFactors ? longFactors : shortFactors)->name +
                              "': LongRoPE factors are read from phi3 files, "
