@@ -439,13 +439,17 @@ void decodeValues(GgmlType type, const uint8_t *data, int64_t values,
   case GgmlType::Q8_0:
   case GgmlType::Q5_0:
   case GgmlType::Q6_K: {
-    // q · scale per group (int8Blocks).
+    // q · scale per group (int8Blocks), a block at a time.
     const int group = ggmlInt8Group(type);
-    std::vector<int8_t> q(static_cast<size_t>(values));
-    std::vector<float> scales(static_cast<size_t>(values / group));
-    int8Blocks(type, data, values, q.data(), scales.data());
-    for (int64_t j = 0; j < values; j++)
-      out[j] = scales[size_t(j / group)] * float(q[size_t(j)]);
+    const int64_t block = type == GgmlType::Q6_K ? 256 : 32;
+    const size_t bytes = storedBytes(type, block);
+    int8_t q[256];
+    float scales[16];
+    for (int64_t b = 0; b < values / block; b++) {
+      int8Blocks(type, data + b * bytes, block, q, scales);
+      for (int64_t j = 0; j < block; j++)
+        out[b * block + j] = scales[j / group] * float(q[j]);
+    }
     return;
   }
   case GgmlType::Q4_0:
